@@ -1,0 +1,33 @@
+// Package deps pins module requirements while the packages that use them are written.
+package deps
+
+import (
+	_ "connectrpc.com/connect"
+	_ "github.com/creack/pty"
+	_ "github.com/docker/docker/api/types/container"
+	_ "github.com/docker/docker/api/types/image"
+	_ "github.com/docker/docker/client"
+	_ "github.com/docker/docker/pkg/stdcopy"
+	_ "github.com/getkin/kin-openapi/openapi3"
+	_ "github.com/getkin/kin-openapi/openapi3filter"
+	_ "github.com/getkin/kin-openapi/routers/gorillamux"
+	_ "github.com/google/uuid"
+	_ "github.com/hashicorp/go-retryablehttp"
+	_ "github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	_ "github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	_ "github.com/hashicorp/terraform-plugin-framework/providerserver"
+	_ "github.com/hashicorp/terraform-plugin-framework/ephemeral"
+	_ "github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	_ "github.com/hashicorp/terraform-plugin-log/tflog"
+	_ "github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	_ "github.com/hashicorp/terraform-plugin-testing/plancheck"
+	_ "github.com/hashicorp/terraform-plugin-testing/statecheck"
+	_ "github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	_ "github.com/hashicorp/terraform-plugin-testing/tfversion"
+	_ "github.com/klauspost/compress/gzip"
+	_ "github.com/moby/buildkit/frontend/dockerfile/parser"
+	_ "github.com/moby/patternmatcher"
+	_ "go.etcd.io/bbolt"
+	_ "golang.org/x/sys/unix"
+	_ "google.golang.org/protobuf/proto"
+)
