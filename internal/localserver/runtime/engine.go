@@ -1,0 +1,108 @@
+// Package runtime runs the local server's template builds and sandboxes as
+// Docker containers with our envd inside. The API layer decides what to run
+// and records results; this package only knows how to run it.
+package runtime
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+)
+
+// BuildSpec is everything a build needs, already resolved by the API layer.
+type BuildSpec struct {
+	TemplateID string
+	BuildID    string
+	// BaseImage is the Docker image to start from: fromImage, or the image of
+	// the ready build that fromTemplate resolved to.
+	BaseImage string
+	// PullBase pulls BaseImage when it is absent (fromImage only).
+	PullBase     bool
+	RegistryAuth *e2bapi.FromImageRegistry
+	// Base* carry the final state of fromTemplate's build; empty for images.
+	BaseUser    string
+	BaseWorkdir string
+	BaseEnv     map[string]string
+	Steps       []e2bapi.TemplateStep
+	// Archives maps each COPY step's filesHash to the stored archive on disk.
+	Archives map[string]string
+	StartCmd string
+	ReadyCmd string
+	CPUCount int32
+	MemoryMB int32
+	// Log receives every build log line in order, from one goroutine.
+	Log func(e2bapi.BuildLogEntry)
+}
+
+// BuildResult is the state a finished build leaves for its sandboxes.
+type BuildResult struct {
+	// Image is the committed Docker image of the build.
+	Image    string
+	User     string
+	Workdir  string
+	Env      map[string]string
+	StartCmd string
+	ReadyCmd string
+	// EnvdVersion is the envd protocol version sandboxes of this build speak.
+	EnvdVersion string
+}
+
+// StepError is a build failure attributed to a step: "base", "1".."N"
+// (1-based into BuildSpec.Steps) or "finalize".
+type StepError struct {
+	Step string
+	Err  error
+}
+
+func (e *StepError) Error() string { return fmt.Sprintf("step %s: %v", e.Step, e.Err) }
+func (e *StepError) Unwrap() error { return e.Err }
+
+// SandboxSpec describes a sandbox to start from a ready build.
+type SandboxSpec struct {
+	SandboxID   string
+	TemplateID  string
+	BuildID     string
+	Image       string
+	User        string
+	Workdir     string
+	Env         map[string]string
+	StartCmd    string
+	AccessToken string
+	CPUCount    int32
+	MemoryMB    int32
+}
+
+// Sandbox is a running sandbox container.
+type Sandbox struct {
+	ID          string
+	ContainerID string
+	// EnvdSocket is the host path of the unix socket envd listens on; the
+	// API layer proxies sandbox traffic for port 49983 to it.
+	EnvdSocket  string
+	EnvdVersion string
+}
+
+// EngineInfo is what the server logs at start-up about the engine it found.
+type EngineInfo struct {
+	ServerVersion string
+	APIVersion    string
+	Runtime       string
+	OS            string
+}
+
+// Engine runs builds and sandboxes.
+type Engine interface {
+	Info(ctx context.Context) (EngineInfo, error)
+	// Build blocks until the build ends. Cancelling ctx aborts it and
+	// removes its container; failures are *StepError where a step is known.
+	Build(ctx context.Context, spec BuildSpec) (*BuildResult, error)
+	StartSandbox(ctx context.Context, spec SandboxSpec) (*Sandbox, error)
+	// StopSandbox removes the sandbox's container; an unknown ID is not an error.
+	StopSandbox(ctx context.Context, sandboxID string) error
+	// RemoveOrphans removes containers this server created that keep does
+	// not claim (after a crash), including leftover build containers.
+	RemoveOrphans(ctx context.Context, keep func(sandboxID string) bool) error
+	// RemoveImage removes a build's image when its template is deleted.
+	RemoveImage(ctx context.Context, image string) error
+}
