@@ -1,0 +1,108 @@
+// Package buildcontext lists the files a COPY step takes from a build context, hashes them
+// (the portable files hash v1, or the E2B SDK-compatible hash) and writes the deterministic
+// gzip'd tar archive that is uploaded for the step. It follows ../shared/spec/hashing.md.
+//
+// One listing serves both the hash and the archive:
+//
+//	l, err := buildcontext.List(contextDir, src, buildcontext.ListOptions{})
+//	hash, err := l.PortableHash(ctx, dest, buildcontext.HashOptions{Cache: cache})
+//	path, size, err := l.SpoolArchive(ctx, "") // verifies every file against its digest
+//
+// The package knows nothing of Terraform.
+package buildcontext
+
+import (
+	"io/fs"
+)
+
+// Kind is the type of a listed entry.
+type Kind uint8
+
+const (
+	KindFile Kind = iota + 1
+	KindDir
+	KindSymlink
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindFile:
+		return "file"
+	case KindDir:
+		return "dir"
+	case KindSymlink:
+		return "symlink"
+	}
+	return "unknown"
+}
+
+// FileID is the stat identity of a file: the key of the digest cache. A cached digest is
+// trusted only when every field matches.
+type FileID struct {
+	Dev     uint64
+	Ino     uint64
+	Size    int64
+	MtimeNs int64
+	CtimeNs int64
+	Mode    uint32 // raw st_mode, file-type bits included
+}
+
+// Entry is one listed file, directory or symlink.
+type Entry struct {
+	// Path is relative to the context, "/"-separated; "." is the context directory itself.
+	Path string
+	Kind Kind
+	// Perm holds the permission bits found on disk (not normalised).
+	Perm fs.FileMode
+	// Size is st_size: the byte count of a file, the length of a link's target text, and
+	// a filesystem-dependent number for a directory.
+	Size int64
+	// LinkTarget is the target text of a symlink.
+	LinkTarget string
+	// ID is the stat identity; ID.Mode is the raw st_mode the SDK-compatible hash uses.
+	ID FileID
+	// SHA256 is the lowercase hex digest of a file's bytes, set by ComputeDigests,
+	// PortableHash or SDKHash.
+	SHA256 string
+
+	// source is the absolute path to read; it differs from the context path joined with
+	// Path when the entry is a resolved symlink.
+	source string
+}
+
+// Listing is the result of listing one COPY source: entries sorted by Path as bytes.
+type Listing struct {
+	Context string // absolute, symlinks in it resolved
+	Src     string // the COPY source exactly as given
+	Entries []Entry
+}
+
+// normalisedPerm is the mode an entry has in the portable hash and the archive.
+func (e *Entry) normalisedPerm() fs.FileMode {
+	switch e.Kind {
+	case KindDir:
+		return 0o755
+	case KindSymlink:
+		return 0o777
+	}
+	if e.Perm&0o111 != 0 {
+		return 0o755
+	}
+	return 0o644
+}
+
+// portableIdentity builds a FileID from what fs.FileInfo offers on every system, with a
+// POSIX st_mode synthesised from the Go mode.
+func portableIdentity(fi fs.FileInfo) (FileID, uint32) {
+	const sIFREG, sIFDIR, sIFLNK = 0o100000, 0o040000, 0o120000
+	mode := uint32(fi.Mode().Perm())
+	switch {
+	case fi.Mode().IsDir():
+		mode |= sIFDIR
+	case fi.Mode()&fs.ModeSymlink != 0:
+		mode |= sIFLNK
+	default:
+		mode |= sIFREG
+	}
+	return FileID{Size: fi.Size(), MtimeNs: fi.ModTime().UnixNano(), Mode: mode}, mode
+}

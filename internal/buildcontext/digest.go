@@ -1,0 +1,161 @@
+package buildcontext
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+)
+
+// HashOptions tunes the computation of file digests.
+type HashOptions struct {
+	// Cache, when set, supplies digests of files whose stat identity is unchanged and
+	// receives new ones; call Cache.Save to persist them.
+	Cache *StatCache
+	// Workers is the number of files hashed at once; 0 means GOMAXPROCS.
+	Workers int
+}
+
+const (
+	// readBufferSize is the read size per worker: memory stays at Workers × this,
+	// whatever the file sizes.
+	readBufferSize = 256 << 10
+	// settleTime: a digest is not cached when the file's mtime is this close to the moment
+	// it was read, since the file may still be changing within the mtime granularity.
+	settleTime = 2 * time.Second
+)
+
+var bufferPool = sync.Pool{New: func() any { b := make([]byte, readBufferSize); return &b }}
+
+// ComputeDigests sets SHA256 on every file entry that lacks it, from the cache where the
+// stat identity matches and otherwise by reading the file, several files in parallel.
+// A file whose identity differs from the listing's, or that changes while it is read,
+// is an error naming it.
+func (l *Listing) ComputeDigests(ctx context.Context, opts HashOptions) error {
+	var todo []*Entry
+	for i := range l.Entries {
+		e := &l.Entries[i]
+		if e.Kind != KindFile || e.SHA256 != "" {
+			continue
+		}
+		if opts.Cache != nil {
+			if sum, ok := opts.Cache.lookup(e.ID); ok {
+				e.SHA256 = hex.EncodeToString(sum[:])
+				continue
+			}
+		}
+		todo = append(todo, e)
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	// Largest first, so the big files spread across workers and the small ones fill in.
+	slices.SortStableFunc(todo, func(a, b *Entry) int { return int(min(max(b.Size-a.Size, -1), 1)) })
+
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, len(todo))
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	jobs := make(chan *Entry)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for e := range jobs {
+				sum, err := hashFile(ctx, e, opts.Cache)
+				if err != nil {
+					cancel(err)
+					continue
+				}
+				e.SHA256 = hex.EncodeToString(sum[:])
+			}
+		}()
+	}
+feed:
+	for _, e := range todo {
+		select {
+		case jobs <- e:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	return context.Cause(ctx)
+}
+
+// hashFile digests one file, checking it is still the file that was listed.
+func hashFile(ctx context.Context, e *Entry, cache *StatCache) ([32]byte, error) {
+	var sum [32]byte
+	f, err := os.Open(e.source)
+	if err != nil {
+		return sum, fmt.Errorf("reading %s: %w", e.Path, err)
+	}
+	defer f.Close()
+	readAt := time.Now()
+	before, err := f.Stat()
+	if err != nil {
+		return sum, fmt.Errorf("reading %s: %w", e.Path, err)
+	}
+	if id, _ := identityOf(before); id != e.ID {
+		return sum, changedError(e.Path, "since it was listed")
+	}
+	h := sha256.New()
+	n, err := copyWithContext(ctx, h, f)
+	if err != nil {
+		return sum, fmt.Errorf("reading %s: %w", e.Path, err)
+	}
+	after, err := f.Stat()
+	if err != nil {
+		return sum, fmt.Errorf("reading %s: %w", e.Path, err)
+	}
+	if id, _ := identityOf(after); id != e.ID || n != e.Size {
+		return sum, changedError(e.Path, "while it was read")
+	}
+	h.Sum(sum[:0])
+	if cache != nil && readAt.Sub(time.Unix(0, e.ID.MtimeNs)) >= settleTime {
+		cache.store(e.ID, sum)
+	}
+	return sum, nil
+}
+
+func changedError(path, when string) error {
+	return &contextError{fmt.Sprintf("build context changed: %s was modified %s", path, when), ErrChanged}
+}
+
+// copyWithContext copies src to dst through a pooled buffer, stopping when ctx ends.
+func copyWithContext(ctx context.Context, dst io.Writer, src io.Reader) (int64, error) {
+	bp := bufferPool.Get().(*[]byte)
+	defer bufferPool.Put(bp)
+	buf := *bp
+	var n int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return n, context.Cause(ctx)
+		}
+		r, err := src.Read(buf)
+		if r > 0 {
+			if _, werr := dst.Write(buf[:r]); werr != nil {
+				return n, werr
+			}
+			n += int64(r)
+		}
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}

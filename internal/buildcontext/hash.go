@@ -1,0 +1,126 @@
+package buildcontext
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"strconv"
+)
+
+// PortableHash is the portable files hash v1 of the COPY step (Src, dest) over this
+// listing (hashing.md §2). It computes the missing file digests first (see
+// ComputeDigests), which also prepares the listing for the archive.
+func (l *Listing) PortableHash(ctx context.Context, dest string, opts HashOptions) (string, error) {
+	if err := l.ComputeDigests(ctx, opts); err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	writeNetstring(h, "e2b-files-v1")
+	writeNetstring(h, l.Src)
+	writeNetstring(h, dest)
+	for i := range l.Entries {
+		e := &l.Entries[i]
+		var kind, payload string
+		switch e.Kind {
+		case KindFile:
+			kind, payload = "f", e.SHA256
+		case KindDir:
+			kind = "d"
+		case KindSymlink:
+			kind, payload = "l", e.LinkTarget
+		}
+		writeNetstring(h, kind)
+		writeNetstring(h, fmt.Sprintf("%04o", e.normalisedPerm()))
+		writeNetstring(h, e.Path)
+		writeNetstring(h, payload)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// writeNetstring writes len(s) ":" s ",".
+func writeNetstring(h hash.Hash, s string) {
+	var b []byte
+	b = strconv.AppendInt(b, int64(len(s)), 10)
+	b = append(b, ':')
+	h.Write(b)
+	io.WriteString(h, s)
+	h.Write([]byte{','})
+}
+
+// SDKHash is the files hash the E2B JS SDK computes for the step (e2b-api.md §2), so
+// uploads can be shared with SDK users. Differences kept on purpose: entries come from
+// this package's listing (Docker .dockerignore semantics, where the SDK's glob keeps the
+// children of an ignored directory), and a symlink's target is used only when the listing
+// resolved it. Directory sizes make it filesystem-dependent. Like the SDK it orders
+// entries by absolute path (the context itself first, named ""), and it sets the SHA256
+// of every file it reads, so the archive can check the files again.
+func (l *Listing) SDKHash(ctx context.Context, dest string) (string, error) {
+	h := sha256.New()
+	io.WriteString(h, "COPY "+l.Src+" "+dest)
+	for _, i := range l.sdkOrder() {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		e := &l.Entries[i]
+		name := e.Path
+		if name == "." {
+			name = ""
+		}
+		io.WriteString(h, name)
+		io.WriteString(h, strconv.FormatUint(uint64(e.ID.Mode), 10))
+		io.WriteString(h, strconv.FormatInt(e.Size, 10))
+		switch e.Kind {
+		case KindSymlink:
+			io.WriteString(h, e.LinkTarget)
+		case KindFile:
+			if err := sdkHashFile(ctx, h, e); err != nil {
+				return "", err
+			}
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// sdkOrder is the SDK's order: by absolute path, which puts the context itself first.
+func (l *Listing) sdkOrder() []int {
+	order := make([]int, 0, len(l.Entries))
+	for i := range l.Entries {
+		if l.Entries[i].Path == "." {
+			order = append([]int{i}, order...)
+		} else {
+			order = append(order, i)
+		}
+	}
+	return order
+}
+
+// sdkHashFile feeds a file's bytes into the step hash and its own digest at once.
+func sdkHashFile(ctx context.Context, h hash.Hash, e *Entry) error {
+	f, err := os.Open(e.source)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", e.Path, err)
+	}
+	defer f.Close()
+	fileHash := sha256.New()
+	n, err := copyWithContext(ctx, io.MultiWriter(h, fileHash), f)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", e.Path, err)
+	}
+	after, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", e.Path, err)
+	}
+	if id, _ := identityOf(after); id != e.ID || n != e.Size {
+		return changedError(e.Path, "since it was listed")
+	}
+	sum := hex.EncodeToString(fileHash.Sum(nil))
+	if e.SHA256 != "" && e.SHA256 != sum {
+		return changedError(e.Path, "since it was hashed")
+	}
+	e.SHA256 = sum
+	return nil
+}

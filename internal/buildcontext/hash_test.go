@@ -1,0 +1,137 @@
+package buildcontext
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestHashVectors(t *testing.T) {
+	v := loadVectors(t)
+	ctxDir := newTree(t, v.Entries...)
+	dirSize := int64(-1)
+	if fi, err := os.Stat(filepath.Join(ctxDir, "app")); err == nil {
+		dirSize = fi.Size()
+	}
+	for _, vec := range v.Vectors {
+		t.Run(vec.Src+"->"+vec.Dest, func(t *testing.T) {
+			l := mustList(t, ctxDir, vec.Src, ListOptions{})
+			got, err := l.PortableHash(t.Context(), vec.Dest, HashOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != vec.PortableV1 {
+				t.Errorf("portable v1 = %s, want %s (entries %v)", got, vec.PortableV1, paths(l))
+			}
+			if vec.DependsOnDirSize && dirSize != 4096 {
+				t.Skipf("SDK vector needs 4096-byte directories; this filesystem reports %d", dirSize)
+			}
+			sdk, err := mustList(t, ctxDir, vec.Src, ListOptions{}).SDKHash(t.Context(), vec.Dest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sdk != vec.E2BSDK {
+				t.Errorf("SDK hash = %s, want %s", sdk, vec.E2BSDK)
+			}
+		})
+	}
+}
+
+// TestSDKWorkedExample checks the concatenated input of e2b-api.md §2 example 2 directly.
+func TestSDKWorkedExample(t *testing.T) {
+	ctxDir := newTree(t, file("top.txt", "x"), dir("app"), file("app/a.txt", "hello\n"),
+		link("app/link", "a.txt"), dir("app/sub"), file("app/sub/b.txt", "world"))
+	if fi, _ := os.Stat(filepath.Join(ctxDir, "app")); fi.Size() != 4096 {
+		t.Skipf("needs 4096-byte directories; this filesystem reports %d", fi.Size())
+	}
+	got, err := mustList(t, ctxDir, "app", ListOptions{}).SDKHash(t.Context(), "/app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "4d41435b27db328212348efa0a9ebfa1757ef12a9cde407c88a10aa29f80ff9e"; got != want {
+		t.Errorf("SDK hash = %s, want %s", got, want)
+	}
+}
+
+func TestPortableHashMatchesPythonReference(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not installed; the shared vectors still cover the reference")
+	}
+	v := loadVectors(t)
+	ctxDir := newTree(t, append(v.Entries, file("app/sub/deeper/z.bin", "zz"), link("app/sub/dl", "../nowhere"))...)
+	for _, src := range []string{"app", "app/sub", "docs", "top.txt", "app/link"} {
+		out, err := exec.Command(py, "../../../shared/spec/portable_hash_v1_reference.py", ctxDir, src, "/d").Output()
+		if err != nil {
+			t.Fatalf("reference for %s: %v", src, err)
+		}
+		if got, want := portable(t, ctxDir, src, "/d"), string(out[:64]); got != want {
+			t.Errorf("%s: portable = %s, reference = %s", src, got, want)
+		}
+	}
+}
+
+func TestPortableHashIgnoresMachineDetails(t *testing.T) {
+	v := loadVectors(t)
+	base := newTree(t, v.Entries...)
+	want := portable(t, base, "app", "/app")
+
+	oldMask := syscall.Umask(0o077)
+	other := newTree(t, v.Entries...)
+	syscall.Umask(oldMask)
+	past := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
+	filepath.Walk(other, func(p string, _ os.FileInfo, _ error) error {
+		os.Chtimes(p, past, past) // follows links; their targets are in the tree too
+		return nil
+	})
+	if err := os.Chmod(filepath.Join(other, "app/a.txt"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(other, "app/sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		if err := os.Lchown(filepath.Join(other, "app/a.txt"), 1234, 5678); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := portable(t, other, "app", "/app"); got != want {
+		t.Errorf("hash changed with umask/mtime/owner/0600: %s, want %s", got, want)
+	}
+}
+
+func TestPortableHashChangesWithWhatMatters(t *testing.T) {
+	v := loadVectors(t)
+	baseline := portable(t, newTree(t, v.Entries...), "app", "/app")
+	changes := map[string]func(dir string) error{
+		"content": func(d string) error { return os.WriteFile(filepath.Join(d, "app/a.txt"), []byte("hellO\n"), 0o644) },
+		"exec bit": func(d string) error { return os.Chmod(filepath.Join(d, "app/a.txt"), 0o744) },
+		"path": func(d string) error {
+			return os.Rename(filepath.Join(d, "app/a.txt"), filepath.Join(d, "app/a2.txt"))
+		},
+		"link target": func(d string) error {
+			p := filepath.Join(d, "app/link")
+			os.Remove(p)
+			return os.Symlink("run.sh", p)
+		},
+		"new empty dir": func(d string) error { return os.Mkdir(filepath.Join(d, "app/empty"), 0o755) },
+	}
+	for name, change := range changes {
+		t.Run(name, func(t *testing.T) {
+			d := newTree(t, v.Entries...)
+			if err := change(d); err != nil {
+				t.Fatal(err)
+			}
+			if got := portable(t, d, "app", "/app"); got == baseline {
+				t.Errorf("hash unchanged after changing the %s", name)
+			}
+		})
+	}
+	d := newTree(t, v.Entries...)
+	if portable(t, d, "app", "/other") == baseline {
+		t.Error("hash unchanged after changing dest")
+	}
+}

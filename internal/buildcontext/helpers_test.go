@@ -1,0 +1,126 @@
+package buildcontext
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// treeEntry describes one entry of a test tree, in the shape of hash-vectors.json.
+type treeEntry struct {
+	Path    string `json:"path"`
+	Type    string `json:"type"`
+	Mode    string `json:"mode"`
+	Content string `json:"content"`
+	Target  string `json:"target"`
+}
+
+type hashVector struct {
+	Src              string `json:"src"`
+	Dest             string `json:"dest"`
+	PortableV1       string `json:"portable_v1"`
+	E2BSDK           string `json:"e2b_sdk"`
+	DependsOnDirSize bool   `json:"e2b_sdk_depends_on_directory_size"`
+}
+
+type vectorFile struct {
+	Entries []treeEntry  `json:"entries"`
+	Vectors []hashVector `json:"vectors"`
+}
+
+const vectorsPath = "../../../shared/fixtures/hash-vectors.json"
+
+func loadVectors(t testing.TB) vectorFile {
+	t.Helper()
+	data, err := os.ReadFile(vectorsPath)
+	if err != nil {
+		t.Fatalf("reading the shared hash vectors: %v", err)
+	}
+	var v vectorFile
+	if err := json.Unmarshal(data, &v); err != nil {
+		t.Fatalf("parsing %s: %v", vectorsPath, err)
+	}
+	return v
+}
+
+// makeTree creates the entries under dir with exactly their modes (chmod after writing,
+// so the umask does not matter).
+func makeTree(t testing.TB, dir string, entries []treeEntry) {
+	t.Helper()
+	for _, e := range entries {
+		p := filepath.Join(dir, filepath.FromSlash(e.Path))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		switch e.Type {
+		case "file":
+			if err := os.WriteFile(p, []byte(e.Content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		case "dir":
+			if err := os.MkdirAll(p, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		case "symlink":
+			if err := os.Symlink(e.Target, p); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		default:
+			t.Fatalf("unknown entry type %q", e.Type)
+		}
+		mode := e.Mode
+		if mode == "" {
+			mode = map[string]string{"file": "0644", "dir": "0755"}[e.Type]
+		}
+		m, err := strconv.ParseUint(mode, 8, 32)
+		if err != nil {
+			t.Fatalf("mode %q of %s: %v", mode, e.Path, err)
+		}
+		if err := os.Chmod(p, os.FileMode(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func file(path, content string) treeEntry { return treeEntry{Path: path, Type: "file", Content: content} }
+func dir(path string) treeEntry           { return treeEntry{Path: path, Type: "dir"} }
+func link(path, target string) treeEntry {
+	return treeEntry{Path: path, Type: "symlink", Target: target}
+}
+
+func newTree(t testing.TB, entries ...treeEntry) string {
+	t.Helper()
+	d := t.TempDir()
+	makeTree(t, d, entries)
+	return d
+}
+
+func mustList(t testing.TB, ctxDir, src string, opts ListOptions) *Listing {
+	t.Helper()
+	l, err := List(ctxDir, src, opts)
+	if err != nil {
+		t.Fatalf("List(%q): %v", src, err)
+	}
+	return l
+}
+
+func portable(t testing.TB, ctxDir, src, dest string) string {
+	t.Helper()
+	h, err := mustList(t, ctxDir, src, ListOptions{}).PortableHash(context.Background(), dest, HashOptions{})
+	if err != nil {
+		t.Fatalf("PortableHash(%q): %v", src, err)
+	}
+	return h
+}
+
+func paths(l *Listing) []string {
+	var out []string
+	for _, e := range l.Entries {
+		out = append(out, e.Path)
+	}
+	return out
+}
