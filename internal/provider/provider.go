@@ -1,0 +1,389 @@
+// Package provider is the Terraform glue of terraform-provider-e2b: the
+// provider configuration here, and one file per resource or data source.
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+)
+
+// Defaults and environment variables of the provider configuration. The
+// variable names are the E2B SDK's, so a shell set up for the SDK works here.
+const (
+	DefaultDomain         = "e2b.app"
+	DefaultRequestTimeout = 60 * time.Second
+	DefaultMaxRetries     = 4
+
+	// maxMaxRetries bounds max_retries: more attempts than this with backoff
+	// would keep one Terraform operation waiting for hours.
+	maxMaxRetries = 100
+
+	EnvAPIKey     = "E2B_API_KEY"
+	EnvDomain     = "E2B_DOMAIN"
+	EnvAPIURL     = "E2B_API_URL"
+	EnvSandboxURL = "E2B_SANDBOX_URL"
+)
+
+// apiKeyPattern is the key format the E2B SDK checks. Other formats are only
+// warned about: a self-hosted server may hand out keys of its own.
+var apiKeyPattern = regexp.MustCompile(`^e2b_[0-9a-f]+$`)
+
+// ErrMissingAPIKey is returned by ProviderData.RequireAPIKey.
+var ErrMissingAPIKey = errors.New("no E2B API key: set api_key in the provider block or the " + EnvAPIKey + " environment variable")
+
+// ProviderData is the resolved provider configuration handed to every
+// resource, data source and ephemeral resource through their Configure
+// methods. Values come from the provider block, then the environment, then
+// the defaults.
+type ProviderData struct {
+	// APIURL is the control-plane base URL without a trailing slash.
+	APIURL string
+	// APIKey may be empty: the provider starts without one so that plans
+	// that need no API work; call RequireAPIKey before using the API.
+	APIKey string
+	Domain string
+	// SandboxURL, when set, is the fixed envd base URL for every sandbox
+	// (without a trailing slash); empty means the E2B addressing rule
+	// https://<port>-<sandboxID>.<Domain>.
+	SandboxURL     string
+	RequestTimeout time.Duration
+	MaxRetries     int
+	// Version is the provider's version, for the User-Agent header.
+	Version string
+}
+
+// RequireAPIKey returns ErrMissingAPIKey when no API key was configured.
+func (d *ProviderData) RequireAPIKey() error {
+	if d.APIKey == "" {
+		return ErrMissingAPIKey
+	}
+	return nil
+}
+
+var (
+	_ provider.Provider                       = (*e2bProvider)(nil)
+	_ provider.ProviderWithEphemeralResources = (*e2bProvider)(nil)
+	_ provider.ProviderWithValidateConfig     = (*e2bProvider)(nil)
+)
+
+type e2bProvider struct {
+	version string
+}
+
+// New returns the provider factory that providerserver.Serve expects.
+func New(version string) func() provider.Provider {
+	return func() provider.Provider {
+		return &e2bProvider{version: version}
+	}
+}
+
+// providerModel is the provider block as Terraform sends it.
+type providerModel struct {
+	APIKey         types.String `tfsdk:"api_key"`
+	Domain         types.String `tfsdk:"domain"`
+	APIURL         types.String `tfsdk:"api_url"`
+	SandboxURL     types.String `tfsdk:"sandbox_url"`
+	RequestTimeout types.String `tfsdk:"request_timeout"`
+	MaxRetries     types.Int64  `tfsdk:"max_retries"`
+}
+
+func (p *e2bProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
+	resp.TypeName = "e2b"
+	resp.Version = p.version
+}
+
+func (p *e2bProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Builds and manages [E2B](https://e2b.dev) sandbox templates, on E2B or on the " +
+			"E2B-compatible local server this provider's binary carries. Every attribute is optional; values in " +
+			"the provider block win over the environment variables, which win over the defaults.",
+		Attributes: map[string]schema.Attribute{
+			"api_key": schema.StringAttribute{
+				MarkdownDescription: "E2B API key (`e2b_` followed by hex digits), sent as `X-API-Key`. " +
+					"Defaults to the `" + EnvAPIKey + "` environment variable. The provider starts without one; " +
+					"resources and data sources that call the API fail with a clear error when it is missing. " +
+					"A key of another format is accepted with a warning.",
+				Optional:  true,
+				Sensitive: true,
+			},
+			"domain": schema.StringAttribute{
+				MarkdownDescription: "E2B domain; the API URL is `https://api.<domain>` unless `api_url` is set. " +
+					"Defaults to the `" + EnvDomain + "` environment variable, then `" + DefaultDomain + "`.",
+				Optional: true,
+			},
+			"api_url": schema.StringAttribute{
+				MarkdownDescription: "Control-plane API base URL, overriding the one derived from `domain` " +
+					"(for example `http://127.0.0.1:3000` for the local server). Defaults to the `" + EnvAPIURL +
+					"` environment variable. `http://` is accepted only for loopback hosts, because the API key " +
+					"would otherwise cross the network in clear text.",
+				Optional: true,
+			},
+			"sandbox_url": schema.StringAttribute{
+				MarkdownDescription: "Fixed base URL of envd, the daemon inside every sandbox, instead of the E2B " +
+					"addressing rule `https://<port>-<sandbox id>.<domain>`. Defaults to the `" + EnvSandboxURL +
+					"` environment variable. `http://` is accepted only for loopback hosts.",
+				Optional: true,
+			},
+			"request_timeout": schema.StringAttribute{
+				MarkdownDescription: "Time limit of one HTTP request to the API, as a Go duration such as `60s` " +
+					"or `2m`. Defaults to `60s`. Long operations such as template builds are limited by the " +
+					"resources' own timeouts, not by this.",
+				Optional: true,
+			},
+			"max_retries": schema.Int64Attribute{
+				MarkdownDescription: fmt.Sprintf("How many times a failed API request is retried when retrying "+
+					"is safe (connection errors, 429, 502, 503, 504), with backoff that honours `Retry-After`. "+
+					"From 0 to %d; defaults to %d.", maxMaxRetries, DefaultMaxRetries),
+				Optional: true,
+			},
+		},
+	}
+}
+
+// ValidateConfig checks the values written in the provider block, so that
+// `terraform validate` reports them. Unknown values (from other resources)
+// are checked later, in Configure, once they are known.
+func (p *e2bProvider) ValidateConfig(ctx context.Context, req provider.ValidateConfigRequest, resp *provider.ValidateConfigResponse) {
+	var m providerModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	fromConfig := func(v types.String) (string, bool) {
+		return v.ValueString(), !v.IsNull() && !v.IsUnknown()
+	}
+	if v, ok := fromConfig(m.APIKey); ok {
+		resp.Diagnostics.Append(checkAPIKey(v, "")...)
+	}
+	if v, ok := fromConfig(m.Domain); ok {
+		addErr(&resp.Diagnostics, "domain", "", checkDomain(v))
+	}
+	if v, ok := fromConfig(m.APIURL); ok {
+		addErr(&resp.Diagnostics, "api_url", "", checkBaseURL(v))
+	}
+	if v, ok := fromConfig(m.SandboxURL); ok {
+		addErr(&resp.Diagnostics, "sandbox_url", "", checkBaseURL(v))
+	}
+	if v, ok := fromConfig(m.RequestTimeout); ok {
+		_, err := parseRequestTimeout(v)
+		addErr(&resp.Diagnostics, "request_timeout", "", err)
+	}
+	if !m.MaxRetries.IsNull() && !m.MaxRetries.IsUnknown() {
+		_, err := checkMaxRetries(m.MaxRetries.ValueInt64())
+		addErr(&resp.Diagnostics, "max_retries", "", err)
+	}
+}
+
+// Configure resolves the configuration into a ProviderData. When any value
+// is still unknown (it comes from a resource not yet created) it returns
+// without data and without error: Terraform configures the provider again
+// during apply, when the value is known, and resources must treat missing
+// provider data as "not configured yet".
+func (p *e2bProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
+	var m providerModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if m.APIKey.IsUnknown() || m.Domain.IsUnknown() || m.APIURL.IsUnknown() || m.SandboxURL.IsUnknown() ||
+		m.RequestTimeout.IsUnknown() || m.MaxRetries.IsUnknown() {
+		return
+	}
+	data, diags := resolveProviderData(m, os.Getenv, p.version)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.ResourceData = data
+	resp.DataSourceData = data
+	resp.EphemeralResourceData = data
+}
+
+func (p *e2bProvider) Resources(context.Context) []func() resource.Resource {
+	return nil
+}
+
+func (p *e2bProvider) DataSources(context.Context) []func() datasource.DataSource {
+	return nil
+}
+
+func (p *e2bProvider) EphemeralResources(context.Context) []func() ephemeral.EphemeralResource {
+	return nil
+}
+
+// resolveProviderData merges a fully known provider block with the
+// environment (read through getenv) and the defaults, and checks the result.
+func resolveProviderData(m providerModel, getenv func(string) string, version string) (*ProviderData, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	data := &ProviderData{Version: version}
+
+	// pick returns the config value when set, else the environment's; from
+	// names the variable when the value came from there (for messages), and
+	// ok is false when neither gave a value.
+	pick := func(v types.String, env string) (value, from string, ok bool) {
+		if !v.IsNull() {
+			return v.ValueString(), "", true
+		}
+		if e := getenv(env); e != "" {
+			return e, env, true
+		}
+		return "", "", false
+	}
+
+	var from string
+	if data.APIKey, from, _ = pick(m.APIKey, EnvAPIKey); data.APIKey != "" {
+		diags.Append(checkAPIKey(data.APIKey, from)...)
+	}
+
+	var ok bool
+	if data.Domain, from, ok = pick(m.Domain, EnvDomain); !ok {
+		data.Domain = DefaultDomain
+	}
+	addErr(&diags, "domain", from, checkDomain(data.Domain))
+
+	apiURL, from, ok := pick(m.APIURL, EnvAPIURL)
+	if ok {
+		addErr(&diags, "api_url", from, checkBaseURL(apiURL))
+	} else {
+		// checkDomain has made sure this is a valid https URL.
+		apiURL = "https://api." + data.Domain
+	}
+	data.APIURL = strings.TrimRight(apiURL, "/")
+
+	if sandboxURL, from, ok := pick(m.SandboxURL, EnvSandboxURL); ok {
+		addErr(&diags, "sandbox_url", from, checkBaseURL(sandboxURL))
+		data.SandboxURL = strings.TrimRight(sandboxURL, "/")
+	}
+
+	data.RequestTimeout = DefaultRequestTimeout
+	if !m.RequestTimeout.IsNull() {
+		d, err := parseRequestTimeout(m.RequestTimeout.ValueString())
+		addErr(&diags, "request_timeout", "", err)
+		data.RequestTimeout = d
+	}
+
+	data.MaxRetries = DefaultMaxRetries
+	if !m.MaxRetries.IsNull() {
+		n, err := checkMaxRetries(m.MaxRetries.ValueInt64())
+		addErr(&diags, "max_retries", "", err)
+		data.MaxRetries = n
+	}
+
+	if diags.HasError() {
+		return nil, diags
+	}
+	return data, diags
+}
+
+// addErr records err, if any, as an error on the attribute, naming the
+// environment variable when the value came from one.
+func addErr(diags *diag.Diagnostics, attr, fromEnv string, err error) {
+	if err == nil {
+		return
+	}
+	detail := err.Error()
+	if fromEnv != "" {
+		detail += fmt.Sprintf(" (value taken from the %s environment variable)", fromEnv)
+	}
+	diags.AddAttributeError(path.Root(attr), "Invalid "+attr, detail)
+}
+
+func checkAPIKey(key, fromEnv string) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if apiKeyPattern.MatchString(key) {
+		return diags
+	}
+	detail := "api_key does not look like an E2B API key (e2b_ followed by lower-case hex digits); it is used as given."
+	if fromEnv != "" {
+		detail += fmt.Sprintf(" The value was taken from the %s environment variable.", fromEnv)
+	}
+	diags.AddAttributeWarning(path.Root("api_key"), "Unusual api_key format", detail)
+	return diags
+}
+
+// checkDomain accepts a host name, optionally with a port, the way the E2B
+// SDK uses E2B_DOMAIN: the API lives at https://api.<domain>.
+func checkDomain(domain string) error {
+	if domain == "" {
+		return errors.New("domain is empty")
+	}
+	if strings.ContainsAny(domain, "/ \t\r\n@?#") {
+		return fmt.Errorf("domain %q must be a host name such as %q, without scheme or path", domain, DefaultDomain)
+	}
+	u, err := url.Parse("https://api." + domain)
+	if err != nil || u.Hostname() == "" {
+		return fmt.Errorf("domain %q is not a valid host name", domain)
+	}
+	return nil
+}
+
+// checkBaseURL accepts absolute https URLs, and http URLs to loopback hosts
+// only: an API key sent over plain HTTP to another machine could be read by
+// anyone on the way.
+func checkBaseURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%q is not a valid URL: %v", raw, err)
+	}
+	if u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return fmt.Errorf("%q must be an absolute http:// or https:// URL", raw)
+	}
+	if u.User != nil {
+		return fmt.Errorf("%q must not carry credentials; use api_key", redactUserinfo(u))
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("%q must not have a query or fragment", raw)
+	}
+	if u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
+		return fmt.Errorf("%q uses http:// to a host that is not loopback; the API key would travel in clear text, use https://", raw)
+	}
+	return nil
+}
+
+func redactUserinfo(u *url.URL) string {
+	c := *u
+	c.User = url.User("REDACTED")
+	return c.String()
+}
+
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func parseRequestTimeout(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("request_timeout %q is not a duration such as \"60s\" or \"2m\"", s)
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("request_timeout %q must be greater than zero", s)
+	}
+	return d, nil
+}
+
+func checkMaxRetries(n int64) (int, error) {
+	if n < 0 || n > maxMaxRetries {
+		return 0, fmt.Errorf("max_retries is %d; it must be between 0 and %d", n, maxMaxRetries)
+	}
+	return int(n), nil
+}

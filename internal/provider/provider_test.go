@@ -1,0 +1,400 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
+)
+
+func TestResolveProviderData(t *testing.T) {
+	type want struct {
+		data      *ProviderData
+		errAttr   string // attribute the error is reported on
+		errText   string // part of the error detail
+		warnAttr  string
+		noWarning bool
+	}
+	defaults := ProviderData{
+		APIURL:         "https://api.e2b.app",
+		Domain:         "e2b.app",
+		RequestTimeout: 60 * time.Second,
+		MaxRetries:     4,
+		Version:        "1.2.3",
+	}
+	with := func(f func(d *ProviderData)) *ProviderData {
+		d := defaults
+		f(&d)
+		return &d
+	}
+	null := providerModel{
+		APIKey: types.StringNull(), Domain: types.StringNull(), APIURL: types.StringNull(),
+		SandboxURL: types.StringNull(), RequestTimeout: types.StringNull(), MaxRetries: types.Int64Null(),
+	}
+	model := func(f func(m *providerModel)) providerModel {
+		m := null
+		f(&m)
+		return m
+	}
+
+	tests := []struct {
+		name  string
+		model providerModel
+		env   map[string]string
+		want  want
+	}{
+		{
+			name:  "defaults",
+			model: null,
+			want:  want{data: &defaults, noWarning: true},
+		},
+		{
+			name:  "environment",
+			model: null,
+			env: map[string]string{
+				EnvAPIKey: "e2b_0123abcdef", EnvDomain: "example.test",
+				EnvSandboxURL: "http://127.0.0.1:49983/",
+			},
+			want: want{data: with(func(d *ProviderData) {
+				d.APIKey = "e2b_0123abcdef"
+				d.Domain = "example.test"
+				d.APIURL = "https://api.example.test"
+				d.SandboxURL = "http://127.0.0.1:49983"
+			}), noWarning: true},
+		},
+		{
+			name:  "api_url from the environment overrides the domain's",
+			model: null,
+			env:   map[string]string{EnvDomain: "example.test", EnvAPIURL: "http://localhost:3000/"},
+			want: want{data: with(func(d *ProviderData) {
+				d.Domain = "example.test"
+				d.APIURL = "http://localhost:3000"
+			})},
+		},
+		{
+			name: "config wins over the environment",
+			model: model(func(m *providerModel) {
+				m.APIKey = types.StringValue("e2b_ff")
+				m.Domain = types.StringValue("config.test")
+				m.APIURL = types.StringValue("https://api.config.test:8443/base")
+				m.SandboxURL = types.StringValue("https://envd.config.test")
+				m.RequestTimeout = types.StringValue("2m30s")
+				m.MaxRetries = types.Int64Value(0)
+			}),
+			env: map[string]string{
+				EnvAPIKey: "e2b_00", EnvDomain: "env.test", EnvAPIURL: "https://api.env.test",
+				EnvSandboxURL: "https://envd.env.test",
+			},
+			want: want{data: &ProviderData{
+				APIKey: "e2b_ff", Domain: "config.test", APIURL: "https://api.config.test:8443/base",
+				SandboxURL: "https://envd.config.test", RequestTimeout: 150 * time.Second, MaxRetries: 0,
+				Version: "1.2.3",
+			}},
+		},
+		{
+			name:  "domain from config derives api_url even when E2B_API_URL is unset",
+			model: model(func(m *providerModel) { m.Domain = types.StringValue("localhost:3000") }),
+			want: want{data: with(func(d *ProviderData) {
+				d.Domain = "localhost:3000"
+				d.APIURL = "https://api.localhost:3000"
+			})},
+		},
+		{
+			name:  "IPv6 loopback over http is accepted",
+			model: model(func(m *providerModel) { m.APIURL = types.StringValue("http://[::1]:3000") }),
+			want:  want{data: with(func(d *ProviderData) { d.APIURL = "http://[::1]:3000" })},
+		},
+		{
+			name:  "unusual api_key is a warning only",
+			model: model(func(m *providerModel) { m.APIKey = types.StringValue("sk_e2b_SECRET") }),
+			want:  want{data: with(func(d *ProviderData) { d.APIKey = "sk_e2b_SECRET" }), warnAttr: "api_key"},
+		},
+		{
+			name:  "http to a remote host is refused",
+			model: model(func(m *providerModel) { m.APIURL = types.StringValue("http://api.example.com") }),
+			want:  want{errAttr: "api_url", errText: "clear text"},
+		},
+		{
+			name:  "http to a remote host from the environment names the variable",
+			model: null,
+			env:   map[string]string{EnvAPIURL: "http://10.0.0.1:3000"},
+			want:  want{errAttr: "api_url", errText: EnvAPIURL},
+		},
+		{
+			name:  "relative api_url",
+			model: model(func(m *providerModel) { m.APIURL = types.StringValue("api.e2b.app") }),
+			want:  want{errAttr: "api_url", errText: "absolute"},
+		},
+		{
+			name:  "api_url with another scheme",
+			model: model(func(m *providerModel) { m.APIURL = types.StringValue("ftp://api.e2b.app") }),
+			want:  want{errAttr: "api_url", errText: "absolute"},
+		},
+		{
+			name:  "api_url with credentials does not echo them",
+			model: model(func(m *providerModel) { m.APIURL = types.StringValue("https://me:hunter2@api.e2b.app") }),
+			want:  want{errAttr: "api_url", errText: "REDACTED"},
+		},
+		{
+			name:  "sandbox_url to a remote host over http",
+			model: model(func(m *providerModel) { m.SandboxURL = types.StringValue("http://sandbox.example.com") }),
+			want:  want{errAttr: "sandbox_url", errText: "clear text"},
+		},
+		{
+			name:  "domain with a scheme",
+			model: model(func(m *providerModel) { m.Domain = types.StringValue("https://e2b.app") }),
+			want:  want{errAttr: "domain", errText: "without scheme"},
+		},
+		{
+			name:  "empty domain",
+			model: model(func(m *providerModel) { m.Domain = types.StringValue("") }),
+			want:  want{errAttr: "domain", errText: "empty"},
+		},
+		{
+			name:  "unparseable request_timeout",
+			model: model(func(m *providerModel) { m.RequestTimeout = types.StringValue("60") }),
+			want:  want{errAttr: "request_timeout", errText: "not a duration"},
+		},
+		{
+			name:  "zero request_timeout",
+			model: model(func(m *providerModel) { m.RequestTimeout = types.StringValue("0s") }),
+			want:  want{errAttr: "request_timeout", errText: "greater than zero"},
+		},
+		{
+			name:  "negative max_retries",
+			model: model(func(m *providerModel) { m.MaxRetries = types.Int64Value(-1) }),
+			want:  want{errAttr: "max_retries", errText: "between 0 and 100"},
+		},
+		{
+			name:  "too many max_retries",
+			model: model(func(m *providerModel) { m.MaxRetries = types.Int64Value(101) }),
+			want:  want{errAttr: "max_retries", errText: "between 0 and 100"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			getenv := func(k string) string { return tc.env[k] }
+			data, diags := resolveProviderData(tc.model, getenv, "1.2.3")
+			if tc.want.errAttr != "" {
+				if data != nil {
+					t.Errorf("got data %+v along with an error", data)
+				}
+				found := false
+				for _, d := range diags.Errors() {
+					withPath, ok := d.(interface{ Path() path.Path })
+					if ok && withPath.Path().Equal(path.Root(tc.want.errAttr)) && strings.Contains(d.Detail(), tc.want.errText) {
+						found = true
+					}
+					if strings.Contains(d.Detail(), "hunter2") {
+						t.Errorf("error repeats the password: %s", d.Detail())
+					}
+				}
+				if !found {
+					t.Fatalf("want an error on %s containing %q, got %v", tc.want.errAttr, tc.want.errText, diags)
+				}
+				return
+			}
+			if diags.HasError() {
+				t.Fatalf("unexpected errors: %v", diags)
+			}
+			if *data != *tc.want.data {
+				t.Errorf("got  %+v\nwant %+v", *data, *tc.want.data)
+			}
+			if tc.want.noWarning && diags.WarningsCount() != 0 {
+				t.Errorf("unexpected warnings: %v", diags)
+			}
+			if tc.want.warnAttr != "" {
+				if diags.WarningsCount() != 1 {
+					t.Fatalf("want one warning on %s, got %v", tc.want.warnAttr, diags)
+				}
+				w, ok := diags.Warnings()[0].(interface{ Path() path.Path })
+				if !ok || !w.Path().Equal(path.Root(tc.want.warnAttr)) {
+					t.Errorf("warning not on %s: %v", tc.want.warnAttr, diags)
+				}
+			}
+		})
+	}
+}
+
+func TestRequireAPIKey(t *testing.T) {
+	if err := (&ProviderData{}).RequireAPIKey(); !errors.Is(err, ErrMissingAPIKey) {
+		t.Errorf("empty key: got %v, want ErrMissingAPIKey", err)
+	}
+	if !strings.Contains(ErrMissingAPIKey.Error(), "api_key") || !strings.Contains(ErrMissingAPIKey.Error(), EnvAPIKey) {
+		t.Errorf("message does not say how to set the key: %q", ErrMissingAPIKey)
+	}
+	if err := (&ProviderData{APIKey: "e2b_00"}).RequireAPIKey(); err != nil {
+		t.Errorf("set key: got %v", err)
+	}
+}
+
+// probeProvider is the provider with one extra resource, e2b_provider_data,
+// whose attributes show the ProviderData its resources receive. It lets the
+// acceptance tests observe the configuration through the real Terraform CLI
+// before the provider has resources of its own.
+type probeProvider struct {
+	*e2bProvider
+}
+
+func (p probeProvider) Resources(context.Context) []func() resource.Resource {
+	return []func() resource.Resource{func() resource.Resource { return &providerDataProbe{} }}
+}
+
+type providerDataProbe struct {
+	data *ProviderData
+}
+
+type providerDataProbeModel struct {
+	ID             types.String `tfsdk:"id"`
+	APIURL         types.String `tfsdk:"api_url"`
+	APIKey         types.String `tfsdk:"api_key"`
+	Domain         types.String `tfsdk:"domain"`
+	SandboxURL     types.String `tfsdk:"sandbox_url"`
+	RequestTimeout types.String `tfsdk:"request_timeout"`
+	MaxRetries     types.Int64  `tfsdk:"max_retries"`
+}
+
+func (r *providerDataProbe) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_provider_data"
+}
+
+func (r *providerDataProbe) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	computed := func() schema.StringAttribute { return schema.StringAttribute{Computed: true} }
+	resp.Schema = schema.Schema{Attributes: map[string]schema.Attribute{
+		"id": computed(), "api_url": computed(), "api_key": computed(), "domain": computed(),
+		"sandbox_url": computed(), "request_timeout": computed(),
+		"max_retries": schema.Int64Attribute{Computed: true},
+	}}
+}
+
+func (r *providerDataProbe) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	if req.ProviderData == nil {
+		return
+	}
+	data, ok := req.ProviderData.(*ProviderData)
+	if !ok {
+		resp.Diagnostics.AddError("Unexpected provider data", fmt.Sprintf("got %T, want *ProviderData", req.ProviderData))
+		return
+	}
+	r.data = data
+}
+
+func (r *providerDataProbe) Create(ctx context.Context, _ resource.CreateRequest, resp *resource.CreateResponse) {
+	if r.data == nil {
+		resp.Diagnostics.AddError("Provider not configured", "Create ran without provider data")
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, providerDataProbeModel{
+		ID:             types.StringValue("probe"),
+		APIURL:         types.StringValue(r.data.APIURL),
+		APIKey:         types.StringValue(r.data.APIKey),
+		Domain:         types.StringValue(r.data.Domain),
+		SandboxURL:     types.StringValue(r.data.SandboxURL),
+		RequestTimeout: types.StringValue(r.data.RequestTimeout.String()),
+		MaxRetries:     types.Int64Value(int64(r.data.MaxRetries)),
+	})...)
+}
+
+func (r *providerDataProbe) Read(context.Context, resource.ReadRequest, *resource.ReadResponse) {}
+
+func (r *providerDataProbe) Update(context.Context, resource.UpdateRequest, *resource.UpdateResponse) {}
+
+func (r *providerDataProbe) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {}
+
+// TestAccProviderConfiguration runs the Terraform CLI against the provider:
+// values unknown at plan time (here the output of terraform_data, which is
+// created in the same apply) must not break validation or planning, and
+// must be resolved once known.
+func TestAccProviderConfiguration(t *testing.T) {
+	accPreCheck(t)
+	t.Setenv(EnvDomain, "env.example.test")
+	t.Setenv(EnvSandboxURL, "http://127.0.0.1:49983")
+
+	const config = `
+resource "terraform_data" "later" {
+  input = {
+    key     = "e2b_0123456789abcdef"
+    timeout = "90s"
+  }
+}
+
+provider "e2b" {
+  api_key         = terraform_data.later.output.key
+  request_timeout = terraform_data.later.output.timeout
+  max_retries     = 2
+}
+
+resource "e2b_provider_data" "probe" {}
+`
+	tfresource.UnitTest(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: protoV6Factories(probeProvider{New("test")().(*e2bProvider)}),
+		Steps: []tfresource.TestStep{
+			{
+				// Validation and plan only, with the values still unknown.
+				Config:             config,
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+			},
+			{
+				Config: config,
+				Check: tfresource.ComposeAggregateTestCheckFunc(
+					tfresource.TestCheckResourceAttr("e2b_provider_data.probe", "api_key", "e2b_0123456789abcdef"),
+					tfresource.TestCheckResourceAttr("e2b_provider_data.probe", "request_timeout", "1m30s"),
+					tfresource.TestCheckResourceAttr("e2b_provider_data.probe", "max_retries", "2"),
+					tfresource.TestCheckResourceAttr("e2b_provider_data.probe", "domain", "env.example.test"),
+					tfresource.TestCheckResourceAttr("e2b_provider_data.probe", "api_url", "https://api.env.example.test"),
+					tfresource.TestCheckResourceAttr("e2b_provider_data.probe", "sandbox_url", "http://127.0.0.1:49983"),
+				),
+			},
+		},
+	})
+}
+
+// TestAccProviderConfigurationErrors checks that bad values are reported by
+// the CLI with the attribute's name, both when written in the configuration
+// (found by validation) and when they become known only during apply.
+func TestAccProviderConfigurationErrors(t *testing.T) {
+	accPreCheck(t)
+	factories := protoV6Factories(probeProvider{New("test")().(*e2bProvider)})
+
+	tfresource.UnitTest(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories,
+		Steps: []tfresource.TestStep{{
+			Config: `
+provider "e2b" {
+  api_url = "http://api.example.com"
+}
+
+resource "e2b_provider_data" "probe" {}
+`,
+			ExpectError: regexp.MustCompile(`(?s)Invalid api_url.*clear text`),
+		}},
+	})
+
+	tfresource.UnitTest(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories,
+		Steps: []tfresource.TestStep{{
+			Config: `
+resource "terraform_data" "later" {
+  input = "ftp://api.example.com"
+}
+
+provider "e2b" {
+  api_url = terraform_data.later.output
+}
+
+resource "e2b_provider_data" "probe" {}
+`,
+			ExpectError: regexp.MustCompile(`(?s)Invalid api_url.*ftp://api.example.com`),
+		}},
+	})
+}

@@ -1,0 +1,56 @@
+// Command terraform-provider-e2b is the Terraform provider for E2B sandbox
+// templates. Started by Terraform without arguments it serves the provider
+// over the plugin protocol; the first argument may instead name one of the
+// other roles the same binary carries (see subcommands).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/provider"
+)
+
+// version is set at build time with -ldflags "-X main.version=<version>".
+var version = "dev"
+
+// providerAddress is the registry address Terraform knows the provider by.
+const providerAddress = "registry.terraform.io/e2b-terraform/e2b"
+
+// subcommands are the binary's other roles, chosen by the first argument.
+// Each entry point gets the remaining arguments and returns the exit code.
+// One binary carries every role so that a release has one version everywhere.
+var subcommands = map[string]func(args []string) int{}
+
+func main() {
+	if len(os.Args) > 1 {
+		if run, ok := subcommands[os.Args[1]]; ok {
+			os.Exit(run(os.Args[2:]))
+		}
+	}
+	os.Exit(serveProvider(os.Args[1:]))
+}
+
+// serveProvider serves the Terraform provider until Terraform stops it.
+func serveProvider(args []string) int {
+	flags := flag.NewFlagSet("terraform-provider-e2b", flag.ContinueOnError)
+	debug := flags.Bool("debug", false, "start the provider in debug mode for debuggers like delve; prints TF_REATTACH_PROVIDERS to use")
+	if err := flags.Parse(args); err != nil {
+		return 2
+	}
+
+	opts := providerserver.ServeOpts{
+		Address:         providerAddress,
+		Debug:           *debug,
+		ProtocolVersion: 6,
+	}
+	if err := providerserver.Serve(context.Background(), provider.New(version), opts); err != nil {
+		fmt.Fprintln(os.Stderr, "terraform-provider-e2b:", err)
+		return 1
+	}
+	return 0
+}
