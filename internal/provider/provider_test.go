@@ -306,9 +306,11 @@ func (r *providerDataProbe) Create(ctx context.Context, _ resource.CreateRequest
 
 func (r *providerDataProbe) Read(context.Context, resource.ReadRequest, *resource.ReadResponse) {}
 
-func (r *providerDataProbe) Update(context.Context, resource.UpdateRequest, *resource.UpdateResponse) {}
+func (r *providerDataProbe) Update(context.Context, resource.UpdateRequest, *resource.UpdateResponse) {
+}
 
-func (r *providerDataProbe) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {}
+func (r *providerDataProbe) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {
+}
 
 // TestAccProviderConfiguration runs the Terraform CLI against the provider:
 // values unknown at plan time (here the output of terraform_data, which is
