@@ -34,11 +34,19 @@ const (
 
 var bufferPool = sync.Pool{New: func() any { b := make([]byte, readBufferSize); return &b }}
 
+// DigestStats says where the digests of one ComputeDigests call came from.
+type DigestStats struct {
+	Cached    int   // files whose digest came from the cache
+	Read      int   // files read and hashed
+	BytesRead int64 // bytes read from those files
+}
+
 // ComputeDigests sets SHA256 on every file entry that lacks it, from the cache where the
 // stat identity matches and otherwise by reading the file, several files in parallel.
 // A file whose identity differs from the listing's, or that changes while it is read,
 // is an error naming it.
-func (l *Listing) ComputeDigests(ctx context.Context, opts HashOptions) error {
+func (l *Listing) ComputeDigests(ctx context.Context, opts HashOptions) (DigestStats, error) {
+	var stats DigestStats
 	var todo []*Entry
 	for i := range l.Entries {
 		e := &l.Entries[i]
@@ -48,13 +56,16 @@ func (l *Listing) ComputeDigests(ctx context.Context, opts HashOptions) error {
 		if opts.Cache != nil {
 			if sum, ok := opts.Cache.lookup(e.ID); ok {
 				e.SHA256 = hex.EncodeToString(sum[:])
+				stats.Cached++
 				continue
 			}
 		}
 		todo = append(todo, e)
+		stats.Read++
+		stats.BytesRead += e.Size
 	}
 	if len(todo) == 0 {
-		return nil
+		return stats, nil
 	}
 	// Largest first, so the big files spread across workers and the small ones fill in.
 	slices.SortStableFunc(todo, func(a, b *Entry) int { return int(min(max(b.Size-a.Size, -1), 1)) })
@@ -92,7 +103,7 @@ feed:
 	}
 	close(jobs)
 	wg.Wait()
-	return context.Cause(ctx)
+	return stats, context.Cause(ctx)
 }
 
 // hashFile digests one file, checking it is still the file that was listed.

@@ -15,7 +15,7 @@ import (
 // listing (hashing.md §2). It computes the missing file digests first (see
 // ComputeDigests), which also prepares the listing for the archive.
 func (l *Listing) PortableHash(ctx context.Context, dest string, opts HashOptions) (string, error) {
-	if err := l.ComputeDigests(ctx, opts); err != nil {
+	if _, err := l.ComputeDigests(ctx, opts); err != nil {
 		return "", err
 	}
 	h := sha256.New()

@@ -107,7 +107,7 @@ func TestPortableHashChangesWithWhatMatters(t *testing.T) {
 	v := loadVectors(t)
 	baseline := portable(t, newTree(t, v.Entries...), "app", "/app")
 	changes := map[string]func(dir string) error{
-		"content": func(d string) error { return os.WriteFile(filepath.Join(d, "app/a.txt"), []byte("hellO\n"), 0o644) },
+		"content":  func(d string) error { return os.WriteFile(filepath.Join(d, "app/a.txt"), []byte("hellO\n"), 0o644) },
 		"exec bit": func(d string) error { return os.Chmod(filepath.Join(d, "app/a.txt"), 0o744) },
 		"path": func(d string) error {
 			return os.Rename(filepath.Join(d, "app/a.txt"), filepath.Join(d, "app/a2.txt"))

@@ -86,8 +86,10 @@ func makeTree(t testing.TB, dir string, entries []treeEntry) {
 	}
 }
 
-func file(path, content string) treeEntry { return treeEntry{Path: path, Type: "file", Content: content} }
-func dir(path string) treeEntry           { return treeEntry{Path: path, Type: "dir"} }
+func file(path, content string) treeEntry {
+	return treeEntry{Path: path, Type: "file", Content: content}
+}
+func dir(path string) treeEntry { return treeEntry{Path: path, Type: "dir"} }
 func link(path, target string) treeEntry {
 	return treeEntry{Path: path, Type: "symlink", Target: target}
 }

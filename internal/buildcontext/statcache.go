@@ -191,4 +191,3 @@ func writeCacheFile(path string, m map[FileID]cachedDigest) error {
 	}
 	return nil
 }
-

@@ -1,0 +1,213 @@
+package buildcontext
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// ignoreTree is the context the .dockerignore cases run against.
+var ignoreTree = []treeEntry{
+	file("README.md", "r"), file("README-secret.md", "s"), file("README-public.md", "p"),
+	file("CHANGES.md", "c"), file("a.log", "l"), file("tempa", "t"), file("tempb/x", "x"),
+	file("src/main.go", "m"), file("src/debug.log", "d"), file("src/temporary.txt", "t"),
+	file("src/deep/templ.txt", "t"), file("src/deep/y", "y"),
+	file("node_modules/keep.txt", "k"), file("node_modules/pkg/index.js", "i"),
+	file("app/node_modules/x/keep", "k"), file("app/node_modules/x/drop", "d"), file("app/main.js", "m"),
+}
+
+// TestDockerignore checks .dockerignore lines against what Docker (BuildKit) sends as the
+// context for the same file: the cases of Docker's documentation plus exceptions inside
+// excluded directories, where the excluded directory itself is sent so the file has a
+// parent.
+func TestDockerignore(t *testing.T) {
+	all := []string{"README-public.md", "README-secret.md", "README.md", "CHANGES.md", "a.log",
+		"app", "app/main.js", "app/node_modules", "app/node_modules/x", "app/node_modules/x/drop", "app/node_modules/x/keep",
+		"node_modules", "node_modules/keep.txt", "node_modules/pkg", "node_modules/pkg/index.js",
+		"src", "src/debug.log", "src/deep", "src/deep/templ.txt", "src/deep/y", "src/main.go", "src/temporary.txt",
+		"tempa", "tempb", "tempb/x"}
+	without := func(drop ...string) []string {
+		return slices.DeleteFunc(slices.Clone(all), func(p string) bool { return slices.Contains(drop, p) })
+	}
+	cases := []struct {
+		name  string
+		lines string
+		want  []string
+	}{
+		{"none", "", all},
+		{"top-level glob only", "*.log", without("a.log")},
+		{"double star", "**/*.log", without("a.log", "src/debug.log")},
+		{"nested glob", "src/*.log", without("src/debug.log")},
+		{"question mark", "temp?", without("tempa", "tempb", "tempb/x")},
+		{"one level down", "*/temp*", without("src/temporary.txt")},
+		{"two levels down", "*/*/temp*", without("src/deep/templ.txt")},
+		{"docs example with exceptions", "*.md\n!README*.md\nREADME-secret.md", without("CHANGES.md", "README-secret.md")},
+		{"exception then exclusion: last wins", "!README.md\n*.md", without("CHANGES.md", "README-public.md", "README-secret.md", "README.md")},
+		{"excluded directory takes children", "node_modules", without("node_modules", "node_modules/keep.txt", "node_modules/pkg", "node_modules/pkg/index.js")},
+		{"trailing slash and leading slash", "/node_modules/", without("node_modules", "node_modules/keep.txt", "node_modules/pkg", "node_modules/pkg/index.js")},
+		{"file re-included inside excluded directory", "node_modules\n!node_modules/keep.txt", without("node_modules/pkg", "node_modules/pkg/index.js")},
+		{"double star directory with deep exception", "**/node_modules\n!app/node_modules/x/keep",
+			without("node_modules", "node_modules/keep.txt", "node_modules/pkg", "node_modules/pkg/index.js", "app/node_modules/x/drop")},
+		{"everything but one directory", "*\n!src", []string{"src", "src/debug.log", "src/deep", "src/deep/templ.txt", "src/deep/y", "src/main.go", "src/temporary.txt"}},
+		{"directory contents only", "src/**", without("src/debug.log", "src/deep", "src/deep/templ.txt", "src/deep/y", "src/main.go", "src/temporary.txt")},
+		{"comments and blanks", "# a comment\n\n  a.log  \n", without("a.log")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newTree(t, ignoreTree...)
+			if err := os.WriteFile(filepath.Join(d, ".dockerignore"), []byte(tc.lines+"\n.dockerignore\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got := paths(mustList(t, d, ".", ListOptions{}))
+			want := append([]string{"."}, tc.want...)
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf(".dockerignore %q:\n got %q\nwant %q", tc.lines, got, want)
+			}
+		})
+	}
+}
+
+func TestIgnorePatternsOptionAppliesAfterDockerignore(t *testing.T) {
+	d := newTree(t, file("a.log", "1"), file("b.log", "2"), file("c.txt", "3"))
+	os.WriteFile(filepath.Join(d, ".dockerignore"), []byte("*.log\n"), 0o644)
+	l := mustList(t, d, "*", ListOptions{IgnorePatterns: []string{"!b.log", ".dockerignore"}})
+	if got, want := paths(l), []string{"b.log", "c.txt"}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestIgnoreAppliesToNamedSource(t *testing.T) {
+	d := newTree(t, file("src/debug.log", "d"), file("src/main.go", "m"))
+	os.WriteFile(filepath.Join(d, ".dockerignore"), []byte("src/*.log\n"), 0o644)
+	_, err := List(d, "src/debug.log", ListOptions{})
+	if !errors.Is(err, ErrNoMatch) {
+		t.Fatalf("listing an ignored file: err = %v, want ErrNoMatch", err)
+	}
+	if got, want := paths(mustList(t, d, "src", ListOptions{})), []string{"src", "src/main.go"}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestSourceGlobs(t *testing.T) {
+	d := newTree(t, file("top.txt", "t"), file(".env", "e"), file("app/a.txt", "a"), file("app/.hidden", "h"),
+		file("app/sub/b.txt", "b"), file("app/sub/c.md", "c"), file("docs/d.txt", "d"), link("app/l", "a.txt"))
+	cases := []struct {
+		src  string
+		want []string
+	}{
+		{"*.txt", []string{"top.txt"}},
+		{"**/*.txt", []string{"app/a.txt", "app/sub/b.txt", "docs/d.txt", "top.txt"}},
+		{"app/*", []string{"app/.hidden", "app/a.txt", "app/l", "app/sub", "app/sub/b.txt", "app/sub/c.md"}},
+		{".*", []string{".env"}},
+		{"app/s?b", []string{"app/sub", "app/sub/b.txt", "app/sub/c.md"}},
+		{"[ad]*/*.txt", []string{"app/a.txt", "docs/d.txt"}},
+		{"app/**", []string{"app", "app/.hidden", "app/a.txt", "app/l", "app/sub", "app/sub/b.txt", "app/sub/c.md"}},
+		{"app/./sub/", []string{"app/sub", "app/sub/b.txt", "app/sub/c.md"}},
+		{"app/l", []string{"app/l"}},
+		{".", []string{".", ".env", "app", "app/.hidden", "app/a.txt", "app/l", "app/sub", "app/sub/b.txt", "app/sub/c.md", "docs", "docs/d.txt", "top.txt"}},
+	}
+	for _, tc := range cases {
+		l := mustList(t, d, tc.src, ListOptions{})
+		if got := paths(l); !slices.Equal(got, tc.want) {
+			t.Errorf("src %q:\n got %q\nwant %q", tc.src, got, tc.want)
+		}
+	}
+	l := mustList(t, d, "app", ListOptions{})
+	for _, e := range l.Entries {
+		if e.Path == "app/l" && (e.Kind != KindSymlink || e.LinkTarget != "a.txt") {
+			t.Errorf("app/l listed as %v -> %q, want a symlink to a.txt", e.Kind, e.LinkTarget)
+		}
+	}
+}
+
+func TestListErrors(t *testing.T) {
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "secret"), []byte("s"), 0o644)
+	d := newTree(t, file("a.txt", "a"), link("out", filepath.Join(outside, "secret")),
+		link("up", "../"+filepath.Base(outside)+"/secret"), link("viadir", outside), dir("sub"))
+	if err := syscall.Mkfifo(filepath.Join(d, "sub/pipe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, src string
+		opts      ListOptions
+		kind      error
+		mention   []string
+	}{
+		{"absolute", "/etc/passwd", ListOptions{}, ErrInvalidSrc, []string{"/etc/passwd", "absolute"}},
+		{"escaping", "../x", ListOptions{}, ErrInvalidSrc, []string{"../x", "escapes"}},
+		{"escaping after cleaning", "sub/../../x", ListOptions{}, ErrInvalidSrc, []string{"sub/../../x", "escapes"}},
+		{"escaping glob", "*/../..", ListOptions{}, ErrInvalidSrc, []string{"escapes"}},
+		{"fifo", "sub", ListOptions{}, ErrSpecialFile, []string{"sub/pipe", "named pipe"}},
+		{"empty match", "*.none", ListOptions{}, ErrNoMatch, []string{"no files match *.none in " + d}},
+		{"missing path", "nope/x", ListOptions{}, ErrNoMatch, []string{"no files match nope/x"}},
+		{"link out, resolved", "out", ListOptions{ResolveLinks: true}, ErrLinkOutside, []string{"out", "outside"}},
+		{"relative link out, resolved", "up", ListOptions{ResolveLinks: true}, ErrLinkOutside, []string{"up", "outside"}},
+		{"through a link to a directory", "viadir/secret", ListOptions{}, ErrInvalidSrc, []string{"viadir"}},
+		{"bad glob", "[", ListOptions{}, ErrInvalidSrc, []string{"["}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := List(d, tc.src, tc.opts)
+			if !errors.Is(err, tc.kind) {
+				t.Fatalf("List(%q) error = %v, want %v", tc.src, err, tc.kind)
+			}
+			for _, m := range tc.mention {
+				if !strings.Contains(err.Error(), m) {
+					t.Errorf("error %q does not mention %q", err, m)
+				}
+			}
+		})
+	}
+	t.Run("fifo ignored", func(t *testing.T) {
+		if got := paths(mustList(t, d, "sub", ListOptions{IgnorePatterns: []string{"sub/pipe"}})); !slices.Equal(got, []string{"sub"}) {
+			t.Errorf("got %q", got)
+		}
+	})
+	t.Run("link out, not resolved, is a link", func(t *testing.T) {
+		l := mustList(t, d, "out", ListOptions{})
+		if e := l.Entries[0]; e.Kind != KindSymlink || e.LinkTarget != filepath.Join(outside, "secret") {
+			t.Errorf("got %+v", e)
+		}
+	})
+	t.Run("missing context", func(t *testing.T) {
+		_, err := List(filepath.Join(d, "absent"), "a.txt", ListOptions{})
+		if err == nil || !strings.Contains(err.Error(), "absent") || !strings.Contains(err.Error(), "does not exist") {
+			t.Errorf("err = %v", err)
+		}
+	})
+}
+
+func TestResolveLinksInsideContext(t *testing.T) {
+	d := newTree(t, file("real/a.txt", "a"), file("real/run.sh", "#!"), link("app/file", "../real/run.sh"),
+		link("app/dir", "../real"), link("app/dangling", "missing"), link("app/loop", ".."))
+	os.Chmod(filepath.Join(d, "real/run.sh"), 0o755)
+	if _, err := List(d, "app", ListOptions{ResolveLinks: true}); !errors.Is(err, errSymlinkCycle) {
+		t.Fatalf("a link to an ancestor: err = %v, want a symlink cycle error", err)
+	}
+	l := mustList(t, d, "app", ListOptions{ResolveLinks: true, IgnorePatterns: []string{"app/loop"}})
+	want := []struct {
+		path string
+		kind Kind
+	}{{"app", KindDir}, {"app/dangling", KindSymlink}, {"app/dir", KindDir}, {"app/dir/a.txt", KindFile}, {"app/dir/run.sh", KindFile}, {"app/file", KindFile}}
+	if len(l.Entries) != len(want) {
+		t.Fatalf("got %q", paths(l))
+	}
+	for i, w := range want {
+		if e := l.Entries[i]; e.Path != w.path || e.Kind != w.kind {
+			t.Errorf("entry %d = %s %v, want %s %v", i, e.Path, e.Kind, w.path, w.kind)
+		}
+	}
+	if l.Entries[5].normalisedPerm() != 0o755 {
+		t.Error("a resolved link to an executable should carry the target's exec bit")
+	}
+	h, err := l.PortableHash(t.Context(), "/x", HashOptions{})
+	if err != nil || h == "" {
+		t.Fatalf("hash of resolved links: %v", err)
+	}
+}
