@@ -1,0 +1,164 @@
+package buildcontext
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func archiveBytes(t *testing.T, l *Listing) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := l.WriteArchive(t.Context(), &buf); err != nil {
+		t.Fatalf("WriteArchive: %v", err)
+	}
+	return buf.Bytes()
+}
+
+func hashedListing(t *testing.T, ctxDir, src string) *Listing {
+	t.Helper()
+	l := mustList(t, ctxDir, src, ListOptions{})
+	if _, err := l.PortableHash(t.Context(), "/dest", HashOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestArchiveIsDeterministic(t *testing.T) {
+	v := loadVectors(t)
+	a := newTree(t, v.Entries...)
+	first := archiveBytes(t, hashedListing(t, a, "."))
+	if again := archiveBytes(t, hashedListing(t, a, ".")); !bytes.Equal(first, again) {
+		t.Fatal("two archives of the same tree differ")
+	}
+
+	oldMask := syscall.Umask(0o027)
+	b := newTree(t, v.Entries...)
+	syscall.Umask(oldMask)
+	past := time.Date(1999, 1, 1, 0, 0, 0, 0, time.UTC)
+	filepath.Walk(b, func(p string, _ os.FileInfo, _ error) error { return os.Chtimes(p, past, past) })
+	os.Chmod(filepath.Join(b, "app/a.txt"), 0o600)
+	if other := archiveBytes(t, hashedListing(t, b, ".")); !bytes.Equal(first, other) {
+		t.Fatal("archives of two copies of the tree (other umask, mtimes, 0600) differ")
+	}
+}
+
+func TestArchiveContents(t *testing.T) {
+	v := loadVectors(t)
+	d := newTree(t, v.Entries...)
+	l := hashedListing(t, d, "app")
+	path, size, err := l.SpoolArchive(t.Context(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(data)) != size {
+		t.Errorf("SpoolArchive size = %d, file has %d bytes", size, len(data))
+	}
+	if !bytes.Equal(data, archiveBytes(t, l)) {
+		t.Error("spooled archive differs from the streamed one")
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	type got struct {
+		typ      byte
+		mode     int64
+		linkname string
+		body     string
+	}
+	entries := map[string]got{}
+	var order []string
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Uid != 0 || h.Gid != 0 || h.Uname != "" || h.Gname != "" || !h.ModTime.Equal(archiveModTime) {
+			t.Errorf("%s: uid %d gid %d uname %q gname %q mtime %v", h.Name, h.Uid, h.Gid, h.Uname, h.Gname, h.ModTime)
+		}
+		body, _ := io.ReadAll(tr)
+		entries[h.Name] = got{h.Typeflag, h.Mode, h.Linkname, string(body)}
+		order = append(order, h.Name)
+	}
+	want := map[string]got{
+		"app/":            {tar.TypeDir, 0o755, "", ""},
+		"app/a.txt":       {tar.TypeReg, 0o644, "", "hello\n"},
+		"app/link":        {tar.TypeSymlink, 0o777, "a.txt", ""},
+		"app/run.sh":      {tar.TypeReg, 0o755, "", "#!/bin/sh\necho hi\n"},
+		"app/sub/":        {tar.TypeDir, 0o755, "", ""},
+		"app/sub/.hidden": {tar.TypeReg, 0o644, "", ""},
+		"app/sub/b.txt":   {tar.TypeReg, 0o644, "", "world"},
+	}
+	if len(entries) != len(want) {
+		t.Errorf("archive entries %q", order)
+	}
+	for name, w := range want {
+		if entries[name] != w {
+			t.Errorf("%s = %+v, want %+v", name, entries[name], w)
+		}
+	}
+	if strings.Join(order, " ") != "app/ app/a.txt app/link app/run.sh app/sub/ app/sub/.hidden app/sub/b.txt" {
+		t.Errorf("archive order %q is not the listing order", order)
+	}
+}
+
+func TestArchiveFailsWhenContextChanged(t *testing.T) {
+	cases := map[string]func(p string) error{
+		"same size, other bytes": func(p string) error { return os.WriteFile(p, []byte("HELLO\n"), 0o644) },
+		"grown":                  func(p string) error { return os.WriteFile(p, []byte("hello, world\n"), 0o644) },
+		"shrunk":                 func(p string) error { return os.WriteFile(p, []byte("h"), 0o644) },
+	}
+	for name, change := range cases {
+		t.Run(name, func(t *testing.T) {
+			d := newTree(t, file("app/a.txt", "hello\n"), file("app/b.txt", "b"))
+			l := hashedListing(t, d, "app")
+			if err := change(filepath.Join(d, "app/a.txt")); err != nil {
+				t.Fatal(err)
+			}
+			spool := t.TempDir()
+			_, _, err := l.SpoolArchive(t.Context(), spool)
+			if !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), "build context changed since plan") || !strings.Contains(err.Error(), "app/a.txt") {
+				t.Fatalf("err = %v, want a 'build context changed since plan' error naming app/a.txt", err)
+			}
+			if left, _ := os.ReadDir(spool); len(left) != 0 {
+				t.Errorf("failed spool left %d files behind", len(left))
+			}
+		})
+	}
+}
+
+func TestArchiveNeedsDigests(t *testing.T) {
+	d := newTree(t, file("a.txt", "a"))
+	err := mustList(t, d, "a.txt", ListOptions{}).WriteArchive(t.Context(), io.Discard)
+	if !errors.Is(err, ErrNotDigested) {
+		t.Fatalf("err = %v, want ErrNotDigested", err)
+	}
+}
+
+func TestSDKHashPreparesArchive(t *testing.T) {
+	d := newTree(t, file("a.txt", "a"))
+	l := mustList(t, d, "a.txt", ListOptions{})
+	if _, err := l.SDKHash(t.Context(), "/a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.WriteArchive(t.Context(), io.Discard); err != nil {
+		t.Fatalf("archive after SDKHash: %v", err)
+	}
+}

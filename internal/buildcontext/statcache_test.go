@@ -1,0 +1,207 @@
+package buildcontext
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// settledTree writes files whose mtime lies well before now, so their digests are cached.
+func settledTree(t *testing.T, entries ...treeEntry) string {
+	t.Helper()
+	d := newTree(t, entries...)
+	past := time.Now().Add(-time.Hour)
+	for _, e := range entries {
+		if e.Type == "file" {
+			if err := os.Chtimes(filepath.Join(d, e.Path), past, past); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return d
+}
+
+func hashWithCache(t *testing.T, ctxDir, src string, cache *StatCache) (string, DigestStats) {
+	t.Helper()
+	l := mustList(t, ctxDir, src, ListOptions{})
+	stats, err := l.ComputeDigests(t.Context(), HashOptions{Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := l.PortableHash(t.Context(), "/app", HashOptions{Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cache.Save(); err != nil {
+		t.Fatal(err)
+	}
+	return h, stats
+}
+
+func TestStatCacheWarmRunReadsNoContent(t *testing.T) {
+	v := loadVectors(t)
+	d := settledTree(t, v.Entries...)
+	cachePath := filepath.Join(t.TempDir(), "cache", "digests.bin")
+
+	cold, coldStats := hashWithCache(t, d, "app", OpenStatCache(cachePath))
+	if coldStats.Read != 4 || coldStats.Cached != 0 {
+		t.Fatalf("cold run: %+v, want 4 files read", coldStats)
+	}
+	// A new StatCache stands for the next terraform run (a new process).
+	warm, warmStats := hashWithCache(t, d, "app", OpenStatCache(cachePath))
+	if warmStats.Read != 0 || warmStats.Cached != 4 || warmStats.BytesRead != 0 {
+		t.Fatalf("warm run: %+v, want every digest from the cache", warmStats)
+	}
+	if warm != cold {
+		t.Fatalf("warm hash %s differs from cold %s", warm, cold)
+	}
+	if want := "c2a4f8439b33d5290a16e479dfad890b531580d26c1ce7cb216090e401785973"; warm != want {
+		t.Fatalf("hash %s, want the vector %s", warm, want)
+	}
+}
+
+// TestStatCacheTrustsOnlyFullIdentity rewrites a file with bytes of the same size and puts
+// its mtime back: only the ctime (and not the size or mtime) tells the cache it changed.
+func TestStatCacheTrustsOnlyFullIdentity(t *testing.T) {
+	d := settledTree(t, file("a.txt", "aaaa"))
+	cachePath := filepath.Join(t.TempDir(), "digests.bin")
+	before, _ := hashWithCache(t, d, "a.txt", OpenStatCache(cachePath))
+
+	p := filepath.Join(d, "a.txt")
+	fi, _ := os.Stat(p)
+	oldID, _ := identityOf(fi)
+	// The ctime clock is coarse: rewrite until the ctime moves.
+	for try := 0; ; try++ {
+		if err := os.WriteFile(p, []byte("bbbb"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+			t.Fatal(err)
+		}
+		now, _ := os.Stat(p)
+		if id, _ := identityOf(now); id.CtimeNs != oldID.CtimeNs || try == 500 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	after, stats := hashWithCache(t, d, "a.txt", OpenStatCache(cachePath))
+	if stats.Read != 1 {
+		t.Fatalf("changed file (same size and mtime) served from cache: %+v", stats)
+	}
+	if after == before {
+		t.Fatal("hash did not change with the content")
+	}
+}
+
+func TestStatCacheSkipsRecentlyModifiedFiles(t *testing.T) {
+	d := newTree(t, file("fresh.txt", "new")) // mtime is now
+	cachePath := filepath.Join(t.TempDir(), "digests.bin")
+	cache := OpenStatCache(cachePath)
+	hashWithCache(t, d, "fresh.txt", cache)
+	if cache.Len() != 0 {
+		t.Fatalf("a file modified within 2 s was cached (%d entries)", cache.Len())
+	}
+	if _, stats := hashWithCache(t, d, "fresh.txt", OpenStatCache(cachePath)); stats.Read != 1 {
+		t.Fatalf("second run: %+v, want the fresh file read again", stats)
+	}
+	past := time.Now().Add(-3 * time.Second)
+	os.Chtimes(filepath.Join(d, "fresh.txt"), past, past)
+	hashWithCache(t, d, "fresh.txt", OpenStatCache(cachePath))
+	if _, stats := hashWithCache(t, d, "fresh.txt", OpenStatCache(cachePath)); stats.Cached != 1 {
+		t.Fatalf("settled file not cached: %+v", stats)
+	}
+}
+
+func TestStatCacheToleratesCorruptFile(t *testing.T) {
+	d := settledTree(t, file("a.txt", "a"), file("b.txt", "b"))
+	cachePath := filepath.Join(t.TempDir(), "digests.bin")
+	want, _ := hashWithCache(t, d, ".", OpenStatCache(cachePath))
+	good, err := os.ReadFile(cachePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flipped := append([]byte(nil), good...)
+	flipped[len(cacheMagic)+50] ^= 0xff // inside a digest: only the checksum can tell
+	for name, data := range map[string][]byte{
+		"garbage":   []byte("not a cache"),
+		"truncated": good[:len(good)-7],
+		"bit flip":  flipped,
+		"empty":     {},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := os.WriteFile(cachePath, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got, stats := hashWithCache(t, d, ".", OpenStatCache(cachePath))
+			if got != want || stats.Read != 2 {
+				t.Fatalf("hash %s (stats %+v), want %s from rehashing both files", got, stats, want)
+			}
+			if _, stats := hashWithCache(t, d, ".", OpenStatCache(cachePath)); stats.Cached != 2 {
+				t.Fatalf("cache not rewritten after corruption: %+v", stats)
+			}
+		})
+	}
+}
+
+// TestStatCacheConcurrentSavers has several caches (as separate provider processes would)
+// save to one file at once: the file stays valid and holds the entries of the last writer
+// at least.
+func TestStatCacheConcurrentSavers(t *testing.T) {
+	var entries []treeEntry
+	for i := range 40 {
+		entries = append(entries, file(fmt.Sprintf("f%02d", i), fmt.Sprint(i)))
+	}
+	d := settledTree(t, entries...)
+	cachePath := filepath.Join(t.TempDir(), "digests.bin")
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < 40; i += 8 {
+				cache := OpenStatCache(cachePath)
+				l, err := List(d, fmt.Sprintf("f%02d", i), ListOptions{})
+				if err == nil {
+					_, err = l.ComputeDigests(t.Context(), HashOptions{Cache: cache})
+				}
+				if err == nil {
+					err = cache.Save()
+				}
+				if err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	m, err := readCacheFile(cachePath)
+	if err != nil {
+		t.Fatalf("cache file after concurrent saves: %v", err)
+	}
+	if len(m) == 0 {
+		t.Fatal("cache file empty after concurrent saves")
+	}
+	if tmp, _ := filepath.Glob(filepath.Join(filepath.Dir(cachePath), ".digests-*")); len(tmp) != 0 {
+		t.Errorf("temporary files left: %q", tmp)
+	}
+}
+
+func TestDefaultStatCachePathHonoursXDG(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", "/some/cache")
+	t.Setenv("HOME", "/home/nobody")
+	got, err := DefaultStatCachePath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "/some/cache/terraform-provider-e2b/digests-v1.bin"; got != want {
+		t.Errorf("DefaultStatCachePath() = %s, want %s", got, want)
+	}
+}
