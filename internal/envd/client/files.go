@@ -1,0 +1,141 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// maxErrorBody bounds how much of an error answer is read.
+const maxErrorBody = 64 << 10
+
+// InitRequest is the body of POST /init, which the orchestrator (here: the
+// local server) sends once to a fresh sandbox.
+type InitRequest struct {
+	// EnvVars replace the sandbox-wide environment of later processes.
+	EnvVars map[string]string `json:"envVars,omitempty"`
+	// AccessToken becomes the token envd requires from then on. Create the
+	// client with the same Config.AccessToken so later calls carry it.
+	AccessToken    string `json:"accessToken,omitempty"`
+	DefaultUser    string `json:"defaultUser,omitempty"`
+	DefaultWorkdir string `json:"defaultWorkdir,omitempty"`
+}
+
+// Health checks GET /health (envd answers 204).
+func (c *Client) Health(ctx context.Context) error {
+	resp, err := c.send(ctx, "envd health check", http.MethodGet, "/health", nil, nil, "")
+	if err != nil {
+		return err
+	}
+	return discard(resp)
+}
+
+// Init sends POST /init.
+func (c *Client) Init(ctx context.Context, req InitRequest) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("encoding envd init request: %w", err)
+	}
+	resp, err := c.send(ctx, "envd init", http.MethodPost, "/init", nil, bytes.NewReader(body), "application/json")
+	if err != nil {
+		return err
+	}
+	return discard(resp)
+}
+
+// Upload streams body to path in the sandbox (POST /files with an
+// application/octet-stream body, envd 0.5.7+), owned by user (empty: envd's
+// default user). envd creates missing parent directories and overwrites an
+// existing file. body is read as it is sent, never held in memory whole, and
+// is not closed.
+func (c *Client) Upload(ctx context.Context, path, user string, body io.Reader) error {
+	if path == "" {
+		return errors.New("upload needs a destination path in the sandbox")
+	}
+	op := fmt.Sprintf("upload to %q", path)
+	// NopCloser: the transport closes a request body that is a Closer, and
+	// body belongs to the caller.
+	resp, err := c.send(ctx, op, http.MethodPost, "/files", fileQuery(path, user), io.NopCloser(body), "application/octet-stream")
+	if err != nil {
+		return err
+	}
+	return discard(resp)
+}
+
+// Download streams the file at path, read as user, into w (GET /files). A
+// missing file is an *HTTPError with StatusCode 404.
+func (c *Client) Download(ctx context.Context, path, user string, w io.Writer) error {
+	if path == "" {
+		return errors.New("download needs a path in the sandbox")
+	}
+	op := fmt.Sprintf("download of %q", path)
+	resp, err := c.send(ctx, op, http.MethodGet, "/files", fileQuery(path, user), nil, "")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
+
+func fileQuery(path, user string) url.Values {
+	q := url.Values{"path": {path}}
+	if user != "" {
+		q.Set("username", user)
+	}
+	return q
+}
+
+// send makes one plain HTTP call and turns any non-2xx answer into an
+// *HTTPError. On success the caller owns resp.Body.
+func (c *Client) send(ctx context.Context, op, method, path string, query url.Values, body io.Reader, contentType string) (*http.Response, error) {
+	target := c.baseURL + path
+	if len(query) > 0 {
+		target += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, body)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer resp.Body.Close()
+		return nil, &HTTPError{Op: op, StatusCode: resp.StatusCode, Message: errorMessage(resp.Body)}
+	}
+	return resp, nil
+}
+
+// errorMessage reads envd's {"code","message"} error body; any other body is
+// quoted as text.
+func errorMessage(body io.Reader) string {
+	raw, _ := io.ReadAll(io.LimitReader(body, maxErrorBody))
+	var envelope struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(raw, &envelope) == nil && envelope.Message != "" {
+		return envelope.Message
+	}
+	return strings.TrimSpace(string(raw))
+}
+
+// discard reads a small success body to its end so the connection can be
+// reused, and closes it.
+func discard(resp *http.Response) error {
+	defer resp.Body.Close()
+	_, err := io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+	return err
+}
