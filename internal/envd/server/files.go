@@ -1,0 +1,352 @@
+package server
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"mime"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+)
+
+// filesUser resolves the user of a /files request: the username query
+// parameter, else the default user.
+func (s *Server) filesUser(r *http.Request) (*osUser, error) {
+	name := r.URL.Query().Get("username")
+	if name == "" {
+		name = s.settings().defaultUser
+	}
+	u, err := lookupUser(name)
+	if err != nil {
+		return nil, fmt.Errorf("error looking up user '%s': %v", name, err)
+	}
+	return u, nil
+}
+
+// authorizeFiles accepts the access token or a signature of the request
+// (e2b-api.md §6.4): "v1_" + base64 std no-pad of
+// sha256("<path>:<read|write>:<username>:<token>[:<expiration>]").
+func (s *Server) authorizeFiles(r *http.Request, operation string) bool {
+	token := s.settings().accessToken
+	if tokenMatches(token, r.Header.Get("X-Access-Token")) {
+		return true
+	}
+	q := r.URL.Query()
+	signature := q.Get("signature")
+	if signature == "" {
+		return false
+	}
+	payload := q.Get("path") + ":" + operation + ":" + q.Get("username") + ":" + token
+	if exp := q.Get("signature_expiration"); exp != "" {
+		unix, err := strconv.ParseInt(exp, 10, 64)
+		if err != nil || time.Now().Unix() > unix {
+			return false
+		}
+		payload += ":" + exp
+	}
+	sum := sha256.Sum256([]byte(payload))
+	want := "v1_" + base64.RawStdEncoding.EncodeToString(sum[:])
+	return subtle.ConstantTimeCompare([]byte(want), []byte(signature)) == 1
+}
+
+func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request) {
+	if !s.authorizeFiles(r, "read") {
+		writeError(w, http.StatusUnauthorized, unauthorizedMessage)
+		return
+	}
+	u, err := s.filesUser(r)
+	if err != nil {
+		writeError(w, http.StatusUnauthorized, err.Error())
+		return
+	}
+	requested := r.URL.Query().Get("path")
+	if requested == "" {
+		writeError(w, http.StatusBadRequest, "path is required")
+		return
+	}
+	path := u.expandPath(requested)
+	f, err := os.Open(path)
+	if err != nil {
+		writeFileError(w, err, path)
+		return
+	}
+	defer func() { _ = f.Close() }()
+	fi, err := f.Stat()
+	if err != nil {
+		writeFileError(w, err, path)
+		return
+	}
+	if fi.IsDir() {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("path '%s' is a directory", path))
+		return
+	}
+	useGzip, ok := negotiateEncoding(r.Header.Get("Accept-Encoding"))
+	if !ok {
+		writeError(w, http.StatusNotAcceptable, "no acceptable encoding found, supported: [identity, gzip]")
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("inline", map[string]string{"filename": fi.Name()}))
+	w.Header().Add("Vary", "Accept-Encoding")
+	if !useGzip {
+		// Ranges and conditional requests, identity only.
+		http.ServeContent(w, r, fi.Name(), fi.ModTime(), f)
+		return
+	}
+	w.Header().Set("Content-Encoding", "gzip")
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return
+	}
+	zw := gzip.NewWriter(w)
+	if _, err := io.Copy(zw, f); err != nil {
+		// Headers are out: abort the response so the client sees a broken
+		// transfer rather than a short file.
+		panic(http.ErrAbortHandler)
+	}
+	_ = zw.Close()
+}
+
+// negotiateEncoding picks gzip or identity for Accept-Encoding; ok is false
+// when neither is acceptable.
+func negotiateEncoding(header string) (useGzip, ok bool) {
+	if strings.TrimSpace(header) == "" {
+		return false, true
+	}
+	q := map[string]float64{}
+	for _, item := range strings.Split(header, ",") {
+		coding, params, _ := strings.Cut(strings.TrimSpace(item), ";")
+		weight := 1.0
+		if v, found := strings.CutPrefix(strings.TrimSpace(params), "q="); found {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				weight = f
+			}
+		}
+		q[strings.ToLower(strings.TrimSpace(coding))] = weight
+	}
+	weight := func(coding string, fallback float64) float64 {
+		if w, found := q[coding]; found {
+			return w
+		}
+		if w, found := q["*"]; found {
+			return w
+		}
+		return fallback
+	}
+	gz, identity := weight("gzip", 0), weight("identity", 1)
+	switch {
+	case gz > 0 && gz >= identity:
+		return true, true
+	case identity > 0:
+		return false, true
+	default:
+		return false, false
+	}
+}
+
+// uploadedEntry is one element of POST /files' answer.
+type uploadedEntry struct {
+	Path string `json:"path"`
+	Name string `json:"name"`
+	Type string `json:"type"`
+}
+
+// httpError is an error with the HTTP status it answers with.
+type httpError struct {
+	status  int
+	message string
+}
+
+func (e *httpError) Error() string { return e.message }
+
+func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
+	if !s.authorizeFiles(r, "write") {
+		writeError(w, http.StatusUnauthorized, unauthorizedMessage)
+		return
+	}
+	u, err := s.filesUser(r)
+	if err != nil {
+		writeError(w, http.StatusUnauthorized, err.Error())
+		return
+	}
+	entries, err := s.receiveUpload(r, u)
+	if err != nil {
+		var he *httpError
+		if errors.As(err, &he) {
+			writeError(w, he.status, he.message)
+		} else {
+			writeError(w, http.StatusInternalServerError, err.Error())
+		}
+		return
+	}
+	writeJSON(w, http.StatusOK, entries)
+}
+
+func (s *Server) receiveUpload(r *http.Request, u *osUser) ([]uploadedEntry, error) {
+	queryPath := r.URL.Query().Get("path")
+	mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil {
+		return nil, &httpError{http.StatusBadRequest, fmt.Sprintf("invalid Content-Type: %v", err)}
+	}
+	switch mediaType {
+	case "application/octet-stream":
+		if queryPath == "" {
+			return nil, &httpError{http.StatusBadRequest, "path is required for application/octet-stream uploads"}
+		}
+		var body io.Reader = r.Body
+		switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
+		case "", "identity":
+		case "gzip":
+			zr, err := gzip.NewReader(r.Body)
+			if err != nil {
+				return nil, &httpError{http.StatusBadRequest, fmt.Sprintf("invalid gzip body: %v", err)}
+			}
+			defer func() { _ = zr.Close() }()
+			body = zr
+		default:
+			return nil, &httpError{http.StatusBadRequest, fmt.Sprintf("unsupported Content-Encoding %q, supported: [identity, gzip]", enc)}
+		}
+		entry, err := writeUpload(u, u.expandPath(queryPath), body)
+		if err != nil {
+			return nil, err
+		}
+		return []uploadedEntry{entry}, nil
+	case "multipart/form-data":
+		mr, err := r.MultipartReader()
+		if err != nil {
+			return nil, &httpError{http.StatusBadRequest, fmt.Sprintf("invalid multipart body: %v", err)}
+		}
+		var entries []uploadedEntry
+		for {
+			part, err := mr.NextPart()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return nil, &httpError{http.StatusBadRequest, fmt.Sprintf("invalid multipart body: %v", err)}
+			}
+			if part.FormName() != "file" {
+				continue
+			}
+			target := queryPath
+			if target == "" {
+				// The raw filename: Part.FileName drops directories, but the
+				// SDKs send the destination path there.
+				_, params, _ := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
+				target = params["filename"]
+			}
+			if target == "" {
+				return nil, &httpError{http.StatusBadRequest, "path is required: neither the path parameter nor the part's filename is set"}
+			}
+			entry, err := writeUpload(u, u.expandPath(target), part)
+			if err != nil {
+				return nil, err
+			}
+			entries = append(entries, entry)
+		}
+		if len(entries) == 0 {
+			return nil, &httpError{http.StatusBadRequest, "no part named 'file' in the multipart body"}
+		}
+		return entries, nil
+	default:
+		return nil, &httpError{http.StatusBadRequest, fmt.Sprintf("unsupported Content-Type %q, supported: multipart/form-data, application/octet-stream", mediaType)}
+	}
+}
+
+// writeUpload streams body into path for u: parents are created and given to
+// u, the file is written beside the target and renamed over it, so a failed
+// upload never destroys the previous content.
+func writeUpload(u *osUser, path string, body io.Reader) (uploadedEntry, error) {
+	mode := fs.FileMode(0o644)
+	if fi, err := os.Stat(path); err == nil {
+		if fi.IsDir() {
+			return uploadedEntry{}, &httpError{http.StatusBadRequest, fmt.Sprintf("path '%s' is a directory", path)}
+		}
+		mode = fi.Mode().Perm()
+	}
+	dir := filepath.Dir(path)
+	if err := u.mkdirAll(dir); err != nil {
+		return uploadedEntry{}, uploadError(err, dir)
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".upload-*")
+	if err != nil {
+		return uploadedEntry{}, uploadError(err, path)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	if err := tmp.Chmod(mode); err != nil {
+		return uploadedEntry{}, uploadError(err, path)
+	}
+	if err := u.chown(tmp.Name()); err != nil {
+		return uploadedEntry{}, uploadError(err, path)
+	}
+	dst := &recordingWriter{w: tmp}
+	if _, err := io.Copy(dst, body); err != nil {
+		if dst.err != nil {
+			return uploadedEntry{}, uploadError(dst.err, path)
+		}
+		return uploadedEntry{}, &httpError{http.StatusBadRequest, fmt.Sprintf("reading the upload of '%s': %v", path, err)}
+	}
+	if err := tmp.Close(); err != nil {
+		return uploadedEntry{}, uploadError(err, path)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return uploadedEntry{}, uploadError(err, path)
+	}
+	committed = true
+	return uploadedEntry{Path: path, Name: filepath.Base(path), Type: "file"}, nil
+}
+
+// recordingWriter remembers a write error so that a failed copy can tell the
+// disk's fault from the client's.
+type recordingWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (rw *recordingWriter) Write(p []byte) (int, error) {
+	n, err := rw.w.Write(p)
+	if err != nil {
+		rw.err = err
+	}
+	return n, err
+}
+
+func uploadError(err error, path string) error {
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return &httpError{http.StatusInsufficientStorage, "not enough disk space available"}
+	case errors.Is(err, syscall.ENOTDIR):
+		return &httpError{http.StatusBadRequest, fmt.Sprintf("path '%s': a parent is not a directory", path)}
+	default:
+		return fmt.Errorf("error writing file '%s': %v", path, err)
+	}
+}
+
+// writeFileError answers a failure to open a file for download.
+func writeFileError(w http.ResponseWriter, err error, path string) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		writeError(w, http.StatusNotFound, fmt.Sprintf("path '%s' does not exist", path))
+	case errors.Is(err, syscall.ENOTDIR):
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("path '%s': a parent is not a directory", path))
+	default:
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("error opening file '%s': %v", path, err))
+	}
+}

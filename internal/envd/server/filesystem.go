@@ -1,0 +1,250 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	pb "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/filesystem"
+)
+
+// filesystemService implements filesystem.Filesystem (e2b-api.md §6.3).
+// Operations run as the daemon (root in a sandbox), like envd's; what the
+// daemon creates for a user is given to that user. The watcher RPCs are not
+// implemented.
+type filesystemService struct {
+	s *Server
+}
+
+// path resolves a request path for the request's user.
+func (fsv *filesystemService) path(h http.Header, p string) (*osUser, string, error) {
+	u, err := fsv.s.rpcUser(h)
+	if err != nil {
+		return nil, "", err
+	}
+	if p == "" {
+		return nil, "", connect.NewError(connect.CodeInvalidArgument, errors.New("path is empty"))
+	}
+	return u, u.expandPath(p), nil
+}
+
+func (fsv *filesystemService) Stat(_ context.Context, req *connect.Request[pb.StatRequest]) (*connect.Response[pb.StatResponse], error) {
+	_, path, err := fsv.path(req.Header(), req.Msg.GetPath())
+	if err != nil {
+		return nil, err
+	}
+	entry, err := entryInfo(path)
+	if err != nil {
+		return nil, fsError(err, path)
+	}
+	return connect.NewResponse(&pb.StatResponse{Entry: entry}), nil
+}
+
+func (fsv *filesystemService) MakeDir(_ context.Context, req *connect.Request[pb.MakeDirRequest]) (*connect.Response[pb.MakeDirResponse], error) {
+	u, path, err := fsv.path(req.Header(), req.Msg.GetPath())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Lstat(path); err == nil {
+		return nil, connect.NewError(connect.CodeAlreadyExists, fmt.Errorf("path '%s' already exists", path))
+	}
+	if err := u.mkdirAll(path); err != nil {
+		return nil, fsError(err, path)
+	}
+	entry, err := entryInfo(path)
+	if err != nil {
+		return nil, fsError(err, path)
+	}
+	return connect.NewResponse(&pb.MakeDirResponse{Entry: entry}), nil
+}
+
+func (fsv *filesystemService) Move(_ context.Context, req *connect.Request[pb.MoveRequest]) (*connect.Response[pb.MoveResponse], error) {
+	u, src, err := fsv.path(req.Header(), req.Msg.GetSource())
+	if err != nil {
+		return nil, err
+	}
+	_, dst, err := fsv.path(req.Header(), req.Msg.GetDestination())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Lstat(src); err != nil {
+		return nil, fsError(err, src)
+	}
+	if err := u.mkdirAll(filepath.Dir(dst)); err != nil {
+		return nil, fsError(err, filepath.Dir(dst))
+	}
+	if err := os.Rename(src, dst); err != nil {
+		return nil, fsError(err, dst)
+	}
+	entry, err := entryInfo(dst)
+	if err != nil {
+		return nil, fsError(err, dst)
+	}
+	return connect.NewResponse(&pb.MoveResponse{Entry: entry}), nil
+}
+
+func (fsv *filesystemService) ListDir(_ context.Context, req *connect.Request[pb.ListDirRequest]) (*connect.Response[pb.ListDirResponse], error) {
+	_, path, err := fsv.path(req.Header(), req.Msg.GetPath())
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fsError(err, path)
+	}
+	if !fi.IsDir() {
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("path '%s' is not a directory", path))
+	}
+	depth := int(req.Msg.GetDepth())
+	if depth == 0 {
+		depth = 1
+	}
+	var entries []*pb.EntryInfo
+	if err := listDir(path, depth, &entries); err != nil {
+		return nil, fsError(err, path)
+	}
+	return connect.NewResponse(&pb.ListDirResponse{Entries: entries}), nil
+}
+
+// listDir appends the entries of dir and, down to depth levels, of its
+// subdirectories (symlinks are listed, not followed).
+func listDir(dir string, depth int, out *[]*pb.EntryInfo) error {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, de := range des {
+		p := filepath.Join(dir, de.Name())
+		entry, err := entryInfo(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed while listing
+		}
+		if err != nil {
+			return err
+		}
+		*out = append(*out, entry)
+		if depth > 1 && de.IsDir() {
+			if err := listDir(p, depth-1, out); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (fsv *filesystemService) Remove(_ context.Context, req *connect.Request[pb.RemoveRequest]) (*connect.Response[pb.RemoveResponse], error) {
+	_, path, err := fsv.path(req.Header(), req.Msg.GetPath())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Lstat(path); err != nil {
+		return nil, fsError(err, path)
+	}
+	if err := os.RemoveAll(path); err != nil {
+		return nil, fsError(err, path)
+	}
+	return connect.NewResponse(&pb.RemoveResponse{}), nil
+}
+
+var errWatchers = errors.New("directory watching is not implemented by this envd")
+
+func (fsv *filesystemService) WatchDir(context.Context, *connect.Request[pb.WatchDirRequest], *connect.ServerStream[pb.WatchDirResponse]) error {
+	return connect.NewError(connect.CodeUnimplemented, errWatchers)
+}
+
+func (fsv *filesystemService) CreateWatcher(context.Context, *connect.Request[pb.CreateWatcherRequest]) (*connect.Response[pb.CreateWatcherResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errWatchers)
+}
+
+func (fsv *filesystemService) GetWatcherEvents(context.Context, *connect.Request[pb.GetWatcherEventsRequest]) (*connect.Response[pb.GetWatcherEventsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errWatchers)
+}
+
+func (fsv *filesystemService) RemoveWatcher(context.Context, *connect.Request[pb.RemoveWatcherRequest]) (*connect.Response[pb.RemoveWatcherResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errWatchers)
+}
+
+// entryInfo describes path without following a final symlink.
+func entryInfo(path string) (*pb.EntryInfo, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, err
+	}
+	entry := &pb.EntryInfo{
+		Name:         fi.Name(),
+		Type:         fileType(fi.Mode()),
+		Path:         path,
+		Size:         fi.Size(),
+		Mode:         uint32(fi.Mode().Perm()),
+		Permissions:  fi.Mode().String(),
+		ModifiedTime: timestamppb.New(fi.ModTime()),
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		entry.Owner = userName(st.Uid)
+		entry.Group = groupName(st.Gid)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		if target, err := os.Readlink(path); err == nil {
+			entry.SymlinkTarget = &target
+		}
+	}
+	return entry, nil
+}
+
+func fileType(m fs.FileMode) pb.FileType {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return pb.FileType_FILE_TYPE_SYMLINK
+	case m.IsDir():
+		return pb.FileType_FILE_TYPE_DIRECTORY
+	case m.IsRegular():
+		return pb.FileType_FILE_TYPE_FILE
+	default:
+		return pb.FileType_FILE_TYPE_UNSPECIFIED
+	}
+}
+
+func userName(uid uint32) string {
+	id := strconv.FormatUint(uint64(uid), 10)
+	if u, err := user.LookupId(id); err == nil {
+		return u.Username
+	}
+	return id
+}
+
+func groupName(gid uint32) string {
+	id := strconv.FormatUint(uint64(gid), 10)
+	if g, err := user.LookupGroupId(id); err == nil {
+		return g.Name
+	}
+	return id
+}
+
+// fsError maps a filesystem error to its Connect code.
+func fsError(err error, path string) error {
+	var ce *connect.Error
+	switch {
+	case errors.As(err, &ce):
+		return err
+	case errors.Is(err, fs.ErrNotExist):
+		return connect.NewError(connect.CodeNotFound, fmt.Errorf("path '%s' does not exist", path))
+	case errors.Is(err, fs.ErrPermission):
+		return connect.NewError(connect.CodePermissionDenied, fmt.Errorf("path '%s': %w", path, err))
+	case errors.Is(err, fs.ErrExist):
+		return connect.NewError(connect.CodeAlreadyExists, fmt.Errorf("path '%s' already exists", path))
+	case errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.EISDIR), errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.EXDEV):
+		return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("path '%s': %w", path, err))
+	default:
+		return connect.NewError(connect.CodeInternal, fmt.Errorf("path '%s': %w", path, err))
+	}
+}

@@ -1,0 +1,510 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+
+	pb "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/process"
+)
+
+// Output chunk limits of envd 0.6.13.
+const (
+	pipeChunk = 32 << 10
+	ptyChunk  = 16 << 10
+	// drainGrace is how long output readers keep reading after the process
+	// exited: a background child that inherited stdout must not hold the end
+	// event back forever, but output already in the pipe is still delivered.
+	drainGrace = time.Second
+	// subscriberBuffer is the number of events queued per attached stream
+	// before the output readers wait for it (back-pressure, bounded memory).
+	subscriberBuffer = 16
+)
+
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// process is one started command. Its output goes to the streams attached at
+// the moment it is read; with none attached it is discarded.
+type process struct {
+	pid    uint32
+	tag    *string
+	config *pb.ProcessConfig
+	cmd    *exec.Cmd
+
+	stdin io.WriteCloser // nil when stdin is /dev/null or the process has a PTY
+	tty   *os.File       // PTY master, nil without a PTY
+
+	exited atomic.Bool // set once Wait returned; readers then stop when idle
+
+	mu   sync.Mutex
+	subs map[*subscriber]struct{}
+	end  *pb.ProcessEvent_EndEvent // set once the process ended and its output drained
+	done chan struct{}             // closed together with setting end
+}
+
+// subscriber is one attached stream (Start or Connect).
+type subscriber struct {
+	events chan *pb.ProcessEvent
+	gone   chan struct{} // closed when the stream detaches
+}
+
+// processTable holds running processes and, for the retention window,
+// finished ones so that Connect can replay their end.
+type processTable struct {
+	retention time.Duration
+
+	mu    sync.Mutex
+	procs map[uint32]*process
+}
+
+func newProcessTable(retention time.Duration) *processTable {
+	return &processTable{retention: retention, procs: map[uint32]*process{}}
+}
+
+// startSpec is everything needed to start a process.
+type startSpec struct {
+	user    *osUser
+	cmd     string
+	args    []string
+	env     []string
+	cwd     string
+	stdin   bool
+	pty     *pb.PTY
+	tag     *string
+	config  *pb.ProcessConfig
+	timeout time.Time // zero: no lifetime limit
+}
+
+// start starts a process with one stream already attached, so that the
+// starting stream sees all of its output.
+func (t *processTable) start(spec startSpec) (*process, *subscriber, error) {
+	path, err := lookPath(spec.cmd, spec.env, spec.cwd)
+	if err != nil {
+		return nil, nil, connect.NewError(connect.CodeInvalidArgument, err)
+	}
+	cmd := &exec.Cmd{Path: path, Args: append([]string{spec.cmd}, spec.args...), Env: spec.env, Dir: spec.cwd}
+	p := &process{tag: spec.tag, config: spec.config, cmd: cmd, subs: map[*subscriber]struct{}{}, done: make(chan struct{})}
+	sub := p.subscribe()
+
+	var readers []*os.File
+	var chunk int
+	var kind func([]byte) *pb.ProcessEvent_DataEvent
+	if spec.pty != nil {
+		master, err := startPTY(cmd, spec.pty, spec.user.credential())
+		if err != nil {
+			return nil, nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("start %s: %w", spec.cmd, err))
+		}
+		p.tty = master
+		readers, chunk = []*os.File{master}, ptyChunk
+		kind = func(b []byte) *pb.ProcessEvent_DataEvent {
+			return &pb.ProcessEvent_DataEvent{Output: &pb.ProcessEvent_DataEvent_Pty{Pty: b}}
+		}
+	} else {
+		outR, outW, err := os.Pipe()
+		if err != nil {
+			return nil, nil, connect.NewError(connect.CodeInternal, err)
+		}
+		errR, errW, err := os.Pipe()
+		if err != nil {
+			closeAll(outR, outW)
+			return nil, nil, connect.NewError(connect.CodeInternal, err)
+		}
+		cmd.Stdout, cmd.Stderr = outW, errW
+		if spec.stdin {
+			if p.stdin, err = cmd.StdinPipe(); err != nil {
+				closeAll(outR, outW, errR, errW)
+				return nil, nil, connect.NewError(connect.CodeInternal, err)
+			}
+		}
+		// Own process group so that signals reach the whole tree (sh -c 'sleep 600').
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: spec.user.credential()}
+		err = cmd.Start()
+		closeAll(outW, errW)
+		if err != nil {
+			closeAll(outR, errR)
+			return nil, nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("start %s: %w", spec.cmd, err))
+		}
+		readers, chunk = []*os.File{outR, errR}, pipeChunk
+	}
+	p.pid = uint32(cmd.Process.Pid)
+
+	t.mu.Lock()
+	t.procs[p.pid] = p
+	t.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for i, r := range readers {
+		wg.Add(1)
+		data := kind
+		if data == nil {
+			data = func(b []byte) *pb.ProcessEvent_DataEvent {
+				if i == 0 {
+					return &pb.ProcessEvent_DataEvent{Output: &pb.ProcessEvent_DataEvent_Stdout{Stdout: b}}
+				}
+				return &pb.ProcessEvent_DataEvent{Output: &pb.ProcessEvent_DataEvent_Stderr{Stderr: b}}
+			}
+		}
+		go func() {
+			defer wg.Done()
+			p.readOutput(r, chunk, data)
+		}()
+	}
+	go t.wait(p, readers, &wg, spec.timeout)
+	return p, sub, nil
+}
+
+// wait reaps p, lets its output drain and publishes its end.
+func (t *processTable) wait(p *process, readers []*os.File, wg *sync.WaitGroup, deadline time.Time) {
+	if !deadline.IsZero() {
+		timer := time.AfterFunc(time.Until(deadline), func() { p.signal(syscall.SIGKILL) })
+		defer timer.Stop()
+	}
+	err := p.cmd.Wait()
+	p.exited.Store(true)
+	for _, r := range readers {
+		_ = r.SetReadDeadline(time.Now().Add(drainGrace))
+	}
+	wg.Wait()
+	closeAll(readers...)
+
+	st := p.cmd.ProcessState
+	end := &pb.ProcessEvent_EndEvent{ExitCode: int32(st.ExitCode()), Exited: st.Exited(), Status: st.String()}
+	if err != nil {
+		msg := err.Error()
+		end.Error = &msg
+	}
+	p.finish(end)
+	time.AfterFunc(t.retention, func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.procs[p.pid] == p {
+			delete(t.procs, p.pid)
+		}
+	})
+}
+
+// readOutput publishes r's output in chunks of at most chunk bytes until EOF,
+// or until it is idle for drainGrace after the process exited.
+func (p *process) readOutput(r *os.File, chunk int, data func([]byte) *pb.ProcessEvent_DataEvent) {
+	buf := make([]byte, chunk)
+	for {
+		if p.exited.Load() {
+			_ = r.SetReadDeadline(time.Now().Add(drainGrace))
+		}
+		n, err := r.Read(buf)
+		if n > 0 {
+			b := make([]byte, n)
+			copy(b, buf[:n])
+			p.publish(&pb.ProcessEvent{Event: &pb.ProcessEvent_Data{Data: data(b)}})
+		}
+		if err != nil {
+			// EOF, EIO from a PTY whose last slave closed, or the drain deadline.
+			return
+		}
+	}
+}
+
+// publish hands ev to every attached stream, waiting for slow ones (that is
+// the back-pressure that bounds memory) unless they detach.
+func (p *process) publish(ev *pb.ProcessEvent) {
+	p.mu.Lock()
+	subs := make([]*subscriber, 0, len(p.subs))
+	for s := range p.subs {
+		subs = append(subs, s)
+	}
+	p.mu.Unlock()
+	for _, s := range subs {
+		select {
+		case s.events <- ev:
+		case <-s.gone:
+		}
+	}
+}
+
+// finish records the end and hands it to the attached streams; streams that
+// attach later get the retained end from attach instead.
+func (p *process) finish(end *pb.ProcessEvent_EndEvent) {
+	p.mu.Lock()
+	p.end = end
+	subs := p.subs
+	p.subs = map[*subscriber]struct{}{}
+	close(p.done)
+	p.mu.Unlock()
+	ev := &pb.ProcessEvent{Event: &pb.ProcessEvent_End{End: end}}
+	for s := range subs {
+		select {
+		case s.events <- ev:
+		case <-s.gone:
+		}
+	}
+}
+
+// subscribe attaches a stream. It must not be called after the process ended
+// (see attach).
+func (p *process) subscribe() *subscriber {
+	s := &subscriber{events: make(chan *pb.ProcessEvent, subscriberBuffer), gone: make(chan struct{})}
+	p.subs[s] = struct{}{}
+	return s
+}
+
+// attach attaches a stream to a running process, or returns the retained
+// end of a finished one.
+func (p *process) attach() (*subscriber, *pb.ProcessEvent_EndEvent) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.end != nil {
+		return nil, p.end
+	}
+	return p.subscribe(), nil
+}
+
+func (p *process) detach(s *subscriber) {
+	p.mu.Lock()
+	delete(p.subs, s)
+	p.mu.Unlock()
+	close(s.gone)
+}
+
+func (p *process) running() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// signal sends sig to the process's whole group (the PTY session leader's
+// group for PTY processes).
+func (p *process) signal(sig syscall.Signal) error {
+	if err := syscall.Kill(-int(p.pid), sig); err != nil {
+		return p.cmd.Process.Signal(sig)
+	}
+	return nil
+}
+
+// writeInput writes stdin or PTY input, whichever the process takes.
+func (p *process) writeInput(in *pb.ProcessInput) error {
+	switch in := in.GetInput().(type) {
+	case *pb.ProcessInput_Stdin:
+		if p.tty != nil {
+			return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("process %d has a PTY: send input as pty", p.pid))
+		}
+		if p.stdin == nil {
+			return connect.NewError(connect.CodeInternal, fmt.Errorf("process %d has no stdin pipe", p.pid))
+		}
+		if _, err := p.stdin.Write(in.Stdin); err != nil {
+			return connect.NewError(connect.CodeInternal, fmt.Errorf("write stdin of process %d: %w", p.pid, err))
+		}
+	case *pb.ProcessInput_Pty:
+		if p.tty == nil {
+			return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("process %d has no PTY: send input as stdin", p.pid))
+		}
+		if _, err := p.tty.Write(in.Pty); err != nil {
+			return connect.NewError(connect.CodeInternal, fmt.Errorf("write PTY of process %d: %w", p.pid, err))
+		}
+	default:
+		return connect.NewError(connect.CodeInvalidArgument, errors.New("input is empty"))
+	}
+	return nil
+}
+
+func (p *process) closeStdin() error {
+	if p.tty != nil {
+		return connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("process %d has a PTY: send Ctrl+D (0x04) instead", p.pid))
+	}
+	if p.stdin == nil {
+		return nil
+	}
+	// Closing twice is a no-op: exec's stdin pipe closes once.
+	_ = p.stdin.Close()
+	return nil
+}
+
+func (p *process) resize(size *pb.PTY_Size) error {
+	if p.tty == nil {
+		return connect.NewError(connect.CodeInternal, fmt.Errorf("process %d has no PTY", p.pid))
+	}
+	if err := setWinsize(p.tty, size); err != nil {
+		return connect.NewError(connect.CodeInternal, fmt.Errorf("resize PTY of process %d: %w", p.pid, err))
+	}
+	return nil
+}
+
+// find resolves a selector to a process, running or retained.
+func (t *processTable) find(sel *pb.ProcessSelector) (*process, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch s := sel.GetSelector().(type) {
+	case *pb.ProcessSelector_Pid:
+		if p, ok := t.procs[s.Pid]; ok {
+			return p, nil
+		}
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("process with pid %d not found", s.Pid))
+	case *pb.ProcessSelector_Tag:
+		var found *process
+		for _, p := range t.procs {
+			if p.tag == nil || *p.tag != s.Tag {
+				continue
+			}
+			// A running process wins over a finished one with the same tag.
+			if found == nil || (p.running() && !found.running()) {
+				found = p
+			}
+		}
+		if found != nil {
+			return found, nil
+		}
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("process with tag %s not found", s.Tag))
+	default:
+		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("process selector is empty"))
+	}
+}
+
+// findRunning is find restricted to processes that have not ended.
+func (t *processTable) findRunning(sel *pb.ProcessSelector) (*process, error) {
+	p, err := t.find(sel)
+	if err != nil {
+		return nil, err
+	}
+	if !p.running() {
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("process with pid %d not found", p.pid))
+	}
+	return p, nil
+}
+
+func (t *processTable) list() []*pb.ProcessInfo {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []*pb.ProcessInfo
+	for _, p := range t.procs {
+		if p.running() {
+			out = append(out, &pb.ProcessInfo{Config: p.config, Pid: p.pid, Tag: p.tag})
+		}
+	}
+	return out
+}
+
+func (t *processTable) killAll() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, p := range t.procs {
+		if p.running() {
+			_ = p.signal(syscall.SIGKILL)
+		}
+	}
+}
+
+// lookPath finds cmd like the process's own shell would: in the PATH of its
+// environment, not the daemon's.
+func lookPath(cmd string, env []string, cwd string) (string, error) {
+	if cmd == "" {
+		return "", errors.New("cmd is empty")
+	}
+	if strings.Contains(cmd, "/") {
+		path := cmd
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(cwd, path)
+		}
+		if err := executable(path); err != nil {
+			return "", fmt.Errorf("command '%s': %w", cmd, err)
+		}
+		return path, nil
+	}
+	searchPath := defaultPath
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			searchPath = v
+		}
+	}
+	for _, dir := range filepath.SplitList(searchPath) {
+		if dir == "" {
+			dir = "."
+		}
+		path := filepath.Join(dir, cmd)
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(cwd, path)
+		}
+		if executable(path) == nil {
+			return path, nil
+		}
+	}
+	return "", fmt.Errorf("command '%s' not found in PATH %s", cmd, searchPath)
+}
+
+func executable(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return errors.New("not an executable file")
+	}
+	return nil
+}
+
+// startPTY starts cmd on a new PTY of the requested size and returns the
+// master. The master is re-opened non-blocking so that reads honour
+// deadlines and resizes do not flip it back to blocking mode.
+func startPTY(cmd *exec.Cmd, size *pb.PTY, cred *syscall.Credential) (*os.File, error) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = tty.Close() }()
+	fd, err := unix.Dup(int(ptmx.Fd()))
+	_ = ptmx.Close()
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		_ = unix.Close(fd)
+		return nil, err
+	}
+	master := os.NewFile(uintptr(fd), "/dev/ptmx")
+	if err := setWinsize(tty, size.GetSize()); err != nil {
+		_ = master.Close()
+		return nil, err
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Credential: cred}
+	if err := cmd.Start(); err != nil {
+		_ = master.Close()
+		return nil, err
+	}
+	return master, nil
+}
+
+func setWinsize(f *os.File, size *pb.PTY_Size) error {
+	if size == nil {
+		return nil
+	}
+	conn, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	ws := &unix.Winsize{Row: uint16(size.GetRows()), Col: uint16(size.GetCols())}
+	var ioctlErr error
+	if err := conn.Control(func(fd uintptr) { ioctlErr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, ws) }); err != nil {
+		return err
+	}
+	return ioctlErr
+}
+
+func closeAll(files ...*os.File) {
+	for _, f := range files {
+		_ = f.Close()
+	}
+}

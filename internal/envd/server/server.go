@@ -1,0 +1,263 @@
+// Package server is our envd: the daemon that runs inside every sandbox and
+// serves the process and filesystem Connect services plus the plain HTTP
+// endpoints (/health, /files, /init, /envs) of envd 0.6.13 (e2b-api.md §6).
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/filesystem/filesystemconnect"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/process/processconnect"
+)
+
+// Version is the envd protocol version this daemon implements.
+const Version = "0.6.13"
+
+// Defaults from envd 0.6.13.
+const (
+	defaultEndedRetention = 30 * time.Second
+	defaultKeepalive      = 90 * time.Second
+	fallbackUser          = "root"
+	// maxMessageBytes bounds one Connect message; stdin chunks and file
+	// listings are far below it.
+	maxMessageBytes = 16 << 20
+)
+
+// Config configures a Server. The zero value is usable.
+type Config struct {
+	// DefaultUser runs requests that name no user; /init may change it.
+	// Empty means root.
+	DefaultUser string
+	// DefaultWorkdir is the cwd of processes started without one; /init may
+	// change it. Empty means the user's home.
+	DefaultWorkdir string
+	// EndedRetention is how long Connect can still replay a finished
+	// process. Zero means 30 s.
+	EndedRetention time.Duration
+	// Logger receives panics recovered from handlers. Nil means the
+	// standard logger.
+	Logger *log.Logger
+}
+
+// Server is an envd daemon. It is an http.Handler.
+type Server struct {
+	cfg     Config
+	logger  *log.Logger
+	handler http.Handler
+	procs   *processTable
+
+	mu             sync.Mutex
+	accessToken    string
+	defaultUser    string
+	defaultWorkdir string
+	envVars        map[string]string
+}
+
+// New returns a Server ready to serve.
+func New(cfg Config) *Server {
+	if cfg.EndedRetention <= 0 {
+		cfg.EndedRetention = defaultEndedRetention
+	}
+	s := &Server{
+		cfg:            cfg,
+		logger:         cfg.Logger,
+		defaultUser:    cfg.DefaultUser,
+		defaultWorkdir: cfg.DefaultWorkdir,
+		envVars:        map[string]string{},
+	}
+	if s.logger == nil {
+		s.logger = log.Default()
+	}
+	if s.defaultUser == "" {
+		s.defaultUser = fallbackUser
+	}
+	s.procs = newProcessTable(cfg.EndedRetention)
+
+	opts := []connect.HandlerOption{
+		connect.WithReadMaxBytes(maxMessageBytes),
+		connect.WithRecover(func(_ context.Context, spec connect.Spec, _ http.Header, p any) error {
+			s.logger.Printf("envd: panic in %s: %v", spec.Procedure, p)
+			return connect.NewError(connect.CodeInternal, fmt.Errorf("internal error in %s", spec.Procedure))
+		}),
+	}
+	mux := http.NewServeMux()
+	mux.Handle(processconnect.NewProcessHandler(&processService{s: s}, opts...))
+	mux.Handle(filesystemconnect.NewFilesystemHandler(&filesystemService{s: s}, opts...))
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	mux.HandleFunc("GET /files", s.handleDownload)
+	mux.HandleFunc("POST /files", s.handleUpload)
+	mux.HandleFunc("POST /init", s.handleInit)
+	mux.HandleFunc("GET /envs", s.handleEnvs)
+	s.handler = s.recoverPanics(s.requireToken(mux))
+	return s
+}
+
+// ServeHTTP serves envd's HTTP endpoints and Connect procedures.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// Serve serves HTTP/1.1 on ln until ctx ends, then closes every connection
+// and kills the processes still running. It returns nil when ctx ended it.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second, ErrorLog: s.logger}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			// Streams (Start, Connect) are long-lived: close instead of
+			// waiting for them in Shutdown.
+			_ = hs.Close()
+		case <-done:
+		}
+	}()
+	err := hs.Serve(ln)
+	close(done)
+	s.Close()
+	if ctx.Err() != nil && errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Close kills every process the server started that is still running.
+func (s *Server) Close() { s.procs.killAll() }
+
+// settings is a consistent snapshot of what /init configures.
+type settings struct {
+	accessToken    string
+	defaultUser    string
+	defaultWorkdir string
+	envVars        map[string]string
+}
+
+func (s *Server) settings() settings {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return settings{
+		accessToken:    s.accessToken,
+		defaultUser:    s.defaultUser,
+		defaultWorkdir: s.defaultWorkdir,
+		envVars:        maps.Clone(s.envVars),
+	}
+}
+
+// sandboxEnv is the sandbox-wide environment every process gets after the
+// base variables: /init's envVars plus E2B_SANDBOX=true.
+func (st settings) sandboxEnv() map[string]string {
+	env := maps.Clone(st.envVars)
+	if env == nil {
+		env = map[string]string{}
+	}
+	env["E2B_SANDBOX"] = "true"
+	return env
+}
+
+const unauthorizedMessage = "unauthorized access, please provide a valid access token or method signing if supported"
+
+// requireToken enforces X-Access-Token once /init set one: on every path but
+// GET /health and /files, which accept a token or a signature themselves.
+// /init is covered too so that nothing inside the sandbox can replace the
+// token once it is set.
+func (s *Server) requireToken(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/files" || (r.URL.Path == "/health" && r.Method == http.MethodGet) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if !tokenMatches(s.settings().accessToken, r.Header.Get("X-Access-Token")) {
+			writeError(w, http.StatusUnauthorized, unauthorizedMessage)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// tokenMatches reports whether the presented token grants access: always when
+// no token is set.
+func tokenMatches(want, got string) bool {
+	return want == "" || subtle.ConstantTimeCompare([]byte(want), []byte(got)) == 1
+}
+
+// recoverPanics turns a panic in a plain HTTP handler into a 500 so that one
+// bad request never takes the daemon down. (Connect handlers recover through
+// connect.WithRecover.)
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.logger.Printf("envd: panic in %s %s: %v", r.Method, r.URL.Path, p)
+				writeError(w, http.StatusInternalServerError, "internal error")
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// writeError writes envd's HTTP error envelope.
+func writeError(w http.ResponseWriter, status int, message string) {
+	writeJSON(w, status, map[string]any{"code": status, "message": message})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// initRequest is the body of POST /init. The orchestrator's other fields
+// (timestamp, caBundle, volumeMounts, hyperloopIP, lifecycleID) are accepted
+// and ignored: this envd never changes the clock, the CA store, /etc/hosts or
+// mounts.
+type initRequest struct {
+	EnvVars        *map[string]string `json:"envVars"`
+	AccessToken    *string            `json:"accessToken"`
+	DefaultUser    *string            `json:"defaultUser"`
+	DefaultWorkdir *string            `json:"defaultWorkdir"`
+}
+
+func (s *Server) handleInit(w http.ResponseWriter, r *http.Request) {
+	var req initRequest
+	if r.ContentLength != 0 {
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxMessageBytes)).Decode(&req); err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("invalid /init body: %v", err))
+			return
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if req.EnvVars != nil {
+		s.envVars = maps.Clone(*req.EnvVars)
+	}
+	if req.AccessToken != nil && *req.AccessToken != "" {
+		s.accessToken = *req.AccessToken
+	}
+	if req.DefaultUser != nil && *req.DefaultUser != "" {
+		s.defaultUser = *req.DefaultUser
+	}
+	if req.DefaultWorkdir != nil && *req.DefaultWorkdir != "" {
+		s.defaultWorkdir = *req.DefaultWorkdir
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) handleEnvs(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.settings().sandboxEnv())
+}
+
+// isRoot reports whether the daemon may switch users and chown.
+func isRoot() bool { return os.Geteuid() == 0 }

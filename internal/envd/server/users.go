@@ -1,0 +1,137 @@
+package server
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"connectrpc.com/connect"
+)
+
+// osUser is an account requests run as. os/user reads /etc/passwd and
+// /etc/group in pure Go, so the static envd binary needs no libc.
+type osUser struct {
+	name   string
+	uid    uint32
+	gid    uint32
+	groups []uint32
+	home   string
+}
+
+func lookupUser(name string) (*osUser, error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	uid, err := strconv.ParseUint(u.Uid, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("user %q has non-numeric uid %q", name, u.Uid)
+	}
+	gid, err := strconv.ParseUint(u.Gid, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("user %q has non-numeric gid %q", name, u.Gid)
+	}
+	ou := &osUser{name: u.Username, uid: uint32(uid), gid: uint32(gid), home: u.HomeDir}
+	if ou.home == "" {
+		ou.home = "/"
+	}
+	groupIDs, err := u.GroupIds()
+	if err == nil {
+		for _, g := range groupIDs {
+			if n, err := strconv.ParseUint(g, 10, 32); err == nil {
+				ou.groups = append(ou.groups, uint32(n))
+			}
+		}
+	}
+	return ou, nil
+}
+
+// rpcUser resolves the user of a Connect request: Authorization: Basic
+// base64("<user>:") (password ignored), else the default user.
+func (s *Server) rpcUser(h http.Header) (*osUser, error) {
+	name := s.settings().defaultUser
+	if auth := h.Get("Authorization"); auth != "" {
+		scheme, encoded, _ := strings.Cut(auth, " ")
+		if !strings.EqualFold(scheme, "Basic") {
+			return nil, connect.NewError(connect.CodeUnauthenticated, fmt.Errorf("unsupported authorization scheme %q", scheme))
+		}
+		raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(encoded))
+		if err != nil {
+			return nil, connect.NewError(connect.CodeUnauthenticated, fmt.Errorf("invalid basic authorization: %v", err))
+		}
+		name, _, _ = strings.Cut(string(raw), ":")
+	}
+	u, err := lookupUser(name)
+	if err != nil {
+		return nil, connect.NewError(connect.CodeUnauthenticated, fmt.Errorf("invalid username: '%s'", name))
+	}
+	return u, nil
+}
+
+// credential is what a process started for u runs as, or nil when the daemon
+// is not root and cannot switch (processes then run as the daemon's user).
+func (u *osUser) credential() *syscall.Credential {
+	if !isRoot() {
+		return nil
+	}
+	return &syscall.Credential{Uid: u.uid, Gid: u.gid, Groups: u.groups}
+}
+
+// expandPath resolves a request path for u: "~" and "~/x" expand to the home,
+// relative paths are relative to the home. The result is cleaned.
+func (u *osUser) expandPath(p string) string {
+	switch {
+	case p == "~":
+		return u.home
+	case strings.HasPrefix(p, "~/"):
+		return filepath.Join(u.home, p[2:])
+	case filepath.IsAbs(p):
+		return filepath.Clean(p)
+	default:
+		return filepath.Join(u.home, p)
+	}
+}
+
+// chown gives u a file the daemon created on u's behalf. Only root can give
+// files away; otherwise the daemon's own ownership is already the best there is.
+func (u *osUser) chown(path string) error {
+	if !isRoot() {
+		return nil
+	}
+	if err := os.Lchown(path, int(u.uid), int(u.gid)); err != nil {
+		return fmt.Errorf("chown %s to %s: %w", path, u.name, err)
+	}
+	return nil
+}
+
+// mkdirAll creates dir and its missing parents, giving each created directory
+// to u.
+func (u *osUser) mkdirAll(dir string) error {
+	fi, err := os.Stat(dir)
+	if err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("path '%s': %w", dir, syscall.ENOTDIR)
+		}
+		return nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if parent := filepath.Dir(dir); parent != dir {
+		if err := u.mkdirAll(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return u.chown(dir)
+}
