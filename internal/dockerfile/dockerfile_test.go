@@ -1,0 +1,314 @@
+package dockerfile
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// prologue and epilogue are the steps every conversion starts and ends with
+// when the Dockerfile sets no USER or WORKDIR.
+var (
+	prologue = []Step{{StepUser, []string{"root"}}, {StepWorkdir, []string{"/"}}}
+	epilogue = []Step{{StepUser, []string{"user"}}, {StepWorkdir, []string{"/home/user"}}}
+)
+
+func steps(middle ...Step) []Step {
+	out := append([]Step{}, prologue...)
+	out = append(out, middle...)
+	return append(out, epilogue...)
+}
+
+func run(cmd string) Step { return Step{StepRun, []string{cmd}} }
+
+func TestConvert(t *testing.T) {
+	tests := []struct {
+		name       string
+		dockerfile string
+		want       Template
+	}{
+		{
+			name:       "base image only",
+			dockerfile: "FROM ubuntu:22.04\n",
+			want:       Template{FromImage: "ubuntu:22.04", Steps: steps()},
+		},
+		{
+			name: "shell form with line continuations and comments",
+			dockerfile: "FROM python:3.12 AS app\n" +
+				"# install\n" +
+				"RUN apt-get update && \\\n" +
+				"    # a comment inside the continuation\n" +
+				"    apt-get install -y curl\n",
+			want: Template{FromImage: "python:3.12", Steps: steps(
+				run("apt-get update &&     apt-get install -y curl"),
+			)},
+		},
+		{
+			name: "exec form: plain words joined with spaces, others quoted",
+			dockerfile: "FROM a\n" +
+				`RUN ["pip", "install", "-r", "requirements.txt"]` + "\n" +
+				`RUN ["bash", "-c", "echo it's here"]` + "\n",
+			want: Template{FromImage: "a", Steps: steps(
+				run("pip install -r requirements.txt"),
+				run(`bash -c 'echo it'\''s here'`),
+			)},
+		},
+		{
+			name:       "escape directive",
+			dockerfile: "# escape=`\nFROM a\nRUN echo a `\n  b\n",
+			want:       Template{FromImage: "a", Steps: steps(run("echo a   b"))},
+		},
+		{
+			name:       "here-document as the script",
+			dockerfile: "FROM a\nRUN <<EOF\nset -e\necho \"$HOME\"\nEOF\n",
+			want:       Template{FromImage: "a", Steps: steps(run("set -e\necho \"$HOME\"\n"))},
+		},
+		{
+			name:       "here-document with tab stripping",
+			dockerfile: "FROM a\nRUN <<-EOF\n\techo one\n\t\techo two\n\tEOF\n",
+			want:       Template{FromImage: "a", Steps: steps(run("echo one\necho two\n"))},
+		},
+		{
+			name:       "here-documents read by a command",
+			dockerfile: "FROM a\nRUN cat > /a <<A && cat > /b <<'B'\none\nA\n$two\nB\n",
+			want: Template{FromImage: "a", Steps: steps(
+				run("cat > /a <<A && cat > /b <<'B'\none\nA\n$two\nB"),
+			)},
+		},
+		{
+			name:       "here-document with an interpreter line",
+			dockerfile: "FROM a\nRUN <<PY\n#!/usr/bin/env python3\nprint('hi')\nPY\n",
+			want: Template{FromImage: "a", Steps: steps(
+				run("/usr/bin/env python3 <<'PY'\nprint('hi')\nPY"),
+			)},
+		},
+		{
+			name: "COPY and ADD: one step per source, chown and chmod",
+			dockerfile: "FROM a\n" +
+				"COPY --chown=app:staff --chmod=755 bin/ lib/*.so /opt/app/\n" +
+				"COPY --chmod=0600 secret.txt dir/\n" +
+				`ADD ["with space.txt", "/dst/"]` + "\n" +
+				"COPY --link config.yml /etc/app.yml\n",
+			want: Template{FromImage: "a", Steps: steps(
+				Step{StepCopy, []string{"bin/", "/opt/app/", "app:staff", "0755"}},
+				Step{StepCopy, []string{"lib/*.so", "/opt/app/", "app:staff", "0755"}},
+				Step{StepCopy, []string{"secret.txt", "dir/", "", "0600"}},
+				Step{StepCopy, []string{"with space.txt", "/dst/", "", ""}},
+				Step{StepCopy, []string{"config.yml", "/etc/app.yml", "", ""}},
+			)},
+		},
+		{
+			name: "ENV and ARG forms",
+			dockerfile: "FROM a\n" +
+				`ENV A=1 B="two words" C=$HOME/bin:${PATH} D=it\'s` + "\n" +
+				"ENV LEGACY value with  spaces\n" +
+				"ARG NODEFAULT\n" +
+				"ARG WITH=default\n",
+			want: Template{FromImage: "a", Steps: steps(
+				Step{StepEnv, []string{"A", "1", "B", "two words", "C", "$HOME/bin:${PATH}", "D", "it's"}},
+				Step{StepEnv, []string{"LEGACY", "value with  spaces"}},
+				Step{StepEnv, []string{"NODEFAULT", ""}},
+				Step{StepEnv, []string{"WITH", "default"}},
+			)},
+		},
+		{
+			name: "ARG before FROM names the image and keeps its value when declared again",
+			dockerfile: "ARG PY=3.12\nARG UNUSED\n" +
+				"FROM python:${PY}-slim\n" +
+				"ARG PY\n",
+			want: Template{FromImage: "python:3.12-slim", Steps: steps(
+				Step{StepEnv, []string{"PY", "3.12"}},
+			)},
+		},
+		{
+			name: "USER and WORKDIR replace the defaults",
+			dockerfile: "FROM a\nUSER app\nWORKDIR /srv\nRUN make\n" +
+				"WORKDIR sub\n",
+			want: Template{FromImage: "a", Steps: append(append([]Step{}, prologue...),
+				Step{StepUser, []string{"app"}},
+				Step{StepWorkdir, []string{"/srv"}},
+				run("make"),
+				Step{StepWorkdir, []string{"sub"}},
+			)},
+		},
+		{
+			name:       "only USER set: WORKDIR still defaults",
+			dockerfile: "FROM a\nUSER root\n",
+			want: Template{FromImage: "a", Steps: append(append([]Step{}, prologue...),
+				Step{StepUser, []string{"root"}},
+				Step{StepWorkdir, []string{"/home/user"}},
+			)},
+		},
+		{
+			name:       "CMD exec form",
+			dockerfile: "FROM a\nCMD [\"python\", \"-m\", \"http.server\", \"8000\"]\n",
+			want: Template{FromImage: "a", Steps: steps(),
+				StartCmd: "python -m http.server 8000", ReadyCmd: "sleep 20"},
+		},
+		{
+			name:       "CMD shell form",
+			dockerfile: "FROM a\nCMD npm start > /tmp/log 2>&1\n",
+			want: Template{FromImage: "a", Steps: steps(),
+				StartCmd: "npm start > /tmp/log 2>&1", ReadyCmd: "sleep 20"},
+		},
+		{
+			name:       "exec ENTRYPOINT takes CMD as arguments; the last CMD wins",
+			dockerfile: "FROM a\nCMD [\"old\"]\nENTRYPOINT [\"/entry.sh\"]\nCMD [\"serve\", \"--port=80\"]\n",
+			want: Template{FromImage: "a", Steps: steps(),
+				StartCmd: "/entry.sh serve --port=80", ReadyCmd: "sleep 20"},
+		},
+		{
+			name:       "exec ENTRYPOINT with a shell-form CMD",
+			dockerfile: "FROM a\nENTRYPOINT [\"tini\", \"--\"]\nCMD run $PORT\n",
+			want: Template{FromImage: "a", Steps: steps(),
+				StartCmd: "tini -- /bin/sh -c 'run $PORT'", ReadyCmd: "sleep 20"},
+		},
+		{
+			name:       "shell ENTRYPOINT ignores CMD",
+			dockerfile: "FROM a\nENTRYPOINT exec server\nCMD [\"ignored\"]\n",
+			want: Template{FromImage: "a", Steps: steps(),
+				StartCmd: "exec server", ReadyCmd: "sleep 20"},
+		},
+		{
+			name: "ignored instructions, with warnings for what is dropped",
+			dockerfile: "FROM --platform=linux/amd64 a\nLABEL org.opencontainers.image.title=x\nMAINTAINER me\n" +
+				"EXPOSE 8080\nVOLUME /data\n" +
+				"RUN --mount=type=cache,target=/root/.cache pip install x\n" +
+				"ADD vendor.tar.gz /opt/\n",
+			want: Template{FromImage: "a", Steps: steps(
+				run("pip install x"),
+				Step{StepCopy, []string{"vendor.tar.gz", "/opt/", "", ""}},
+			), Warnings: []string{
+				"line 1: FROM --platform=linux/amd64 ignored; the E2B builder picks the platform",
+				"line 2: LABEL is image metadata a template does not keep; ignored",
+				"line 3: MAINTAINER is image metadata a template does not keep; ignored",
+				"line 6: RUN --mount ignored",
+				"line 7: ADD vendor.tar.gz copies the archive as a file; the E2B builder does not unpack archives like Docker does",
+			}},
+		},
+		{
+			name:       "lower-case instructions and a byte-order mark",
+			dockerfile: "\ufefffrom a\nrun true\n",
+			want:       Template{FromImage: "a", Steps: steps(run("true"))},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Convert(tc.dockerfile)
+			if err != nil {
+				t.Fatalf("Convert: %v", err)
+			}
+			if !reflect.DeepEqual(*got, tc.want) {
+				t.Errorf("got\n  %#v\nwant\n  %#v", *got, tc.want)
+			}
+		})
+	}
+}
+
+func TestConvertErrors(t *testing.T) {
+	tests := []struct {
+		name       string
+		dockerfile string
+		line       int
+		text       string
+	}{
+		{"empty", "", 0, "no instructions"},
+		{"comments only", "# nothing\n\n", 2, "no instructions"},
+		{"no FROM", "ARG A=1\n", 0, "no FROM"},
+		{"instruction before FROM", "# c\nRUN true\nFROM a\n", 2, "RUN before FROM"},
+		{"multi-stage", "FROM golang AS build\nRUN go build\n\nFROM debian\n", 4, "multi-stage"},
+		{"unknown instruction", "FROM a\nRUN true\nFETCH x\n", 3, "unknown instruction: FETCH"},
+		{"HEALTHCHECK", "FROM a\nHEALTHCHECK CMD curl -f localhost\n", 2, "HEALTHCHECK is not supported"},
+		{"ONBUILD", "FROM a\nONBUILD RUN true\n", 2, "ONBUILD is not supported"},
+		{"SHELL", "FROM a\nSHELL [\"/bin/zsh\", \"-c\"]\n", 2, "SHELL is not supported"},
+		{"STOPSIGNAL", "FROM a\nSTOPSIGNAL SIGINT\n", 2, "STOPSIGNAL is not supported"},
+		{"COPY --from", "FROM a\nCOPY --from=build /out /out\n", 2, "--from=build"},
+		{"COPY --parents", "FROM a\nCOPY --parents a/b /c\n", 2, "--parents"},
+		{"COPY --exclude", "FROM a\nCOPY --exclude=*.md . /c\n", 2, "--exclude"},
+		{"COPY unknown flag", "FROM a\nCOPY --bogus=1 a /b\n", 2, "bogus"},
+		{"COPY symbolic chmod", "FROM a\nCOPY --chmod=u+x a /b\n", 2, "--chmod=u+x"},
+		{"COPY chmod out of range", "FROM a\nCOPY --chmod=17777 a /b\n", 2, "--chmod=17777"},
+		{"COPY without destination", "FROM a\nCOPY a\n", 2, "COPY requires at least two arguments"},
+		{"COPY here-document", "FROM a\nCOPY <<EOF /x\nhi\nEOF\n", 2, "here-document"},
+		{"ADD from a URL", "FROM a\n\nADD https://example.com/x.tgz /x\n", 3, "URLs"},
+		{"ADD from git", "FROM a\nADD git@github.com:a/b.git /b\n", 2, "git"},
+		{"ADD --checksum", "FROM a\nADD --checksum=sha256:00 a /b\n", 2, "--checksum"},
+		{"FROM scratch", "FROM scratch\n", 1, "scratch"},
+		{"FROM from an empty ARG", "ARG IMAGE\nFROM ${IMAGE}\n", 2, "names no image"},
+		{"ENV without value", "FROM a\nENV\n", 2, "ENV requires at least one argument"},
+		{"ENV with a bad substitution", "FROM a\nENV A=${B\n", 2, "ENV A"},
+		{"empty CMD", "FROM a\nCMD []\n", 2, "empty start command"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Convert(tc.dockerfile)
+			if err == nil {
+				t.Fatalf("no error; got %+v", got)
+			}
+			var le *LineError
+			if !errors.As(err, &le) {
+				t.Fatalf("error %v (%T) is not a *LineError", err, err)
+			}
+			if le.Line != tc.line {
+				t.Errorf("line %d, want %d (%v)", le.Line, tc.line, err)
+			}
+			if !strings.Contains(err.Error(), tc.text) {
+				t.Errorf("error %q does not contain %q", err, tc.text)
+			}
+			if tc.line > 0 && !strings.HasPrefix(err.Error(), "Dockerfile line ") {
+				t.Errorf("error %q does not start with the line", err)
+			}
+		})
+	}
+}
+
+func FuzzConvert(f *testing.F) {
+	for _, seed := range []string{
+		"FROM a\nRUN true\n",
+		"ARG V=1\nFROM b:${V}\nCOPY --chown=u --chmod=644 x y /z/\nCMD [\"a\"]\n",
+		"FROM a\nRUN <<EOF\n#!/bin/sh\necho\nEOF\n",
+		"# escape=`\nFROM a\nENV A=\"b c\" D `\n e\n",
+		"FROM a\nENTRYPOINT [\"x\"]\nCMD y\nUSER u\nWORKDIR w\n",
+		"FROM a\nONBUILD RUN x\n# check=skip=all\nLABEL a=b\n",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, dockerfile string) {
+		got, err := Convert(dockerfile)
+		if err != nil {
+			var le *LineError
+			if !errors.As(err, &le) {
+				t.Fatalf("error %v (%T) is not a *LineError", err, err)
+			}
+			return
+		}
+		if got.FromImage == "" {
+			t.Fatal("converted without a base image")
+		}
+		if len(got.Steps) < 4 {
+			t.Fatalf("fewer steps than the fixed prologue and epilogue: %+v", got.Steps)
+		}
+		if (got.StartCmd == "") != (got.ReadyCmd == "") {
+			t.Fatalf("start %q without ready %q or the reverse", got.StartCmd, got.ReadyCmd)
+		}
+		for _, s := range got.Steps {
+			switch s.Type {
+			case StepRun, StepWorkdir, StepUser:
+				if len(s.Args) != 1 {
+					t.Fatalf("%s step with %d args", s.Type, len(s.Args))
+				}
+			case StepCopy:
+				if len(s.Args) != 4 {
+					t.Fatalf("COPY step with %d args", len(s.Args))
+				}
+			case StepEnv:
+				if len(s.Args)%2 != 0 {
+					t.Fatalf("ENV step with an odd number of args: %q", s.Args)
+				}
+			default:
+				t.Fatalf("unknown step type %q", s.Type)
+			}
+		}
+	})
+}
