@@ -1,0 +1,242 @@
+// Package store keeps the local server's state (templates, builds, tag
+// assignments, upload grants, stored archives, build logs and sandboxes) in a
+// bbolt database in the data directory. Every change is one transaction, so a
+// crash at any moment leaves either the state before or the state after it,
+// and concurrent requests (tag moves above all) never see half of a change.
+package store
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
+)
+
+// Kind classifies a store error so the API layer can choose a status code.
+type Kind int
+
+// Error kinds.
+const (
+	KindNotFound Kind = iota + 1
+	KindInvalid
+	KindConflict
+	KindForbidden
+)
+
+// Error is a store error whose message is fit to show an API client.
+type Error struct {
+	Kind    Kind
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+func errorf(kind Kind, format string, args ...any) error {
+	return &Error{Kind: kind, Message: fmt.Sprintf(format, args...)}
+}
+
+// KindOf returns the Kind of err, or 0 for errors that are not *Error.
+func KindOf(err error) Kind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return 0
+}
+
+// Template is a template: the stable ID behind a name and its builds.
+type Template struct {
+	ID            string     `json:"id"`
+	Alias         string     `json:"alias"`
+	Public        bool       `json:"public"`
+	CreatedAt     time.Time  `json:"createdAt"`
+	UpdatedAt     time.Time  `json:"updatedAt"`
+	LastSpawnedAt *time.Time `json:"lastSpawnedAt,omitempty"`
+	SpawnCount    int64      `json:"spawnCount"`
+	// Deleted templates stay so their ID can never be rebuilt.
+	Deleted bool `json:"deleted,omitempty"`
+}
+
+// Build is one build of a template.
+type Build struct {
+	ID         string                    `json:"id"`
+	TemplateID string                    `json:"templateID"`
+	Status     string                    `json:"status"`
+	Reason     *e2bapi.BuildStatusReason `json:"reason,omitempty"`
+	// Tags are the tags the build was registered with; builds sharing one
+	// supersede each other.
+	Tags       []string   `json:"tags"`
+	CPUCount   int32      `json:"cpuCount"`
+	MemoryMB   int32      `json:"memoryMB"`
+	StepCount  int        `json:"stepCount"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	UpdatedAt  time.Time  `json:"updatedAt"`
+	FinishedAt *time.Time `json:"finishedAt,omitempty"`
+	// Request is the start request without registry credentials.
+	Request *e2bapi.TemplateBuildStartV2 `json:"request,omitempty"`
+	Result  *runtime.BuildResult         `json:"result,omitempty"`
+}
+
+// Assignment points a tag of a template at a build; the newest ready one wins.
+type Assignment struct {
+	TemplateID string    `json:"templateID"`
+	Tag        string    `json:"tag"`
+	BuildID    string    `json:"buildID"`
+	AssignedAt time.Time `json:"assignedAt"`
+}
+
+// Grant allows one upload of the archive Hash without an API key.
+type Grant struct {
+	Token      string    `json:"token"`
+	TemplateID string    `json:"templateID"`
+	Hash       string    `json:"hash"`
+	ExpiresAt  time.Time `json:"expiresAt"`
+}
+
+// Sandbox is a running sandbox and what the API answers about it.
+type Sandbox struct {
+	ID          string            `json:"id"`
+	TemplateID  string            `json:"templateID"`
+	Alias       string            `json:"alias"`
+	BuildID     string            `json:"buildID"`
+	AccessToken string            `json:"accessToken"`
+	StartedAt   time.Time         `json:"startedAt"`
+	EndAt       time.Time         `json:"endAt"`
+	CPUCount    int32             `json:"cpuCount"`
+	MemoryMB    int32             `json:"memoryMB"`
+	EnvdVersion string            `json:"envdVersion"`
+	Metadata    map[string]string `json:"metadata,omitempty"`
+	ContainerID string            `json:"containerID"`
+	EnvdSocket  string            `json:"envdSocket"`
+}
+
+// Stats are counters that are not part of the E2B API.
+type Stats struct {
+	// Uploads counts accepted archive uploads since the data dir was created.
+	Uploads  int64 `json:"uploads"`
+	Archives int   `json:"archives"`
+}
+
+var (
+	bucketTemplates = []byte("templates")
+	bucketAliases   = []byte("aliases")
+	bucketBuilds    = []byte("builds")
+	bucketTags      = []byte("tags")
+	bucketGrants    = []byte("grants")
+	bucketArchives  = []byte("archives")
+	bucketLogs      = []byte("logs")
+	bucketSandboxes = []byte("sandboxes")
+	bucketCounters  = []byte("counters")
+	allBuckets      = [][]byte{bucketTemplates, bucketAliases, bucketBuilds, bucketTags, bucketGrants, bucketArchives, bucketLogs, bucketSandboxes, bucketCounters}
+
+	counterUploads = []byte("uploads")
+)
+
+// Store is the state database. It is safe for concurrent use.
+type Store struct {
+	db       *bolt.DB
+	teamSlug string
+	now      func() time.Time
+}
+
+// Open opens (creating when absent) the database at path. teamSlug is the
+// namespace of every alias; now is the clock (time.Now when nil).
+func Open(path, teamSlug string, now func() time.Time) (*Store, error) {
+	if now == nil {
+		now = time.Now
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("open state database %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("initialise state database %s: %w", path, err)
+	}
+	return &Store{db: db, teamSlug: teamSlug, now: now}, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// TeamSlug is the namespace of the one team this server has.
+func (s *Store) TeamSlug() string { return s.teamSlug }
+
+// Name is the public name of t ("<slug>/<alias>").
+func (s *Store) Name(t Template) string { return s.teamSlug + "/" + t.Alias }
+
+func getJSON(b *bolt.Bucket, key string, v any) (bool, error) {
+	raw := b.Get([]byte(key))
+	if raw == nil {
+		return false, nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return false, fmt.Errorf("decode %s record %q: %w", b.Tx().DB().Path(), key, err)
+	}
+	return true, nil
+}
+
+func putJSON(b *bolt.Bucket, key string, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return b.Put([]byte(key), raw)
+}
+
+const idAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+// RandomID returns n random characters of [a-z0-9].
+func RandomID(n int) string {
+	buf := make([]byte, n)
+	if _, err := rand.Read(buf); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	for i, b := range buf {
+		buf[i] = idAlphabet[int(b)%len(idAlphabet)]
+	}
+	return string(buf)
+}
+
+func u64(n uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], n)
+	return b[:]
+}
+
+// tagKeyPrefix is the key prefix of every assignment of tag in templateID;
+// the assignment keys end with the bucket sequence, so they sort by age.
+func tagKeyPrefix(templateID, tag string) []byte {
+	return []byte(templateID + "\x00" + tag + "\x00")
+}
+
+func templateKeyPrefix(templateID string) []byte {
+	return []byte(templateID + "\x00")
+}
+
+// forEachPrefix calls fn for every key of b starting with prefix, in order.
+func forEachPrefix(b *bolt.Bucket, prefix []byte, fn func(k, v []byte) error) error {
+	c := b.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		if err := fn(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}

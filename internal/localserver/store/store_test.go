@@ -1,0 +1,327 @@
+package store
+
+import (
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
+)
+
+func openStore(t *testing.T, path string) *Store {
+	t.Helper()
+	s, err := Open(path, "local", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func newStore(t *testing.T) *Store {
+	t.Helper()
+	s := openStore(t, filepath.Join(t.TempDir(), "state.db"))
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func register(t *testing.T, s *Store, name string, tags ...string) Registered {
+	t.Helper()
+	r, err := s.RegisterBuild(RegisterRequest{Name: name, Tags: tags, CPUCount: 2, MemoryMB: 1024})
+	if err != nil {
+		t.Fatalf("register %s: %v", name, err)
+	}
+	return r
+}
+
+// build runs a registered build to its end: ready when fail is empty.
+func build(t *testing.T, s *Store, r Registered, fail string) {
+	t.Helper()
+	if _, _, err := s.StartBuild(r.Template.ID, r.Build.ID, e2bapi.TemplateBuildStartV2{FromImage: "img"}); err != nil {
+		t.Fatal(err)
+	}
+	var reason *e2bapi.BuildStatusReason
+	if fail != "" {
+		reason = &e2bapi.BuildStatusReason{Message: fail, Step: "1"}
+	}
+	if _, err := s.FinishBuild(r.Template.ID, r.Build.ID, &runtime.BuildResult{Image: "img-" + r.Build.ID}, reason); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func resolvesTo(t *testing.T, s *Store, ref, buildID string) {
+	t.Helper()
+	_, b, err := s.Resolve(ref)
+	if err != nil {
+		t.Fatalf("resolve %s: %v", ref, err)
+	}
+	if b.ID != buildID {
+		t.Fatalf("resolve %s = build %s, want %s", ref, b.ID, buildID)
+	}
+}
+
+func TestRebuildKeepsTagOnLastGoodBuild(t *testing.T) {
+	s := newStore(t)
+	first := register(t, s, "app")
+	if _, _, err := s.Resolve("app"); KindOf(err) != KindNotFound {
+		t.Fatalf("a waiting build must not resolve; got %v", err)
+	}
+	build(t, s, first, "")
+	resolvesTo(t, s, "app", first.Build.ID)
+
+	second := register(t, s, "local/app:default")
+	if second.Template.ID != first.Template.ID {
+		t.Fatalf("rebuild under the same name got template %s, want %s", second.Template.ID, first.Template.ID)
+	}
+	if second.Build.ID == first.Build.ID {
+		t.Fatal("rebuild reused the build ID")
+	}
+	// Running: the tag stays on the good build.
+	if _, _, err := s.StartBuild(second.Template.ID, second.Build.ID, e2bapi.TemplateBuildStartV2{FromImage: "img"}); err != nil {
+		t.Fatal(err)
+	}
+	resolvesTo(t, s, "app", first.Build.ID)
+	// Failed: still the good build.
+	if _, err := s.FinishBuild(second.Template.ID, second.Build.ID, nil, &e2bapi.BuildStatusReason{Message: "boom"}); err != nil {
+		t.Fatal(err)
+	}
+	resolvesTo(t, s, "app", first.Build.ID)
+	resolvesTo(t, s, first.Template.ID, first.Build.ID)
+
+	third := register(t, s, "app")
+	build(t, s, third, "")
+	resolvesTo(t, s, "app:default", third.Build.ID)
+	// A pin keeps naming the old build.
+	resolvesTo(t, s, "app:"+first.Build.ID, first.Build.ID)
+	if _, _, err := s.Resolve("app:" + second.Build.ID); KindOf(err) != KindNotFound {
+		t.Fatalf("pinning a failed build must be not found, got %v", err)
+	}
+}
+
+func TestRegisterSupersedesWaitingBuildsSharingATag(t *testing.T) {
+	s := newStore(t)
+	a := register(t, s, "app", "v1", "v2")
+	other := register(t, s, "app", "v3")
+	b := register(t, s, "app:v2")
+	got, err := s.Build(a.Template.ID, a.Build.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != e2bapi.BuildError || got.Reason == nil || got.Reason.Message != ReasonSuperseded {
+		t.Fatalf("waiting build sharing tag v2: status %s reason %+v, want error %q", got.Status, got.Reason, ReasonSuperseded)
+	}
+	for _, id := range []string{other.Build.ID, b.Build.ID} {
+		got, err := s.Build(a.Template.ID, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != e2bapi.BuildWaiting {
+			t.Fatalf("build %s is %s, want waiting", id, got.Status)
+		}
+	}
+	if _, _, err := s.StartBuild(a.Template.ID, a.Build.ID, e2bapi.TemplateBuildStartV2{}); err == nil || err.Error() != "build is not in waiting state" {
+		t.Fatalf("starting a superseded build: %v", err)
+	}
+}
+
+func TestRegisterNameRules(t *testing.T) {
+	s := newStore(t)
+	r := register(t, s, "app")
+	if r.Build.Tags[0] != "default" || len(r.Build.Tags) != 1 {
+		t.Fatalf("tags = %v, want [default]", r.Build.Tags)
+	}
+	cases := []struct {
+		name string
+		kind Kind
+	}{
+		{"other/app", KindInvalid},
+		{"Bad Name!", KindInvalid},
+		{r.Template.ID, KindConflict},
+	}
+	for _, c := range cases {
+		if _, err := s.RegisterBuild(RegisterRequest{Name: c.name}); KindOf(err) != c.kind {
+			t.Errorf("register %q: %v, want kind %d", c.name, err, c.kind)
+		}
+	}
+	if _, _, err := s.DeleteTemplate("app"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.RegisterBuild(RegisterRequest{Name: r.Template.ID})
+	if want := fmt.Sprintf("Template '%s' has been deleted and cannot be rebuilt", r.Template.ID); KindOf(err) != KindNotFound || err.Error() != want {
+		t.Fatalf("rebuild of a deleted ID: %v, want %q", err, want)
+	}
+	again := register(t, s, "app")
+	if again.Template.ID == r.Template.ID {
+		t.Fatal("a deleted template's alias came back with its ID")
+	}
+}
+
+func TestTagsAssignDeleteList(t *testing.T) {
+	s := newStore(t)
+	r := register(t, s, "app", "v1")
+	build(t, s, r, "")
+	id, tags, err := s.AssignTags("app:v1", []string{"Prod", "stable"})
+	if err != nil || id != r.Build.ID || len(tags) != 2 || tags[0] != "prod" {
+		t.Fatalf("assign = %s %v %v", id, tags, err)
+	}
+	resolvesTo(t, s, "app:prod", r.Build.ID)
+	if _, _, err := s.AssignTags("app:nope", []string{"x"}); KindOf(err) != KindNotFound {
+		t.Fatalf("assign from a missing tag: %v", err)
+	}
+	if _, _, err := s.AssignTags("app:v1", []string{r.Build.ID}); KindOf(err) != KindInvalid {
+		t.Fatalf("a UUID as a tag: %v", err)
+	}
+	list, err := s.Tags(r.Template.ID)
+	if err != nil || len(list) != 3 {
+		t.Fatalf("tags = %+v %v, want v1, prod, stable", list, err)
+	}
+	if err := s.DeleteTags("app:v1", []string{"prod"}); KindOf(err) != KindInvalid {
+		t.Fatalf("delete with a tag in the name: %v", err)
+	}
+	if err := s.DeleteTags("app", []string{"default"}); KindOf(err) != KindInvalid {
+		t.Fatalf("delete default: %v", err)
+	}
+	if err := s.DeleteTags("app", []string{"prod"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Resolve("app:prod"); KindOf(err) != KindNotFound {
+		t.Fatalf("deleted tag still resolves: %v", err)
+	}
+}
+
+// Concurrent tag moves are transactions: after many racing assignments the
+// tag names whichever was committed last, and every one was recorded.
+func TestConcurrentTagMovesAreAtomic(t *testing.T) {
+	s := newStore(t)
+	var builds []string
+	for i := range 4 {
+		r := register(t, s, "app", fmt.Sprintf("src%d", i))
+		build(t, s, r, "")
+		builds = append(builds, r.Build.ID)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 40)
+	for i := range 40 {
+		wg.Go(func() {
+			_, _, err := s.AssignTags(fmt.Sprintf("app:src%d", i%4), []string{"live", "also-live"})
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, live, err := s.Resolve("app:live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, also, err := s.Resolve("app:also-live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Both tags were moved in one transaction each, so they agree.
+	if live.ID != also.ID {
+		t.Fatalf("tags moved together disagree: %s vs %s", live.ID, also.ID)
+	}
+}
+
+func TestReopenLosesNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := openStore(t, path)
+	r := register(t, s, "app", "v1")
+	build(t, s, r, "")
+	running := register(t, s, "app", "v2")
+	if _, _, err := s.StartBuild(r.Template.ID, running.Build.ID, e2bapi.TemplateBuildStartV2{FromImage: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendLogs(running.Build.ID, []e2bapi.BuildLogEntry{{Message: "hello", Level: "info", Step: "1"}}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := s.CreateGrant(r.Template.ID, "h", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CommitUpload(g.Token, "/archives/h.tar"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	s = openStore(t, path)
+	defer s.Close()
+	resolvesTo(t, s, "app:v1", r.Build.ID)
+	if n, err := s.FailBuilding("the server restarted"); err != nil || n != 1 {
+		t.Fatalf("FailBuilding = %d %v, want 1", n, err)
+	}
+	b, err := s.Build(r.Template.ID, running.Build.ID)
+	if err != nil || b.Status != e2bapi.BuildError || b.Reason.Message != "the server restarted" {
+		t.Fatalf("interrupted build = %+v %v", b, err)
+	}
+	logs, err := s.Logs(running.Build.ID, 0, -1, "")
+	if err != nil || len(logs) != 1 || logs[0].Message != "hello" {
+		t.Fatalf("logs = %+v %v", logs, err)
+	}
+	if p, ok, _ := s.ArchivePath("h"); !ok || p != "/archives/h.tar" {
+		t.Fatalf("archive = %q %v", p, ok)
+	}
+	if st, _ := s.Stats(); st.Uploads != 1 || st.Archives != 1 {
+		t.Fatalf("stats = %+v", st)
+	}
+}
+
+func TestGrantIsSingleUseAndExpires(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s, err := Open(filepath.Join(t.TempDir(), "state.db"), "local", func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	g, _ := s.CreateGrant("t", "h", time.Minute)
+	if _, err := s.CommitUpload(g.Token, "/a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CommitUpload(g.Token, "/b"); KindOf(err) != KindForbidden {
+		t.Fatalf("replayed grant: %v", err)
+	}
+	// First write wins: a second grant for the same hash keeps /a.
+	g2, _ := s.CreateGrant("t", "h", time.Minute)
+	if p, err := s.CommitUpload(g2.Token, "/c"); err != nil || p != "/a" {
+		t.Fatalf("second upload stored %q %v, want /a", p, err)
+	}
+	g3, _ := s.CreateGrant("t", "h2", time.Minute)
+	now = now.Add(time.Minute)
+	if _, err := s.Grant(g3.Token); KindOf(err) != KindForbidden {
+		t.Fatalf("expired grant: %v", err)
+	}
+}
+
+func TestLogsPagingAndLevel(t *testing.T) {
+	s := newStore(t)
+	var entries []e2bapi.BuildLogEntry
+	for i := range 10 {
+		level := "info"
+		if i%3 == 0 {
+			level = "warn"
+		}
+		entries = append(entries, e2bapi.BuildLogEntry{Message: fmt.Sprint(i), Level: level})
+	}
+	if err := s.AppendLogs("b", entries); err != nil {
+		t.Fatal(err)
+	}
+	page, _ := s.Logs("b", 3, 4, "")
+	if len(page) != 4 || page[0].Message != "3" || page[3].Message != "6" {
+		t.Fatalf("page = %+v", page)
+	}
+	warn, _ := s.Logs("b", 1, 10, "warn")
+	if len(warn) != 3 || warn[0].Message != "3" {
+		t.Fatalf("warn page = %+v", warn)
+	}
+	none, _ := s.Logs("missing", 0, 10, "")
+	if none == nil || len(none) != 0 {
+		t.Fatalf("missing build logs = %#v, want empty non-nil", none)
+	}
+}
