@@ -1,0 +1,329 @@
+package server
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	pb "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/process"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/openapitest"
+)
+
+// initEnvd posts body to /init and expects 204.
+func initEnvd(t *testing.T, e *testEnvd, body, token string) {
+	t.Helper()
+	resp := do(t, http.MethodPost, e.url+"/init", "application/json", strings.NewReader(body), map[string]string{"X-Access-Token": token})
+	if resp.status != http.StatusNoContent {
+		t.Fatalf("/init answered %d %s", resp.status, resp.body)
+	}
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func do(t *testing.T, method, url, contentType string, body io.Reader, header map[string]string) response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for k, v := range header {
+		if v != "" {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// checkError asserts envd's HTTP error envelope.
+func checkError(t *testing.T, r response, status int, message string) {
+	t.Helper()
+	if r.status != status {
+		t.Errorf("status %d (%s), want %d", r.status, r.body, status)
+		return
+	}
+	if ct := r.header.Get("Content-Type"); ct != "application/json; charset=utf-8" {
+		t.Errorf("error Content-Type %q", ct)
+	}
+	var env struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal(r.body, &env); err != nil || env.Code != status || !strings.Contains(env.Message, message) {
+		t.Errorf("error body %s, want code %d and a message containing %q", r.body, status, message)
+	}
+}
+
+func TestHealthAndEnvs(t *testing.T) {
+	e := startEnvd(t, Config{})
+	if r := do(t, http.MethodGet, e.url+"/health", "", nil, nil); r.status != http.StatusNoContent {
+		t.Errorf("/health = %d", r.status)
+	}
+	initEnvd(t, e, `{"envVars":{"K":"V"},"timestamp":"2020-01-01T00:00:00Z","caBundle":"x","volumeMounts":[],"hyperloopIP":"10.0.0.1","lifecycleID":"l"}`, "")
+	r := do(t, http.MethodGet, e.url+"/envs", "", nil, nil)
+	var env map[string]string
+	if err := json.Unmarshal(r.body, &env); err != nil || env["K"] != "V" || env["E2B_SANDBOX"] != "true" {
+		t.Errorf("/envs = %d %s", r.status, r.body)
+	}
+	if time.Now().Year() < 2025 {
+		t.Error("/init changed the clock")
+	}
+}
+
+func TestAccessToken(t *testing.T) {
+	// The token check answers 401 on every path (e2b-api.md §5.2); the
+	// contract declares 401 only for /files.
+	e := startEnvd(t, Config{}, openapitest.InjectedFaults(http.StatusUnauthorized))
+	initEnvd(t, e, `{"accessToken":"secret"}`, "")
+	const msg = "unauthorized access, please provide a valid access token or method signing if supported"
+
+	// Health stays open.
+	if r := do(t, http.MethodGet, e.url+"/health", "", nil, nil); r.status != http.StatusNoContent {
+		t.Errorf("/health = %d", r.status)
+	}
+	checkError(t, do(t, http.MethodGet, e.url+"/envs", "", nil, nil), http.StatusUnauthorized, msg)
+	checkError(t, do(t, http.MethodGet, e.url+"/envs", "", nil, map[string]string{"X-Access-Token": "wrong"}), http.StatusUnauthorized, msg)
+	if r := do(t, http.MethodGet, e.url+"/envs", "", nil, map[string]string{"X-Access-Token": "secret"}); r.status != http.StatusOK {
+		t.Errorf("/envs with the token = %d", r.status)
+	}
+	// Nobody without the token can take the sandbox over through /init.
+	checkError(t, do(t, http.MethodPost, e.url+"/init", "application/json", strings.NewReader(`{"accessToken":"mine"}`), nil), http.StatusUnauthorized, msg)
+	initEnvd(t, e, `{"accessToken":"rotated"}`, "secret")
+
+	// Connect procedures: 401 with the JSON envelope, which clients read as unauthenticated.
+	r := do(t, http.MethodPost, e.url+"/process.Process/List", "application/json", strings.NewReader("{}"), nil)
+	checkError(t, r, http.StatusUnauthorized, msg)
+	_, err := e.process().List(t.Context(), connect.NewRequest(&pb.ListRequest{}))
+	if connect.CodeOf(err) != connect.CodeUnauthenticated {
+		t.Errorf("List without token: %v", err)
+	}
+	req := connect.NewRequest(&pb.ListRequest{})
+	req.Header().Set("X-Access-Token", "rotated")
+	if _, err := e.process().List(t.Context(), req); err != nil {
+		t.Errorf("List with token: %v", err)
+	}
+}
+
+// sign computes a /files signature the way the SDKs do.
+func sign(path, op, user, token string, exp int64) string {
+	payload := path + ":" + op + ":" + user + ":" + token
+	if exp != 0 {
+		payload += ":" + strconv.FormatInt(exp, 10)
+	}
+	sum := sha256.Sum256([]byte(payload))
+	return "v1_" + base64.RawStdEncoding.EncodeToString(sum[:])
+}
+
+func TestFilesAuth(t *testing.T) {
+	e := startEnvd(t, Config{})
+	initEnvd(t, e, `{"accessToken":"tok"}`, "")
+	path := filepath.Join(t.TempDir(), "f.txt")
+	filesURL := func(op, user string, exp int64, sig string) string {
+		q := url.Values{"path": {path}}
+		if user != "" {
+			q.Set("username", user)
+		}
+		if sig == "" {
+			sig = sign(path, op, user, "tok", exp)
+		}
+		q.Set("signature", sig)
+		if exp != 0 {
+			q.Set("signature_expiration", strconv.FormatInt(exp, 10))
+		}
+		return e.url + "/files?" + q.Encode()
+	}
+	upload := func(u string, header map[string]string) response {
+		return do(t, http.MethodPost, u, "application/octet-stream", strings.NewReader("data"), header)
+	}
+	if r := upload(e.url+"/files?path="+url.QueryEscape(path), nil); r.status != http.StatusUnauthorized {
+		t.Errorf("upload without token or signature = %d", r.status)
+	}
+	if r := upload(e.url+"/files?path="+url.QueryEscape(path), map[string]string{"X-Access-Token": "tok"}); r.status != http.StatusOK {
+		t.Errorf("upload with token = %d %s", r.status, r.body)
+	}
+	future := time.Now().Add(time.Hour).Unix()
+	if r := upload(filesURL("write", "root", future, ""), nil); r.status != http.StatusOK {
+		t.Errorf("signed upload = %d %s", r.status, r.body)
+	}
+	if r := do(t, http.MethodGet, filesURL("read", "", 0, ""), "", nil, nil); r.status != http.StatusOK || string(r.body) != "data" {
+		t.Errorf("signed download without expiry = %d %q", r.status, r.body)
+	}
+	for name, u := range map[string]string{
+		"read signature used to write": filesURL("read", "", 0, ""),
+		"expired":                      filesURL("write", "", time.Now().Add(-time.Minute).Unix(), ""),
+		"wrong token":                  filesURL("write", "", 0, sign(path, "write", "", "other", 0)),
+		"other user":                   filesURL("write", "root", 0, sign(path, "write", "", "tok", 0)),
+	} {
+		if r := upload(u, nil); r.status != http.StatusUnauthorized {
+			t.Errorf("%s: upload = %d", name, r.status)
+		}
+	}
+}
+
+func TestFilesUploadDownload(t *testing.T) {
+	// Range requests answer 206 (§6.4), which the contract does not declare.
+	e := startEnvd(t, Config{}, openapitest.InjectedFaults(http.StatusPartialContent))
+	dir := t.TempDir()
+
+	t.Run("octet-stream creates parents and overwrites", func(t *testing.T) {
+		path := filepath.Join(dir, "a", "b", "c.txt")
+		for _, content := range []string{"first version", "second"} {
+			r := do(t, http.MethodPost, e.url+"/files?path="+url.QueryEscape(path), "application/octet-stream", strings.NewReader(content), nil)
+			if r.status != http.StatusOK {
+				t.Fatalf("upload = %d %s", r.status, r.body)
+			}
+			var entries []uploadedEntry
+			if err := json.Unmarshal(r.body, &entries); err != nil || len(entries) != 1 || entries[0] != (uploadedEntry{Path: path, Name: "c.txt", Type: "file"}) {
+				t.Errorf("upload answer %s", r.body)
+			}
+			if got, _ := os.ReadFile(path); string(got) != content {
+				t.Errorf("file holds %q, want %q", got, content)
+			}
+		}
+		leftovers, _ := filepath.Glob(filepath.Join(dir, "a", "b", ".*"))
+		if len(leftovers) != 0 {
+			t.Errorf("temporary files left: %v", leftovers)
+		}
+	})
+	t.Run("octet-stream gzip", func(t *testing.T) {
+		path := filepath.Join(dir, "gz.txt")
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		_, _ = zw.Write([]byte("compressed content"))
+		_ = zw.Close()
+		r := do(t, http.MethodPost, e.url+"/files?path="+url.QueryEscape(path), "application/octet-stream", &buf, map[string]string{"Content-Encoding": "gzip"})
+		if r.status != http.StatusOK {
+			t.Fatalf("upload = %d %s", r.status, r.body)
+		}
+		if got, _ := os.ReadFile(path); string(got) != "compressed content" {
+			t.Errorf("file holds %q", got)
+		}
+		checkError(t, do(t, http.MethodPost, e.url+"/files?path="+url.QueryEscape(path), "application/octet-stream", strings.NewReader("x"), map[string]string{"Content-Encoding": "br"}), http.StatusBadRequest, "unsupported Content-Encoding")
+		checkError(t, do(t, http.MethodPost, e.url+"/files", "application/octet-stream", strings.NewReader("x"), nil), http.StatusBadRequest, "path is required")
+	})
+	t.Run("multipart with several parts named by filename", func(t *testing.T) {
+		var buf bytes.Buffer
+		mw := multipart.NewWriter(&buf)
+		files := map[string]string{filepath.Join(dir, "m", "one.txt"): "1", filepath.Join(dir, "m", "sub", "two.txt"): "22"}
+		for path, content := range files {
+			w, _ := mw.CreateFormFile("file", path)
+			_, _ = w.Write([]byte(content))
+		}
+		_ = mw.Close()
+		r := do(t, http.MethodPost, e.url+"/files", mw.FormDataContentType(), &buf, nil)
+		if r.status != http.StatusOK {
+			t.Fatalf("upload = %d %s", r.status, r.body)
+		}
+		var entries []uploadedEntry
+		if err := json.Unmarshal(r.body, &entries); err != nil || len(entries) != 2 {
+			t.Errorf("answer %s", r.body)
+		}
+		for path, content := range files {
+			if got, _ := os.ReadFile(path); string(got) != content {
+				t.Errorf("%s holds %q, want %q", path, got, content)
+			}
+		}
+	})
+	t.Run("multipart with path query", func(t *testing.T) {
+		path := filepath.Join(dir, "q.txt")
+		var buf bytes.Buffer
+		mw := multipart.NewWriter(&buf)
+		w, _ := mw.CreateFormFile("file", "ignored-name")
+		_, _ = w.Write([]byte("via query"))
+		_ = mw.Close()
+		r := do(t, http.MethodPost, e.url+"/files?path="+url.QueryEscape(path), mw.FormDataContentType(), &buf, nil)
+		if got, _ := os.ReadFile(path); r.status != http.StatusOK || string(got) != "via query" {
+			t.Errorf("upload = %d %s, file %q", r.status, r.body, got)
+		}
+	})
+	t.Run("download", func(t *testing.T) {
+		path := filepath.Join(dir, "dl.txt")
+		content := strings.Repeat("download me ", 1000)
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := do(t, http.MethodGet, e.url+"/files?path="+url.QueryEscape(path), "", nil, map[string]string{"Accept-Encoding": "identity"})
+		if r.status != http.StatusOK || string(r.body) != content || r.header.Get("Content-Type") != "application/octet-stream" || !strings.Contains(r.header.Get("Content-Disposition"), "dl.txt") {
+			t.Errorf("download = %d %v, %d bytes", r.status, r.header, len(r.body))
+		}
+		r = do(t, http.MethodGet, e.url+"/files?path="+url.QueryEscape(path), "", nil, map[string]string{"Accept-Encoding": "gzip"})
+		if r.header.Get("Content-Encoding") != "gzip" {
+			t.Fatalf("gzip download: Content-Encoding %q", r.header.Get("Content-Encoding"))
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(r.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := io.ReadAll(zr); string(got) != content {
+			t.Errorf("gzip download decoded to %d bytes", len(got))
+		}
+		r = do(t, http.MethodGet, e.url+"/files?path="+url.QueryEscape(path), "", nil, map[string]string{"Range": "bytes=0-7", "Accept-Encoding": "identity"})
+		if r.status != http.StatusPartialContent || string(r.body) != "download" {
+			t.Errorf("range download = %d %q", r.status, r.body)
+		}
+		checkError(t, do(t, http.MethodGet, e.url+"/files?path="+url.QueryEscape(path), "", nil, map[string]string{"Accept-Encoding": "br, identity;q=0"}), http.StatusNotAcceptable, "no acceptable encoding")
+		checkError(t, do(t, http.MethodGet, e.url+"/files?path="+url.QueryEscape(filepath.Join(dir, "missing")), "", nil, nil), http.StatusNotFound, "does not exist")
+		checkError(t, do(t, http.MethodGet, e.url+"/files?path="+url.QueryEscape(dir), "", nil, nil), http.StatusBadRequest, "is a directory")
+		checkError(t, do(t, http.MethodGet, e.url+"/files?path="+url.QueryEscape(path)+"&username=nosuchuser", "", nil, nil), http.StatusUnauthorized, "error looking up user 'nosuchuser'")
+	})
+	t.Run("upload onto a directory", func(t *testing.T) {
+		checkError(t, do(t, http.MethodPost, e.url+"/files?path="+url.QueryEscape(dir), "application/octet-stream", strings.NewReader("x"), nil), http.StatusBadRequest, "is a directory")
+	})
+}
+
+func TestFilesOwnership(t *testing.T) {
+	u := testUser(t)
+	e := startEnvd(t, Config{})
+	base := filepath.Join(u.home, fmt.Sprintf("upload-%d", time.Now().UnixNano()))
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	rel, _ := filepath.Rel(u.home, filepath.Join(base, "dir", "f.txt"))
+	r := do(t, http.MethodPost, e.url+"/files?username="+u.name+"&path="+url.QueryEscape(rel), "application/octet-stream", strings.NewReader("mine"), nil)
+	if r.status != http.StatusOK {
+		t.Fatalf("upload = %d %s", r.status, r.body)
+	}
+	for _, p := range []string{base, filepath.Join(base, "dir"), filepath.Join(base, "dir", "f.txt")} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if st.Uid != u.uid || st.Gid != u.gid {
+			t.Errorf("%s owned by %d:%d, want %d:%d", p, st.Uid, st.Gid, u.uid, u.gid)
+		}
+	}
+	// A relative download path is relative to the user's home too.
+	if r := do(t, http.MethodGet, e.url+"/files?username="+u.name+"&path="+url.QueryEscape(rel), "", nil, nil); string(r.body) != "mine" {
+		t.Errorf("download as the user = %d %q", r.status, r.body)
+	}
+}
