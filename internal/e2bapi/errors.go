@@ -1,0 +1,105 @@
+package e2bapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// Sentinels an *APIError matches with errors.Is, by status code.
+var (
+	ErrInvalid      = errors.New("invalid request (400)")
+	ErrUnauthorized = errors.New("unauthorized (401)")
+	ErrForbidden    = errors.New("forbidden (403)")
+	ErrNotFound     = errors.New("not found (404)")
+	ErrConflict     = errors.New("conflict (409)")
+	ErrRateLimited  = errors.New("rate limited (429)")
+)
+
+var sentinelStatus = map[error]int{
+	ErrInvalid:      http.StatusBadRequest,
+	ErrUnauthorized: http.StatusUnauthorized,
+	ErrForbidden:    http.StatusForbidden,
+	ErrNotFound:     http.StatusNotFound,
+	ErrConflict:     http.StatusConflict,
+	ErrRateLimited:  http.StatusTooManyRequests,
+}
+
+// APIError is an answer outside 2xx. Code, Message and ErrorCode come from
+// the {code, message, error_code} envelope when the body carries one; a body
+// that is not the envelope becomes Message (shortened), an empty body leaves
+// it empty: callers key off StatusCode.
+type APIError struct {
+	StatusCode int
+	Code       int
+	Message    string
+	ErrorCode  string
+	Method     string
+	// Path is the request path without the query.
+	Path string
+}
+
+func (e *APIError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "E2B API %s %s answered %d %s", e.Method, e.Path, e.StatusCode, http.StatusText(e.StatusCode))
+	if e.Message != "" {
+		fmt.Fprintf(&b, ": %s", e.Message)
+	} else {
+		b.WriteString(" with no error message")
+	}
+	if e.ErrorCode != "" {
+		fmt.Fprintf(&b, " (%s)", e.ErrorCode)
+	}
+	return b.String()
+}
+
+// Is matches the sentinel of the error's status code.
+func (e *APIError) Is(target error) bool {
+	status, ok := sentinelStatus[target]
+	return ok && status == e.StatusCode
+}
+
+// maxErrorMessage bounds the text kept from a body that is not the envelope.
+const maxErrorMessage = 512
+
+func (c *Client) apiError(method, path string, resp *http.Response) *APIError {
+	e := &APIError{StatusCode: resp.StatusCode, Method: method, Path: path}
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var envelope Error
+	if err := json.Unmarshal(data, &envelope); err == nil && (envelope.Message != "" || envelope.Code != 0) {
+		e.Code, e.Message, e.ErrorCode = envelope.Code, envelope.Message, envelope.ErrorCode
+	} else if text := strings.TrimSpace(string(data)); text != "" {
+		if len(text) > maxErrorMessage {
+			text = text[:maxErrorMessage] + "…"
+		}
+		e.Message = text
+	}
+	e.Message = c.redact(e.Message)
+	return e
+}
+
+func statusIs(err error, status int) bool {
+	var apiErr *APIError
+	return errors.As(err, &apiErr) && apiErr.StatusCode == status
+}
+
+// IsNotFound reports whether err is a 404 answer.
+func IsNotFound(err error) bool { return statusIs(err, http.StatusNotFound) }
+
+// IsConflict reports whether err is a 409 answer.
+func IsConflict(err error) bool { return statusIs(err, http.StatusConflict) }
+
+// IsForbidden reports whether err is a 403 answer.
+func IsForbidden(err error) bool { return statusIs(err, http.StatusForbidden) }
+
+// IsRateLimited reports whether err is a 429 answer (after any retries).
+func IsRateLimited(err error) bool { return statusIs(err, http.StatusTooManyRequests) }
+
+// IsInvalid reports whether err is a 400 answer.
+func IsInvalid(err error) bool { return statusIs(err, http.StatusBadRequest) }
+
+// IsUnauthorized reports whether err is a 401 answer.
+func IsUnauthorized(err error) bool { return statusIs(err, http.StatusUnauthorized) }

@@ -1,0 +1,348 @@
+package e2bapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/safehttp"
+)
+
+// segment escapes one path segment (names may hold "/" and ":"), refusing
+// an empty one, which would address another endpoint.
+func segment(what, value string) (string, error) {
+	if value == "" {
+		return "", fmt.Errorf("%s is empty", what)
+	}
+	return url.PathEscape(value), nil
+}
+
+// CreateTemplateBuild registers a build (POST /v3/templates, 202): it
+// creates the template or reuses the one the name resolves to.
+func (c *Client) CreateTemplateBuild(ctx context.Context, req TemplateBuildRequestV3) (*TemplateRequestResponseV3, error) {
+	var out TemplateRequestResponseV3
+	if _, err := c.call(ctx, http.MethodPost, "/v3/templates", nil, req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GetFileUploadLink asks whether the build context with files hash hash is
+// stored and where to upload it (GET /templates/{id}/files/{hash}, 201).
+func (c *Client) GetFileUploadLink(ctx context.Context, templateID, hash string) (*TemplateBuildFileUpload, error) {
+	id, err := segment("template ID", templateID)
+	if err != nil {
+		return nil, err
+	}
+	if err := ValidateFilesHash(hash); err != nil {
+		return nil, err
+	}
+	var out TemplateBuildFileUpload
+	if _, err := c.call(ctx, http.MethodGet, "/templates/"+id+"/files/"+hash, nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// UploadArchive PUTs size bytes of archive to link.URL with link.Headers
+// (except Content-Length, which is set exactly, so the body is never sent
+// chunked: presigned storage URLs refuse that). No API key or other
+// credential is sent there. The URL must be https, or http to a loopback
+// host. Each attempt reads the archive from offset 0, so a retry sends the
+// whole body again; attempts are bounded by Config.UploadTimeout.
+func (c *Client) UploadArchive(ctx context.Context, link *TemplateBuildFileUpload, archive io.ReaderAt, size int64) error {
+	if link == nil || link.URL == "" {
+		return errors.New("upload link has no URL")
+	}
+	if size <= 0 {
+		return fmt.Errorf("archive size is %d; a build context archive is never empty", size)
+	}
+	target, err := url.Parse(link.URL)
+	if err != nil {
+		return fmt.Errorf("upload URL is not a valid URL: %w", err)
+	}
+	// Logs and errors show the URL without its query: presigned URLs carry
+	// their signature there.
+	shown := (&url.URL{Scheme: target.Scheme, Host: target.Host, Path: target.Path}).String()
+	if _, err := safehttp.ParseBaseURL("upload URL", shown); err != nil {
+		return err
+	}
+	body := retryablehttp.ReaderFunc(func() (io.Reader, error) { return io.NewSectionReader(archive, 0, size), nil })
+	req, err := retryablehttp.NewRequestWithContext(withCallState(ctx, http.MethodPut, shown), http.MethodPut, link.URL, body)
+	if err != nil {
+		return fmt.Errorf("upload to %s: %w", shown, err)
+	}
+	req.ContentLength = size
+	for name, value := range link.Headers {
+		switch strings.ToLower(name) {
+		case "content-length", "transfer-encoding", "host":
+			continue
+		}
+		req.Header.Set(name, value)
+	}
+	req.Header.Set("User-Agent", c.userAgent)
+	resp, err := c.upload.Do(req)
+	if err != nil {
+		return fmt.Errorf("upload to %s: %w", shown, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return c.apiError(http.MethodPut, target.Path, resp)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBody))
+	return nil
+}
+
+// StartBuild starts a registered build (POST /v2/templates/{id}/builds/{bid},
+// 202). A build starts once; E2B refuses a second start with 400.
+func (c *Client) StartBuild(ctx context.Context, templateID, buildID string, req TemplateBuildStartV2) error {
+	id, err := segment("template ID", templateID)
+	if err != nil {
+		return err
+	}
+	bid, err := segment("build ID", buildID)
+	if err != nil {
+		return err
+	}
+	if req.Steps == nil {
+		req.Steps = []TemplateStep{}
+	}
+	_, err = c.call(ctx, http.MethodPost, "/v2/templates/"+id+"/builds/"+bid, nil, req, nil)
+	return err
+}
+
+// BuildStatusQuery selects the log entries GetBuildStatus returns.
+type BuildStatusQuery struct {
+	// LogsOffset is the index of the first log entry to return.
+	LogsOffset int32
+	// Limit is at most 100; 0 leaves the server default (100).
+	Limit int32
+	// Level is the minimum level ("debug", "info", "warn", "error"); empty
+	// for all.
+	Level string
+}
+
+func buildPath(templateID, buildID string) (string, error) {
+	id, err := segment("template ID", templateID)
+	if err != nil {
+		return "", err
+	}
+	bid, err := segment("build ID", buildID)
+	if err != nil {
+		return "", err
+	}
+	return "/templates/" + id + "/builds/" + bid, nil
+}
+
+// GetBuildStatus reads a build's status and a page of its log entries
+// (GET /templates/{id}/builds/{bid}/status). E2B answers an unknown build
+// with 400, not 404.
+func (c *Client) GetBuildStatus(ctx context.Context, templateID, buildID string, q BuildStatusQuery) (*TemplateBuildInfo, error) {
+	path, err := buildPath(templateID, buildID)
+	if err != nil {
+		return nil, err
+	}
+	query := url.Values{"logsOffset": {strconv.Itoa(int(q.LogsOffset))}}
+	if q.Limit > 0 {
+		query.Set("limit", strconv.Itoa(int(q.Limit)))
+	}
+	if q.Level != "" {
+		query.Set("level", q.Level)
+	}
+	var out TemplateBuildInfo
+	if _, err := c.call(ctx, http.MethodGet, path+"/status", query, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// BuildLogsQuery selects the entries GetBuildLogs returns; zero fields are
+// left to the server's defaults.
+type BuildLogsQuery struct {
+	// Cursor is a timestamp in milliseconds since the Unix epoch.
+	Cursor *int64
+	Limit  int32
+	// Direction is "forward" or "backward".
+	Direction string
+	Level     string
+	// Source is "temporary" or "persistent".
+	Source string
+}
+
+// GetBuildLogs reads build log entries by time
+// (GET /templates/{id}/builds/{bid}/logs).
+func (c *Client) GetBuildLogs(ctx context.Context, templateID, buildID string, q BuildLogsQuery) ([]BuildLogEntry, error) {
+	path, err := buildPath(templateID, buildID)
+	if err != nil {
+		return nil, err
+	}
+	query := url.Values{}
+	if q.Cursor != nil {
+		query.Set("cursor", strconv.FormatInt(*q.Cursor, 10))
+	}
+	if q.Limit > 0 {
+		query.Set("limit", strconv.Itoa(int(q.Limit)))
+	}
+	for name, value := range map[string]string{"direction": q.Direction, "level": q.Level, "source": q.Source} {
+		if value != "" {
+			query.Set(name, value)
+		}
+	}
+	var out TemplateBuildLogsResponse
+	if _, err := c.call(ctx, http.MethodGet, path+"/logs", query, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Logs, nil
+}
+
+// listPageSize is the largest page E2B serves.
+const listPageSize = 100
+
+// ListTemplates lists the team's templates, following X-Next-Token through
+// every page of GET /v2/templates. A server without that endpoint (404 on
+// the first page) is asked GET /templates, which answers in one page.
+func (c *Client) ListTemplates(ctx context.Context) ([]Template, error) {
+	var all []Template
+	seen := map[string]bool{}
+	for token := ""; ; {
+		query := url.Values{"limit": {strconv.Itoa(listPageSize)}}
+		if token != "" {
+			query.Set("nextToken", token)
+		}
+		var page []Template
+		header, err := c.call(ctx, http.MethodGet, "/v2/templates", query, nil, &page)
+		if err != nil {
+			if token == "" && IsNotFound(err) {
+				return c.listTemplatesV1(ctx)
+			}
+			return nil, err
+		}
+		all = append(all, page...)
+		token = header.Get("X-Next-Token")
+		if token == "" {
+			return all, nil
+		}
+		if seen[token] {
+			return nil, fmt.Errorf("E2B API GET /v2/templates returned the page token %q twice; stopping instead of looping", token)
+		}
+		seen[token] = true
+	}
+}
+
+func (c *Client) listTemplatesV1(ctx context.Context) ([]Template, error) {
+	var all []Template
+	if _, err := c.call(ctx, http.MethodGet, "/templates", nil, nil, &all); err != nil {
+		return nil, err
+	}
+	return all, nil
+}
+
+// GetTemplate reads a template and the first page of its builds
+// (GET /templates/{id}). It takes a template ID only: E2B does not resolve
+// names here.
+func (c *Client) GetTemplate(ctx context.Context, templateID string) (*TemplateWithBuilds, error) {
+	id, err := segment("template ID", templateID)
+	if err != nil {
+		return nil, err
+	}
+	var out TemplateWithBuilds
+	if _, err := c.call(ctx, http.MethodGet, "/templates/"+id, nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// DeleteTemplate deletes a template by ID or name (DELETE /templates/{id},
+// 204). E2B answers 400 while sandboxes still use it.
+func (c *Client) DeleteTemplate(ctx context.Context, templateIDOrName string) error {
+	id, err := segment("template ID or name", templateIDOrName)
+	if err != nil {
+		return err
+	}
+	_, err = c.call(ctx, http.MethodDelete, "/templates/"+id, nil, nil, nil)
+	return err
+}
+
+// UpdateTemplate changes a template by ID or name
+// (PATCH /v2/templates/{id}); an empty request changes nothing.
+func (c *Client) UpdateTemplate(ctx context.Context, templateIDOrName string, req TemplateUpdateRequest) (*TemplateUpdateResponse, error) {
+	id, err := segment("template ID or name", templateIDOrName)
+	if err != nil {
+		return nil, err
+	}
+	var out TemplateUpdateResponse
+	if _, err := c.call(ctx, http.MethodPatch, "/v2/templates/"+id, nil, req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GetTemplateByAlias resolves "name", "name:tag" or "namespace/name"
+// (GET /templates/aliases/{name}). 404: no such template (or tag); 403: it
+// exists but belongs to another team.
+func (c *Client) GetTemplateByAlias(ctx context.Context, name string) (*TemplateAliasResponse, error) {
+	alias, err := segment("template name", name)
+	if err != nil {
+		return nil, err
+	}
+	var out TemplateAliasResponse
+	if _, err := c.call(ctx, http.MethodGet, "/templates/aliases/"+alias, nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// AssignTags points tags at the build target names ("name:tag" or
+// "name:<buildID>") (POST /templates/tags, 201).
+func (c *Client) AssignTags(ctx context.Context, target string, tags []string) (*AssignedTemplateTags, error) {
+	if target == "" {
+		return nil, errors.New("tag target is empty")
+	}
+	var out AssignedTemplateTags
+	req := AssignTemplateTagsRequest{Target: target, Tags: nonNil(tags)}
+	if _, err := c.call(ctx, http.MethodPost, "/templates/tags", nil, req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// DeleteTags removes tags from the template name (which carries no tag)
+// (DELETE /templates/tags with a JSON body, 204).
+func (c *Client) DeleteTags(ctx context.Context, name string, tags []string) error {
+	if name == "" {
+		return errors.New("template name is empty")
+	}
+	req := DeleteTemplateTagsRequest{Name: name, Tags: nonNil(tags)}
+	_, err := c.call(ctx, http.MethodDelete, "/templates/tags", nil, req, nil)
+	return err
+}
+
+// ListTags lists the tags of a template by ID or name
+// (GET /templates/{id}/tags).
+func (c *Client) ListTags(ctx context.Context, templateIDOrName string) ([]TemplateTag, error) {
+	id, err := segment("template ID or name", templateIDOrName)
+	if err != nil {
+		return nil, err
+	}
+	var out []TemplateTag
+	if _, err := c.call(ctx, http.MethodGet, "/templates/"+id+"/tags", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// nonNil makes an absent list an empty JSON array: the tag bodies require
+// the field.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
