@@ -1,0 +1,514 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"strings"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+	docker "github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
+)
+
+// DockerOptions configures NewDocker.
+type DockerOptions struct {
+	// EnvdBinary is the host path of a static Linux build of the provider
+	// binary; it is mounted read-only into every container and started as
+	// `<bin> envd --listen unix:///run/e2b/envd.sock`.
+	EnvdBinary string
+	// StateDir holds, on the host, one short directory per container with
+	// envd's socket in it. Keep it short: socket paths must fit sun_path.
+	StateDir string
+	// Network is "host" (default) or "none". Bridge networks are never used.
+	Network string
+	// LabelPrefix namespaces the labels that mark our containers (default
+	// "e2b-local").
+	LabelPrefix string
+	// Instance tells apart servers sharing one engine (e.g. a hash of the
+	// data dir); RemoveOrphans touches only containers of this instance.
+	Instance string
+	// ImageRepository is the repository build images are committed to
+	// (default "e2b-local"); the image is <repo>/<templateID>:<buildID>.
+	ImageRepository string
+	// EnvdStartTimeout bounds the wait for envd's /health (default 30 s).
+	EnvdStartTimeout time.Duration
+	// ReadyTimeout bounds the ready command loop (default 10 min, §3.4).
+	ReadyTimeout time.Duration
+	// ReadyInterval is the pause between ready command runs (default 2 s).
+	ReadyInterval time.Duration
+	Logger        *slog.Logger
+}
+
+// Paths inside every container.
+const (
+	containerEnvdPath   = "/.e2b/envd"
+	containerSocketDir  = "/run/e2b"
+	containerSocketName = "envd.sock"
+	// maxSocketPath is sun_path's size on Linux minus the terminating NUL.
+	maxSocketPath = 107
+)
+
+// Container kinds, the value of the <prefix>.kind label.
+const (
+	kindBuild   = "build"
+	kindSandbox = "sandbox"
+)
+
+// Docker is the Engine backed by a Docker Engine.
+type Docker struct {
+	cli  *docker.Client
+	opts DockerOptions
+	log  *slog.Logger
+
+	mu sync.Mutex
+	// startCmds cancels the streams that keep sandbox start commands
+	// attached, by sandbox ID.
+	startCmds map[string]context.CancelFunc
+}
+
+var _ Engine = (*Docker)(nil)
+
+// NewDocker connects to the engine named by DOCKER_HOST (or the default
+// socket), negotiating the API version so that older engines (API 1.41 of
+// Debian's docker.io 20.10) work, and fails when no engine answers.
+func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
+	if opts.EnvdBinary == "" {
+		return nil, errors.New("docker runtime: no envd binary given")
+	}
+	if fi, err := os.Stat(opts.EnvdBinary); err != nil {
+		return nil, fmt.Errorf("docker runtime: envd binary: %w", err)
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("docker runtime: envd binary %s is not a regular file", opts.EnvdBinary)
+	}
+	if opts.StateDir == "" {
+		return nil, errors.New("docker runtime: no state dir given")
+	}
+	absState, err := filepath.Abs(opts.StateDir)
+	if err != nil {
+		return nil, fmt.Errorf("docker runtime: state dir: %w", err)
+	}
+	opts.StateDir = absState
+	if longest := len(socketPath(opts.StateDir, kindBuild, "x")); longest > maxSocketPath {
+		return nil, fmt.Errorf("docker runtime: state dir %s is too long for unix socket paths (%d > %d bytes)", opts.StateDir, longest, maxSocketPath)
+	}
+	switch opts.Network {
+	case "":
+		opts.Network = "host"
+	case "host", "none":
+	default:
+		return nil, fmt.Errorf("docker runtime: network %q is not supported (use host or none)", opts.Network)
+	}
+	if opts.LabelPrefix == "" {
+		opts.LabelPrefix = "e2b-local"
+	}
+	if opts.ImageRepository == "" {
+		opts.ImageRepository = "e2b-local"
+	}
+	if opts.EnvdStartTimeout <= 0 {
+		opts.EnvdStartTimeout = 30 * time.Second
+	}
+	if opts.ReadyTimeout <= 0 {
+		opts.ReadyTimeout = 10 * time.Minute
+	}
+	if opts.ReadyInterval <= 0 {
+		opts.ReadyInterval = 2 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if envdBin, err := filepath.Abs(opts.EnvdBinary); err == nil {
+		opts.EnvdBinary = envdBin
+	}
+
+	cli, err := docker.NewClientWithOpts(docker.FromEnv, docker.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("docker runtime: %w", err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := cli.Ping(pingCtx); err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("docker runtime: no Docker engine answers at %s (set DOCKER_HOST to its socket): %w", cli.DaemonHost(), err)
+	}
+	if err := os.MkdirAll(filepath.Join(opts.StateDir, "s"), 0o700); err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("docker runtime: %w", err)
+	}
+	return &Docker{cli: cli, opts: opts, log: opts.Logger, startCmds: map[string]context.CancelFunc{}}, nil
+}
+
+// Close releases the engine connection.
+func (d *Docker) Close() error { return d.cli.Close() }
+
+// Info reports the engine version, the negotiated API version, the default
+// runtime and the engine's OS.
+func (d *Docker) Info(ctx context.Context) (EngineInfo, error) {
+	info, err := d.cli.Info(ctx)
+	if err != nil {
+		return EngineInfo{}, fmt.Errorf("docker info: %w", err)
+	}
+	return EngineInfo{
+		ServerVersion: info.ServerVersion,
+		APIVersion:    d.cli.ClientVersion(),
+		Runtime:       info.DefaultRuntime,
+		OS:            info.OperatingSystem,
+	}, nil
+}
+
+func (d *Docker) label(name string) string { return d.opts.LabelPrefix + "." + name }
+
+// labels marks a container as ours: its kind and the IDs it belongs to.
+func (d *Docker) labels(kind, templateID, buildID, sandboxID string) map[string]string {
+	l := map[string]string{
+		d.label("instance"):    d.opts.Instance,
+		d.label("kind"):        kind,
+		d.label("template-id"): templateID,
+		d.label("build-id"):    buildID,
+	}
+	if sandboxID != "" {
+		l[d.label("sandbox-id")] = sandboxID
+	}
+	return l
+}
+
+// socketPath is where, on the host, envd of the container for kind/id
+// listens. The directory name is a short digest so that long IDs and data
+// dirs still fit sun_path.
+func socketPath(stateDir, kind, id string) string {
+	sum := sha256.Sum256([]byte(kind + "/" + id))
+	return filepath.Join(stateDir, "s", hex.EncodeToString(sum[:6]), containerSocketName)
+}
+
+// containerRequest is what differs between build and sandbox containers.
+type containerRequest struct {
+	image    string
+	kind     string
+	id       string // build or sandbox ID, names the socket dir
+	token    string // envd access token; empty leaves envd open
+	labels   map[string]string
+	cpuCount int32
+	memoryMB int32
+}
+
+// runningContainer is a started container with envd answering.
+type runningContainer struct {
+	id     string
+	socket string
+	envd   *envdConn
+}
+
+// startContainer creates and starts a container running envd on a unix
+// socket in a fresh host directory, waits for envd's health and returns.
+// On error nothing is left behind.
+func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepare func(ctx context.Context, containerID string) error) (*runningContainer, error) {
+	sock := socketPath(d.opts.StateDir, req.kind, req.id)
+	sockDir := filepath.Dir(sock)
+	if len(sock) > maxSocketPath {
+		return nil, fmt.Errorf("envd socket path %s is longer than %d bytes", sock, maxSocketPath)
+	}
+	if err := os.RemoveAll(sockDir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(sockDir, 0o700); err != nil {
+		return nil, err
+	}
+
+	cfg := &container.Config{
+		Image: req.image,
+		// envd must run as root to run processes as any user.
+		User:       "0:0",
+		Entrypoint: []string{containerEnvdPath, "envd", "--listen", "unix://" + containerSocketDir + "/" + containerSocketName},
+		Labels:     req.labels,
+	}
+	hc := &container.HostConfig{
+		NetworkMode: container.NetworkMode(d.opts.Network),
+		Binds: []string{
+			d.opts.EnvdBinary + ":" + containerEnvdPath + ":ro",
+			sockDir + ":" + containerSocketDir,
+		},
+		Resources: resources(req.cpuCount, req.memoryMB),
+		Init:      boolPtr(true),
+	}
+	created, err := d.cli.ContainerCreate(ctx, cfg, hc, nil, nil, "")
+	if err != nil {
+		os.RemoveAll(sockDir)
+		return nil, fmt.Errorf("create container from %s: %w", req.image, err)
+	}
+	fail := func(err error) (*runningContainer, error) {
+		d.removeContainer(created.ID, sockDir)
+		return nil, err
+	}
+	if prepare != nil {
+		if err := prepare(ctx, created.ID); err != nil {
+			return fail(err)
+		}
+	}
+	if err := d.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+		return fail(fmt.Errorf("start container from %s: %w", req.image, err))
+	}
+	conn := newEnvdConn(sock, req.token)
+	if err := d.waitEnvd(ctx, created.ID, conn); err != nil {
+		return fail(err)
+	}
+	return &runningContainer{id: created.ID, socket: sock, envd: conn}, nil
+}
+
+// waitEnvd polls envd's /health until it answers, the container exits, or
+// the start timeout passes.
+func (d *Docker) waitEnvd(ctx context.Context, containerID string, conn *envdConn) error {
+	ctx, cancel := context.WithTimeout(ctx, d.opts.EnvdStartTimeout)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for polls := 0; ; polls++ {
+		err := conn.health(ctx)
+		if err == nil {
+			return nil
+		}
+		// Every second, see whether the container died instead of starting.
+		if polls%20 == 19 {
+			if insp, ierr := d.cli.ContainerInspect(ctx, containerID); ierr == nil && insp.State != nil && !insp.State.Running {
+				return fmt.Errorf("envd did not start: container exited with code %d: %s", insp.State.ExitCode, d.logsTail(containerID))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("envd did not answer on %s within %s: %v; container output: %s", conn.socket, d.opts.EnvdStartTimeout, err, d.logsTail(containerID))
+			}
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// logsTail returns the last lines a container wrote, for error messages.
+func (d *Docker) logsTail(containerID string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rc, err := d.cli.ContainerLogs(ctx, containerID, container.LogsOptions{ShowStdout: true, ShowStderr: true, Tail: "20"})
+	if err != nil {
+		return "(no logs: " + err.Error() + ")"
+	}
+	defer rc.Close()
+	var out bytes.Buffer
+	if _, err := stdcopy.StdCopy(&out, &out, io.LimitReader(rc, 64<<10)); err != nil && out.Len() == 0 {
+		return "(no logs: " + err.Error() + ")"
+	}
+	return strings.TrimSpace(out.String())
+}
+
+// removeContainer force-removes a container and its socket dir. It runs
+// on its own context: cleanup must happen even when the caller's context
+// was cancelled.
+func (d *Docker) removeContainer(containerID, sockDir string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := d.cli.ContainerRemove(ctx, containerID, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if isNotFound(err) {
+		err = nil
+	}
+	if err != nil {
+		err = fmt.Errorf("remove container %s: %w", shortID(containerID), err)
+	}
+	if sockDir != "" {
+		if rerr := os.RemoveAll(sockDir); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	return err
+}
+
+// resources turns the template's CPU and memory into container limits,
+// capping CPUs at what the host has so that small machines can run any
+// template.
+func resources(cpuCount, memoryMB int32) container.Resources {
+	var r container.Resources
+	if cpuCount > 0 {
+		cpus := min(int(cpuCount), goruntime.NumCPU())
+		r.NanoCPUs = int64(cpus) * 1e9
+	}
+	if memoryMB > 0 {
+		r.Memory = int64(memoryMB) << 20
+	}
+	return r
+}
+
+func boolPtr(b bool) *bool { return &b }
+
+func isNotFound(err error) bool { return err != nil && cerrdefs.IsNotFound(err) }
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// ensureImage makes sure ref exists locally, pulling it when allowed.
+func (d *Docker) ensureImage(ctx context.Context, spec BuildSpec, logf func(string, ...any)) (image.InspectResponse, error) {
+	insp, err := d.cli.ImageInspect(ctx, spec.BaseImage)
+	if err == nil {
+		return insp, nil
+	}
+	if !isNotFound(err) {
+		return insp, fmt.Errorf("inspect image %s: %w", spec.BaseImage, err)
+	}
+	if !spec.PullBase {
+		return insp, fmt.Errorf("image %s is not present on the Docker engine", spec.BaseImage)
+	}
+	logf("Pulling image %s", spec.BaseImage)
+	auth, err := registryAuth(spec.RegistryAuth)
+	if err != nil {
+		return insp, err
+	}
+	rc, err := d.cli.ImagePull(ctx, spec.BaseImage, image.PullOptions{RegistryAuth: auth})
+	if err != nil {
+		return insp, fmt.Errorf("pull image %s: %w", spec.BaseImage, err)
+	}
+	err = readPullProgress(rc)
+	rc.Close()
+	if err != nil {
+		return insp, fmt.Errorf("pull image %s: %w", spec.BaseImage, err)
+	}
+	insp, err = d.cli.ImageInspect(ctx, spec.BaseImage)
+	if err != nil {
+		return insp, fmt.Errorf("inspect image %s after pull: %w", spec.BaseImage, err)
+	}
+	return insp, nil
+}
+
+// StartSandbox runs a build's image with envd, initialises envd with the
+// sandbox's token, user, workdir and env, and starts the template's start
+// command. Docker cannot snapshot a running process the way E2B's VM
+// snapshots do, so the start command is launched anew in every sandbox
+// rather than resumed where the build left it.
+func (d *Docker) StartSandbox(ctx context.Context, spec SandboxSpec) (*Sandbox, error) {
+	if spec.SandboxID == "" || spec.Image == "" {
+		return nil, errors.New("start sandbox: sandbox ID and image are required")
+	}
+	rc, err := d.startContainer(ctx, containerRequest{
+		image:    spec.Image,
+		kind:     kindSandbox,
+		id:       spec.SandboxID,
+		token:    spec.AccessToken,
+		labels:   d.labels(kindSandbox, spec.TemplateID, spec.BuildID, spec.SandboxID),
+		cpuCount: spec.CPUCount,
+		memoryMB: spec.MemoryMB,
+	}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
+	}
+	if err := rc.envd.init(ctx, spec.User, spec.Workdir, spec.Env); err != nil {
+		d.removeContainer(rc.id, filepath.Dir(rc.socket))
+		return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
+	}
+	if spec.StartCmd != "" {
+		sh, err := d.shellOf(ctx, rc.id)
+		if err != nil {
+			d.removeContainer(rc.id, filepath.Dir(rc.socket))
+			return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
+		}
+		d.startCommand(rc, spec, sh)
+	}
+	return &Sandbox{ID: spec.SandboxID, ContainerID: rc.id, EnvdSocket: rc.socket, EnvdVersion: EnvdVersion}, nil
+}
+
+// startCommand runs the sandbox's start command in the background, as the
+// default user in the default workdir. The stream stays attached for the
+// sandbox's life (envd discards output nobody reads); StopSandbox cancels
+// it.
+func (d *Docker) startCommand(rc *runningContainer, spec SandboxSpec, sh shell) {
+	ctx, cancel := context.WithCancel(context.Background())
+	d.mu.Lock()
+	d.startCmds[spec.SandboxID] = cancel
+	d.mu.Unlock()
+	go func() {
+		defer cancel()
+		cmd, args := sh.command(spec.StartCmd)
+		res, err := rc.envd.run(ctx, client.RunRequest{Cmd: cmd, Args: args, MaxOutputBytes: 1})
+		switch {
+		case ctx.Err() != nil:
+		case err != nil:
+			d.log.Warn("sandbox start command failed", "sandbox", spec.SandboxID, "error", err)
+		case res.ExitCode != 0:
+			d.log.Warn("sandbox start command exited", "sandbox", spec.SandboxID, "exit_code", res.ExitCode)
+		}
+	}()
+}
+
+// StopSandbox removes the sandbox's container and its socket dir.
+func (d *Docker) StopSandbox(ctx context.Context, sandboxID string) error {
+	d.mu.Lock()
+	if cancel, ok := d.startCmds[sandboxID]; ok {
+		cancel()
+		delete(d.startCmds, sandboxID)
+	}
+	d.mu.Unlock()
+	list, err := d.list(ctx, filters.Arg("label", d.label("sandbox-id")+"="+sandboxID))
+	if err != nil {
+		return fmt.Errorf("stop sandbox %s: %w", sandboxID, err)
+	}
+	var errs []error
+	for _, c := range list {
+		errs = append(errs, d.removeContainer(c.ID, ""))
+	}
+	errs = append(errs, os.RemoveAll(filepath.Dir(socketPath(d.opts.StateDir, kindSandbox, sandboxID))))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("stop sandbox %s: %w", sandboxID, err)
+	}
+	return nil
+}
+
+// list returns this instance's containers matching extra filters.
+func (d *Docker) list(ctx context.Context, extra ...filters.KeyValuePair) ([]container.Summary, error) {
+	args := filters.NewArgs(append(extra, filters.Arg("label", d.label("instance")+"="+d.opts.Instance))...)
+	return d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: args})
+}
+
+// RemoveOrphans removes this instance's build containers and the sandbox
+// containers keep does not claim, with their socket dirs.
+func (d *Docker) RemoveOrphans(ctx context.Context, keep func(sandboxID string) bool) error {
+	list, err := d.list(ctx)
+	if err != nil {
+		return fmt.Errorf("list containers: %w", err)
+	}
+	var errs []error
+	for _, c := range list {
+		kind, id := c.Labels[d.label("kind")], c.Labels[d.label("build-id")]
+		if kind == kindSandbox {
+			id = c.Labels[d.label("sandbox-id")]
+			if keep != nil && keep(id) {
+				continue
+			}
+		}
+		d.log.Info("removing orphaned container", "container", shortID(c.ID), "kind", kind, "id", id)
+		errs = append(errs, d.removeContainer(c.ID, filepath.Dir(socketPath(d.opts.StateDir, kind, id))))
+	}
+	return errors.Join(errs...)
+}
+
+// RemoveImage removes a build's image; a missing image is not an error.
+func (d *Docker) RemoveImage(ctx context.Context, ref string) error {
+	_, err := d.cli.ImageRemove(ctx, ref, image.RemoveOptions{PruneChildren: true})
+	if err != nil && !isNotFound(err) {
+		return fmt.Errorf("remove image %s: %w", ref, err)
+	}
+	return nil
+}

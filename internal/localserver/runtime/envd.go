@@ -1,0 +1,67 @@
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/server"
+)
+
+// EnvdVersion is the envd protocol version of the daemon we put into
+// containers; builds record it and sandboxes report it.
+const EnvdVersion = server.Version
+
+// envdConn talks to one container's envd over its unix socket on the host.
+type envdConn struct {
+	socket string
+	token  string
+	c      *client.Client
+}
+
+// newEnvdConn prepares a client for the envd listening on socket that
+// sends token (none when empty) with every request; init hands the same
+// token to envd, which requires it from then on.
+func newEnvdConn(socket, token string) *envdConn {
+	dialer := &net.Dialer{}
+	hc := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return dialer.DialContext(ctx, "unix", socket)
+		},
+		DisableCompression: true,
+	}}
+	// The host name is never resolved: every connection goes to the socket.
+	c, err := client.New(client.Config{BaseURL: "http://localhost", AccessToken: token, HTTPClient: hc})
+	if err != nil {
+		panic(fmt.Sprintf("envd client for a fixed loopback URL: %v", err)) // cannot happen
+	}
+	return &envdConn{socket: socket, token: token, c: c}
+}
+
+func randomToken() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b)
+}
+
+func (e *envdConn) health(ctx context.Context) error { return e.c.Health(ctx) }
+
+// init secures envd with the connection's token and sets the defaults of
+// later processes.
+func (e *envdConn) init(ctx context.Context, user, workdir string, env map[string]string) error {
+	return e.c.Init(ctx, client.InitRequest{EnvVars: env, AccessToken: e.token, DefaultUser: user, DefaultWorkdir: workdir})
+}
+
+// run runs a program (not a shell string) to completion.
+func (e *envdConn) run(ctx context.Context, req client.RunRequest) (*client.RunResult, error) {
+	return e.c.Run(ctx, req)
+}
+
+func (e *envdConn) upload(ctx context.Context, path string, body io.Reader) error {
+	return e.c.Upload(ctx, path, "root", body)
+}
