@@ -1,0 +1,204 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// These tests speak Connect+JSON by hand, byte for byte as the E2B JS SDK
+// does (e2b-api.md §6.1), and check the frames that come back.
+
+// envelope frames msg as one Connect streaming message.
+func envelope(flags byte, msg string) []byte {
+	b := make([]byte, 5, 5+len(msg))
+	b[0] = flags
+	binary.BigEndian.PutUint32(b[1:], uint32(len(msg)))
+	return append(b, msg...)
+}
+
+type frame struct {
+	flags byte
+	data  string
+}
+
+func readFrames(t *testing.T, r io.Reader) []frame {
+	t.Helper()
+	br := bufio.NewReader(r)
+	var frames []frame
+	for {
+		var head [5]byte
+		if _, err := io.ReadFull(br, head[:]); err == io.EOF {
+			return frames
+		} else if err != nil {
+			t.Fatalf("reading a frame header after %d frames: %v", len(frames), err)
+		}
+		data := make([]byte, binary.BigEndian.Uint32(head[1:]))
+		if _, err := io.ReadFull(br, data); err != nil {
+			t.Fatalf("reading a frame body: %v", err)
+		}
+		// protojson randomises insignificant whitespace; compare compacted.
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, data); err != nil {
+			t.Fatalf("frame %q is not JSON: %v", data, err)
+		}
+		frames = append(frames, frame{flags: head[0], data: compact.String()})
+	}
+}
+
+// postStream sends one enveloped request the way the JS SDK does.
+func postStream(t *testing.T, e *testEnvd, procedure, body string) (*http.Response, []frame) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, e.url+procedure, bytes.NewReader(envelope(0, body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/connect+json")
+	req.Header.Set("Connect-Protocol-Version", "1")
+	req.Header.Set("Connect-Timeout-Ms", "30000")
+	req.Header.Set("Authorization", "Basic cm9vdDo=")
+	req.Header.Set("Keepalive-Ping-Interval", "50")
+	req.Header.Set("E2b-Sandbox-Id", "isandbox")
+	req.Header.Set("E2b-Sandbox-Port", "49983")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	return resp, readFrames(t, resp.Body)
+}
+
+func TestWireStartJSON(t *testing.T) {
+	e := startEnvd(t, Config{})
+	body := `{"process":{"cmd":"/bin/bash","args":["-l","-c","echo hi; echo err >&2"],"envs":{"A":"b"},"cwd":"/tmp"},"stdin":false}`
+	if _, err := os.Stat("/bin/bash"); err != nil {
+		t.Skipf("the SDK's frame runs /bin/bash: %v", err)
+	}
+	resp, frames := postStream(t, e, "/process.Process/Start", body)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/connect+json" {
+		t.Fatalf("status %d, Content-Type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	if len(frames) < 3 {
+		t.Fatalf("frames %v", frames)
+	}
+	var start struct {
+		Event struct {
+			Start struct {
+				Pid uint32 `json:"pid"`
+			} `json:"start"`
+		} `json:"event"`
+	}
+	if err := json.Unmarshal([]byte(frames[0].data), &start); err != nil || start.Event.Start.Pid == 0 || frames[0].flags != 0 {
+		t.Errorf("first frame %+v, want {\"event\":{\"start\":{\"pid\":N}}}", frames[0])
+	}
+	var stdout, stderr string
+	for _, f := range frames[1 : len(frames)-2] {
+		if f.flags != 0 {
+			t.Errorf("data frame with flags %#x", f.flags)
+		}
+		switch {
+		case strings.HasPrefix(f.data, `{"event":{"data":{"stdout":"`):
+			stdout += f.data
+		case strings.HasPrefix(f.data, `{"event":{"data":{"stderr":"`):
+			stderr += f.data
+		default:
+			t.Errorf("unexpected frame %s", f.data)
+		}
+	}
+	// Bytes are base64: "hi\n" and "err\n".
+	if stdout != `{"event":{"data":{"stdout":"aGkK"}}}` || stderr != `{"event":{"data":{"stderr":"ZXJyCg=="}}}` {
+		t.Errorf("data frames %s %s", stdout, stderr)
+	}
+	// exitCode 0 is omitted, like every zero value.
+	if end := frames[len(frames)-2]; end.data != `{"event":{"end":{"exited":true,"status":"exit status 0"}}}` {
+		t.Errorf("end frame %s", end.data)
+	}
+	if last := frames[len(frames)-1]; last.flags != 0x02 || last.data != "{}" {
+		t.Errorf("end-stream frame %#x %s, want 0x02 {}", last.flags, last.data)
+	}
+}
+
+func TestWireStartFailureAndExitCode(t *testing.T) {
+	e := startEnvd(t, Config{})
+	_, frames := postStream(t, e, "/process.Process/Start", `{"process":{"cmd":"/bin/sh","args":["-c","exit 3"]},"stdin":false}`)
+	if end := frames[len(frames)-2].data; end != `{"event":{"end":{"exitCode":3,"exited":true,"status":"exit status 3","error":"exit status 3"}}}` {
+		t.Errorf("end frame %s", end)
+	}
+	// A start failure is an error in the end-stream frame of a 200 response.
+	resp, frames := postStream(t, e, "/process.Process/Start", `{"process":{"cmd":"/bin/sh","cwd":"/does/not/exist"}}`)
+	if resp.StatusCode != http.StatusOK || len(frames) != 1 || frames[0].flags != 0x02 {
+		t.Fatalf("status %d frames %v", resp.StatusCode, frames)
+	}
+	var endStream struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(frames[0].data), &endStream); err != nil || endStream.Error.Code != "invalid_argument" || endStream.Error.Message != "cwd '/does/not/exist' does not exist" {
+		t.Errorf("end-stream %s", frames[0].data)
+	}
+	// A malformed envelope.
+	resp, frames = postStream(t, e, "/process.Process/Start", `{"process":`)
+	if len(frames) != 1 || frames[0].flags != 0x02 || !strings.Contains(frames[0].data, `"code":"invalid_argument"`) {
+		t.Errorf("malformed message: status %d frames %v", resp.StatusCode, frames)
+	}
+}
+
+// unary posts a Connect unary JSON call.
+func unary(t *testing.T, e *testEnvd, procedure string, body []byte) response {
+	t.Helper()
+	r := do(t, http.MethodPost, e.url+procedure, "application/json", bytes.NewReader(body), map[string]string{"Connect-Protocol-Version": "1"})
+	// protojson randomises insignificant whitespace; compare compacted.
+	var compact bytes.Buffer
+	if json.Compact(&compact, r.body) == nil {
+		r.body = compact.Bytes()
+	}
+	return r
+}
+
+func TestWireUnaryJSON(t *testing.T) {
+	e := startEnvd(t, Config{})
+	stream, pid := startStream(t, t.Context(), e, shell("sleep 600"))
+
+	r := unary(t, e, "/process.Process/List", []byte("{}"))
+	if r.status != http.StatusOK || !strings.Contains(string(r.body), `"pid":`+strconv.Itoa(int(pid))) || !strings.Contains(string(r.body), `"cmd":"/bin/sh"`) {
+		t.Errorf("List = %d %s", r.status, r.body)
+	}
+	r = unary(t, e, "/process.Process/SendSignal", []byte(`{"process":{"pid":`+strconv.Itoa(int(pid))+`},"signal":"SIGNAL_SIGKILL"}`))
+	if r.status != http.StatusOK || string(r.body) != "{}" {
+		t.Errorf("SendSignal = %d %s", r.status, r.body)
+	}
+	res := collect(t, stream)
+	if res.end.GetExitCode() != -1 {
+		t.Errorf("end %v", res.end)
+	}
+	r = unary(t, e, "/process.Process/SendSignal", []byte(`{"process":{"tag":"nobody"},"signal":9}`))
+	if r.status != http.StatusNotFound || string(r.body) != `{"code":"not_found","message":"process with tag nobody not found"}` {
+		t.Errorf("SendSignal to unknown tag = %d %s", r.status, r.body)
+	}
+	r = unary(t, e, "/process.Process/List", []byte("{not json"))
+	if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), `"code":"invalid_argument"`) {
+		t.Errorf("malformed List = %d %s", r.status, r.body)
+	}
+	// An oversized message is refused without taking the daemon down.
+	big := append(append([]byte(`{"process":{"pid":1},"input":{"stdin":"`), bytes.Repeat([]byte("A"), maxMessageBytes+1)...), `"}}`...)
+	r = unary(t, e, "/process.Process/SendInput", big)
+	if r.status != http.StatusTooManyRequests || !strings.Contains(string(r.body), `"code":"resource_exhausted"`) {
+		t.Errorf("oversized SendInput = %d %.200s", r.status, r.body)
+	}
+	r = unary(t, e, "/filesystem.Filesystem/WatchDir", []byte(`{"path":"/"}`))
+	if r.status == http.StatusOK {
+		t.Errorf("WatchDir as unary = %d", r.status)
+	}
+	if r := unary(t, e, "/process.Process/List", []byte("{}")); r.status != http.StatusOK {
+		t.Errorf("List after bad input = %d", r.status)
+	}
+}
