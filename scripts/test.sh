@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# Runs every check and test of the repository; CI runs exactly this.
+#
+#   scripts/test.sh                  everything
+#   scripts/test.sh ./internal/x/... only these packages (vet, lint, tests);
+#                                    the generated-files check is skipped
+#
+# It installs what it needs, idempotently and quickly when already done:
+# Debian packages (apt), Terraform and golangci-lint built from source into
+# the user's cache, a Docker engine of its own (unless DOCKER_HOST already
+# answers) and the offline test base image. Then: gofmt, go vet,
+# golangci-lint, generated code and docs up to date, and the tests with the
+# race detector and acceptance tests on (TF_ACC=1). Exits non-zero when any
+# of them fails, after running them all.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+packages=("$@")
+if ((${#packages[@]} == 0)); then
+	packages=(./...)
+fi
+
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/terraform-provider-e2b"
+mkdir -p "$cache"
+work="$(mktemp -d /tmp/e2b-test.XXXXXX)" # short: it holds a unix socket path
+started=$SECONDS
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+cleanup() {
+	local rc=$?
+	stop_dockerd
+	jobs -p | xargs -r kill 2>/dev/null || true
+	rm -rf "$work"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- Debian packages -------------------------------------------------------
+
+install_packages() {
+	local wanted=(docker.io busybox-static protobuf-compiler git make ca-certificates gcc libc6-dev)
+	local missing=() pkg
+	for pkg in "${wanted[@]}"; do
+		if [[ "$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null)" != "install ok installed" ]]; then
+			missing+=("$pkg")
+		fi
+	done
+	if ((${#missing[@]} == 0)); then
+		return
+	fi
+	local sudo=()
+	if ((EUID != 0)); then
+		sudo=(sudo)
+	fi
+	log "installing ${missing[*]}"
+	"${sudo[@]}" apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null
+}
+
+# --- Docker engine -----------------------------------------------------------
+
+dockerd_pid=""
+
+docker_answers() {
+	timeout 20 docker version --format '{{.Server.Version}}' >/dev/null 2>&1
+}
+
+start_dockerd() {
+	if [[ -n "${DOCKER_HOST:-}" ]] && docker_answers; then
+		log "using the Docker engine at $DOCKER_HOST"
+		return
+	fi
+	# The engine's data (images) lives in the cache so the test image is
+	# built once; a second run at the same time gets a data directory of its
+	# own rather than sharing a locked one.
+	local data="$cache/docker-data"
+	exec {docker_lock}>"$cache/docker-data.lock"
+	if ! flock -n "$docker_lock"; then
+		data="$work/docker-data"
+	fi
+	export DOCKER_HOST="unix://$work/docker.sock"
+	log "starting dockerd at $DOCKER_HOST"
+	dockerd --iptables=false --ip6tables=false --bridge=none \
+		-H "$DOCKER_HOST" --data-root "$data" --exec-root "$work/docker-exec" \
+		--pidfile "$work/docker.pid" >"$work/dockerd.log" 2>&1 &
+	dockerd_pid=$!
+	local i
+	for ((i = 0; i < 120; i++)); do
+		if docker_answers; then
+			return
+		fi
+		if ! kill -0 "$dockerd_pid" 2>/dev/null; then
+			break
+		fi
+		sleep 0.5
+	done
+	cat "$work/dockerd.log" >&2
+	echo "test.sh: dockerd did not start" >&2
+	exit 1
+}
+
+stop_dockerd() {
+	if [[ -z "$dockerd_pid" ]]; then
+		return
+	fi
+	# Containers the tests left behind in this private engine go with it.
+	docker ps -aq 2>/dev/null | xargs -r docker rm -f >/dev/null 2>&1 || true
+	kill -TERM "$dockerd_pid" 2>/dev/null || true
+	local i
+	for ((i = 0; i < 60; i++)); do
+		kill -0 "$dockerd_pid" 2>/dev/null || break
+		sleep 0.5
+	done
+	kill -KILL "$dockerd_pid" 2>/dev/null || true
+	wait "$dockerd_pid" 2>/dev/null || true
+	dockerd_pid=""
+}
+
+# --- checks ------------------------------------------------------------------
+
+failed=()
+passed=()
+
+check() {
+	local name="$1"
+	shift
+	log "$name"
+	if "$@"; then
+		passed+=("$name")
+	else
+		failed+=("$name")
+		echo "test.sh: $name FAILED" >&2
+	fi
+}
+
+check_gofmt() {
+	local dirs unformatted
+	dirs="$(go list -f '{{.Dir}}' "${packages[@]}")"
+	# shellcheck disable=SC2086 # one directory per line, no spaces in them
+	unformatted="$(gofmt -s -l $dirs | sort -u)"
+	if [[ -n "$unformatted" ]]; then
+		echo "not gofmt -s formatted (run make fmt):" >&2
+		echo "$unformatted" >&2
+		return 1
+	fi
+}
+
+# tree_state prints what `git status` and the contents of changed and
+# untracked files look like, to compare before and after generation.
+tree_state() {
+	git status --porcelain=v1 --untracked-files=all
+	git diff
+	git ls-files --others --exclude-standard -z | xargs -0 -r sha256sum
+}
+
+check_generated() {
+	local before after
+	before="$(tree_state)"
+	PATH="$(dirname "$terraform"):$PATH" make --no-print-directory generate >"$work/generate.log" 2>&1 || {
+		cat "$work/generate.log" >&2
+		return 1
+	}
+	after="$(tree_state)"
+	if [[ "$before" != "$after" ]]; then
+		echo "generated files are out of date (run make generate and commit the result):" >&2
+		diff <(echo "$before") <(echo "$after") | head -50 >&2
+		return 1
+	fi
+}
+
+run_tests() {
+	TF_ACC=1 \
+		TF_ACC_TERRAFORM_PATH="$terraform" \
+		E2B_TEST_DOCKER_HOST="$DOCKER_HOST" \
+		E2B_TEST_BASE_IMAGE="$E2B_TEST_BASE_IMAGE" \
+		go tool -modfile=tools/go.mod gotestsum --format pkgname-and-test-fails \
+		--jsonfile "$work/tests.json" -- \
+		-race -count=1 -timeout 20m "${packages[@]}"
+}
+
+# --- main --------------------------------------------------------------------
+
+install_packages
+
+# The two slow builds (Terraform takes about five minutes the first time)
+# run in the background while the rest is set up and checked.
+scripts/tools.sh terraform >"$work/terraform.path" 2>"$work/terraform.log" &
+terraform_job=$!
+scripts/tools.sh golangci-lint >"$work/golangci-lint.path" 2>"$work/golangci-lint.log" &
+lint_job=$!
+
+wait_tool() {
+	local job="$1" name="$2"
+	if ! wait "$job"; then
+		cat "$work/$name.log" >&2
+		echo "test.sh: building $name failed" >&2
+		exit 1
+	fi
+	cat "$work/$name.path"
+}
+
+start_dockerd
+export E2B_TEST_BASE_IMAGE="${E2B_TEST_BASE_IMAGE:-e2b-test-base:latest}"
+scripts/test-image.sh
+
+# Terraform must not read a developer's CLI configuration (dev_overrides
+# for this provider would replace the one under test) nor phone home.
+: >"$work/terraformrc"
+export TF_CLI_CONFIG_FILE="$work/terraformrc" CHECKPOINT_DISABLE=1
+
+check "gofmt" check_gofmt
+check "go vet" go vet "${packages[@]}"
+
+golangci_lint="$(wait_tool "$lint_job" golangci-lint)"
+check "golangci-lint" "$golangci_lint" run "${packages[@]}"
+
+terraform="$(wait_tool "$terraform_job" terraform)"
+if [[ "${packages[*]}" == "./..." ]]; then
+	check "generated files up to date" check_generated
+else
+	log "generated files check skipped: it covers the whole repository"
+fi
+
+check "go test" run_tests
+
+tests_passed="$(grep -c '"Action":"pass","Package":"[^"]*","Test"' "$work/tests.json" || true)"
+tests_failed="$(grep -c '"Action":"fail","Package":"[^"]*","Test"' "$work/tests.json" || true)"
+tests_skipped="$(grep -c '"Action":"skip","Package":"[^"]*","Test"' "$work/tests.json" || true)"
+
+echo
+echo "checks passed: ${passed[*]:-none}"
+echo "checks failed: ${failed[*]:-none}"
+echo "time: $((SECONDS - started))s"
+echo "tests: $tests_passed passed, $tests_failed failed, $tests_skipped skipped"
+((${#failed[@]} == 0))
