@@ -1,0 +1,326 @@
+package localserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
+)
+
+// runningBuild is a build whose Engine.Build call is in flight.
+type runningBuild struct {
+	templateID string
+	cancel     context.CancelCauseFunc
+}
+
+// stepAliases are the step types the server accepts under another name.
+var stepAliases = map[string]string{"ADD": e2bapi.StepCopy, "ARG": e2bapi.StepEnv}
+
+var knownSteps = []string{e2bapi.StepRun, e2bapi.StepCopy, e2bapi.StepEnv, e2bapi.StepWorkdir, e2bapi.StepUser}
+
+func (s *Server) handleStartBuild(w http.ResponseWriter, r *http.Request) {
+	templateID, buildID := r.PathValue("templateID"), r.PathValue("buildID")
+	if err := e2bapi.ValidateBuildID(buildID); err != nil {
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	if _, err := s.store.Build(templateID, buildID); err != nil {
+		if store.KindOf(err) == store.KindNotFound {
+			writeError(w, http.StatusNotFound, "build '%s' of template '%s' not found", buildID, templateID)
+			return
+		}
+		s.internalError(w, err)
+		return
+	}
+	var req e2bapi.TemplateBuildStartV2
+	if !decodeBody(w, r, &req, false) {
+		return
+	}
+	switch {
+	case req.FromImage != "" && req.FromTemplate != "":
+		writeError(w, http.StatusBadRequest, "cannot specify both fromImage and fromTemplate")
+		return
+	case req.FromImage == "" && req.FromTemplate == "":
+		writeError(w, http.StatusBadRequest, "must specify either fromImage or fromTemplate")
+		return
+	}
+	spec := runtime.BuildSpec{
+		TemplateID: templateID, BuildID: buildID,
+		BaseImage: req.FromImage, PullBase: req.FromImage != "", RegistryAuth: req.FromImageRegistry,
+		StartCmd: req.StartCmd, ReadyCmd: req.ReadyCmd,
+		Archives: map[string]string{},
+	}
+	if req.FromTemplate != "" {
+		_, base, err := s.store.Resolve(req.FromTemplate)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "fromTemplate '%s': %v", req.FromTemplate, err)
+			return
+		}
+		spec.BaseImage = base.Result.Image
+		spec.BaseUser, spec.BaseWorkdir, spec.BaseEnv = base.Result.User, base.Result.Workdir, base.Result.Env
+	}
+	// An unknown step type fails the build (as on E2B), not the request.
+	var unknown *e2bapi.BuildStatusReason
+	for i := range req.Steps {
+		step := &req.Steps[i]
+		step.Type = strings.ToUpper(step.Type)
+		if alias, ok := stepAliases[step.Type]; ok {
+			step.Type = alias
+		}
+		if !slices.Contains(knownSteps, step.Type) && unknown == nil {
+			unknown = &e2bapi.BuildStatusReason{Message: fmt.Sprintf("command type %s is not implemented", step.Type), Step: strconv.Itoa(i + 1)}
+		}
+		if step.Type != e2bapi.StepCopy {
+			continue
+		}
+		if step.FilesHash == "" {
+			writeError(w, http.StatusBadRequest, "step %d (COPY) has no filesHash", i+1)
+			return
+		}
+		archive, ok, err := s.store.ArchivePath(step.FilesHash)
+		if err != nil {
+			s.internalError(w, err)
+			return
+		}
+		if !ok {
+			writeError(w, http.StatusBadRequest, "step %d (COPY): files with hash %s were not uploaded", i+1, step.FilesHash)
+			return
+		}
+		spec.Archives[step.FilesHash] = archive
+	}
+	spec.Steps = req.Steps
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx.Err() != nil {
+		writeError(w, http.StatusServiceUnavailable, "the server is shutting down")
+		return
+	}
+	b, superseded, err := s.store.StartBuild(templateID, buildID, req)
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	for _, id := range superseded {
+		if rb, ok := s.running[id]; ok {
+			rb.cancel(errors.New(store.ReasonSuperseded))
+		}
+	}
+	spec.CPUCount, spec.MemoryMB = b.CPUCount, b.MemoryMB
+	ctx, cancel := context.WithCancelCause(s.ctx)
+	s.running[buildID] = &runningBuild{templateID: templateID, cancel: cancel}
+	s.tasks.Go(func() {
+		defer func() {
+			s.mu.Lock()
+			delete(s.running, buildID)
+			s.mu.Unlock()
+			cancel(nil)
+		}()
+		s.runBuild(ctx, spec, unknown)
+	})
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// runBuild runs one build on the engine, storing its log as it arrives,
+// and records how it ended.
+func (s *Server) runBuild(ctx context.Context, spec runtime.BuildSpec, failure *e2bapi.BuildStatusReason) {
+	logs := s.newLogWriter(spec.BuildID)
+	spec.Log = logs.add
+	var result *runtime.BuildResult
+	if failure == nil {
+		var err error
+		result, err = s.engine.Build(ctx, spec)
+		if err != nil {
+			failure = &e2bapi.BuildStatusReason{Message: err.Error()}
+			var stepErr *runtime.StepError
+			if errors.As(err, &stepErr) {
+				failure.Message, failure.Step = stepErr.Err.Error(), stepErr.Step
+			}
+			if cause := context.Cause(ctx); cause != nil {
+				failure.Message = cause.Error()
+			}
+		}
+	}
+	logs.close()
+	if failure != nil {
+		s.log.Info("build failed", "template", spec.TemplateID, "build", spec.BuildID, "step", failure.Step, "reason", failure.Message)
+		result = nil
+	} else {
+		s.log.Info("build ready", "template", spec.TemplateID, "build", spec.BuildID, "image", result.Image)
+	}
+	if _, err := s.store.FinishBuild(spec.TemplateID, spec.BuildID, result, failure); err != nil {
+		s.log.Error("record build result", "build", spec.BuildID, "err", err)
+	}
+}
+
+// logWriter stores a build's log entries from the engine's goroutine in
+// batches, so that a chatty step costs one transaction per batch, not per line.
+type logWriter struct {
+	entries chan e2bapi.BuildLogEntry
+	done    chan struct{}
+	now     func() time.Time
+}
+
+func (s *Server) newLogWriter(buildID string) *logWriter {
+	lw := &logWriter{entries: make(chan e2bapi.BuildLogEntry, 1024), done: make(chan struct{}), now: s.cfg.Now}
+	go func() {
+		defer close(lw.done)
+		for e := range lw.entries {
+			batch := []e2bapi.BuildLogEntry{e}
+		drain:
+			for len(batch) < 1000 {
+				select {
+				case more, ok := <-lw.entries:
+					if !ok {
+						break drain
+					}
+					batch = append(batch, more)
+				default:
+					break drain
+				}
+			}
+			if err := s.store.AppendLogs(buildID, batch); err != nil {
+				s.log.Error("store build log", "build", buildID, "err", err)
+			}
+		}
+	}()
+	return lw
+}
+
+func (lw *logWriter) add(e e2bapi.BuildLogEntry) {
+	if e.Timestamp.IsZero() {
+		e.Timestamp = lw.now()
+	}
+	if e.Level == "" {
+		e.Level = e2bapi.LogInfo
+	}
+	lw.entries <- e
+}
+
+// close waits until every entry is stored.
+func (lw *logWriter) close() {
+	close(lw.entries)
+	<-lw.done
+}
+
+// queryLevel reads the optional level parameter.
+func queryLevel(w http.ResponseWriter, r *http.Request) (string, bool) {
+	level := r.URL.Query().Get("level")
+	switch level {
+	case "", e2bapi.LogDebug, e2bapi.LogInfo, e2bapi.LogWarn, e2bapi.LogError:
+		return level, true
+	}
+	writeError(w, http.StatusBadRequest, "level %q must be one of debug, info, warn, error", level)
+	return "", false
+}
+
+// queryInt reads an optional non-negative integer parameter.
+func queryInt(w http.ResponseWriter, r *http.Request, name string, def int64) (int64, bool) {
+	raw := r.URL.Query().Get(name)
+	if raw == "" {
+		return def, true
+	}
+	n, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || n < 0 {
+		writeError(w, http.StatusBadRequest, "%s %q must be a non-negative integer", name, raw)
+		return 0, false
+	}
+	return n, true
+}
+
+func (s *Server) handleBuildStatus(w http.ResponseWriter, r *http.Request) {
+	templateID, buildID := r.PathValue("templateID"), r.PathValue("buildID")
+	offset, ok := queryInt(w, r, "logsOffset", 0)
+	if !ok {
+		return
+	}
+	limit, ok := queryInt(w, r, "limit", 100)
+	if !ok {
+		return
+	}
+	level, ok := queryLevel(w, r)
+	if !ok {
+		return
+	}
+	b, err := s.store.Build(templateID, buildID)
+	if err != nil {
+		if store.KindOf(err) == store.KindNotFound {
+			writeError(w, http.StatusBadRequest, "Build '%s' not found", buildID)
+			return
+		}
+		s.internalError(w, err)
+		return
+	}
+	info := e2bapi.TemplateBuildInfo{
+		TemplateID: templateID, BuildID: buildID, Status: b.Status,
+		Logs: []string{}, LogEntries: []e2bapi.BuildLogEntry{}, Reason: b.Reason,
+	}
+	if b.Status != e2bapi.BuildWaiting {
+		info.LogEntries, err = s.store.Logs(buildID, int(offset), int(min(limit, 100)), level)
+		if err != nil {
+			s.internalError(w, err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, info)
+}
+
+// handleBuildLogs serves the /logs variant: entries at or after cursor (ms)
+// going forward, or at or before it going backward (newest first).
+func (s *Server) handleBuildLogs(w http.ResponseWriter, r *http.Request) {
+	templateID, buildID := r.PathValue("templateID"), r.PathValue("buildID")
+	cursor, ok := queryInt(w, r, "cursor", -1)
+	if !ok {
+		return
+	}
+	limit, ok := queryInt(w, r, "limit", 100)
+	if !ok {
+		return
+	}
+	level, ok := queryLevel(w, r)
+	if !ok {
+		return
+	}
+	direction := r.URL.Query().Get("direction")
+	if direction != "" && direction != "forward" && direction != "backward" {
+		writeError(w, http.StatusBadRequest, "direction %q must be forward or backward", direction)
+		return
+	}
+	if source := r.URL.Query().Get("source"); source != "" && source != "temporary" && source != "persistent" {
+		writeError(w, http.StatusBadRequest, "source %q must be temporary or persistent", source)
+		return
+	}
+	if _, err := s.store.Build(templateID, buildID); err != nil {
+		s.storeError(w, err)
+		return
+	}
+	all, err := s.store.Logs(buildID, 0, -1, level)
+	if err != nil {
+		s.internalError(w, err)
+		return
+	}
+	limit = min(limit, 100)
+	out := []e2bapi.BuildLogEntry{}
+	if direction == "backward" {
+		slices.Reverse(all)
+	}
+	for _, e := range all {
+		if int64(len(out)) >= limit {
+			break
+		}
+		ms := e.Timestamp.UnixMilli()
+		if cursor >= 0 && ((direction == "backward" && ms > cursor) || (direction != "backward" && ms < cursor)) {
+			continue
+		}
+		out = append(out, e)
+	}
+	writeJSON(w, http.StatusOK, e2bapi.TemplateBuildLogsResponse{Logs: out})
+}

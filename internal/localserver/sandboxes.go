@@ -1,0 +1,270 @@
+package localserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"maps"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
+)
+
+func randomHex(n int) string {
+	buf := make([]byte, n)
+	rand.Read(buf)
+	return hex.EncodeToString(buf)
+}
+
+func (s *Server) domain() *string {
+	if s.cfg.Domain == "" {
+		return nil
+	}
+	d := s.cfg.Domain
+	return &d
+}
+
+// handleCreateSandbox serves POST /v2/sandboxes and POST /sandboxes; they
+// differ in the default timeout and in that v1 secures only on request.
+func (s *Server) handleCreateSandbox(defaultTimeout int32) http.HandlerFunc {
+	v1 := defaultTimeout != 300
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req e2bapi.NewSandbox
+		if !decodeBody(w, r, &req, false) {
+			return
+		}
+		timeout := defaultTimeout
+		if req.Timeout != nil {
+			timeout = *req.Timeout
+		}
+		if timeout < 1 || time.Duration(timeout)*time.Second > s.cfg.MaxSandboxTimeout {
+			writeError(w, http.StatusBadRequest, "timeout %d is invalid: it must be from 1 to %d seconds", timeout, int64(s.cfg.MaxSandboxTimeout/time.Second))
+			return
+		}
+		if req.TemplateID == "" {
+			writeError(w, http.StatusBadRequest, "templateID is required")
+			return
+		}
+		t, b, err := s.store.Resolve(req.TemplateID)
+		if err != nil {
+			s.storeError(w, err)
+			return
+		}
+		env := maps.Clone(b.Result.Env)
+		if env == nil {
+			env = map[string]string{}
+		}
+		maps.Copy(env, req.EnvVars)
+		token := ""
+		if !v1 || (req.Secure != nil && *req.Secure) {
+			token = randomHex(32)
+		}
+		id := "i" + store.RandomID(20)
+		started, err := s.engine.StartSandbox(r.Context(), runtime.SandboxSpec{
+			SandboxID: id, TemplateID: t.ID, BuildID: b.ID, Image: b.Result.Image,
+			User: b.Result.User, Workdir: b.Result.Workdir, Env: env, StartCmd: b.Result.StartCmd,
+			AccessToken: token, CPUCount: b.CPUCount, MemoryMB: b.MemoryMB,
+		})
+		if err != nil {
+			s.log.Error("start sandbox", "template", t.ID, "build", b.ID, "err", err)
+			writeJSON(w, http.StatusInternalServerError, e2bapi.Error{Code: 500, Message: "start sandbox: " + err.Error(), ErrorCode: "sandbox_create_failed"})
+			return
+		}
+		envdVersion := started.EnvdVersion
+		if envdVersion == "" {
+			envdVersion = b.Result.EnvdVersion
+		}
+		now := s.cfg.Now().UTC()
+		sb := store.Sandbox{
+			ID: id, TemplateID: t.ID, Alias: t.Alias, BuildID: b.ID, AccessToken: token,
+			StartedAt: now, EndAt: now.Add(time.Duration(timeout) * time.Second),
+			CPUCount: b.CPUCount, MemoryMB: b.MemoryMB, EnvdVersion: envdVersion,
+			Metadata: req.Metadata, ContainerID: started.ContainerID, EnvdSocket: started.EnvdSocket,
+		}
+		if err := s.store.CreateSandbox(sb); err != nil {
+			s.engine.StopSandbox(context.WithoutCancel(r.Context()), id)
+			s.internalError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusCreated, e2bapi.Sandbox{
+			TemplateID: t.ID, SandboxID: id, Alias: t.Alias, ClientID: e2bapi.ClientID,
+			EnvdVersion: envdVersion, EnvdAccessToken: token, Domain: s.domain(),
+		})
+	}
+}
+
+func sandboxID(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := r.PathValue("sandboxID")
+	if err := e2bapi.ValidateSandboxID(id); err != nil {
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return "", false
+	}
+	return id, true
+}
+
+func (s *Server) handleGetSandbox(w http.ResponseWriter, r *http.Request) {
+	id, ok := sandboxID(w, r)
+	if !ok {
+		return
+	}
+	sb, err := s.store.Sandbox(id)
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, e2bapi.SandboxDetail{
+		TemplateID: sb.TemplateID, Alias: sb.Alias, SandboxID: sb.ID, ClientID: e2bapi.ClientID,
+		StartedAt: sb.StartedAt, EndAt: sb.EndAt, EnvdVersion: sb.EnvdVersion,
+		EnvdAccessToken: sb.AccessToken, Domain: s.domain(),
+		CPUCount: sb.CPUCount, MemoryMB: sb.MemoryMB, Metadata: sb.Metadata, State: "running",
+	})
+}
+
+func listed(sb store.Sandbox) e2bapi.ListedSandbox {
+	return e2bapi.ListedSandbox{
+		TemplateID: sb.TemplateID, Alias: sb.Alias, SandboxID: sb.ID, ClientID: e2bapi.ClientID,
+		StartedAt: sb.StartedAt, EndAt: sb.EndAt, CPUCount: sb.CPUCount, MemoryMB: sb.MemoryMB,
+		Metadata: sb.Metadata, State: "running", EnvdVersion: sb.EnvdVersion,
+	}
+}
+
+// filteredSandboxes lists the sandboxes matching the metadata query
+// ("k=v&k2=v2", URL-encoded) and the states (every sandbox is running).
+func (s *Server) filteredSandboxes(w http.ResponseWriter, r *http.Request) ([]e2bapi.ListedSandbox, bool) {
+	want, err := url.ParseQuery(r.URL.Query().Get("metadata"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "metadata query %q is invalid: %v", r.URL.Query().Get("metadata"), err)
+		return nil, false
+	}
+	if states := r.URL.Query().Get("state"); states != "" && !strings.Contains(states, "running") {
+		return []e2bapi.ListedSandbox{}, true
+	}
+	all, err := s.store.Sandboxes()
+	if err != nil {
+		s.internalError(w, err)
+		return nil, false
+	}
+	out := []e2bapi.ListedSandbox{}
+next:
+	for _, sb := range all {
+		for k := range want {
+			if sb.Metadata[k] != want.Get(k) {
+				continue next
+			}
+		}
+		out = append(out, listed(sb))
+	}
+	return out, true
+}
+
+func (s *Server) handleListSandboxes(w http.ResponseWriter, r *http.Request) {
+	if out, ok := s.filteredSandboxes(w, r); ok {
+		writeJSON(w, http.StatusOK, out)
+	}
+}
+
+func (s *Server) handleListSandboxesV2(w http.ResponseWriter, r *http.Request) {
+	limit, ok := pageLimit(w, r)
+	if !ok {
+		return
+	}
+	out, ok := s.filteredSandboxes(w, r)
+	if !ok {
+		return
+	}
+	page, next := paginate(out, limit, r.URL.Query().Get("nextToken"), func(sb e2bapi.ListedSandbox) string { return sb.SandboxID })
+	if next != "" {
+		w.Header().Set("X-Next-Token", next)
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+func (s *Server) handleDeleteSandbox(w http.ResponseWriter, r *http.Request) {
+	id, ok := sandboxID(w, r)
+	if !ok {
+		return
+	}
+	if _, err := s.store.Sandbox(id); err != nil {
+		s.storeError(w, err)
+		return
+	}
+	if err := s.stopSandbox(r.Context(), id); err != nil {
+		s.internalError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// stopSandbox removes the sandbox's container, then forgets it; a sandbox
+// whose container could not be removed stays recorded to be tried again.
+func (s *Server) stopSandbox(ctx context.Context, id string) error {
+	if err := s.engine.StopSandbox(ctx, id); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if p, ok := s.proxies[id]; ok {
+		p.transport.CloseIdleConnections()
+		delete(s.proxies, id)
+	}
+	s.mu.Unlock()
+	_, err := s.store.DeleteSandbox(id)
+	return err
+}
+
+func (s *Server) handleSandboxTimeout(w http.ResponseWriter, r *http.Request) {
+	id, ok := sandboxID(w, r)
+	if !ok {
+		return
+	}
+	var req e2bapi.SandboxTimeoutRequest
+	if !decodeBody(w, r, &req, false) {
+		return
+	}
+	if req.Timeout < 0 || time.Duration(req.Timeout)*time.Second > s.cfg.MaxSandboxTimeout {
+		writeError(w, http.StatusBadRequest, "timeout %d is invalid: it must be from 0 to %d seconds", req.Timeout, int64(s.cfg.MaxSandboxTimeout/time.Second))
+		return
+	}
+	if err := s.store.SetSandboxEndAt(id, s.cfg.Now().Add(time.Duration(req.Timeout)*time.Second)); err != nil {
+		s.storeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// reapLoop stops sandboxes whose time ran out until the server closes.
+func (s *Server) reapLoop() {
+	ticker := time.NewTicker(s.cfg.ReapInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-ticker.C:
+			s.reapExpired(s.ctx)
+		}
+	}
+}
+
+func (s *Server) reapExpired(ctx context.Context) {
+	sandboxes, err := s.store.Sandboxes()
+	if err != nil {
+		s.log.Error("list sandboxes to reap", "err", err)
+		return
+	}
+	now := s.cfg.Now()
+	for _, sb := range sandboxes {
+		if now.Before(sb.EndAt) {
+			continue
+		}
+		if err := s.stopSandbox(ctx, sb.ID); err != nil {
+			s.log.Error("stop expired sandbox", "sandbox", sb.ID, "err", err)
+			continue
+		}
+		s.log.Info("sandbox timed out and was stopped", "sandbox", sb.ID)
+	}
+}

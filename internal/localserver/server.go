@@ -1,0 +1,384 @@
+// Package localserver is the local E2B-compatible server: the control-plane
+// API of e2b-api.md (templates, builds, uploads, tags, sandboxes), the proxy
+// to each sandbox's envd, and the `server` command that starts it. State
+// lives in the store; builds and sandboxes run on a runtime.Engine.
+package localserver
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
+)
+
+// Config configures a Server. Zero limits take the defaults below.
+type Config struct {
+	// DataDir holds the state database, stored archives and upload spools.
+	DataDir string
+	// APIKey is the one key every API request must carry in X-API-Key.
+	APIKey string
+	// TeamSlug is the namespace of every template name (default "local").
+	TeamSlug string
+	// PublicURL is the base URL clients reach this server at, used in upload
+	// URLs; empty means "http://" + the Host the request was sent to.
+	PublicURL string
+	// Domain is answered as the sandboxes' domain (nil when empty).
+	Domain string
+
+	MaxUploadBytes    int64
+	MaxUnpackedBytes  int64
+	MaxArchiveEntries int
+	UploadURLTTL      time.Duration
+	MaxCPUCount       int32
+	MaxMemoryMB       int32
+	MaxSandboxTimeout time.Duration
+	// ReapInterval is how often expired sandboxes are looked for.
+	ReapInterval time.Duration
+	// Now is the clock (time.Now when nil); tests move it to expire sandboxes.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Defaults of the limits in Config.
+const (
+	DefaultTeamSlug          = "local"
+	DefaultMaxUploadBytes    = 1 << 30
+	DefaultMaxUnpackedBytes  = 4 << 30
+	DefaultMaxArchiveEntries = 200_000
+	DefaultUploadURLTTL      = time.Hour
+	DefaultMaxCPUCount       = 8
+	DefaultMaxMemoryMB       = 16384
+	DefaultMaxSandboxTimeout = 24 * time.Hour
+	DefaultReapInterval      = time.Second
+)
+
+func (c *Config) applyDefaults() {
+	if c.TeamSlug == "" {
+		c.TeamSlug = DefaultTeamSlug
+	}
+	if c.MaxUploadBytes <= 0 {
+		c.MaxUploadBytes = DefaultMaxUploadBytes
+	}
+	if c.MaxUnpackedBytes <= 0 {
+		c.MaxUnpackedBytes = DefaultMaxUnpackedBytes
+	}
+	if c.MaxArchiveEntries <= 0 {
+		c.MaxArchiveEntries = DefaultMaxArchiveEntries
+	}
+	if c.UploadURLTTL <= 0 {
+		c.UploadURLTTL = DefaultUploadURLTTL
+	}
+	if c.MaxCPUCount <= 0 {
+		c.MaxCPUCount = DefaultMaxCPUCount
+	}
+	if c.MaxMemoryMB <= 0 {
+		c.MaxMemoryMB = DefaultMaxMemoryMB
+	}
+	if c.MaxSandboxTimeout <= 0 {
+		c.MaxSandboxTimeout = DefaultMaxSandboxTimeout
+	}
+	if c.ReapInterval <= 0 {
+		c.ReapInterval = DefaultReapInterval
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+}
+
+// Reasons recorded on builds this server ended.
+const (
+	ReasonRestarted = "the local server restarted while the build was running"
+	ReasonShutdown  = "server shut down"
+)
+
+// Server serves the API. Create it with New, serve Handler, end with Close.
+type Server struct {
+	cfg    Config
+	store  *store.Store
+	engine runtime.Engine
+	log    *slog.Logger
+	mux    *http.ServeMux
+
+	archiveDir, spoolDir string
+
+	// ctx is cancelled by Close; builds and the reaper run under it.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	mu      sync.Mutex
+	running map[string]*runningBuild // by build ID
+	proxies map[string]*sandboxProxy // by sandbox ID
+	tasks   sync.WaitGroup
+}
+
+// New opens the state in cfg.DataDir, recovers from an earlier run (builds
+// that were running are failed, containers no sandbox claims removed) and
+// starts the sandbox reaper.
+func New(ctx context.Context, cfg Config, engine runtime.Engine) (*Server, error) {
+	cfg.applyDefaults()
+	if cfg.DataDir == "" {
+		return nil, errors.New("a data directory is required")
+	}
+	if cfg.APIKey == "" {
+		return nil, errors.New("an API key is required")
+	}
+	s := &Server{
+		cfg: cfg, engine: engine, log: cfg.Logger,
+		archiveDir: filepath.Join(cfg.DataDir, "archives"),
+		spoolDir:   filepath.Join(cfg.DataDir, "uploads"),
+		running:    map[string]*runningBuild{},
+		proxies:    map[string]*sandboxProxy{},
+	}
+	for _, dir := range []string{cfg.DataDir, s.archiveDir, s.spoolDir} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("create data directory %s: %w", dir, err)
+		}
+	}
+	st, err := store.Open(filepath.Join(cfg.DataDir, "state.db"), cfg.TeamSlug, cfg.Now)
+	if err != nil {
+		return nil, err
+	}
+	s.store = st
+	if err := s.recover(ctx); err != nil {
+		st.Close()
+		return nil, err
+	}
+	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	s.mux = s.routes()
+	s.tasks.Go(s.reapLoop)
+	return s, nil
+}
+
+// recover cleans up after a previous run that may have been killed.
+func (s *Server) recover(ctx context.Context) error {
+	n, err := s.store.FailBuilding(ReasonRestarted)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		s.log.Info("builds interrupted by the previous run marked as failed", "count", n)
+	}
+	// Leftover upload spools are incomplete uploads; their grants stay usable.
+	if spools, err := os.ReadDir(s.spoolDir); err == nil {
+		for _, e := range spools {
+			os.Remove(filepath.Join(s.spoolDir, e.Name()))
+		}
+	}
+	sandboxes, err := s.store.Sandboxes()
+	if err != nil {
+		return err
+	}
+	live := map[string]bool{}
+	now := s.cfg.Now()
+	for _, sb := range sandboxes {
+		if now.Before(sb.EndAt) {
+			live[sb.ID] = true
+		} else if _, err := s.store.DeleteSandbox(sb.ID); err != nil {
+			return err
+		}
+	}
+	if err := s.engine.RemoveOrphans(ctx, func(id string) bool { return live[id] }); err != nil {
+		return fmt.Errorf("remove containers left by an earlier run: %w", err)
+	}
+	return nil
+}
+
+// Store is the server's state (for tests and the command).
+func (s *Server) Store() *store.Store { return s.store }
+
+// Close fails running builds with "server shut down", stops every sandbox
+// and closes the state. ctx bounds the wait for builds to wind down.
+func (s *Server) Close(ctx context.Context) error {
+	s.cancel(errors.New(ReasonShutdown))
+	done := make(chan struct{})
+	go func() { s.tasks.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		// Builds that did not end in time are still failed in the store.
+		if _, err := s.store.FailBuilding(ReasonShutdown); err != nil {
+			s.log.Error("mark builds failed at shutdown", "err", err)
+		}
+	}
+	var errs []error
+	sandboxes, err := s.store.Sandboxes()
+	errs = append(errs, err)
+	for _, sb := range sandboxes {
+		errs = append(errs, s.stopSandbox(ctx, sb.ID))
+	}
+	s.mu.Lock()
+	for id, p := range s.proxies {
+		p.transport.CloseIdleConnections()
+		delete(s.proxies, id)
+	}
+	s.mu.Unlock()
+	errs = append(errs, s.store.Close())
+	return errors.Join(errs...)
+}
+
+// Handler is the server's HTTP handler: envd proxy, upload PUTs, and the
+// authenticated API.
+func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if id, port, ok := sandboxTarget(r); ok {
+		s.proxy(w, r, id, port)
+		return
+	}
+	if token, ok := strings.CutPrefix(r.URL.Path, uploadPath); ok {
+		s.handleUpload(w, r, token)
+		return
+	}
+	key := r.Header.Get("X-API-Key")
+	if key == "" {
+		writeError(w, http.StatusUnauthorized, "missing X-API-Key header: this server needs its API key")
+		return
+	}
+	if subtle.ConstantTimeCompare([]byte(key), []byte(s.cfg.APIKey)) != 1 {
+		writeError(w, http.StatusUnauthorized, "Invalid API key")
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+func (s *Server) routes() *http.ServeMux {
+	m := http.NewServeMux()
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no route for %s %s", r.Method, r.URL.Path)
+	})
+	m.HandleFunc("GET /_local/stats", s.handleStats)
+
+	m.HandleFunc("POST /v3/templates", s.handleRegister)
+	m.HandleFunc("GET /v2/templates", s.handleListTemplatesV2)
+	m.HandleFunc("GET /templates", s.handleListTemplates)
+	m.HandleFunc("GET /templates/{templateID}", s.handleGetTemplate)
+	// /templates/aliases/{alias} and /templates/{id}/tags overlap, so
+	// these dispatch on their own.
+	m.HandleFunc("GET /templates/{a}/{b}", s.handleTemplateSub)
+	m.HandleFunc("GET /templates/{a}/{b}/{c}", s.handleTemplateSub2)
+	m.HandleFunc("DELETE /templates/{templateID}", s.handleDeleteTemplate)
+	m.HandleFunc("PATCH /v2/templates/{templateID}", s.handlePatchTemplate)
+	m.HandleFunc("POST /v2/templates/{templateID}/builds/{buildID}", s.handleStartBuild)
+	m.HandleFunc("GET /templates/{templateID}/builds/{buildID}/status", s.handleBuildStatus)
+	m.HandleFunc("GET /templates/{templateID}/builds/{buildID}/logs", s.handleBuildLogs)
+	m.HandleFunc("POST /templates/tags", s.handleAssignTags)
+	m.HandleFunc("DELETE /templates/tags", s.handleDeleteTags)
+
+	m.HandleFunc("POST /v2/sandboxes", s.handleCreateSandbox(300))
+	m.HandleFunc("POST /sandboxes", s.handleCreateSandbox(15))
+	m.HandleFunc("GET /sandboxes", s.handleListSandboxes)
+	m.HandleFunc("GET /v2/sandboxes", s.handleListSandboxesV2)
+	m.HandleFunc("GET /sandboxes/{sandboxID}", s.handleGetSandbox)
+	m.HandleFunc("DELETE /sandboxes/{sandboxID}", s.handleDeleteSandbox)
+	m.HandleFunc("POST /sandboxes/{sandboxID}/timeout", s.handleSandboxTimeout)
+	return m
+}
+
+// handleTemplateSub serves GET /templates/aliases/{alias} and
+// GET /templates/{id}/tags.
+func (s *Server) handleTemplateSub(w http.ResponseWriter, r *http.Request) {
+	a, b := r.PathValue("a"), r.PathValue("b")
+	switch {
+	case a == "aliases":
+		s.handleAlias(w, r, b)
+	case b == "tags":
+		s.handleListTags(w, r, a)
+	default:
+		writeError(w, http.StatusNotFound, "no route for %s %s", r.Method, r.URL.Path)
+	}
+}
+
+// handleTemplateSub2 serves GET /templates/{id}/files/{hash} and an alias
+// whose "/" was not escaped: GET /templates/aliases/{namespace}/{alias}.
+func (s *Server) handleTemplateSub2(w http.ResponseWriter, r *http.Request) {
+	a, b, c := r.PathValue("a"), r.PathValue("b"), r.PathValue("c")
+	switch {
+	case a == "aliases":
+		s.handleAlias(w, r, b+"/"+c)
+	case b == "files":
+		s.handleFileLink(w, r, a, c)
+	default:
+		writeError(w, http.StatusNotFound, "no route for %s %s", r.Method, r.URL.Path)
+	}
+}
+
+func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) {
+	st, err := s.store.Stats()
+	if err != nil {
+		s.internalError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// writeError answers the spec's {code, message} envelope.
+func writeError(w http.ResponseWriter, status int, format string, args ...any) {
+	writeJSON(w, status, e2bapi.Error{Code: status, Message: fmt.Sprintf(format, args...)})
+}
+
+func writeJSON(w http.ResponseWriter, status int, body any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(body)
+}
+
+func (s *Server) internalError(w http.ResponseWriter, err error) {
+	s.log.Error("request failed", "err", err)
+	writeJSON(w, http.StatusInternalServerError, e2bapi.Error{Code: 500, Message: err.Error(), ErrorCode: "internal_server_error"})
+}
+
+// storeError answers a store error with the status its kind maps to.
+func (s *Server) storeError(w http.ResponseWriter, err error) {
+	switch store.KindOf(err) {
+	case store.KindNotFound:
+		writeError(w, http.StatusNotFound, "%s", err.Error())
+	case store.KindInvalid:
+		writeError(w, http.StatusBadRequest, "%s", err.Error())
+	case store.KindConflict:
+		writeError(w, http.StatusConflict, "%s", err.Error())
+	case store.KindForbidden:
+		writeError(w, http.StatusForbidden, "%s", err.Error())
+	default:
+		s.internalError(w, err)
+	}
+}
+
+const maxJSONBody = 8 << 20
+
+// decodeBody decodes the JSON body into v; an empty body leaves v as it is
+// when allowEmpty. It answers 400 itself and returns false on failure.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any, allowEmpty bool) bool {
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBody))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "read request body: %v", err)
+		return false
+	}
+	if len(strings.TrimSpace(string(raw))) == 0 {
+		if allowEmpty {
+			return true
+		}
+		writeError(w, http.StatusBadRequest, "request body is empty; a JSON object is required")
+		return false
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid request body: %v", err)
+		return false
+	}
+	return true
+}

@@ -1,0 +1,305 @@
+package localserver
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
+)
+
+// Defaults E2B applies to absent resources (e2b-api.md §1.1).
+const (
+	defaultCPUCount = 2
+	defaultMemoryMB = 1024
+)
+
+func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
+	var req e2bapi.TemplateBuildRequestV3
+	if !decodeBody(w, r, &req, false) {
+		return
+	}
+	name := req.Name
+	if name == "" {
+		name = req.Alias
+	}
+	if name == "" {
+		writeError(w, http.StatusBadRequest, "name is required")
+		return
+	}
+	cpu, mem := int32(defaultCPUCount), int32(defaultMemoryMB)
+	if req.CPUCount != nil {
+		cpu = *req.CPUCount
+	}
+	if req.MemoryMB != nil {
+		mem = *req.MemoryMB
+	}
+	if cpu < 1 || (cpu != 1 && cpu%2 != 0) || cpu > s.cfg.MaxCPUCount {
+		writeError(w, http.StatusBadRequest, "cpuCount %d is invalid: it must be 1 or an even number of at most %d", cpu, s.cfg.MaxCPUCount)
+		return
+	}
+	if mem < 128 || mem%2 != 0 || mem > s.cfg.MaxMemoryMB {
+		writeError(w, http.StatusBadRequest, "memoryMB %d is invalid: it must be an even number from 128 to %d", mem, s.cfg.MaxMemoryMB)
+		return
+	}
+	reg, err := s.store.RegisterBuild(store.RegisterRequest{Name: name, Tags: req.Tags, CPUCount: cpu, MemoryMB: mem})
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, e2bapi.TemplateRequestResponseV3{
+		TemplateID: reg.Template.ID,
+		BuildID:    reg.Build.ID,
+		Public:     reg.Template.Public,
+		Names:      []string{s.store.Name(reg.Template)},
+		Tags:       reg.Build.Tags,
+		Aliases:    []string{reg.Template.Alias},
+	})
+}
+
+// listItem is a template as the list endpoints show it: buildID is the
+// newest ready build (the newest build when none is ready).
+func (s *Server) listItem(t store.Template) (e2bapi.Template, error) {
+	builds, err := s.store.Builds(t.ID)
+	if err != nil {
+		return e2bapi.Template{}, err
+	}
+	item := e2bapi.Template{
+		TemplateID: t.ID, Public: t.Public,
+		Aliases: []string{t.Alias}, Names: []string{s.store.Name(t)},
+		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+		LastSpawnedAt: t.LastSpawnedAt, SpawnCount: t.SpawnCount,
+		BuildCount: int32(len(builds)),
+	}
+	if len(builds) == 0 {
+		return item, nil
+	}
+	item.BuildStatus = builds[0].Status
+	shown := builds[0]
+	for _, b := range builds {
+		if b.Status == e2bapi.BuildReady {
+			shown = b
+			break
+		}
+	}
+	item.BuildID, item.CPUCount, item.MemoryMB = shown.ID, shown.CPUCount, shown.MemoryMB
+	if shown.Result != nil {
+		item.EnvdVersion = shown.Result.EnvdVersion
+	}
+	return item, nil
+}
+
+func (s *Server) listItems() ([]e2bapi.Template, error) {
+	templates, err := s.store.Templates()
+	if err != nil {
+		return nil, err
+	}
+	out := []e2bapi.Template{}
+	for _, t := range templates {
+		item, err := s.listItem(t)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, item)
+	}
+	return out, nil
+}
+
+func (s *Server) handleListTemplates(w http.ResponseWriter, r *http.Request) {
+	items, err := s.listItems()
+	if err != nil {
+		s.internalError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, items)
+}
+
+func (s *Server) handleListTemplatesV2(w http.ResponseWriter, r *http.Request) {
+	limit, ok := pageLimit(w, r)
+	if !ok {
+		return
+	}
+	items, err := s.listItems()
+	if err != nil {
+		s.internalError(w, err)
+		return
+	}
+	page, next := paginate(items, limit, r.URL.Query().Get("nextToken"), func(t e2bapi.Template) string { return t.TemplateID })
+	if next != "" {
+		w.Header().Set("X-Next-Token", next)
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// pageLimit reads the paging limit (1..100, default 100).
+func pageLimit(w http.ResponseWriter, r *http.Request) (int, bool) {
+	raw := r.URL.Query().Get("limit")
+	if raw == "" {
+		return 100, true
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 1 || n > 100 {
+		writeError(w, http.StatusBadRequest, "limit %q must be a number from 1 to 100", raw)
+		return 0, false
+	}
+	return n, true
+}
+
+// paginate returns the page of at most limit items after the item whose key
+// is token (from the start when token is empty or unknown), and the token of
+// the next page ("" on the last page).
+func paginate[T any](items []T, limit int, token string, key func(T) string) ([]T, string) {
+	start := 0
+	if token != "" {
+		for i, it := range items {
+			if key(it) == token {
+				start = i + 1
+				break
+			}
+		}
+	}
+	end := min(start+limit, len(items))
+	page := items[start:end]
+	if end < len(items) && len(page) > 0 {
+		return page, key(page[len(page)-1])
+	}
+	return page, ""
+}
+
+func (s *Server) handleGetTemplate(w http.ResponseWriter, r *http.Request) {
+	limit, ok := pageLimit(w, r)
+	if !ok {
+		return
+	}
+	t, err := s.store.TemplateByID(r.PathValue("templateID"))
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	builds, err := s.store.Builds(t.ID)
+	if err != nil {
+		s.internalError(w, err)
+		return
+	}
+	page, next := paginate(builds, limit, r.URL.Query().Get("nextToken"), func(b store.Build) string { return b.ID })
+	out := e2bapi.TemplateWithBuilds{
+		TemplateID: t.ID, Public: t.Public,
+		Aliases: []string{t.Alias}, Names: []string{s.store.Name(t)},
+		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+		LastSpawnedAt: t.LastSpawnedAt, SpawnCount: t.SpawnCount,
+		Builds: []e2bapi.TemplateBuild{},
+	}
+	for _, b := range page {
+		tb := e2bapi.TemplateBuild{
+			BuildID: b.ID, Status: b.Status, CreatedAt: b.CreatedAt, UpdatedAt: b.UpdatedAt,
+			FinishedAt: b.FinishedAt, CPUCount: b.CPUCount, MemoryMB: b.MemoryMB,
+		}
+		if b.Result != nil {
+			tb.EnvdVersion = b.Result.EnvdVersion
+		}
+		out.Builds = append(out.Builds, tb)
+	}
+	if next != "" {
+		w.Header().Set("X-Next-Token", next)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleDeleteTemplate(w http.ResponseWriter, r *http.Request) {
+	t, builds, err := s.store.DeleteTemplate(r.PathValue("templateID"))
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	// The template is deleted either way; an image left behind only costs disk.
+	for _, b := range builds {
+		if b.Result == nil || b.Result.Image == "" {
+			continue
+		}
+		if err := s.engine.RemoveImage(r.Context(), b.Result.Image); err != nil {
+			s.log.Warn("remove image of deleted template", "template", t.ID, "image", b.Result.Image, "err", err)
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) handlePatchTemplate(w http.ResponseWriter, r *http.Request) {
+	var req e2bapi.TemplateUpdateRequest
+	if !decodeBody(w, r, &req, true) {
+		return
+	}
+	ref := r.PathValue("templateID")
+	var t store.Template
+	var err error
+	if req.Public == nil {
+		t, err = s.store.LookupTemplate(ref)
+	} else {
+		t, err = s.store.SetPublic(ref, *req.Public)
+	}
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, e2bapi.TemplateUpdateResponse{Names: []string{s.store.Name(t)}})
+}
+
+func (s *Server) handleAlias(w http.ResponseWriter, r *http.Request, ref string) {
+	name, err := e2bapi.ParseName(ref)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	var t store.Template
+	if name.Tag != "" {
+		t, _, err = s.store.Resolve(ref)
+	} else {
+		t, err = s.store.LookupTemplate(ref)
+	}
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, e2bapi.TemplateAliasResponse{TemplateID: t.ID, Public: t.Public})
+}
+
+func (s *Server) handleAssignTags(w http.ResponseWriter, r *http.Request) {
+	var req e2bapi.AssignTemplateTagsRequest
+	if !decodeBody(w, r, &req, false) {
+		return
+	}
+	buildID, tags, err := s.store.AssignTags(req.Target, req.Tags)
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, e2bapi.AssignedTemplateTags{BuildID: buildID, Tags: tags})
+}
+
+func (s *Server) handleDeleteTags(w http.ResponseWriter, r *http.Request) {
+	var req e2bapi.DeleteTemplateTagsRequest
+	if !decodeBody(w, r, &req, false) {
+		return
+	}
+	if err := s.store.DeleteTags(req.Name, req.Tags); err != nil {
+		s.storeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) handleListTags(w http.ResponseWriter, r *http.Request, ref string) {
+	t, err := s.store.LookupTemplate(ref)
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	tags, err := s.store.Tags(t.ID)
+	if err != nil {
+		s.internalError(w, err)
+		return
+	}
+	if tags == nil {
+		tags = []e2bapi.TemplateTag{}
+	}
+	writeJSON(w, http.StatusOK, tags)
+}
