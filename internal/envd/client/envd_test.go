@@ -74,19 +74,35 @@ func (r *recorder) headers(path string) []http.Header {
 	return r.seen[path]
 }
 
-// runningWithTag lists envd's processes and reports whether one has tag.
-func runningWithTag(t *testing.T, c *Client, tag string) bool {
+// assertGone checks that the process tagged tag ends (it was sent SIGKILL,
+// which envd reaps asynchronously) and then no longer shows in List.
+func assertGone(t *testing.T, c *Client, tag string) {
 	t.Helper()
-	resp, err := c.process.List(context.Background(), connect.NewRequest(&process.ListRequest{}))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stream, err := c.process.Connect(ctx, connect.NewRequest(&process.ConnectRequest{
+		Process: &process.ProcessSelector{Selector: &process.ProcessSelector_Tag{Tag: tag}},
+	}))
+	if err != nil {
+		t.Fatalf("Connect to %q: %v", tag, err)
+	}
+	ended := false
+	for !ended && stream.Receive() {
+		ended = stream.Msg().GetEvent().GetEnd() != nil
+	}
+	_ = stream.Close()
+	if err := stream.Err(); !ended && connect.CodeOf(err) != connect.CodeNotFound {
+		t.Fatalf("process %q did not end: %v", tag, err)
+	}
+	resp, err := c.process.List(ctx, connect.NewRequest(&process.ListRequest{}))
 	if err != nil {
 		t.Fatalf("List: %v", err)
 	}
 	for _, p := range resp.Msg.GetProcesses() {
 		if p.GetTag() == tag {
-			return true
+			t.Errorf("process %q (pid %d) still listed after it ended", tag, p.GetPid())
 		}
 	}
-	return false
 }
 
 // onMarker returns an OnOutput callback that closes the returned channel the

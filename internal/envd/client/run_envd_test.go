@@ -116,9 +116,7 @@ func TestRunStdinReadErrorAborts(t *testing.T) {
 	if res == nil || res.PID == 0 {
 		t.Errorf("want the partial result, got %+v", res)
 	}
-	if runningWithTag(t, c, "half-fed") {
-		t.Error("the process still runs")
-	}
+	assertGone(t, c, "half-fed")
 }
 
 // A process that exits without reading all its input is a normal outcome,
@@ -221,9 +219,7 @@ func TestRunTimeoutKillsProcess(t *testing.T) {
 	if res == nil || res.PID == 0 {
 		t.Errorf("want the partial result of the started process, got %+v", res)
 	}
-	if runningWithTag(t, c, "sleeper") {
-		t.Error("the process is still running after the timeout")
-	}
+	assertGone(t, c, "sleeper")
 	starts := e.recorder.headers("/process.Process/Start")
 	ms, convErr := strconv.Atoi(starts[len(starts)-1].Get("Connect-Timeout-Ms"))
 	if convErr != nil || ms <= 0 || ms > 2000 {
@@ -249,9 +245,7 @@ func TestRunCancelMidStream(t *testing.T) {
 	if res == nil || len(res.Stdout) == 0 {
 		t.Errorf("want the partial output, got %+v", res)
 	}
-	if runningWithTag(t, c, "flood") {
-		t.Error("the process still runs after cancellation")
-	}
+	assertGone(t, c, "flood")
 	if len(e.recorder.headers("/process.Process/SendSignal")) == 0 {
 		t.Error("no SendSignal was sent to kill the process")
 	}
