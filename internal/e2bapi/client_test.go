@@ -1,0 +1,332 @@
+package e2bapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/openapitest"
+)
+
+const (
+	testKey       = "e2b_0123456789abcdef0123456789abcdef"
+	testUserAgent = "terraform-provider-e2b/1.2.3"
+	testBuildID   = "0b9d3f2e-6c1a-4a8e-9f7d-2e5b8c1d4a6f"
+	testTemplate  = "rki5dems9wqfm4r03t7g"
+)
+
+var testTime = time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC)
+
+// seen is one request as the test server received it.
+type seen struct {
+	Method, Path, Query string
+	Header              http.Header
+	Body                []byte
+	At                  time.Time
+}
+
+// apiServer is an httptest server that records requests and answers with
+// the test's handler.
+type apiServer struct {
+	*httptest.Server
+	mu   sync.Mutex
+	reqs []seen
+}
+
+func newAPIServer(t *testing.T, handler http.HandlerFunc) *apiServer {
+	t.Helper()
+	s := &apiServer{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		s.mu.Lock()
+		s.reqs = append(s.reqs, seen{Method: r.Method, Path: r.URL.EscapedPath(), Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body, At: time.Now()})
+		s.mu.Unlock()
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		handler(w, r)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *apiServer) requests() []seen {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]seen(nil), s.reqs...)
+}
+
+func (s *apiServer) count(method, path string) int {
+	n := 0
+	for _, r := range s.requests() {
+		if r.Method == method && r.Path == path {
+			n++
+		}
+	}
+	return n
+}
+
+// captureLogger keeps every entry the client logs.
+type captureLogger struct {
+	mu      sync.Mutex
+	entries []string
+	fields  []map[string]any
+}
+
+func (l *captureLogger) add(level, msg string, fields map[string]any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.entries = append(l.entries, fmt.Sprintf("%s %s %v", level, msg, fields))
+	l.fields = append(l.fields, fields)
+}
+
+func (l *captureLogger) Debug(_ context.Context, msg string, f map[string]any) {
+	l.add("DEBUG", msg, f)
+}
+func (l *captureLogger) Info(_ context.Context, msg string, f map[string]any) { l.add("INFO", msg, f) }
+func (l *captureLogger) Warn(_ context.Context, msg string, f map[string]any) { l.add("WARN", msg, f) }
+
+func (l *captureLogger) all() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.entries, "\n")
+}
+
+// newTestClient returns a client of srv whose every call passes the
+// validating transport of the E2B spec.
+func newTestClient(t *testing.T, srv *apiServer, base http.RoundTripper, opts ...openapitest.Option) (*Client, *captureLogger) {
+	t.Helper()
+	logger := &captureLogger{}
+	c, err := New(Config{
+		BaseURL:      srv.URL,
+		APIKey:       testKey,
+		UserAgent:    testUserAgent,
+		MaxRetries:   3,
+		RetryWaitMin: time.Millisecond,
+		RetryWaitMax: 5 * time.Millisecond,
+		HTTPClient:   &http.Client{Transport: openapitest.E2B(t).Transport(t, srv.URL, base, opts...)},
+		Logger:       logger,
+	})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return c, logger
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func sameJSON(t *testing.T, what string, got []byte, want string) {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Errorf("%s: body %q is not JSON: %v", what, got, err)
+		return
+	}
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatalf("%s: bad expectation %q: %v", what, want, err)
+	}
+	if !reflect.DeepEqual(g, w) {
+		t.Errorf("%s: body %s, want %s", what, got, want)
+	}
+}
+
+func TestEndpoints(t *testing.T) {
+	hash := strings.Repeat("ab", 32)
+	created := TemplateRequestResponseV3{TemplateID: testTemplate, BuildID: testBuildID, Names: []string{"team/my-tpl"}, Tags: []string{"v1"}, Aliases: []string{"my-tpl"}}
+	upload := TemplateBuildFileUpload{URL: "https://storage.example/files/x.tar?sig=1", Headers: map[string]string{"x-amz-meta-a": "1"}}
+	info := TemplateBuildInfo{TemplateID: testTemplate, BuildID: testBuildID, Status: BuildBuilding, Logs: []string{},
+		LogEntries: []BuildLogEntry{{Timestamp: testTime, Message: "step 1", Level: LogInfo, Step: "1"}}}
+	logs := TemplateBuildLogsResponse{Logs: []BuildLogEntry{{Timestamp: testTime, Message: "warned", Level: LogWarn}}}
+	template := Template{TemplateID: testTemplate, BuildID: testBuildID, CPUCount: 2, MemoryMB: 1024, DiskSizeMB: 5120, Aliases: []string{"my-tpl"},
+		Names: []string{"team/my-tpl"}, CreatedAt: testTime, UpdatedAt: testTime, SpawnCount: 3, BuildCount: 2, EnvdVersion: "0.6.13", BuildStatus: BuildReady,
+		CreatedBy: &TeamUser{ID: testBuildID, Email: "a@b.c"}}
+	withBuilds := TemplateWithBuilds{TemplateID: testTemplate, Aliases: []string{"my-tpl"}, Names: []string{"team/my-tpl"}, CreatedAt: testTime, UpdatedAt: testTime,
+		LastSpawnedAt: ptr(testTime), Builds: []TemplateBuild{{BuildID: testBuildID, Status: BuildReady, CreatedAt: testTime, UpdatedAt: testTime, FinishedAt: ptr(testTime), CPUCount: 2, MemoryMB: 1024}}}
+	sandbox := Sandbox{TemplateID: testTemplate, SandboxID: "iabcdefghij0123456789", ClientID: ClientID, EnvdVersion: "0.6.13", EnvdAccessToken: "tok"}
+	detail := SandboxDetail{TemplateID: testTemplate, SandboxID: "iabcdefghij0123456789", ClientID: ClientID, StartedAt: testTime, EndAt: testTime.Add(time.Minute),
+		EnvdVersion: "0.6.13", CPUCount: 2, MemoryMB: 1024, DiskSizeMB: 5120, State: "running", Metadata: map[string]string{"m": "1"}}
+
+	cases := []struct {
+		name         string
+		call         func(ctx context.Context, c *Client) (any, error)
+		method, path string
+		query        string
+		body         string // JSON; empty for none
+		status       int
+		answer       any // nil for an empty body
+		want         any
+	}{
+		{name: "CreateTemplateBuild",
+			call: func(ctx context.Context, c *Client) (any, error) {
+				return c.CreateTemplateBuild(ctx, TemplateBuildRequestV3{Name: "team/my-tpl:v1", Tags: []string{"prod"}, CPUCount: ptr[int32](2), MemoryMB: ptr[int32](1024), MinFreeDiskMB: ptr[int32](0)})
+			},
+			method: "POST", path: "/v3/templates",
+			body:   `{"name":"team/my-tpl:v1","tags":["prod"],"cpuCount":2,"memoryMB":1024,"minFreeDiskMb":0}`,
+			status: 202, answer: created, want: &created},
+		{name: "GetFileUploadLink",
+			call:   func(ctx context.Context, c *Client) (any, error) { return c.GetFileUploadLink(ctx, testTemplate, hash) },
+			method: "GET", path: "/templates/" + testTemplate + "/files/" + hash,
+			status: 201, answer: upload, want: &upload},
+		{name: "StartBuild",
+			call: func(ctx context.Context, c *Client) (any, error) {
+				return nil, c.StartBuild(ctx, testTemplate, testBuildID, TemplateBuildStartV2{FromImage: "ubuntu:22.04", StartCmd: "python app.py",
+					Steps: []TemplateStep{{Type: StepCopy, Args: []string{"app", "/app", "", ""}, FilesHash: hash}, {Type: StepRun, Args: []string{"echo hi"}}}})
+			},
+			method: "POST", path: "/v2/templates/" + testTemplate + "/builds/" + testBuildID,
+			body: `{"fromImage":"ubuntu:22.04","force":false,"startCmd":"python app.py","steps":[` +
+				`{"type":"COPY","args":["app","/app","",""],"filesHash":"` + hash + `","force":false},{"type":"RUN","args":["echo hi"],"force":false}]}`,
+			status: 202},
+		{name: "StartBuild without steps sends an empty list",
+			call: func(ctx context.Context, c *Client) (any, error) {
+				return nil, c.StartBuild(ctx, testTemplate, testBuildID, TemplateBuildStartV2{FromTemplate: "base"})
+			},
+			method: "POST", path: "/v2/templates/" + testTemplate + "/builds/" + testBuildID,
+			body: `{"fromTemplate":"base","force":false,"steps":[]}`, status: 202},
+		{name: "GetBuildStatus",
+			call: func(ctx context.Context, c *Client) (any, error) {
+				return c.GetBuildStatus(ctx, testTemplate, testBuildID, BuildStatusQuery{LogsOffset: 5, Limit: 50, Level: LogInfo})
+			},
+			method: "GET", path: "/templates/" + testTemplate + "/builds/" + testBuildID + "/status", query: "level=info&limit=50&logsOffset=5",
+			status: 200, answer: info, want: &info},
+		{name: "GetBuildLogs",
+			call: func(ctx context.Context, c *Client) (any, error) {
+				return c.GetBuildLogs(ctx, testTemplate, testBuildID, BuildLogsQuery{Cursor: ptr[int64](1700000000000), Limit: 10, Direction: "forward", Level: LogWarn, Source: "persistent"})
+			},
+			method: "GET", path: "/templates/" + testTemplate + "/builds/" + testBuildID + "/logs",
+			query:  "cursor=1700000000000&direction=forward&level=warn&limit=10&source=persistent",
+			status: 200, answer: logs, want: logs.Logs},
+		{name: "ListTemplates",
+			call:   func(ctx context.Context, c *Client) (any, error) { return c.ListTemplates(ctx) },
+			method: "GET", path: "/v2/templates", query: "limit=100",
+			status: 200, answer: []Template{template}, want: []Template{template}},
+		{name: "GetTemplate",
+			call:   func(ctx context.Context, c *Client) (any, error) { return c.GetTemplate(ctx, testTemplate) },
+			method: "GET", path: "/templates/" + testTemplate,
+			status: 200, answer: withBuilds, want: &withBuilds},
+		{name: "DeleteTemplate by name",
+			call:   func(ctx context.Context, c *Client) (any, error) { return nil, c.DeleteTemplate(ctx, "team/my-tpl") },
+			method: "DELETE", path: "/templates/team%2Fmy-tpl", status: 204},
+		{name: "UpdateTemplate",
+			call: func(ctx context.Context, c *Client) (any, error) {
+				return c.UpdateTemplate(ctx, "team/my-tpl", TemplateUpdateRequest{Public: ptr(true)})
+			},
+			method: "PATCH", path: "/v2/templates/team%2Fmy-tpl", body: `{"public":true}`,
+			status: 200, answer: TemplateUpdateResponse{Names: []string{"team/my-tpl"}}, want: &TemplateUpdateResponse{Names: []string{"team/my-tpl"}}},
+		{name: "GetTemplateByAlias",
+			call:   func(ctx context.Context, c *Client) (any, error) { return c.GetTemplateByAlias(ctx, "team/my-tpl:v1") },
+			method: "GET", path: "/templates/aliases/team%2Fmy-tpl:v1",
+			status: 200, answer: TemplateAliasResponse{TemplateID: testTemplate, Public: true}, want: &TemplateAliasResponse{TemplateID: testTemplate, Public: true}},
+		{name: "AssignTags",
+			call: func(ctx context.Context, c *Client) (any, error) {
+				return c.AssignTags(ctx, "my-tpl:v1", []string{"prod"})
+			},
+			method: "POST", path: "/templates/tags", body: `{"target":"my-tpl:v1","tags":["prod"]}`,
+			status: 201, answer: AssignedTemplateTags{Tags: []string{"prod"}, BuildID: testBuildID}, want: &AssignedTemplateTags{Tags: []string{"prod"}, BuildID: testBuildID}},
+		{name: "DeleteTags",
+			call: func(ctx context.Context, c *Client) (any, error) {
+				return nil, c.DeleteTags(ctx, "my-tpl", []string{"prod"})
+			},
+			method: "DELETE", path: "/templates/tags", body: `{"name":"my-tpl","tags":["prod"]}`, status: 204},
+		{name: "ListTags",
+			call:   func(ctx context.Context, c *Client) (any, error) { return c.ListTags(ctx, "my-tpl") },
+			method: "GET", path: "/templates/my-tpl/tags",
+			status: 200, answer: []TemplateTag{{Tag: "prod", BuildID: testBuildID, CreatedAt: testTime}}, want: []TemplateTag{{Tag: "prod", BuildID: testBuildID, CreatedAt: testTime}}},
+		{name: "CreateSandbox sends no secure to v2",
+			call: func(ctx context.Context, c *Client) (any, error) {
+				return c.CreateSandbox(ctx, NewSandbox{TemplateID: "my-tpl:v1", Secure: ptr(false), Metadata: map[string]string{"m": "1"}, EnvVars: map[string]string{"K": "V"}})
+			},
+			method: "POST", path: "/v2/sandboxes", body: `{"templateID":"my-tpl:v1","metadata":{"m":"1"},"envVars":{"K":"V"}}`,
+			status: 201, answer: sandbox, want: &sandbox},
+		{name: "GetSandbox",
+			call:   func(ctx context.Context, c *Client) (any, error) { return c.GetSandbox(ctx, "iabcdefghij0123456789") },
+			method: "GET", path: "/sandboxes/iabcdefghij0123456789",
+			status: 200, answer: detail, want: &detail},
+		{name: "KillSandbox",
+			call: func(ctx context.Context, c *Client) (any, error) {
+				return nil, c.KillSandbox(ctx, "iabcdefghij0123456789")
+			},
+			method: "DELETE", path: "/sandboxes/iabcdefghij0123456789", status: 204},
+		{name: "SetSandboxTimeout",
+			call: func(ctx context.Context, c *Client) (any, error) {
+				return nil, c.SetSandboxTimeout(ctx, "iabcdefghij0123456789", 60)
+			},
+			method: "POST", path: "/sandboxes/iabcdefghij0123456789/timeout", body: `{"timeout":60}`, status: 204},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newAPIServer(t, func(w http.ResponseWriter, r *http.Request) {
+				if tc.answer == nil {
+					w.WriteHeader(tc.status)
+					return
+				}
+				writeJSON(w, tc.status, tc.answer)
+			})
+			c, _ := newTestClient(t, srv, nil)
+			got, err := tc.call(t.Context(), c)
+			if err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			reqs := srv.requests()
+			if len(reqs) != 1 {
+				t.Fatalf("%d requests, want 1", len(reqs))
+			}
+			r := reqs[0]
+			if r.Method != tc.method || r.Path != tc.path || r.Query != tc.query {
+				t.Errorf("request %s %s?%s, want %s %s?%s", r.Method, r.Path, r.Query, tc.method, tc.path, tc.query)
+			}
+			if r.Header.Get("X-API-Key") != testKey {
+				t.Errorf("X-API-Key %q, want the key", r.Header.Get("X-API-Key"))
+			}
+			if ua := r.Header.Get("User-Agent"); ua != testUserAgent {
+				t.Errorf("User-Agent %q, want %q", ua, testUserAgent)
+			}
+			if tc.body == "" {
+				if len(r.Body) != 0 {
+					t.Errorf("unexpected body %q", r.Body)
+				}
+			} else {
+				sameJSON(t, "request body", r.Body, tc.body)
+				if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+					t.Errorf("Content-Type %q, want application/json", ct)
+				}
+			}
+			if tc.want != nil && !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("decoded %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNewRefusesUnsafeConfig(t *testing.T) {
+	for _, cfg := range []Config{
+		{BaseURL: "http://api.example.com", APIKey: testKey},
+		{BaseURL: "ftp://127.0.0.1", APIKey: testKey},
+		{BaseURL: "https://api.e2b.app"},
+		{BaseURL: "https://api.e2b.app", APIKey: testKey, UserAgent: "e2b-js-sdk/2.51.0"},
+		{BaseURL: "https://api.e2b.app", APIKey: testKey, MaxRetries: -1},
+	} {
+		if _, err := New(cfg); err == nil {
+			t.Errorf("New(%+v) accepted an unsafe or invalid configuration", cfg)
+		}
+	}
+	for _, base := range []string{"http://127.0.0.1:3000", "http://localhost:3000/", "https://api.e2b.app"} {
+		c, err := New(Config{BaseURL: base, APIKey: testKey})
+		if err != nil {
+			t.Errorf("New(%q): %v", base, err)
+		} else if c.userAgent != DefaultUserAgent {
+			t.Errorf("default user agent %q, want %q", c.userAgent, DefaultUserAgent)
+		}
+	}
+}
