@@ -1,3 +1,11 @@
+terraform {
+  required_providers {
+    e2b = {
+      source = "e2b-terraform/e2b"
+    }
+  }
+}
+
 # E2B's hosted service: the API key comes from E2B_API_KEY when not set here.
 provider "e2b" {
   api_key = var.e2b_api_key # or leave out and export E2B_API_KEY
