@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 
+	envdserver "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/server"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/provider"
 )
 
@@ -24,7 +25,9 @@ const providerAddress = "registry.terraform.io/e2b-terraform/e2b"
 // subcommands are the binary's other roles, chosen by the first argument.
 // Each entry point gets the remaining arguments and returns the exit code.
 // One binary carries every role so that a release has one version everywhere.
-var subcommands = map[string]func(args []string) int{}
+var subcommands = map[string]func(args []string) int{
+	"envd": envdserver.Main,
+}
 
 func main() {
 	if len(os.Args) > 1 {
