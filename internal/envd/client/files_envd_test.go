@@ -67,7 +67,11 @@ func TestUploadDownloadLargeFileStreams(t *testing.T) {
 }
 
 func TestUploadOverwritesAndDownloadMissing(t *testing.T) {
-	c := startEnvd(t, nil).client(t, "")
+	e := startEnvd(t, nil)
+	c := e.client(t, "tok")
+	if err := c.Init(t.Context(), InitRequest{AccessToken: "tok"}); err != nil {
+		t.Fatal(err)
+	}
 	path := filepath.Join(t.TempDir(), "f.txt")
 	for _, content := range []string{"first version", "second"} {
 		if err := c.Upload(t.Context(), path, "", strings.NewReader(content)); err != nil {
@@ -94,6 +98,11 @@ func TestUploadOverwritesAndDownloadMissing(t *testing.T) {
 	}
 	if err := c.Health(t.Context()); err != nil {
 		t.Errorf("health: %v", err)
+	}
+	for _, h := range e.recorder.headers("/files") {
+		if h.Get("X-Access-Token") != "tok" || h.Get("E2b-Sandbox-Id") != testSandboxID || h.Get("E2b-Sandbox-Port") != "49983" {
+			t.Errorf("a /files call lacks the token or routing headers: %v", h)
+		}
 	}
 }
 

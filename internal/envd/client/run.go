@@ -129,6 +129,9 @@ func (c *Client) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 	if tag == "" {
 		tag = randomTag()
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("run %s: %w", req.describe(), err)
+	}
 
 	runCtx := ctx
 	if req.Timeout > 0 {
@@ -159,10 +162,12 @@ func (c *Client) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 	startReq.Header().Set("Keepalive-Ping-Interval", keepaliveSeconds)
 	stream, err := c.process.Start(streamCtx, startReq)
 	if err != nil {
-		return nil, startError(r.op, &req, err)
+		// The request may have reached envd before it failed: finish decides
+		// whether there is a process to kill.
+		return r.finish(ctx, runCtx, err)
 	}
 	streamErr := r.receive(streamCtx, stream)
-	_ = stream.Close() // drains the body; the outcome is already known
+	_ = stream.Close() // releases the connection; the outcome is already known
 	r.waitStdin()
 	return r.finish(ctx, runCtx, streamErr)
 }

@@ -251,6 +251,20 @@ func TestRunCancelMidStream(t *testing.T) {
 	}
 }
 
+// A context cancelled before Run starts anything sends nothing.
+func TestRunCancelledBeforeStart(t *testing.T) {
+	e := startEnvd(t, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	res, err := e.client(t, "").Run(ctx, RunRequest{Cmd: "true"})
+	if !errors.Is(err, context.Canceled) || res != nil {
+		t.Fatalf("got %+v, %v; want no result and context.Canceled", res, err)
+	}
+	if n := len(e.recorder.headers("/process.Process/Start")); n != 0 {
+		t.Errorf("%d Start calls reached envd", n)
+	}
+}
+
 func TestRunUnknownUser(t *testing.T) {
 	c := startEnvd(t, nil).client(t, "")
 	res, err := c.Run(t.Context(), RunRequest{Cmd: "id", User: "nosuchuser"})
