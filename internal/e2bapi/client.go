@@ -151,16 +151,19 @@ func (c *Client) retryingClient(cfg Config, timeout time.Duration) *retryablehtt
 // callState follows one call through its attempts, for logging and for the
 // retry policy (which sees no request when the connection failed).
 type callState struct {
-	method  string
-	logURL  string
+	method string
+	logURL string
+	// secret is hidden from logs and errors besides the API key: the query
+	// of a presigned upload URL, which carries its signature.
+	secret  string
 	attempt int
 	started time.Time
 }
 
 type callStateKey struct{}
 
-func withCallState(ctx context.Context, method, logURL string) context.Context {
-	return context.WithValue(ctx, callStateKey{}, &callState{method: method, logURL: logURL})
+func withCallState(ctx context.Context, method, logURL, secret string) context.Context {
+	return context.WithValue(ctx, callStateKey{}, &callState{method: method, logURL: logURL, secret: secret})
 }
 
 func callStateOf(ctx context.Context) *callState {
@@ -197,19 +200,21 @@ func (c *Client) log(ctx context.Context, level func(context.Context, string, ma
 	for k, v := range fields {
 		switch v := v.(type) {
 		case string:
-			fields[k] = c.redact(v)
+			fields[k] = c.redact(ctx, v)
 		case error:
-			fields[k] = c.redact(v.Error())
+			fields[k] = c.redact(ctx, v.Error())
 		}
 	}
 	level(ctx, msg, fields)
 }
 
-func (c *Client) redact(s string) string {
-	if c.apiKey == "" {
-		return s
+func (c *Client) redact(ctx context.Context, s string) string {
+	for _, secret := range []string{c.apiKey, callStateOf(ctx).secret} {
+		if secret != "" {
+			s = strings.ReplaceAll(s, secret, "[redacted]")
+		}
 	}
-	return strings.ReplaceAll(s, c.apiKey, "[redacted]")
+	return s
 }
 
 // checkRetry is the retry policy. Idempotent calls (GET, PUT, DELETE, and
@@ -318,7 +323,8 @@ func (c *Client) call(ctx context.Context, method, path string, query url.Values
 		}
 		body = data
 	}
-	req, err := retryablehttp.NewRequestWithContext(withCallState(ctx, method, target), method, target, body)
+	ctx = withCallState(ctx, method, target, "")
+	req, err := retryablehttp.NewRequestWithContext(ctx, method, target, body)
 	if err != nil {
 		return nil, fmt.Errorf("E2B API %s %s: %w", method, path, err)
 	}
@@ -330,11 +336,11 @@ func (c *Client) call(ctx context.Context, method, path string, query url.Values
 	}
 	resp, err := c.api.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("E2B API %s %s: %w", method, path, redactedError{c.redact(err.Error()), err})
+		return nil, fmt.Errorf("E2B API %s %s: %w", method, path, redactedError{c.redact(ctx, err.Error()), err})
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return resp.Header, c.apiError(method, path, resp)
+		return resp.Header, c.apiError(ctx, method, path, resp)
 	}
 	if out == nil {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBody))

@@ -188,6 +188,16 @@ func TestEndpoints(t *testing.T) {
 			body: `{"fromImage":"ubuntu:22.04","force":false,"startCmd":"python app.py","steps":[` +
 				`{"type":"COPY","args":["app","/app","",""],"filesHash":"` + hash + `","force":false},{"type":"RUN","args":["echo hi"],"force":false}]}`,
 			status: 202},
+		{name: "StartBuild from a private registry, a step without args",
+			call: func(ctx context.Context, c *Client) (any, error) {
+				return nil, c.StartBuild(ctx, testTemplate, testBuildID, TemplateBuildStartV2{FromImage: "registry.example/img:1", Force: true,
+					FromImageRegistry: &FromImageRegistry{Type: "registry", Username: "u", Password: "p"},
+					Steps:             []TemplateStep{{Type: StepWorkdir}}})
+			},
+			method: "POST", path: "/v2/templates/" + testTemplate + "/builds/" + testBuildID,
+			body: `{"fromImage":"registry.example/img:1","fromImageRegistry":{"type":"registry","username":"u","password":"p"},"force":true,` +
+				`"steps":[{"type":"WORKDIR","args":[],"force":false}]}`,
+			status: 202},
 		{name: "StartBuild without steps sends an empty list",
 			call: func(ctx context.Context, c *Client) (any, error) {
 				return nil, c.StartBuild(ctx, testTemplate, testBuildID, TemplateBuildStartV2{FromTemplate: "base"})

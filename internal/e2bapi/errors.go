@@ -1,6 +1,7 @@
 package e2bapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,11 +41,18 @@ type APIError struct {
 	Method     string
 	// Path is the request path without the query.
 	Path string
+	// service names who answered in Error(): the E2B API, or the storage
+	// an archive was uploaded to.
+	service string
 }
 
 func (e *APIError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "E2B API %s %s answered %d %s", e.Method, e.Path, e.StatusCode, http.StatusText(e.StatusCode))
+	service := e.service
+	if service == "" {
+		service = "E2B API"
+	}
+	fmt.Fprintf(&b, "%s %s %s answered %d %s", service, e.Method, e.Path, e.StatusCode, http.StatusText(e.StatusCode))
 	if e.Message != "" {
 		fmt.Fprintf(&b, ": %s", e.Message)
 	} else {
@@ -65,7 +73,7 @@ func (e *APIError) Is(target error) bool {
 // maxErrorMessage bounds the text kept from a body that is not the envelope.
 const maxErrorMessage = 512
 
-func (c *Client) apiError(method, path string, resp *http.Response) *APIError {
+func (c *Client) apiError(ctx context.Context, method, path string, resp *http.Response) *APIError {
 	e := &APIError{StatusCode: resp.StatusCode, Method: method, Path: path}
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	var envelope Error
@@ -77,7 +85,7 @@ func (c *Client) apiError(method, path string, resp *http.Response) *APIError {
 		}
 		e.Message = text
 	}
-	e.Message = c.redact(e.Message)
+	e.Message = c.redact(ctx, e.Message)
 	return e
 }
 

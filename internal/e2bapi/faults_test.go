@@ -738,3 +738,51 @@ func TestFollowBuildStopsWithContext(t *testing.T) {
 		t.Errorf("error %v, want context.Canceled", err)
 	}
 }
+
+func TestUploadErrorNamesTheStorage(t *testing.T) {
+	storage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = io.WriteString(w, "<Error><Code>SignatureDoesNotMatch</Code></Error>")
+	}))
+	t.Cleanup(storage.Close)
+	api := newAPIServer(t, func(w http.ResponseWriter, r *http.Request) {})
+	c, _ := newTestClient(t, api, nil)
+	err := c.UploadArchive(t.Context(), &TemplateBuildFileUpload{URL: storage.URL + "/b/h.tar?sig=secret"}, strings.NewReader("data"), 4)
+	if !IsForbidden(err) {
+		t.Fatalf("error %v, want 403", err)
+	}
+	for _, want := range []string{"build context storage at " + strings.TrimPrefix(storage.URL, "http://"), "PUT /b/h.tar", "SignatureDoesNotMatch"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "secret") {
+		t.Errorf("error %q shows the presigned signature", err)
+	}
+}
+
+func TestUploadConnectionErrorsHideTheSignature(t *testing.T) {
+	var attempts atomic.Int32
+	storage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		attempts.Add(1)
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	t.Cleanup(storage.Close)
+	api := newAPIServer(t, func(w http.ResponseWriter, r *http.Request) {})
+	c, logs := newTestClient(t, api, nil)
+	err := c.UploadArchive(t.Context(), &TemplateBuildFileUpload{URL: storage.URL + "/b/h.tar?X-Amz-Signature=topsecret"}, strings.NewReader("data"), 4)
+	if err == nil {
+		t.Fatal("upload to a server that drops every connection succeeded")
+	}
+	if attempts.Load() != 4 {
+		t.Errorf("%d upload attempts, want 1 + MaxRetries (3)", attempts.Load())
+	}
+	if strings.Contains(err.Error(), "topsecret") || strings.Contains(logs.all(), "topsecret") {
+		t.Errorf("the presigned signature leaked:\nerror: %v\nlogs:\n%s", err, logs.all())
+	}
+}

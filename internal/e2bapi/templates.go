@@ -75,9 +75,10 @@ func (c *Client) UploadArchive(ctx context.Context, link *TemplateBuildFileUploa
 		return err
 	}
 	body := retryablehttp.ReaderFunc(func() (io.Reader, error) { return io.NewSectionReader(archive, 0, size), nil })
-	req, err := retryablehttp.NewRequestWithContext(withCallState(ctx, http.MethodPut, shown), http.MethodPut, link.URL, body)
+	ctx = withCallState(ctx, http.MethodPut, shown, target.RawQuery)
+	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPut, link.URL, body)
 	if err != nil {
-		return fmt.Errorf("upload to %s: %w", shown, err)
+		return fmt.Errorf("upload to %s: %s", shown, c.redact(ctx, err.Error()))
 	}
 	req.ContentLength = size
 	for name, value := range link.Headers {
@@ -90,11 +91,13 @@ func (c *Client) UploadArchive(ctx context.Context, link *TemplateBuildFileUploa
 	req.Header.Set("User-Agent", c.userAgent)
 	resp, err := c.upload.Do(req)
 	if err != nil {
-		return fmt.Errorf("upload to %s: %w", shown, err)
+		return fmt.Errorf("upload to %s: %w", shown, redactedError{c.redact(ctx, err.Error()), err})
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return c.apiError(http.MethodPut, target.Path, resp)
+		apiErr := c.apiError(ctx, http.MethodPut, target.Path, resp)
+		apiErr.service = "build context storage at " + target.Host
+		return apiErr
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBody))
 	return nil
@@ -111,9 +114,15 @@ func (c *Client) StartBuild(ctx context.Context, templateID, buildID string, req
 	if err != nil {
 		return err
 	}
-	if req.Steps == nil {
-		req.Steps = []TemplateStep{}
+	// The spec types steps and args as arrays: absent lists go as [], not null.
+	steps := make([]TemplateStep, len(req.Steps))
+	for i, step := range req.Steps {
+		if step.Args == nil {
+			step.Args = []string{}
+		}
+		steps[i] = step
 	}
+	req.Steps = steps
 	_, err = c.call(ctx, http.MethodPost, "/v2/templates/"+id+"/builds/"+bid, nil, req, nil)
 	return err
 }
