@@ -26,6 +26,10 @@ func Main(args []string) int {
 	if err := flags.Parse(args); err != nil {
 		return 2
 	}
+	if flags.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "envd: unexpected arguments %q\n", flags.Args())
+		return 2
+	}
 	if *version {
 		fmt.Println(Version)
 		return 0

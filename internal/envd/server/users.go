@@ -29,6 +29,11 @@ type osUser struct {
 func lookupUser(name string) (*osUser, error) {
 	u, err := user.Lookup(name)
 	if err != nil {
+		if name == fallbackUser {
+			// uid 0 exists even in images without /etc/passwd (minimal
+			// or busybox-static rootfs).
+			return &osUser{name: fallbackUser, home: rootHome()}, nil
+		}
 		return nil, err
 	}
 	uid, err := strconv.ParseUint(u.Uid, 10, 32)
@@ -134,4 +139,12 @@ func (u *osUser) mkdirAll(dir string) error {
 		return err
 	}
 	return u.chown(dir)
+}
+
+// rootHome is /root when it exists, else /.
+func rootHome() string {
+	if fi, err := os.Stat("/root"); err == nil && fi.IsDir() {
+		return "/root"
+	}
+	return "/"
 }

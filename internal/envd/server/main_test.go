@@ -1,0 +1,81 @@
+package server
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/process/processconnect"
+)
+
+func TestServeOnUnixSocket(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "envd.sock")
+	// A stale socket file from an earlier run.
+	stale, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.(*net.UnixListener).SetUnlinkOnClose(false)
+	_ = stale.Close()
+
+	ln, err := listenOn("unix://" + path)
+	if err != nil {
+		t.Fatalf("listenOn over a stale socket: %v", err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o666 || fi.Mode()&os.ModeSocket == 0 {
+		t.Fatalf("socket %v (%v), want a socket with mode 0666", fi, err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() { served <- New(Config{}).Serve(ctx, ln) }()
+
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", path)
+	}}}
+	resp, err := client.Get("http://envd/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Errorf("/health over the socket = %d", resp.StatusCode)
+	}
+	stream, err := processconnect.NewProcessClient(client, "http://envd").Start(ctx, connect.NewRequest(shell("sleep 600")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !stream.Receive() {
+		t.Fatalf("no start event: %v", stream.Err())
+	}
+	pid := int(stream.Msg().GetEvent().GetStart().GetPid())
+
+	cancel()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("Serve after cancel: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Serve did not return after its context ended")
+	}
+	eventually(t, "the process to be killed on shutdown", func() bool { return !alive(pid) })
+}
+
+func TestMainFlags(t *testing.T) {
+	if code := Main([]string{"--version"}); code != 0 {
+		t.Errorf("--version exit code %d", code)
+	}
+	if code := Main([]string{"--no-such-flag"}); code != 2 {
+		t.Errorf("bad flag exit code %d, want 2", code)
+	}
+	if code := Main([]string{"--listen", "unix://" + filepath.Join(t.TempDir(), "missing", "dir", "envd.sock")}); code != 1 {
+		t.Errorf("unusable socket path exit code %d, want 1", code)
+	}
+}
