@@ -74,4 +74,3 @@ func listenOn(addr string) (net.Listener, error) {
 	}
 	return ln, nil
 }
-
