@@ -94,7 +94,12 @@ func New(cfg Config) (*Client, error) {
 		accessToken: cfg.AccessToken,
 		userAgent:   userAgent,
 	}
-	opts := []connect.ClientOption{connect.WithReadMaxBytes(maxMessageBytes)}
+	opts := []connect.ClientOption{
+		connect.WithReadMaxBytes(maxMessageBytes),
+		// Like the SDK, do not ask envd to gzip every output chunk: it would
+		// spend the sandbox's CPU on it while a build runs there.
+		connect.WithAcceptCompression("gzip", nil, nil),
+	}
 	return &Client{
 		baseURL:    base,
 		http:       hc,

@@ -27,7 +27,7 @@ type envd struct {
 
 // startEnvd serves the real envd, wrapped by wrap when given (fault
 // injection), behind a recorder of request headers.
-func startEnvd(t *testing.T, wrap func(http.Handler) http.Handler) *envd {
+func startEnvd(t testing.TB, wrap func(http.Handler) http.Handler) *envd {
 	t.Helper()
 	srv := server.New(server.Config{})
 	var h http.Handler = srv
@@ -42,7 +42,7 @@ func startEnvd(t *testing.T, wrap func(http.Handler) http.Handler) *envd {
 }
 
 // client returns a client for e with the test sandbox ID and token.
-func (e *envd) client(t *testing.T, token string) *Client {
+func (e *envd) client(t testing.TB, token string) *Client {
 	t.Helper()
 	c, err := New(Config{BaseURL: e.url, SandboxID: testSandboxID, AccessToken: token})
 	if err != nil {
