@@ -1,3 +1,7 @@
+// Package e2bapi is the client of the E2B control-plane API (templates,
+// builds, tags, sandboxes), the JSON wire types it shares with the local
+// E2B-compatible server, and E2B's name grammar. It is a plain package: no
+// Terraform types. See ../shared/spec/e2b-api.md sections 0, 1, 4 and 5.
 package e2bapi
 
 import (
@@ -281,14 +285,14 @@ func isDialError(err error) bool {
 }
 
 // backoff waits as long as a Retry-After header asks (seconds or an HTTP
-// date, at most maxRetryAfter), else exponentially from min to max.
-func backoff(min, max time.Duration, attempt int, resp *http.Response) time.Duration {
+// date, at most maxRetryAfter), else exponentially from waitMin to waitMax.
+func backoff(waitMin, waitMax time.Duration, attempt int, resp *http.Response) time.Duration {
 	if resp != nil {
 		if d, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 			return d
 		}
 	}
-	return retryablehttp.DefaultBackoff(min, max, attempt, nil)
+	return retryablehttp.DefaultBackoff(waitMin, waitMax, attempt, nil)
 }
 
 func retryAfter(value string, now time.Time) (time.Duration, bool) {

@@ -4,6 +4,22 @@
 // to our reading of it. Transport validates what a client sends and receives;
 // Middleware validates what a server receives and answers. A mismatch fails
 // the test that caused it, naming the operation, the field and the value.
+//
+// A client test sends its calls through the validating transport:
+//
+//	hc := &http.Client{Transport: openapitest.E2B(t).Transport(t, srv.URL, nil)}
+//
+// A server test wraps its handler, naming what is not API traffic:
+//
+//	h := openapitest.E2B(t).Middleware(t, handler,
+//		openapitest.SkipRequests(openapitest.IsSandboxTraffic),
+//		openapitest.SkipRequests(isUploadPath))
+//
+// Status codes must be declared for the operation (a default response
+// counts); bodies, required fields, enums and formats (including uuid) are
+// checked. A request without credentials is accepted only when it is
+// answered 401. A fault-injection test that answers with a status the
+// operation does not declare says so with InjectedFaults.
 package openapitest
 
 import (
