@@ -217,6 +217,7 @@ func TestMiddleware(t *testing.T) {
 	handler.HandleFunc("POST /v3/templates", func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Request-Id", "r1")
 		w.WriteHeader(http.StatusAccepted)
 		if strings.Contains(string(body), "incomplete") {
 			_, _ = io.WriteString(w, `{"templateID":"tpl"}`)
@@ -225,6 +226,12 @@ func TestMiddleware(t *testing.T) {
 		_, _ = io.WriteString(w, validCreated)
 	})
 	handler.HandleFunc("DELETE /templates/{id}", func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-API-Key") == "" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, `{"code":401,"message":"no key"}`)
+			return
+		}
 		w.WriteHeader(http.StatusConflict) // not declared for this operation
 	})
 	handler.HandleFunc("GET /templates/{id}/tags", func(w http.ResponseWriter, r *http.Request) {
@@ -252,6 +259,8 @@ func TestMiddleware(t *testing.T) {
 			status: 202, respond: `{"templateID":"tpl"}`, want: []string{"response 202 to POST /v3/templates", "is missing"}},
 		{name: "undeclared status", method: "DELETE", path: "/templates/tpl", status: 409,
 			want: []string{"response 409 to DELETE /templates/{templateID}", "status 409 is not declared"}},
+		{name: "unauthenticated request refused with 401", method: "DELETE", path: "/templates/tpl", header: map[string]string{"X-API-Key": ""},
+			status: 401, respond: `{"code":401,"message":"no key"}`},
 		{name: "streaming body is not parsed", method: "GET", path: "/templates/tpl/tags", status: 200, respond: "streamed, not JSON"},
 		{name: "sandbox traffic skipped by predicate", method: "POST", path: "/process.Process/Start",
 			header: map[string]string{"E2b-Sandbox-Id": "iabc"}, status: 200, respond: "proxied"},
@@ -267,6 +276,9 @@ func TestMiddleware(t *testing.T) {
 			}
 			if got, _ := io.ReadAll(resp.Body); string(got) != tc.respond {
 				t.Errorf("body %q, want %q", got, tc.respond)
+			}
+			if tc.path == "/v3/templates" && resp.Header.Get("X-Request-Id") != "r1" {
+				t.Error("a header the handler set was lost")
 			}
 			if len(resp.TransferEncoding) > 0 && tc.respond != "streamed, not JSON" {
 				t.Errorf("a buffered response was sent with Transfer-Encoding %v", resp.TransferEncoding)
