@@ -129,6 +129,13 @@ func TestFilesystem(t *testing.T) {
 			t.Errorf("Remove missing: %v", err)
 		}
 	})
+	t.Run("permission denied", func(t *testing.T) {
+		// Even root may not unlink procfs entries.
+		_, err := fsc.Remove(ctx, connect.NewRequest(&pb.RemoveRequest{Path: "/proc/1/status"}))
+		if connect.CodeOf(err) != connect.CodePermissionDenied {
+			t.Errorf("Remove /proc/1/status: %v, want permission_denied", err)
+		}
+	})
 	t.Run("watchers are unimplemented", func(t *testing.T) {
 		_, err := fsc.CreateWatcher(ctx, connect.NewRequest(&pb.CreateWatcherRequest{Path: dir}))
 		if connect.CodeOf(err) != connect.CodeUnimplemented {

@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"mime/multipart"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -326,4 +328,14 @@ func TestFilesOwnership(t *testing.T) {
 	if r := do(t, http.MethodGet, e.url+"/files?username="+u.name+"&path="+url.QueryEscape(rel), "", nil, nil); string(r.body) != "mine" {
 		t.Errorf("download as the user = %d %q", r.status, r.body)
 	}
+}
+
+func TestPanicInHandlerIsContained(t *testing.T) {
+	// A stand-in handler that panics: fault injection for the recovery
+	// every plain HTTP handler runs under.
+	s := New(Config{Logger: log.New(io.Discard, "", 0)})
+	h := s.recoverPanics(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/files", nil))
+	checkError(t, response{status: rec.Code, header: rec.Header(), body: rec.Body.Bytes()}, http.StatusInternalServerError, "internal error")
 }

@@ -145,10 +145,31 @@ func TestWireStartFailureAndExitCode(t *testing.T) {
 	if err := json.Unmarshal([]byte(frames[0].data), &endStream); err != nil || endStream.Error.Code != "invalid_argument" || endStream.Error.Message != "cwd '/does/not/exist' does not exist" {
 		t.Errorf("end-stream %s", frames[0].data)
 	}
-	// A malformed envelope.
+	// A malformed message in a well-formed envelope.
 	resp, frames = postStream(t, e, "/process.Process/Start", `{"process":`)
 	if len(frames) != 1 || frames[0].flags != 0x02 || !strings.Contains(frames[0].data, `"code":"invalid_argument"`) {
 		t.Errorf("malformed message: status %d frames %v", resp.StatusCode, frames)
+	}
+	// An envelope announcing more bytes than the body holds.
+	truncated := envelope(0, `{"process":{"cmd":"true"}}`)
+	binary.BigEndian.PutUint32(truncated[1:], 1000)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, e.url+"/process.Process/Start", bytes.NewReader(truncated))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/connect+json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = res.Body.Close() }()
+	frames = readFrames(t, res.Body)
+	if len(frames) != 1 || frames[0].flags != 0x02 || !strings.Contains(frames[0].data, `"error"`) {
+		t.Errorf("truncated envelope: status %d frames %v", res.StatusCode, frames)
+	}
+	// The daemon still serves.
+	if _, frames := postStream(t, e, "/process.Process/Start", `{"process":{"cmd":"true"}}`); len(frames) < 3 {
+		t.Errorf("Start after bad input: frames %v", frames)
 	}
 }
 
