@@ -1,0 +1,405 @@
+package localserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
+	envdserver "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/server"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/openapitest"
+)
+
+const testAPIKey = "e2b_0123456789abcdef0123456789abcdef01234567"
+
+// testServer is a Server on a loopback httptest listener whose every API
+// request and response is checked against E2B's OpenAPI spec.
+type testServer struct {
+	t      *testing.T
+	URL    string
+	Server *Server
+	Config Config
+	client *http.Client
+}
+
+// testClock is a settable clock for expiring grants and sandboxes.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newTestClock() *testClock {
+	return &testClock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// serverOptions adjust startServer: the Config, and statuses that E2B
+// answers although the spec does not declare them for the operation
+// (e2b-api.md §1.4, §1.5, §8), whose bodies the test checks itself.
+type serverOptions struct {
+	configure   func(*Config)
+	undeclared  []int
+	dataDir     string
+	skipCleanup bool
+}
+
+// startServer starts a Server on engine with a fresh data dir (or
+// opts.dataDir) and closes it when the test ends. Everything but envd proxy
+// traffic, upload PUTs and /_local endpoints goes through the contract check.
+func startServer(t *testing.T, engine runtime.Engine, opts ...serverOptions) *testServer {
+	t.Helper()
+	var o serverOptions
+	for _, opt := range opts {
+		if opt.configure != nil {
+			o.configure = opt.configure
+		}
+		o.undeclared = append(o.undeclared, opt.undeclared...)
+		if opt.dataDir != "" {
+			o.dataDir = opt.dataDir
+		}
+		o.skipCleanup = o.skipCleanup || opt.skipCleanup
+	}
+	cfg := Config{DataDir: o.dataDir, APIKey: testAPIKey, ReapInterval: 5 * time.Millisecond}
+	if cfg.DataDir == "" {
+		cfg.DataDir = t.TempDir()
+	}
+	if o.configure != nil {
+		o.configure(&cfg)
+	}
+	srv, err := New(t.Context(), cfg, engine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	validated := openapitest.E2B(t).Middleware(t, srv.Handler(),
+		openapitest.SkipRequests(openapitest.IsSandboxTraffic),
+		openapitest.SkipRequests(func(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/_local/") }),
+		openapitest.InjectedFaults(o.undeclared...))
+	hs := httptest.NewServer(validated)
+	ts := &testServer{t: t, URL: hs.URL, Server: srv, Config: cfg, client: hs.Client()}
+	t.Cleanup(func() {
+		hs.Close()
+		if !o.skipCleanup {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := srv.Close(ctx); err != nil {
+				t.Errorf("close server: %v", err)
+			}
+		}
+	})
+	return ts
+}
+
+// request sends a request with the API key and a JSON body (when body is
+// not nil; a []byte body is sent as it is).
+func (ts *testServer) request(method, path string, body any, header ...string) *http.Response {
+	ts.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			ts.t.Fatal(err)
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, ts.URL+path, rd)
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("X-API-Key", testAPIKey)
+	for i := 0; i+1 < len(header); i += 2 {
+		if header[i+1] == "" {
+			req.Header.Del(header[i])
+		} else {
+			req.Header.Set(header[i], header[i+1])
+		}
+	}
+	resp, err := ts.client.Do(req)
+	if err != nil {
+		ts.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return resp
+}
+
+// call sends a request, requires status and decodes the answer into out.
+func (ts *testServer) call(method, path string, body any, status int, out any) http.Header {
+	ts.t.Helper()
+	resp := ts.request(method, path, body)
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != status {
+		ts.t.Fatalf("%s %s = %d %s, want %d", method, path, resp.StatusCode, raw, status)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			ts.t.Fatalf("%s %s: decode %s: %v", method, path, raw, err)
+		}
+	}
+	return resp.Header
+}
+
+// expectError checks that resp is the {code, message} envelope with status
+// and a message containing want.
+func expectError(t *testing.T, resp *http.Response, status int, want string) {
+	t.Helper()
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != status {
+		t.Fatalf("answer %d %s, want %d", resp.StatusCode, raw, status)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("error Content-Type = %q, want application/json", ct)
+	}
+	var env map[string]any
+	if err := json.Unmarshal(raw, &env); err != nil {
+		t.Fatalf("error body %s is not JSON: %v", raw, err)
+	}
+	if code, ok := env["code"].(float64); !ok || int(code) != status {
+		t.Errorf("error envelope code = %v, want %d (body %s)", env["code"], status, raw)
+	}
+	msg, ok := env["message"].(string)
+	if !ok || msg == "" {
+		t.Fatalf("error envelope has no message: %s", raw)
+	}
+	if !strings.Contains(msg, want) {
+		t.Errorf("error message %q does not contain %q", msg, want)
+	}
+}
+
+// direct serves a request with the API key straight from the handler,
+// without the contract check: for requests the spec itself rejects
+// (malformed bodies, out-of-enum parameters) or that no operation matches.
+func (ts *testServer) direct(method, path string, body []byte) *http.Response {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req := httptest.NewRequest(method, path, rd)
+	req.Header.Set("X-API-Key", testAPIKey)
+	rec := httptest.NewRecorder()
+	ts.Server.Handler().ServeHTTP(rec, req)
+	return rec.Result()
+}
+
+func (ts *testServer) expectError(method, path string, body any, status int, want string) {
+	ts.t.Helper()
+	expectError(ts.t, ts.request(method, path, body), status, want)
+}
+
+func (ts *testServer) register(name string, tags ...string) e2bapi.TemplateRequestResponseV3 {
+	ts.t.Helper()
+	var out e2bapi.TemplateRequestResponseV3
+	ts.call("POST", "/v3/templates", e2bapi.TemplateBuildRequestV3{Name: name, Tags: tags}, http.StatusAccepted, &out)
+	return out
+}
+
+func (ts *testServer) start(reg e2bapi.TemplateRequestResponseV3, req e2bapi.TemplateBuildStartV2) {
+	ts.t.Helper()
+	ts.call("POST", "/v2/templates/"+reg.TemplateID+"/builds/"+reg.BuildID, req, http.StatusAccepted, nil)
+}
+
+func (ts *testServer) status(templateID, buildID, query string) e2bapi.TemplateBuildInfo {
+	ts.t.Helper()
+	var info e2bapi.TemplateBuildInfo
+	ts.call("GET", "/templates/"+templateID+"/builds/"+buildID+"/status"+query, nil, http.StatusOK, &info)
+	return info
+}
+
+// waitBuild polls the status as the SDK does until the build ends.
+func (ts *testServer) waitBuild(reg e2bapi.TemplateRequestResponseV3) e2bapi.TemplateBuildInfo {
+	ts.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		info := ts.status(reg.TemplateID, reg.BuildID, "")
+		if info.Status == e2bapi.BuildReady || info.Status == e2bapi.BuildError {
+			return info
+		}
+		if time.Now().After(deadline) {
+			ts.t.Fatalf("build %s still %s after 60 s", reg.BuildID, info.Status)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// build registers name, starts it from image with steps and waits for it.
+func (ts *testServer) build(name string, steps ...e2bapi.TemplateStep) (e2bapi.TemplateRequestResponseV3, e2bapi.TemplateBuildInfo) {
+	ts.t.Helper()
+	reg := ts.register(name)
+	ts.start(reg, e2bapi.TemplateBuildStartV2{FromImage: "base:latest", Steps: steps})
+	return reg, ts.waitBuild(reg)
+}
+
+func run(cmd string) e2bapi.TemplateStep {
+	return e2bapi.TemplateStep{Type: "RUN", Args: []string{cmd}}
+}
+
+// fakeEngine stands in for Docker where a test is about API semantics. Its
+// builds log one line per step; a RUN "fail" step fails, a RUN "block" step
+// waits for cancellation or for release. Its sandboxes run the real envd
+// server on a unix socket.
+type fakeEngine struct {
+	t   *testing.T
+	dir string
+
+	release chan struct{} // closed to let "block" steps finish
+	builds  chan runtime.BuildSpec
+	stopped chan string
+
+	mu            sync.Mutex
+	sandboxes     map[string]context.CancelFunc
+	removedImages []string
+	keptOrphans   []string
+}
+
+func newFakeEngine(t *testing.T) *fakeEngine {
+	dir, err := os.MkdirTemp("", "lsfake")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &fakeEngine{
+		t: t, dir: dir, release: make(chan struct{}),
+		builds: make(chan runtime.BuildSpec, 100), stopped: make(chan string, 100),
+		sandboxes: map[string]context.CancelFunc{},
+	}
+	t.Cleanup(func() {
+		e.mu.Lock()
+		for _, cancel := range e.sandboxes {
+			cancel()
+		}
+		e.mu.Unlock()
+		os.RemoveAll(dir)
+	})
+	return e
+}
+
+func (e *fakeEngine) Info(context.Context) (runtime.EngineInfo, error) {
+	return runtime.EngineInfo{ServerVersion: "fake", Runtime: "none"}, nil
+}
+
+func (e *fakeEngine) Build(ctx context.Context, spec runtime.BuildSpec) (*runtime.BuildResult, error) {
+	e.builds <- spec
+	env := map[string]string{}
+	for k, v := range spec.BaseEnv {
+		env[k] = v
+	}
+	spec.Log(e2bapi.BuildLogEntry{Message: "base " + spec.BaseImage, Level: e2bapi.LogDebug, Step: "base"})
+	for i, st := range spec.Steps {
+		step := strconv.Itoa(i + 1)
+		spec.Log(e2bapi.BuildLogEntry{Message: fmt.Sprintf("%s %s", st.Type, strings.Join(st.Args, " ")), Level: e2bapi.LogInfo, Step: step})
+		switch {
+		case st.Type == e2bapi.StepRun && st.Args[0] == "fail":
+			spec.Log(e2bapi.BuildLogEntry{Message: "it failed", Level: e2bapi.LogError, Step: step})
+			return nil, &runtime.StepError{Step: step, Err: errors.New("command exited with code 1")}
+		case st.Type == e2bapi.StepRun && st.Args[0] == "block":
+			select {
+			case <-ctx.Done():
+				return nil, &runtime.StepError{Step: step, Err: ctx.Err()}
+			case <-e.release:
+			}
+		case st.Type == e2bapi.StepEnv:
+			for j := 0; j+1 < len(st.Args); j += 2 {
+				env[st.Args[j]] = st.Args[j+1]
+			}
+		}
+	}
+	return &runtime.BuildResult{
+		Image: "fake/" + spec.TemplateID + ":" + spec.BuildID, User: "user", Workdir: "/home/user",
+		Env: env, StartCmd: spec.StartCmd, ReadyCmd: spec.ReadyCmd, EnvdVersion: "0.6.13",
+	}, nil
+}
+
+func (e *fakeEngine) StartSandbox(ctx context.Context, spec runtime.SandboxSpec) (*runtime.Sandbox, error) {
+	socket := filepath.Join(e.dir, spec.SandboxID+".sock")
+	ln, err := net.Listen("unix", socket)
+	if err != nil {
+		return nil, err
+	}
+	serveCtx, cancel := context.WithCancel(context.Background())
+	envd := envdserver.New(envdserver.Config{})
+	go envd.Serve(serveCtx, ln)
+	client, err := envdclient.New(envdclient.Config{BaseURL: "http://envd", HTTPClient: unixClient(socket)})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if err := client.Init(ctx, envdclient.InitRequest{AccessToken: spec.AccessToken, EnvVars: spec.Env}); err != nil {
+		cancel()
+		return nil, err
+	}
+	e.mu.Lock()
+	e.sandboxes[spec.SandboxID] = cancel
+	e.mu.Unlock()
+	return &runtime.Sandbox{ID: spec.SandboxID, ContainerID: "fake-" + spec.SandboxID, EnvdSocket: socket, EnvdVersion: "0.6.13"}, nil
+}
+
+func unixClient(socket string) *http.Client {
+	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", socket)
+	}}}
+}
+
+func (e *fakeEngine) StopSandbox(_ context.Context, id string) error {
+	e.mu.Lock()
+	cancel, ok := e.sandboxes[id]
+	delete(e.sandboxes, id)
+	e.mu.Unlock()
+	if ok {
+		cancel()
+		e.stopped <- id
+	}
+	return nil
+}
+
+func (e *fakeEngine) RemoveOrphans(_ context.Context, keep func(string) bool) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for id, cancel := range e.sandboxes {
+		if keep(id) {
+			e.keptOrphans = append(e.keptOrphans, id)
+		} else {
+			cancel()
+			delete(e.sandboxes, id)
+		}
+	}
+	return nil
+}
+
+func (e *fakeEngine) RemoveImage(_ context.Context, image string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.removedImages = append(e.removedImages, image)
+	return nil
+}
