@@ -66,6 +66,9 @@ type ProviderData struct {
 	MaxRetries     int
 	// Version is the provider's version, for the User-Agent header.
 	Version string
+
+	// api is the instance's shared API client (provider_data.go).
+	api *apiClient
 }
 
 // RequireAPIKey returns ErrMissingAPIKey when no API key was configured.
@@ -210,21 +213,22 @@ func (p *e2bProvider) Configure(ctx context.Context, req provider.ConfigureReque
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	attachAPIClient(data)
 	resp.ResourceData = data
 	resp.DataSourceData = data
 	resp.EphemeralResourceData = data
 }
 
 func (p *e2bProvider) Resources(context.Context) []func() resource.Resource {
-	return nil
+	return []func() resource.Resource{NewTemplateResource, NewTemplateBuildResource, NewAliasResource}
 }
 
 func (p *e2bProvider) DataSources(context.Context) []func() datasource.DataSource {
-	return nil
+	return []func() datasource.DataSource{NewProcessDataSource}
 }
 
 func (p *e2bProvider) EphemeralResources(context.Context) []func() ephemeral.EphemeralResource {
-	return nil
+	return []func() ephemeral.EphemeralResource{NewProcessEphemeralResource}
 }
 
 // resolveProviderData merges a fully known provider block with the
