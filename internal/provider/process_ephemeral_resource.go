@@ -1,0 +1,59 @@
+package provider
+
+import (
+	"context"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/ephemeralvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
+	eschema "github.com/hashicorp/terraform-plugin-framework/ephemeral/schema"
+)
+
+var (
+	_ ephemeral.EphemeralResourceWithConfigure        = (*processEphemeralResource)(nil)
+	_ ephemeral.EphemeralResourceWithConfigValidators = (*processEphemeralResource)(nil)
+)
+
+// NewProcessEphemeralResource is the ephemeral twin of the e2b_process data
+// source: the same command, with output that never lands in state or plan.
+func NewProcessEphemeralResource() ephemeral.EphemeralResource { return &processEphemeralResource{} }
+
+type processEphemeralResource struct {
+	data *ProviderData
+}
+
+func (r *processEphemeralResource) Metadata(_ context.Context, req ephemeral.MetadataRequest, resp *ephemeral.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_process"
+}
+
+func (r *processEphemeralResource) Schema(_ context.Context, _ ephemeral.SchemaRequest, resp *ephemeral.SchemaResponse) {
+	resp.Schema = eschema.Schema{
+		MarkdownDescription: processDescription + " Being ephemeral (Terraform 1.10 and later), its output is " +
+			"never stored in the plan or the state: use it for commands whose output is secret.",
+		Attributes: processEphemeralAttributes(),
+	}
+}
+
+func (r *processEphemeralResource) ConfigValidators(context.Context) []ephemeral.ConfigValidator {
+	var out []ephemeral.ConfigValidator
+	for _, pair := range processExclusive {
+		out = append(out, ephemeralvalidator.ExactlyOneOf(pair...))
+	}
+	return out
+}
+
+func (r *processEphemeralResource) Configure(_ context.Context, req ephemeral.ConfigureRequest, resp *ephemeral.ConfigureResponse) {
+	r.data, resp.Diagnostics = providerDataFrom(req.ProviderData)
+}
+
+func (r *processEphemeralResource) Open(ctx context.Context, req ephemeral.OpenRequest, resp *ephemeral.OpenResponse) {
+	var m processModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(runProcess(ctx, r.data, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(resp.Result.Set(ctx, &m)...)
+}

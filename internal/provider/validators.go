@@ -1,0 +1,128 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+)
+
+// stringCheck is a plan-time string validator from a description and a
+// check function; unknown and null values are left for later.
+type stringCheck struct {
+	description string
+	check       func(string) error
+}
+
+func (v stringCheck) Description(context.Context) string         { return v.description }
+func (v stringCheck) MarkdownDescription(context.Context) string { return v.description }
+
+func (v stringCheck) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if err := v.check(req.ConfigValue.ValueString()); err != nil {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid "+req.Path.String(), err.Error())
+	}
+}
+
+// templateNameValidator accepts "[namespace/]alias" without a tag: the name
+// of a template, as e2b_template takes it.
+func templateNameValidator() validator.String {
+	return stringCheck{"must be an E2B template name: [namespace/]alias of a-z, 0-9, '-' and '_', without a tag", checkTemplateName}
+}
+
+func checkTemplateName(s string) error {
+	n, err := e2bapi.ParseName(s)
+	if err != nil {
+		return err
+	}
+	if strings.Contains(s, ":") {
+		return fmt.Errorf("template name %q must not carry a tag; tags are set with e2b_template_build's tags or e2b_alias", s)
+	}
+	if n.String() != s {
+		return fmt.Errorf("template name %q must be written in its canonical form %q", s, n.String())
+	}
+	return nil
+}
+
+// templateRefValidator accepts what identifies a template: an ID or a name
+// without a tag.
+func templateRefValidator() validator.String {
+	return stringCheck{"must be a template ID or name without a tag", func(s string) error {
+		if e2bapi.IsTemplateID(s) {
+			return nil
+		}
+		return checkTemplateName(s)
+	}}
+}
+
+// templateRunRefValidator accepts what a sandbox can be started from:
+// "name[:tag]", "name:<buildID>" or a template ID.
+func templateRunRefValidator() validator.String {
+	return stringCheck{"must be a template ID, name, name:tag or name:<build ID>", func(s string) error {
+		_, err := e2bapi.ParseName(s)
+		return err
+	}}
+}
+
+// aliasTagValidator accepts a tag e2b_alias may move: a valid tag other
+// than "default".
+func aliasTagValidator() validator.String {
+	return stringCheck{"must be a tag (a-z, 0-9, '-', '_', '.') other than default", func(s string) error {
+		if err := e2bapi.ValidateTag(s); err != nil {
+			return err
+		}
+		if strings.EqualFold(s, e2bapi.DefaultTag) {
+			return fmt.Errorf("tag %q cannot be managed by e2b_alias: every build of a template carries it and E2B refuses to delete it", s)
+		}
+		if strings.ToLower(s) != s {
+			return fmt.Errorf("tag %q must be lower case", s)
+		}
+		return nil
+	}}
+}
+
+// tagValidator accepts a build tag.
+func tagValidator() validator.String {
+	return stringCheck{"must be a tag (a-z, 0-9, '-', '_', '.')", func(s string) error {
+		if err := e2bapi.ValidateTag(s); err != nil {
+			return err
+		}
+		if strings.ToLower(s) != s {
+			return fmt.Errorf("tag %q must be lower case", s)
+		}
+		return nil
+	}}
+}
+
+func buildIDValidator() validator.String {
+	return stringCheck{"must be a build ID (a UUID)", e2bapi.ValidateBuildID}
+}
+
+func sandboxIDValidator() validator.String {
+	return stringCheck{"must be a sandbox ID", e2bapi.ValidateSandboxID}
+}
+
+// durationValidator accepts a positive Go duration such as "30s".
+func durationValidator() validator.String {
+	return stringCheck{"must be a positive duration such as 30s or 5m", func(s string) error {
+		_, err := parsePositiveDuration(s)
+		return err
+	}}
+}
+
+func parsePositiveDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration such as 30s or 5m", s)
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("duration %q must be positive", s)
+	}
+	return d, nil
+}
