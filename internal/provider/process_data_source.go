@@ -77,7 +77,7 @@ var processAttrs = map[string]processAttr{
 			"the ID of the sandbox that was created for the command (and killed since)."},
 	"command": {kind: "string", optional: true,
 		description: "Shell command, run as `/bin/bash -l -c <command>`. Exactly one of `command` and `cmd` is required."},
-	"cmd": {kind: "string", optional: true, description: "Program to run directly, without a shell; with `args`."},
+	"cmd":  {kind: "string", optional: true, description: "Program to run directly, without a shell; with `args`."},
 	"args": {kind: "list", optional: true, description: "Arguments of `cmd`."},
 	"env":  {kind: "map", optional: true, description: "Environment variables added to the sandbox's."},
 	"cwd":  {kind: "string", optional: true, description: "Working directory; defaults to the template's workdir, else the user's home."},

@@ -406,7 +406,7 @@ func (v cpuCountValidator) ValidateInt64(_ context.Context, req validator.Int64R
 
 type evenValidator struct{}
 
-func (evenValidator) Description(context.Context) string                 { return "must be even" }
+func (evenValidator) Description(context.Context) string               { return "must be even" }
 func (v evenValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
 func (v evenValidator) ValidateInt64(_ context.Context, req validator.Int64Request, resp *validator.Int64Response) {
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
