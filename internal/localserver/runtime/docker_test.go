@@ -1,0 +1,541 @@
+package runtime
+
+import (
+	"archive/tar"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	docker "github.com/docker/docker/client"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/server"
+)
+
+// The Docker tests need an engine (DOCKER_HOST) and a base image without
+// registry access: E2B_TEST_BASE_IMAGE, by default a busybox-static root
+// file system, which exercises the no-bash and no-useradd fallbacks.
+var dockerEnv struct {
+	skip      string // why Docker tests skip; empty when they run
+	envdBin   string
+	baseImage string
+}
+
+func TestMain(m *testing.M) {
+	code, err := runTests(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func runTests(m *testing.M) (int, error) {
+	dockerEnv.baseImage = os.Getenv("E2B_TEST_BASE_IMAGE")
+	if dockerEnv.baseImage == "" {
+		dockerEnv.baseImage = "e2b-test-base:latest"
+	}
+	if reason := dockerUnavailable(dockerEnv.baseImage); reason != "" {
+		dockerEnv.skip = reason
+		return m.Run(), nil
+	}
+	dir, err := os.MkdirTemp("", "runtime-test-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	if dockerEnv.envdBin, err = buildEnvd(dir); err != nil {
+		return 0, err
+	}
+	return m.Run(), nil
+}
+
+// dockerUnavailable says why the Docker tests cannot run, or "".
+func dockerUnavailable(baseImage string) string {
+	if os.Getenv("DOCKER_HOST") == "" {
+		return "DOCKER_HOST is not set: Docker tests need an engine"
+	}
+	cli, err := docker.NewClientWithOpts(docker.FromEnv, docker.WithAPIVersionNegotiation())
+	if err != nil {
+		return "Docker client: " + err.Error()
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := cli.Ping(ctx); err != nil {
+		return "no Docker engine answers at DOCKER_HOST: " + err.Error()
+	}
+	if _, err := cli.ImageInspect(ctx, baseImage); err != nil {
+		return fmt.Sprintf("base image %s (E2B_TEST_BASE_IMAGE) is not on the engine: %v", baseImage, err)
+	}
+	return ""
+}
+
+// buildEnvd builds a static Linux binary with the `envd` subcommand: the
+// provider binary itself when it has one, else the tests' stand-in.
+func buildEnvd(dir string) (string, error) {
+	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		return "", fmt.Errorf("finding the module root: %w", err)
+	}
+	bin := filepath.Join(dir, "e2b")
+	var failures []string
+	for _, pkg := range []string{strings.TrimSpace(string(root)), "./testdata/envd"} {
+		cmd := exec.Command("go", "build", "-o", bin, pkg)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			failures = append(failures, fmt.Sprintf("building %s: %v\n%s", pkg, err, out))
+			continue
+		}
+		out, err := exec.Command(bin, "envd", "--version").Output()
+		if err == nil && strings.TrimSpace(string(out)) == server.Version {
+			return bin, nil
+		}
+		failures = append(failures, fmt.Sprintf("%s has no envd subcommand", pkg))
+	}
+	return "", fmt.Errorf("no binary with an envd subcommand could be built:\n%s", strings.Join(failures, "\n"))
+}
+
+// newTestDocker connects an engine whose containers only this test sees.
+func newTestDocker(t *testing.T) *Docker {
+	t.Helper()
+	if dockerEnv.skip != "" {
+		t.Skip(dockerEnv.skip)
+	}
+	d, err := NewDocker(t.Context(), DockerOptions{
+		EnvdBinary:    dockerEnv.envdBin,
+		StateDir:      t.TempDir(),
+		LabelPrefix:   "e2b-runtime-test",
+		Instance:      randomID("inst"),
+		ReadyInterval: 200 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := d.RemoveOrphans(context.Background(), nil); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+		d.Close()
+	})
+	return d
+}
+
+func randomID(prefix string) string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}
+
+// buildLog collects a build's log entries.
+type buildLog struct {
+	mu      sync.Mutex
+	entries []e2bapi.BuildLogEntry
+	onLine  func(e2bapi.BuildLogEntry)
+}
+
+func (l *buildLog) add(e e2bapi.BuildLogEntry) {
+	l.mu.Lock()
+	l.entries = append(l.entries, e)
+	l.mu.Unlock()
+	if l.onLine != nil {
+		l.onLine(e)
+	}
+}
+
+// has reports whether step logged a line containing text.
+func (l *buildLog) has(step, text string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range l.entries {
+		if e.Step == step && strings.Contains(e.Message, text) {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *buildLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b strings.Builder
+	for _, e := range l.entries {
+		fmt.Fprintf(&b, "[%s %s] %s\n", e.Step, e.Level, e.Message)
+	}
+	return b.String()
+}
+
+// contextArchive archives what COPY src takes from dir, as the provider
+// uploads it.
+func contextArchive(t *testing.T, dir, src string) string {
+	t.Helper()
+	l, err := buildcontext.List(dir, src, buildcontext.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ComputeDigests(t.Context(), buildcontext.HashOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := l.SpoolArchive(t.Context(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// containers lists the test instance's containers.
+func containers(t *testing.T, d *Docker) []container.Summary {
+	t.Helper()
+	list, err := d.list(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list
+}
+
+// sandboxClient talks to a sandbox's envd over its socket with token.
+func sandboxClient(sb *Sandbox, token string) *envdConn {
+	return newEnvdConn(sb.EnvdSocket, token)
+}
+
+// sh runs a script with /bin/sh in the sandbox as user (empty: the
+// default user).
+func sh(t *testing.T, c *envdConn, user, script string) (string, int) {
+	t.Helper()
+	res, err := c.run(t.Context(), client.RunRequest{Cmd: "/bin/sh", Args: []string{"-c", script}, User: user, Timeout: time.Minute})
+	if err != nil {
+		t.Fatalf("running %q: %v", script, err)
+	}
+	return string(res.Stdout) + string(res.Stderr), res.ExitCode
+}
+
+func TestInfoAndMissingEngine(t *testing.T) {
+	d := newTestDocker(t)
+	info, err := d.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.ServerVersion == "" || info.APIVersion == "" || info.Runtime == "" {
+		t.Errorf("incomplete engine info %+v", info)
+	}
+
+	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "none.sock"))
+	_, err = NewDocker(t.Context(), DockerOptions{EnvdBinary: dockerEnv.envdBin, StateDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "no Docker engine answers") {
+		t.Fatalf("error %v, want one saying no engine answers", err)
+	}
+}
+
+// TestBuildAndSandbox runs one build through every step type and checks
+// what a sandbox of the result sees.
+func TestBuildAndSandbox(t *testing.T) {
+	d := newTestDocker(t)
+	ctxDir := t.TempDir()
+	writeFiles(t, ctxDir, map[string]string{
+		"top.txt":       "top\n",
+		"app/a.txt":     "a\n",
+		"app/sub/b.txt": "b\n",
+		"src/x.js":      "x\n",
+		"src/y.js":      "y\n",
+		"src/z.css":     "z\n",
+	})
+	if err := os.Symlink("a.txt", filepath.Join(ctxDir, "app", "link")); err != nil {
+		t.Fatal(err)
+	}
+	archives := map[string]string{
+		"top": contextArchive(t, ctxDir, "top.txt"),
+		"app": contextArchive(t, ctxDir, "app"),
+		"js":  contextArchive(t, ctxDir, "src/*.js"),
+	}
+	copyStep := func(hash, src, dest, user, mode string) e2bapi.TemplateStep {
+		return e2bapi.TemplateStep{Type: "COPY", Args: []string{src, dest, user, mode}, FilesHash: hash}
+	}
+	var log buildLog
+	spec := BuildSpec{
+		TemplateID: randomID("tpl"),
+		BuildID:    randomID("build"),
+		BaseImage:  dockerEnv.baseImage,
+		Steps: []e2bapi.TemplateStep{
+			{Type: "WORKDIR", Args: []string{"/app"}},                                                          // 1
+			{Type: "ENV", Args: []string{"GREETING", "hello", "NAME", "$GREETING world", "LIT", "$(echo no)"}}, // 2
+			copyStep("top", "top.txt", "/etc/top.txt", "", ""),                                                 // 3: file to a new name
+			copyStep("app", "app", "dest/", "root", "0750"),                                                    // 4: directory, relative dest
+			copyStep("js", "src/*.js", "/js/", "", ""),                                                         // 5: glob into a directory
+			copyStep("top", "top.txt", "/app", "", ""),                                                         // 6: file into an existing dir
+			copyStep("app", "app", "/js", "root", ""),                                                          // 7: merge into an existing dir
+			{Type: "run", Args: []string{`echo "run $GREETING" > out.txt && echo visible-output`}},             // 8
+			{Type: "USER", Args: []string{"alice"}},                                                            // 9
+			{Type: "WORKDIR", Args: []string{"work"}},                                                          // 10
+			{Type: "RUN", Args: []string{"whoami > /app/who-root.txt", "root"}},                                // 11
+			{Type: "RUN", Args: []string{"id -un; pwd"}},                                                       // 12
+		},
+		Archives: archives,
+		StartCmd: "exec sleep 1000",
+		ReadyCmd: "pidof sleep",
+		CPUCount: 64,
+		MemoryMB: 512,
+		Log:      log.add,
+	}
+	res, err := d.Build(t.Context(), spec)
+	if err != nil {
+		t.Fatalf("build: %v\nlog:\n%s", err, &log)
+	}
+	t.Cleanup(func() { d.RemoveImage(context.Background(), res.Image) })
+
+	if res.User != "alice" || res.Workdir != "/app/work" || res.EnvdVersion != server.Version || res.StartCmd != spec.StartCmd {
+		t.Errorf("result %+v", res)
+	}
+	for k, want := range map[string]string{"GREETING": "hello", "NAME": "hello world", "LIT": "$(echo no)"} {
+		if res.Env[k] != want {
+			t.Errorf("env %s = %q, want %q", k, res.Env[k], want)
+		}
+	}
+	for _, want := range []struct{ step, text string }{
+		{"base", "Created user user"},
+		{"base", "no /bin/bash"},
+		{"8", "visible-output"},
+		{"9", "Created user alice"},
+		{"12", "alice"},
+		{"12", "/app/work"},
+		{"finalize", "Ready"},
+	} {
+		if !log.has(want.step, want.text) {
+			t.Errorf("log has no %q in step %s:\n%s", want.text, want.step, &log)
+		}
+	}
+	if n := len(containers(t, d)); n != 0 {
+		t.Errorf("%d containers left after the build", n)
+	}
+	img, err := d.cli.ImageInspect(t.Context(), res.Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img.Config != nil && (len(img.Config.Entrypoint) > 0 || len(img.Config.Cmd) > 0) {
+		t.Errorf("image kept a command: entrypoint %q cmd %q", img.Config.Entrypoint, img.Config.Cmd)
+	}
+
+	token := randomToken()
+	sb, err := d.StartSandbox(t.Context(), SandboxSpec{
+		SandboxID: randomID("sbx"), TemplateID: spec.TemplateID, BuildID: spec.BuildID,
+		Image: res.Image, User: res.User, Workdir: res.Workdir, Env: res.Env, StartCmd: res.StartCmd,
+		AccessToken: token,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb.EnvdVersion != server.Version || len(sb.EnvdSocket) > maxSocketPath {
+		t.Errorf("sandbox %+v", sb)
+	}
+	c := sandboxClient(sb, token)
+	out, code := sh(t, c, "", `id -un; pwd; echo "$NAME|$LIT"`)
+	if want := "alice\n/app/work\nhello world|$(echo no)\n"; code != 0 || out != want {
+		t.Errorf("sandbox default user, workdir and env: %q (exit %d), want %q", out, code, want)
+	}
+	out, code = sh(t, c, "root", strings.Join([]string{
+		`cat /etc/top.txt /app/top.txt /app/out.txt /app/who-root.txt`,
+		`stat -c '%n %U %a' /etc/top.txt /app/dest /app/dest/a.txt /app/dest/sub/b.txt /app/work /js /js/x.js /js/a.txt`,
+		`readlink /app/dest/link; echo $(ls /js)`,
+	}, "; "))
+	want := strings.Join([]string{
+		"top", "top", "run hello", "root",
+		"/etc/top.txt user 644",
+		"/app/dest root 750",
+		"/app/dest/a.txt root 750",
+		"/app/dest/sub/b.txt root 750",
+		"/app/work alice 755",
+		"/js user 755",
+		"/js/x.js user 644",
+		"/js/a.txt root 644",
+		"a.txt",
+		"a.txt link sub x.js y.js",
+	}, "\n")
+	if code != 0 || strings.TrimSpace(out) != want {
+		t.Errorf("sandbox sees (exit %d):\n%s\nwant:\n%s", code, out, want)
+	}
+	// The start command runs again in the sandbox.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, code := sh(t, c, "", "pidof sleep"); code == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the start command is not running in the sandbox")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// envd only answers with the sandbox's token.
+	if _, err := sandboxClient(sb, "wrong").run(t.Context(), client.RunRequest{Cmd: "/bin/true"}); err == nil {
+		t.Error("envd accepted a wrong access token")
+	}
+
+	if err := d.StopSandbox(t.Context(), sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Dir(sb.EnvdSocket)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("socket dir left behind: %v", err)
+	}
+	if n := len(containers(t, d)); n != 0 {
+		t.Errorf("%d containers left after StopSandbox", n)
+	}
+	if err := d.StopSandbox(t.Context(), sb.ID); err != nil {
+		t.Errorf("stopping an unknown sandbox: %v", err)
+	}
+}
+
+func TestBuildFailingRun(t *testing.T) {
+	t.Parallel()
+	d := newTestDocker(t)
+	var log buildLog
+	_, err := d.Build(t.Context(), BuildSpec{
+		TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: dockerEnv.baseImage,
+		Steps: []e2bapi.TemplateStep{
+			{Type: "ENV", Args: []string{"A", "1"}},
+			{Type: "RUN", Args: []string{"echo first-line; echo second-line >&2; exit 3"}},
+			{Type: "RUN", Args: []string{"echo never"}},
+		},
+		Log: log.add,
+	})
+	var se *StepError
+	if !errors.As(err, &se) || se.Step != "2" {
+		t.Fatalf("error %v, want a StepError for step 2", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "exited with code 3") || !strings.Contains(msg, "second-line") {
+		t.Errorf("error %q should give the exit code and the last output", msg)
+	}
+	if !log.has("2", "first-line") || !log.has("2", "second-line") || log.has("3", "never") {
+		t.Errorf("log:\n%s", &log)
+	}
+	if n := len(containers(t, d)); n != 0 {
+		t.Errorf("%d containers left after a failed build", n)
+	}
+}
+
+func TestBuildRejectsTraversalArchive(t *testing.T) {
+	t.Parallel()
+	d := newTestDocker(t)
+	evil := filepath.Join(t.TempDir(), "evil.tar.gz")
+	if err := os.WriteFile(evil, makeTar(t, true, tarEntry{name: "ok.txt", typ: tar.TypeReg}, tarEntry{name: "../evil", typ: tar.TypeReg}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := d.Build(t.Context(), BuildSpec{
+		TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: dockerEnv.baseImage,
+		Steps:    []e2bapi.TemplateStep{{Type: "COPY", Args: []string{"ok.txt", "/", "", ""}, FilesHash: "h"}},
+		Archives: map[string]string{"h": evil},
+	})
+	var se *StepError
+	if !errors.As(err, &se) || se.Step != "1" || !strings.Contains(err.Error(), `"../evil"`) {
+		t.Fatalf("error %v, want step 1 naming the entry", err)
+	}
+}
+
+func TestBuildMissingImageFailsBase(t *testing.T) {
+	t.Parallel()
+	d := newTestDocker(t)
+	_, err := d.Build(t.Context(), BuildSpec{
+		TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: "e2b-test-absent:" + randomID("v"),
+	})
+	var se *StepError
+	if !errors.As(err, &se) || se.Step != "base" || !strings.Contains(err.Error(), "not present") {
+		t.Fatalf("error %v, want a base StepError", err)
+	}
+}
+
+func TestBuildCancelRemovesContainer(t *testing.T) {
+	t.Parallel()
+	d := newTestDocker(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	log := buildLog{onLine: func(e e2bapi.BuildLogEntry) {
+		if e.Message == "started" {
+			cancel()
+		}
+	}}
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.Build(ctx, BuildSpec{
+			TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: dockerEnv.baseImage,
+			Steps: []e2bapi.TemplateStep{{Type: "RUN", Args: []string{"echo started; sleep 300"}}},
+			Log:   log.add,
+		})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("error %v, want context.Canceled\nlog:\n%s", err, &log)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("build did not stop after cancel\nlog:\n%s", &log)
+	}
+	if n := len(containers(t, d)); n != 0 {
+		t.Errorf("%d containers left after cancel", n)
+	}
+}
+
+func TestRemoveOrphans(t *testing.T) {
+	t.Parallel()
+	d := newTestDocker(t)
+	start := func(id string) *Sandbox {
+		sb, err := d.StartSandbox(t.Context(), SandboxSpec{SandboxID: id, Image: dockerEnv.baseImage, User: "root", AccessToken: randomToken()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sb
+	}
+	kept, orphan := start(randomID("keep")), start(randomID("orphan"))
+	// A build container left by a crash, and a container of another server.
+	create := func(labels map[string]string) string {
+		c, err := d.cli.ContainerCreate(t.Context(), &container.Config{Image: dockerEnv.baseImage, Cmd: []string{"true"}, Labels: labels}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.ID
+	}
+	create(d.labels(kindBuild, "tpl", randomID("build"), ""))
+	other := d.labels(kindSandbox, "tpl", "b", "x")
+	other[d.label("instance")] = "another-server"
+	otherID := create(other)
+	t.Cleanup(func() { d.removeContainer(otherID, "") })
+
+	if err := d.RemoveOrphans(t.Context(), func(id string) bool { return id == kept.ID }); err != nil {
+		t.Fatal(err)
+	}
+	left := containers(t, d)
+	if len(left) != 1 || left[0].ID != kept.ContainerID {
+		t.Errorf("left %d containers, want only the kept sandbox", len(left))
+	}
+	if _, err := os.Stat(filepath.Dir(orphan.EnvdSocket)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("orphan's socket dir left behind: %v", err)
+	}
+	if _, err := d.cli.ContainerInspect(t.Context(), otherID); err != nil {
+		t.Errorf("another server's container was touched: %v", err)
+	}
+	if err := d.StopSandbox(t.Context(), kept.ID); err != nil {
+		t.Fatal(err)
+	}
+}
