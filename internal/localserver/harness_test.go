@@ -101,7 +101,7 @@ func startServer(t *testing.T, engine runtime.Engine, opts ...serverOptions) *te
 		openapitest.SkipRequests(func(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/_local/") }),
 		openapitest.InjectedFaults(o.undeclared...))
 	hs := httptest.NewServer(validated)
-	ts := &testServer{t: t, URL: hs.URL, Server: srv, Config: cfg, client: hs.Client()}
+	ts := &testServer{t: t, URL: hs.URL, Server: srv, Config: srv.cfg, client: hs.Client()}
 	t.Cleanup(func() {
 		hs.Close()
 		if !o.skipCleanup {
