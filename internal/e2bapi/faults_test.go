@@ -323,7 +323,7 @@ func TestStatusOnlyErrors(t *testing.T) {
 	}{
 		{404, "", "", ""},
 		{500, "text/html", "<html>bad things</html>", "<html>bad things</html>"},
-		{500, "application/json", `{"unexpected":true}`, `{"unexpected":true}`},
+		{500, "text/plain", `{"unexpected":true}`, `{"unexpected":true}`},
 	}
 	for _, tc := range cases {
 		srv := newAPIServer(t, func(w http.ResponseWriter, r *http.Request) {
