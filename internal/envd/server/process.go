@@ -295,12 +295,13 @@ func (p *process) signal(sig syscall.Signal) error {
 	return nil
 }
 
-// writeInput writes stdin or PTY input, whichever the process takes.
+// writeInput writes stdin or PTY input, whichever the process takes; the
+// wrong kind is an internal error, as in envd.
 func (p *process) writeInput(in *pb.ProcessInput) error {
 	switch in := in.GetInput().(type) {
 	case *pb.ProcessInput_Stdin:
 		if p.tty != nil {
-			return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("process %d has a PTY: send input as pty", p.pid))
+			return connect.NewError(connect.CodeInternal, fmt.Errorf("process %d has a PTY: send input as pty", p.pid))
 		}
 		if p.stdin == nil {
 			return connect.NewError(connect.CodeInternal, fmt.Errorf("process %d has no stdin pipe", p.pid))
@@ -310,7 +311,7 @@ func (p *process) writeInput(in *pb.ProcessInput) error {
 		}
 	case *pb.ProcessInput_Pty:
 		if p.tty == nil {
-			return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("process %d has no PTY: send input as stdin", p.pid))
+			return connect.NewError(connect.CodeInternal, fmt.Errorf("process %d has no PTY: send input as stdin", p.pid))
 		}
 		if _, err := p.tty.Write(in.Pty); err != nil {
 			return connect.NewError(connect.CodeInternal, fmt.Errorf("write PTY of process %d: %w", p.pid, err))
