@@ -41,7 +41,8 @@ type DockerOptions struct {
 	// "e2b-local").
 	LabelPrefix string
 	// Instance tells apart servers sharing one engine (e.g. a hash of the
-	// data dir); RemoveOrphans touches only containers of this instance.
+	// data dir); RemoveOrphans touches only containers of this instance
+	// (default "default").
 	Instance string
 	// ImageRepository is the repository build images are committed to
 	// (default "e2b-local"); the image is <repo>/<templateID>:<buildID>.
@@ -113,6 +114,9 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 	case "host", "none":
 	default:
 		return nil, fmt.Errorf("docker runtime: network %q is not supported (use host or none)", opts.Network)
+	}
+	if opts.Instance == "" {
+		opts.Instance = "default"
 	}
 	if opts.LabelPrefix == "" {
 		opts.LabelPrefix = "e2b-local"
@@ -483,23 +487,39 @@ func (d *Docker) list(ctx context.Context, extra ...filters.KeyValuePair) ([]con
 }
 
 // RemoveOrphans removes this instance's build containers and the sandbox
-// containers keep does not claim, with their socket dirs.
+// containers keep does not claim, and every socket dir no kept container
+// uses (a crash can leave dirs whose container is already gone). Meant for
+// start-up: builds running at the time are aborted.
 func (d *Docker) RemoveOrphans(ctx context.Context, keep func(sandboxID string) bool) error {
 	list, err := d.list(ctx)
 	if err != nil {
 		return fmt.Errorf("list containers: %w", err)
 	}
 	var errs []error
+	inUse := map[string]bool{}
 	for _, c := range list {
 		kind, id := c.Labels[d.label("kind")], c.Labels[d.label("build-id")]
+		sockDir := filepath.Dir(socketPath(d.opts.StateDir, kind, id))
 		if kind == kindSandbox {
 			id = c.Labels[d.label("sandbox-id")]
+			sockDir = filepath.Dir(socketPath(d.opts.StateDir, kind, id))
 			if keep != nil && keep(id) {
+				inUse[sockDir] = true
 				continue
 			}
 		}
 		d.log.Info("removing orphaned container", "container", shortID(c.ID), "kind", kind, "id", id)
-		errs = append(errs, d.removeContainer(c.ID, filepath.Dir(socketPath(d.opts.StateDir, kind, id))))
+		errs = append(errs, d.removeContainer(c.ID, sockDir))
+	}
+	socketsDir := filepath.Join(d.opts.StateDir, "s")
+	entries, err := os.ReadDir(socketsDir)
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for _, e := range entries {
+		if dir := filepath.Join(socketsDir, e.Name()); !inUse[dir] {
+			errs = append(errs, os.RemoveAll(dir))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -108,8 +108,9 @@ func buildEnvd(dir string) (string, error) {
 	return "", fmt.Errorf("no binary with an envd subcommand could be built:\n%s", strings.Join(failures, "\n"))
 }
 
-// newTestDocker connects an engine whose containers only this test sees.
-func newTestDocker(t *testing.T) *Docker {
+// newTestDocker connects an engine whose containers only this test sees,
+// with containers on network ("" for the default, host).
+func newTestDocker(t *testing.T, network string) *Docker {
 	t.Helper()
 	if dockerEnv.skip != "" {
 		t.Skip(dockerEnv.skip)
@@ -117,6 +118,7 @@ func newTestDocker(t *testing.T) *Docker {
 	d, err := NewDocker(t.Context(), DockerOptions{
 		EnvdBinary:    dockerEnv.envdBin,
 		StateDir:      t.TempDir(),
+		Network:       network,
 		LabelPrefix:   "e2b-runtime-test",
 		Instance:      randomID("inst"),
 		ReadyInterval: 200 * time.Millisecond,
@@ -235,7 +237,7 @@ func sh(t *testing.T, c *envdConn, user, script string) (string, int) {
 }
 
 func TestInfoAndMissingEngine(t *testing.T) {
-	d := newTestDocker(t)
+	d := newTestDocker(t, "")
 	info, err := d.Info(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -254,7 +256,7 @@ func TestInfoAndMissingEngine(t *testing.T) {
 // TestBuildAndSandbox runs one build through every step type and checks
 // what a sandbox of the result sees.
 func TestBuildAndSandbox(t *testing.T) {
-	d := newTestDocker(t)
+	d := newTestDocker(t, "")
 	ctxDir := t.TempDir()
 	writeFiles(t, ctxDir, map[string]string{
 		"top.txt":       "top\n",
@@ -405,11 +407,30 @@ func TestBuildAndSandbox(t *testing.T) {
 	if err := d.StopSandbox(t.Context(), sb.ID); err != nil {
 		t.Errorf("stopping an unknown sandbox: %v", err)
 	}
+
+	// A build from this one continues with its user, workdir and env.
+	var log2 buildLog
+	res2, err := d.Build(t.Context(), BuildSpec{
+		TemplateID: spec.TemplateID, BuildID: randomID("build"), BaseImage: res.Image,
+		BaseUser: res.User, BaseWorkdir: res.Workdir, BaseEnv: res.Env,
+		Steps: []e2bapi.TemplateStep{{Type: "RUN", Args: []string{`echo "continued as $(id -un) in $(pwd) with $NAME"`}}},
+		Log:   log2.add,
+	})
+	if err != nil {
+		t.Fatalf("build from a build: %v\nlog:\n%s", err, &log2)
+	}
+	t.Cleanup(func() { d.RemoveImage(context.Background(), res2.Image) })
+	if !log2.has("1", "continued as alice in /app/work with hello world") || log2.has("base", "Created user") {
+		t.Errorf("build from a build did not continue where the first ended:\n%s", &log2)
+	}
+	if res2.User != "alice" || res2.Workdir != "/app/work" || res2.Env["NAME"] != "hello world" {
+		t.Errorf("result %+v", res2)
+	}
 }
 
 func TestBuildFailingRun(t *testing.T) {
 	t.Parallel()
-	d := newTestDocker(t)
+	d := newTestDocker(t, "")
 	var log buildLog
 	_, err := d.Build(t.Context(), BuildSpec{
 		TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: dockerEnv.baseImage,
@@ -437,7 +458,7 @@ func TestBuildFailingRun(t *testing.T) {
 
 func TestBuildRejectsTraversalArchive(t *testing.T) {
 	t.Parallel()
-	d := newTestDocker(t)
+	d := newTestDocker(t, "")
 	evil := filepath.Join(t.TempDir(), "evil.tar.gz")
 	if err := os.WriteFile(evil, makeTar(t, true, tarEntry{name: "ok.txt", typ: tar.TypeReg}, tarEntry{name: "../evil", typ: tar.TypeReg}), 0o644); err != nil {
 		t.Fatal(err)
@@ -455,7 +476,7 @@ func TestBuildRejectsTraversalArchive(t *testing.T) {
 
 func TestBuildMissingImageFailsBase(t *testing.T) {
 	t.Parallel()
-	d := newTestDocker(t)
+	d := newTestDocker(t, "")
 	_, err := d.Build(t.Context(), BuildSpec{
 		TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: "e2b-test-absent:" + randomID("v"),
 	})
@@ -467,7 +488,7 @@ func TestBuildMissingImageFailsBase(t *testing.T) {
 
 func TestBuildCancelRemovesContainer(t *testing.T) {
 	t.Parallel()
-	d := newTestDocker(t)
+	d := newTestDocker(t, "")
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	log := buildLog{onLine: func(e e2bapi.BuildLogEntry) {
@@ -499,7 +520,7 @@ func TestBuildCancelRemovesContainer(t *testing.T) {
 
 func TestRemoveOrphans(t *testing.T) {
 	t.Parallel()
-	d := newTestDocker(t)
+	d := newTestDocker(t, "none")
 	start := func(id string) *Sandbox {
 		sb, err := d.StartSandbox(t.Context(), SandboxSpec{SandboxID: id, Image: dockerEnv.baseImage, User: "root", AccessToken: randomToken()})
 		if err != nil {
@@ -522,6 +543,12 @@ func TestRemoveOrphans(t *testing.T) {
 	otherID := create(other)
 	t.Cleanup(func() { d.removeContainer(otherID, "") })
 
+	// A socket dir whose container is gone.
+	stale := filepath.Join(d.opts.StateDir, "s", "stale")
+	if err := os.Mkdir(stale, 0o700); err != nil {
+		t.Fatal(err)
+	}
+
 	if err := d.RemoveOrphans(t.Context(), func(id string) bool { return id == kept.ID }); err != nil {
 		t.Fatal(err)
 	}
@@ -531,6 +558,12 @@ func TestRemoveOrphans(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Dir(orphan.EnvdSocket)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("orphan's socket dir left behind: %v", err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stale socket dir left behind: %v", err)
+	}
+	if _, err := os.Stat(kept.EnvdSocket); err != nil {
+		t.Errorf("kept sandbox lost its socket: %v", err)
 	}
 	if _, err := d.cli.ContainerInspect(t.Context(), otherID); err != nil {
 		t.Errorf("another server's container was touched: %v", err)
