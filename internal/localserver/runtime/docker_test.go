@@ -572,3 +572,30 @@ func TestRemoveOrphans(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestBuildFinalizeFailures(t *testing.T) {
+	t.Parallel()
+	d := newTestDocker(t, "")
+	d.opts.ReadyTimeout = 3 * time.Second
+	for _, tc := range []struct {
+		name, start, ready, want string
+	}{
+		{"start command fails", "echo starting; exit 4", "false", "start command exited with code 4"},
+		{"ready never succeeds", "", "false", "ready command timed out"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var log buildLog
+			_, err := d.Build(t.Context(), BuildSpec{
+				TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: dockerEnv.baseImage,
+				StartCmd: tc.start, ReadyCmd: tc.ready, Log: log.add,
+			})
+			var se *StepError
+			if !errors.As(err, &se) || se.Step != "finalize" || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want a finalize StepError with %q\nlog:\n%s", err, tc.want, &log)
+			}
+		})
+	}
+	if n := len(containers(t, d)); n != 0 {
+		t.Errorf("%d containers left", n)
+	}
+}
