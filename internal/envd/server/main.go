@@ -41,7 +41,12 @@ func Main(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srv := New(Config{DefaultUser: *defaultUser, DefaultWorkdir: *defaultWorkdir})
+	// As a container's entrypoint envd is PID 1; elsewhere it becomes the
+	// subreaper of what it starts. Either way orphans are its to reap.
+	if err := becomeSubreaper(); err != nil {
+		fmt.Fprintln(os.Stderr, "envd: cannot become a child subreaper, orphans may stay zombies:", err)
+	}
+	srv := New(Config{DefaultUser: *defaultUser, DefaultWorkdir: *defaultWorkdir, ReapOrphans: true})
 	fmt.Fprintf(os.Stderr, "envd %s listening on %s\n", Version, *listen)
 	if err := srv.Serve(ctx, ln); err != nil {
 		fmt.Fprintln(os.Stderr, "envd:", err)

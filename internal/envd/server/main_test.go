@@ -6,10 +6,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"connectrpc.com/connect"
+	"golang.org/x/sys/unix"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/process/processconnect"
 )
@@ -77,5 +80,44 @@ func TestMainFlags(t *testing.T) {
 	}
 	if code := Main([]string{"--listen", "unix://" + filepath.Join(t.TempDir(), "missing", "dir", "envd.sock")}); code != 1 {
 		t.Errorf("unusable socket path exit code %d, want 1", code)
+	}
+}
+
+func TestReapOrphans(t *testing.T) {
+	// Make the test process what envd is in a container: the process that
+	// orphans are re-parented to.
+	if err := becomeSubreaper(); err != nil {
+		t.Skipf("cannot become a child subreaper: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := New(Config{ReapOrphans: true})
+	ctx, cancel := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		<-served
+	})
+
+	// sh exits at once; its background sleep becomes our orphan, and a
+	// zombie when it exits. Its stdout goes elsewhere so the end is prompt.
+	e := &testEnvd{srv: srv, url: "http://" + ln.Addr().String()}
+	r := run(t, e, shell("sleep 0.2 >/dev/null 2>&1 & echo $!"), nil)
+	orphan, err := strconv.Atoi(strings.TrimSpace(string(r.stdout)))
+	if err != nil {
+		t.Fatalf("orphan pid %q: %v", r.stdout, err)
+	}
+	eventually(t, "the orphan to be reaped", func() bool {
+		_, err := os.Stat(filepath.Join("/proc", strconv.Itoa(orphan)))
+		return err != nil
+	})
+	// The server's own children are still reaped by their Wait, with their
+	// exit status intact.
+	if r := run(t, e, shell("exit 7"), nil); r.end.GetExitCode() != 7 {
+		t.Errorf("own child's end %v, want exit 7", r.end)
 	}
 }

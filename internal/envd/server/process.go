@@ -67,10 +67,15 @@ type processTable struct {
 
 	mu    sync.Mutex
 	procs map[uint32]*process
+
+	// spawnMu orders starting and reaping our own children against reaping
+	// orphans (see reapOrphans); owned holds the pids Wait has yet to reap.
+	spawnMu sync.Mutex
+	owned   map[int]bool
 }
 
 func newProcessTable(retention time.Duration) *processTable {
-	return &processTable{retention: retention, procs: map[uint32]*process{}}
+	return &processTable{retention: retention, procs: map[uint32]*process{}, owned: map[int]bool{}}
 }
 
 // startSpec is everything needed to start a process.
@@ -98,45 +103,14 @@ func (t *processTable) start(spec startSpec) (*process, *subscriber, error) {
 	p := &process{tag: spec.tag, config: spec.config, cmd: cmd, subs: map[*subscriber]struct{}{}, done: make(chan struct{})}
 	sub := p.subscribe()
 
-	var readers []*os.File
-	var chunk int
-	var kind func([]byte) *pb.ProcessEvent_DataEvent
-	if spec.pty != nil {
-		master, err := startPTY(cmd, spec.pty, spec.user.credential())
-		if err != nil {
-			return nil, nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("start %s: %w", spec.cmd, err))
-		}
-		p.tty = master
-		readers, chunk = []*os.File{master}, ptyChunk
-		kind = func(b []byte) *pb.ProcessEvent_DataEvent {
-			return &pb.ProcessEvent_DataEvent{Output: &pb.ProcessEvent_DataEvent_Pty{Pty: b}}
-		}
-	} else {
-		outR, outW, err := os.Pipe()
-		if err != nil {
-			return nil, nil, connect.NewError(connect.CodeInternal, err)
-		}
-		errR, errW, err := os.Pipe()
-		if err != nil {
-			closeAll(outR, outW)
-			return nil, nil, connect.NewError(connect.CodeInternal, err)
-		}
-		cmd.Stdout, cmd.Stderr = outW, errW
-		if spec.stdin {
-			if p.stdin, err = cmd.StdinPipe(); err != nil {
-				closeAll(outR, outW, errR, errW)
-				return nil, nil, connect.NewError(connect.CodeInternal, err)
-			}
-		}
-		// Own process group so that signals reach the whole tree (sh -c 'sleep 600').
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: spec.user.credential()}
-		err = cmd.Start()
-		closeAll(outW, errW)
-		if err != nil {
-			closeAll(outR, errR)
-			return nil, nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("start %s: %w", spec.cmd, err))
-		}
-		readers, chunk = []*os.File{outR, errR}, pipeChunk
+	t.spawnMu.Lock()
+	readers, err := launch(p, spec)
+	if err == nil {
+		t.owned[cmd.Process.Pid] = true
+	}
+	t.spawnMu.Unlock()
+	if err != nil {
+		return nil, nil, err
 	}
 	p.pid = uint32(cmd.Process.Pid)
 
@@ -147,22 +121,52 @@ func (t *processTable) start(spec startSpec) (*process, *subscriber, error) {
 	var wg sync.WaitGroup
 	for i, r := range readers {
 		wg.Add(1)
-		data := kind
-		if data == nil {
-			data = func(b []byte) *pb.ProcessEvent_DataEvent {
-				if i == 0 {
-					return &pb.ProcessEvent_DataEvent{Output: &pb.ProcessEvent_DataEvent_Stdout{Stdout: b}}
-				}
-				return &pb.ProcessEvent_DataEvent{Output: &pb.ProcessEvent_DataEvent_Stderr{Stderr: b}}
-			}
-		}
 		go func() {
 			defer wg.Done()
-			p.readOutput(r, chunk, data)
+			p.readOutput(r, i)
 		}()
 	}
 	go t.wait(p, readers, &wg, spec.timeout)
 	return p, sub, nil
+}
+
+// launch starts p's command on a PTY or on pipes and returns the output
+// readers: the PTY master, or stdout and stderr.
+func launch(p *process, spec startSpec) ([]*os.File, error) {
+	cmd := p.cmd
+	if spec.pty != nil {
+		master, err := startPTY(cmd, spec.pty, spec.user.credential())
+		if err != nil {
+			return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("start %s: %w", spec.cmd, err))
+		}
+		p.tty = master
+		return []*os.File{master}, nil
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, connect.NewError(connect.CodeInternal, err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll(outR, outW)
+		return nil, connect.NewError(connect.CodeInternal, err)
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	if spec.stdin {
+		if p.stdin, err = cmd.StdinPipe(); err != nil {
+			closeAll(outR, outW, errR, errW)
+			return nil, connect.NewError(connect.CodeInternal, err)
+		}
+	}
+	// Own process group so that signals reach the whole tree (sh -c 'sleep 600').
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: spec.user.credential()}
+	err = cmd.Start()
+	closeAll(outW, errW)
+	if err != nil {
+		closeAll(outR, errR)
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("start %s: %w", spec.cmd, err))
+	}
+	return []*os.File{outR, errR}, nil
 }
 
 // wait reaps p, lets its output drain and publishes its end.
@@ -172,6 +176,9 @@ func (t *processTable) wait(p *process, readers []*os.File, wg *sync.WaitGroup, 
 		defer timer.Stop()
 	}
 	err := p.cmd.Wait()
+	t.spawnMu.Lock()
+	delete(t.owned, p.cmd.Process.Pid)
+	t.spawnMu.Unlock()
 	p.exited.Store(true)
 	for _, r := range readers {
 		_ = r.SetReadDeadline(time.Now().Add(drainGrace))
@@ -195,9 +202,14 @@ func (t *processTable) wait(p *process, readers []*os.File, wg *sync.WaitGroup, 
 	})
 }
 
-// readOutput publishes r's output in chunks of at most chunk bytes until EOF,
-// or until it is idle for drainGrace after the process exited.
-func (p *process) readOutput(r *os.File, chunk int, data func([]byte) *pb.ProcessEvent_DataEvent) {
+// readOutput publishes the output of reader index (stdout, stderr, or the
+// PTY) in chunks of at most 32 KiB (16 KiB for a PTY) until EOF, or until it
+// is idle for drainGrace after the process exited.
+func (p *process) readOutput(r *os.File, index int) {
+	chunk := pipeChunk
+	if p.tty != nil {
+		chunk = ptyChunk
+	}
 	buf := make([]byte, chunk)
 	for {
 		if p.exited.Load() {
@@ -207,7 +219,16 @@ func (p *process) readOutput(r *os.File, chunk int, data func([]byte) *pb.Proces
 		if n > 0 {
 			b := make([]byte, n)
 			copy(b, buf[:n])
-			p.publish(&pb.ProcessEvent{Event: &pb.ProcessEvent_Data{Data: data(b)}})
+			data := &pb.ProcessEvent_DataEvent{}
+			switch {
+			case p.tty != nil:
+				data.Output = &pb.ProcessEvent_DataEvent_Pty{Pty: b}
+			case index == 0:
+				data.Output = &pb.ProcessEvent_DataEvent_Stdout{Stdout: b}
+			default:
+				data.Output = &pb.ProcessEvent_DataEvent_Stderr{Stderr: b}
+			}
+			p.publish(&pb.ProcessEvent{Event: &pb.ProcessEvent_Data{Data: data}})
 		}
 		if err != nil {
 			// EOF, EIO from a PTY whose last slave closed, or the drain deadline.

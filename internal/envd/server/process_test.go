@@ -182,13 +182,8 @@ func TestTimeoutKillsProcessTree(t *testing.T) {
 
 // alive reports whether pid is a live (not zombie) process.
 func alive(pid int) bool {
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	// The state follows the parenthesised command name.
-	i := bytes.LastIndexByte(stat, ')')
-	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
+	_, state, ok := procState(pid)
+	return ok && state != 'Z'
 }
 
 func TestConnectReplaysFinishedProcess(t *testing.T) {

@@ -50,6 +50,11 @@ type Config struct {
 	// Logger receives panics recovered from handlers. Nil means the
 	// standard logger.
 	Logger *log.Logger
+	// ReapOrphans makes Serve wait for zombie children the server did not
+	// start (orphans re-parented to it as PID 1 or subreaper). Only for a
+	// process that runs nothing but envd: it would race other code's
+	// exec.Cmd.Wait.
+	ReapOrphans bool
 }
 
 // Server is an envd daemon. It is an http.Handler.
@@ -112,6 +117,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 // and kills the processes still running. It returns nil when ctx ended it.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second, ErrorLog: s.logger}
+	if s.cfg.ReapOrphans {
+		reapCtx, stopReaping := context.WithCancel(ctx)
+		defer stopReaping()
+		go s.procs.reapLoop(reapCtx)
+	}
 	done := make(chan struct{})
 	go func() {
 		select {
