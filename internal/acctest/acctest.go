@@ -1,0 +1,293 @@
+// Package acctest starts what the provider's acceptance tests run against:
+// the provider binary, built once, serving the local E2B-compatible server
+// (its `server` subcommand) on a free loopback port with a temporary data
+// directory, on the Docker engine at DOCKER_HOST. The same binary is the
+// envd the server mounts into its containers.
+package acctest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/client"
+)
+
+// Environment variables the acceptance tests read. scripts/test.sh sets
+// them (E2B_TEST_DOCKER_HOST falls back to DOCKER_HOST).
+const (
+	EnvDockerHost = "E2B_TEST_DOCKER_HOST"
+	EnvBaseImage  = "E2B_TEST_BASE_IMAGE"
+)
+
+// startTimeout bounds how long the server may take to write server.json.
+const startTimeout = 2 * time.Minute
+
+// Server is a running local server.
+type Server struct {
+	APIURL     string `json:"api_url"`
+	SandboxURL string `json:"sandbox_url"`
+	APIKey     string `json:"api_key"`
+	Domain     string `json:"domain"`
+	// BaseImage is the Docker image templates in tests build from.
+	BaseImage string `json:"-"`
+	DataDir   string `json:"-"`
+
+	cmd     *exec.Cmd
+	logPath string
+	exited  chan struct{}
+}
+
+// ProviderConfig is a provider block for the server.
+func (s *Server) ProviderConfig() string {
+	return fmt.Sprintf(`
+provider "e2b" {
+  api_url     = %q
+  api_key     = %q
+  sandbox_url = %q
+  max_retries = 2
+}
+`, s.APIURL, s.APIKey, s.SandboxURL)
+}
+
+// Stats are the server's counters (GET /_local/stats).
+type Stats struct {
+	Uploads  int64 `json:"uploads"`
+	Archives int   `json:"archives"`
+}
+
+// Stats reads the server's counters.
+func (s *Server) Stats(ctx context.Context) (Stats, error) {
+	var st Stats
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.APIURL+"/_local/stats", nil)
+	if err != nil {
+		return st, err
+	}
+	req.Header.Set("X-API-Key", s.APIKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return st, fmt.Errorf("GET /_local/stats: %s: %s", resp.Status, b)
+	}
+	return st, json.NewDecoder(resp.Body).Decode(&st)
+}
+
+// Log returns what the server wrote to stderr so far, for failure messages.
+func (s *Server) Log() string {
+	b, err := os.ReadFile(s.logPath)
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
+}
+
+// Stop ends the server by its PID: SIGTERM, then SIGKILL after a grace
+// period, and waits for it.
+func (s *Server) Stop() error {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return nil
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(30 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+	return nil
+}
+
+// ModuleRoot is the repository root (the directory of go.mod).
+func ModuleRoot() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", errors.New("cannot locate the acctest package source")
+	}
+	return filepath.Abs(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// BuildBinary builds the provider binary (static, so it runs inside any
+// container as envd) into dir and returns its path.
+func BuildBinary(ctx context.Context, dir string) (string, error) {
+	root, err := ModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "terraform-provider-e2b")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, ".")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, b)
+	}
+	return out, nil
+}
+
+// Start runs `<binary> server` on a free loopback port with dataDir and
+// waits for it to write server.json.
+func Start(ctx context.Context, binary, dataDir, dockerHost string) (*Server, error) {
+	logPath := filepath.Join(dataDir, "server.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(binary, "server", "--listen", "127.0.0.1:0", "--data-dir", dataDir)
+	cmd.Env = append(os.Environ(), "DOCKER_HOST="+dockerHost)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s server: %w", binary, err)
+	}
+	s := &Server{cmd: cmd, logPath: logPath, exited: make(chan struct{}), DataDir: dataDir}
+	go func() { _ = cmd.Wait(); close(s.exited) }()
+
+	infoPath := filepath.Join(dataDir, "server.json")
+	deadline := time.NewTimer(startTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if b, err := os.ReadFile(infoPath); err == nil && json.Unmarshal(b, s) == nil && s.APIURL != "" {
+			return s, nil
+		}
+		select {
+		case <-s.exited:
+			return nil, fmt.Errorf("the local server exited before it was ready (%s):\n%s", cmd.ProcessState, s.Log())
+		case <-deadline.C:
+			_ = s.Stop()
+			return nil, fmt.Errorf("the local server wrote no %s within %s:\n%s", infoPath, startTimeout, s.Log())
+		case <-ctx.Done():
+			_ = s.Stop()
+			return nil, ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// Environment says why acceptance tests against the local server cannot run
+// here, or returns the Docker host and base image to use.
+func Environment(ctx context.Context) (dockerHost, baseImage string, err error) {
+	if os.Getenv("TF_ACC") == "" {
+		return "", "", errors.New("TF_ACC is not set: acceptance tests run only with TF_ACC=1 (make testacc, scripts/test.sh)")
+	}
+	dockerHost = os.Getenv(EnvDockerHost)
+	if dockerHost == "" {
+		dockerHost = os.Getenv("DOCKER_HOST")
+	}
+	baseImage = os.Getenv(EnvBaseImage)
+	if dockerHost == "" || baseImage == "" {
+		return "", "", fmt.Errorf("DOCKER_HOST (or %s) and %s must be set to run the local server's acceptance tests (scripts/test.sh sets them)", EnvDockerHost, EnvBaseImage)
+	}
+	c, err := client.NewClientWithOpts(client.WithHost(dockerHost), client.WithAPIVersionNegotiation())
+	if err != nil {
+		return "", "", fmt.Errorf("Docker client for %s: %w", dockerHost, err)
+	}
+	defer c.Close()
+	pingCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if _, err := c.Ping(pingCtx); err != nil {
+		return "", "", fmt.Errorf("the Docker engine at %s does not answer: %w", dockerHost, err)
+	}
+	if _, err := c.ImageInspect(pingCtx, baseImage); err != nil {
+		return "", "", fmt.Errorf("image %s is missing from the Docker engine at %s (scripts/test-image.sh builds it): %w", baseImage, dockerHost, err)
+	}
+	return dockerHost, baseImage, nil
+}
+
+var shared struct {
+	once   sync.Once
+	server *Server
+	dir    string
+	err    error
+	skip   string
+}
+
+// Shared returns the package's one local server, starting it on first use,
+// or skips t with the reason when the environment cannot run it. Call
+// StopShared from TestMain.
+func Shared(t testing.TB) *Server {
+	t.Helper()
+	shared.once.Do(func() {
+		ctx := context.Background()
+		dockerHost, baseImage, err := Environment(ctx)
+		if err != nil {
+			shared.skip = err.Error()
+			return
+		}
+		// Short: the server keeps unix sockets below its data directory.
+		shared.dir, shared.err = os.MkdirTemp("", "e2bacc")
+		if shared.err != nil {
+			return
+		}
+		binary, err := BuildBinary(ctx, shared.dir)
+		if err != nil {
+			shared.err = err
+			return
+		}
+		dataDir := filepath.Join(shared.dir, "data")
+		if shared.err = os.Mkdir(dataDir, 0o700); shared.err != nil {
+			return
+		}
+		shared.server, shared.err = Start(ctx, binary, dataDir, dockerHost)
+		if shared.server != nil {
+			shared.server.BaseImage = baseImage
+		}
+	})
+	if shared.skip != "" {
+		t.Skip(shared.skip)
+	}
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	return shared.server
+}
+
+// StopShared stops the shared server, if one was started, and removes its
+// directory.
+func StopShared() {
+	if shared.server != nil {
+		_ = shared.server.Stop()
+	}
+	if shared.dir != "" {
+		_ = os.RemoveAll(shared.dir)
+	}
+}
+
+// Must is a check helper for tests: it fails t when err is set.
+func Must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// WriteFiles creates files under dir from a map of relative path → content;
+// a path ending in "/" is a directory.
+func WriteFiles(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if strings.HasSuffix(name, "/") {
+			Must(t, os.MkdirAll(p, 0o755))
+			continue
+		}
+		Must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		Must(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+}
