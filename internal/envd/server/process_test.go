@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -539,4 +540,21 @@ func TestBadRequestsKeepDaemonUp(t *testing.T) {
 	}
 	// The daemon still serves.
 	run(t, e, shell("true"), nil)
+}
+
+func TestBackgroundChildDoesNotHoldEnd(t *testing.T) {
+	e := startEnvd(t, Config{})
+	// The background sleep keeps stdout open after sh exits; the end must
+	// still come (run's context allows two minutes, the sleep takes ten).
+	r := run(t, e, shell("sleep 600 & echo $!"), nil)
+	child, err := strconv.Atoi(strings.TrimSpace(string(r.stdout)))
+	if err != nil {
+		t.Fatalf("child pid %q: %v", r.stdout, err)
+	}
+	if err := syscall.Kill(child, syscall.SIGKILL); err != nil {
+		t.Errorf("kill the background sleep: %v", err)
+	}
+	if r.end.GetExitCode() != 0 || !r.end.GetExited() {
+		t.Errorf("end %v", r.end)
+	}
 }
