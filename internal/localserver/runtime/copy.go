@@ -15,66 +15,108 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
+// ArchiveLimits bound what CheckArchive reads; zero means no limit.
+type ArchiveLimits struct {
+	MaxUnpackedBytes int64
+	MaxEntries       int
+}
+
+// errUnpackedTooLarge stops CheckArchive at ArchiveLimits.MaxUnpackedBytes.
+var errUnpackedTooLarge = errors.New("unpacked size limit reached")
+
+// limitedReader fails once more than left bytes were read.
+type limitedReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	if l.left -= int64(n); l.left < 0 {
+		return n, errUnpackedTooLarge
+	}
+	return n, err
+}
+
 // CheckArchive reads a build-context archive (gzip-compressed or plain
-// tar) to its end and rejects entries that could write outside the
-// directory it is extracted into: absolute names, ".." components, entries
-// below a symlink of the archive, links whose target leaves the archive's
-// root, and anything but files, directories and links. It reports whether
-// the archive is gzip-compressed.
-func CheckArchive(r io.Reader) (gzipped bool, err error) {
+// tar) to its end within limits and rejects, naming the entry, anything
+// that could land outside the directory it is extracted into: absolute
+// names, ".." components, entries below a symlink of the archive, symlinks
+// to absolute paths or out of the root, hard links to such names, and
+// entries other than files, directories and links. It reports whether the
+// archive is gzip-compressed. Nothing is extracted.
+func CheckArchive(r io.Reader, limits ArchiveLimits) (gzipped bool, err error) {
 	br := bufio.NewReader(r)
-	magic, _ := br.Peek(2)
-	var tr *tar.Reader
-	if len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+	var stream io.Reader = br
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		gzipped = true
 		zr, err := gzip.NewReader(br)
 		if err != nil {
 			return true, fmt.Errorf("archive is not valid gzip: %w", err)
 		}
 		defer zr.Close()
-		tr = tar.NewReader(zr)
-	} else {
-		tr = tar.NewReader(br)
+		stream = zr
 	}
+	if limits.MaxUnpackedBytes > 0 {
+		stream = &limitedReader{r: stream, left: limits.MaxUnpackedBytes}
+	}
+	tr := tar.NewReader(stream)
 	// Names that were symlinks at any point: tar may write through them, so
 	// nothing may lie below them, even after a later entry replaced them.
 	symlinks := map[string]bool{}
-	for {
+	for entries := 0; ; entries++ {
 		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
+		switch {
+		case errors.Is(err, io.EOF) && entries == 0:
+			return gzipped, errors.New("archive has no entries")
+		case errors.Is(err, io.EOF):
 			return gzipped, nil
-		}
-		if err != nil {
+		case errors.Is(err, errUnpackedTooLarge):
+			return gzipped, fmt.Errorf("archive unpacks to more than the limit of %d bytes", limits.MaxUnpackedBytes)
+		case err != nil:
 			return gzipped, fmt.Errorf("archive is not a valid tar: %w", err)
 		}
-		name, err := archiveName(hdr.Name)
-		if err != nil {
+		if limits.MaxEntries > 0 && entries >= limits.MaxEntries {
+			return gzipped, fmt.Errorf("archive has more than the limit of %d entries", limits.MaxEntries)
+		}
+		if err := checkEntry(hdr, symlinks); err != nil {
 			return gzipped, fmt.Errorf("archive entry %q: %w", hdr.Name, err)
 		}
-		for dir := path.Dir(name); dir != "."; dir = path.Dir(dir) {
-			if symlinks[dir] {
-				return gzipped, fmt.Errorf("archive entry %q: lies below the symlink %q", hdr.Name, dir)
-			}
-		}
-		switch hdr.Typeflag {
-		case tar.TypeReg, tar.TypeDir:
-		case tar.TypeSymlink:
-			target := hdr.Linkname
-			if path.IsAbs(target) {
-				return gzipped, fmt.Errorf("archive entry %q: symlink to the absolute path %q leaves the copied files", hdr.Name, target)
-			}
-			if escapes(path.Join(path.Dir(name), target)) {
-				return gzipped, fmt.Errorf("archive entry %q: symlink to %q leaves the copied files", hdr.Name, target)
-			}
-			symlinks[name] = true
-		case tar.TypeLink:
-			if _, err := archiveName(hdr.Linkname); err != nil {
-				return gzipped, fmt.Errorf("archive entry %q: hard link to %q: %w", hdr.Name, hdr.Linkname, err)
-			}
-		default:
-			return gzipped, fmt.Errorf("archive entry %q: unsupported entry type %q", hdr.Name, string(hdr.Typeflag))
+	}
+}
+
+// checkEntry checks one entry against the names seen so far.
+func checkEntry(hdr *tar.Header, symlinks map[string]bool) error {
+	if hdr.Typeflag == tar.TypeXGlobalHeader {
+		return nil // metadata only; tar writes nothing for it
+	}
+	name, err := archiveName(hdr.Name)
+	if err != nil {
+		return err
+	}
+	for dir := path.Dir(name); dir != "."; dir = path.Dir(dir) {
+		if symlinks[dir] {
+			return fmt.Errorf("lies below the symlink %q", dir)
 		}
 	}
+	switch hdr.Typeflag {
+	case tar.TypeReg, tar.TypeDir:
+	case tar.TypeSymlink:
+		if path.IsAbs(hdr.Linkname) {
+			return fmt.Errorf("symlink to the absolute path %q leaves the copied files", hdr.Linkname)
+		}
+		if escapes(path.Join(path.Dir(name), hdr.Linkname)) {
+			return fmt.Errorf("symlink to %q leaves the copied files", hdr.Linkname)
+		}
+		symlinks[name] = true
+	case tar.TypeLink:
+		if _, err := archiveName(hdr.Linkname); err != nil {
+			return fmt.Errorf("hard link to %q: %w", hdr.Linkname, err)
+		}
+	default:
+		return fmt.Errorf("unsupported entry type %q", string(hdr.Typeflag))
+	}
+	return nil
 }
 
 // archiveName checks an entry name and returns it cleaned.
@@ -184,7 +226,7 @@ func checkArchiveFile(name string) (gzipped bool, err error) {
 		return false, fmt.Errorf("stored files: %w", err)
 	}
 	defer f.Close()
-	return CheckArchive(f)
+	return CheckArchive(f, ArchiveLimits{})
 }
 
 func boolFlag(b bool) string {

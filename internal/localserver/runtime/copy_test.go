@@ -28,6 +28,9 @@ func makeTar(t *testing.T, gz bool, entries ...tarEntry) []byte {
 	}
 	for _, e := range entries {
 		hdr := &tar.Header{Name: e.name, Linkname: e.link, Typeflag: e.typ, Mode: 0o644}
+		if e.typ == tar.TypeXGlobalHeader {
+			hdr = &tar.Header{Typeflag: e.typ, PAXRecords: map[string]string{"comment": e.name}}
+		}
 		if e.typ == tar.TypeReg {
 			hdr.Size = int64(len(e.name))
 		}
@@ -62,7 +65,7 @@ func TestCheckArchiveAcceptsContextArchives(t *testing.T) {
 		{name: "./top.txt", typ: tar.TypeReg},
 	}
 	for _, gz := range []bool{true, false} {
-		gzipped, err := CheckArchive(bytes.NewReader(makeTar(t, gz, entries...)))
+		gzipped, err := CheckArchive(bytes.NewReader(makeTar(t, gz, entries...)), ArchiveLimits{})
 		if err != nil {
 			t.Fatalf("gzip=%v: %v", gz, err)
 		}
@@ -97,7 +100,7 @@ func TestCheckArchiveRejectsEscapes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := CheckArchive(bytes.NewReader(makeTar(t, true, tc.entry...)))
+			_, err := CheckArchive(bytes.NewReader(makeTar(t, true, tc.entry...)), ArchiveLimits{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want it to contain %s", err, tc.want)
 			}
@@ -106,11 +109,31 @@ func TestCheckArchiveRejectsEscapes(t *testing.T) {
 }
 
 func TestCheckArchiveRejectsGarbage(t *testing.T) {
-	if _, err := CheckArchive(strings.NewReader("\x1f\x8bnot gzip at all")); err == nil {
-		t.Fatal("broken gzip accepted")
+	for name, data := range map[string][]byte{
+		"broken gzip": []byte("\x1f\x8bnot gzip at all"),
+		"not a tar":   bytes.Repeat([]byte("x"), 1024),
+		"empty":       nil,
+		"no entries":  makeTar(t, true),
+	} {
+		if _, err := CheckArchive(bytes.NewReader(data), ArchiveLimits{}); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
 	}
-	if _, err := CheckArchive(strings.NewReader(strings.Repeat("x", 1024))); err == nil {
-		t.Fatal("non-tar accepted")
+}
+
+func TestCheckArchiveLimits(t *testing.T) {
+	archive := makeTar(t, true,
+		tarEntry{name: "pax-global", typ: tar.TypeXGlobalHeader},
+		tarEntry{name: "a.txt", typ: tar.TypeReg},
+		tarEntry{name: "b.txt", typ: tar.TypeReg})
+	if _, err := CheckArchive(bytes.NewReader(archive), ArchiveLimits{MaxEntries: 3, MaxUnpackedBytes: 1 << 20}); err != nil {
+		t.Fatalf("within the limits: %v", err)
+	}
+	if _, err := CheckArchive(bytes.NewReader(archive), ArchiveLimits{MaxEntries: 2}); err == nil || !strings.Contains(err.Error(), "more than the limit of 2 entries") {
+		t.Errorf("entry limit: %v", err)
+	}
+	if _, err := CheckArchive(bytes.NewReader(archive), ArchiveLimits{MaxUnpackedBytes: 1000}); err == nil || !strings.Contains(err.Error(), "more than the limit of 1000 bytes") {
+		t.Errorf("size limit: %v", err)
 	}
 }
 

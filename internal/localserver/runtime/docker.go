@@ -157,8 +157,18 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 	return &Docker{cli: cli, opts: opts, log: opts.Logger, startCmds: map[string]context.CancelFunc{}}, nil
 }
 
-// Close releases the engine connection.
-func (d *Docker) Close() error { return d.cli.Close() }
+// Close ends the streams attached to sandboxes' start commands (which
+// kills those commands) and releases the engine connection. Containers
+// are left alone: stopping them is the caller's decision.
+func (d *Docker) Close() error {
+	d.mu.Lock()
+	for id, cancel := range d.startCmds {
+		cancel()
+		delete(d.startCmds, id)
+	}
+	d.mu.Unlock()
+	return d.cli.Close()
+}
 
 // Info reports the engine version, the negotiated API version, the default
 // runtime and the engine's OS.
@@ -436,8 +446,8 @@ func (d *Docker) StartSandbox(ctx context.Context, spec SandboxSpec) (*Sandbox, 
 
 // startCommand runs the sandbox's start command in the background, as the
 // default user in the default workdir. The stream stays attached for the
-// sandbox's life (envd discards output nobody reads); StopSandbox cancels
-// it.
+// sandbox's life, its output discarded; ending it (StopSandbox, Close)
+// kills the command.
 func (d *Docker) startCommand(rc *runningContainer, spec SandboxSpec, sh shell) {
 	ctx, cancel := context.WithCancel(context.Background())
 	d.mu.Lock()
