@@ -123,13 +123,13 @@ func (b *builder) run(ctx context.Context) (*BuildResult, error) {
 		}
 	}
 
-	startCmd, err := b.finalize(ctx)
+	stopStart, err := b.finalize(ctx)
 	if err != nil {
 		return nil, b.fail(stepFinalize, err)
 	}
 	ref, err := b.commit(ctx, img)
-	if startCmd != nil {
-		startCmd() // stop the start command's stream only after the snapshot
+	if stopStart != nil {
+		stopStart() // only after the snapshot, which keeps its files
 	}
 	if err != nil {
 		return nil, b.fail(stepFinalize, err)

@@ -183,7 +183,7 @@ func (b *builder) copy(ctx context.Context, step string, st e2bapi.TemplateStep)
 	}
 
 	into := strings.HasSuffix(dest, "/") || dest == "" || dest == "."
-	target, err := b.resolve(ctx, strings.TrimSuffix(dest, "/"))
+	target, err := b.resolve(ctx, dest)
 	if err != nil {
 		return err
 	}

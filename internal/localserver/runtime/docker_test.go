@@ -290,11 +290,12 @@ func TestBuildAndSandbox(t *testing.T) {
 			copyStep("js", "src/*.js", "/js/", "", ""),                                                         // 5: glob into a directory
 			copyStep("top", "top.txt", "/app", "", ""),                                                         // 6: file into an existing dir
 			copyStep("app", "app", "/js", "root", ""),                                                          // 7: merge into an existing dir
-			{Type: "run", Args: []string{`echo "run $GREETING" > out.txt && echo visible-output`}},             // 8
-			{Type: "USER", Args: []string{"alice"}},                                                            // 9
-			{Type: "WORKDIR", Args: []string{"work"}},                                                          // 10
-			{Type: "RUN", Args: []string{"whoami > /app/who-root.txt", "root"}},                                // 11
-			{Type: "RUN", Args: []string{"id -un; pwd"}},                                                       // 12
+			copyStep("top", "top.txt", "/", "", ""),                                                            // 8: into the root
+			{Type: "run", Args: []string{`echo "run $GREETING" > out.txt && echo visible-output`}},             // 9
+			{Type: "USER", Args: []string{"alice"}},                                                            // 10
+			{Type: "WORKDIR", Args: []string{"work"}},                                                          // 11
+			{Type: "RUN", Args: []string{"whoami > /app/who-root.txt", "root"}},                                // 12
+			{Type: "RUN", Args: []string{"id -un; pwd"}},                                                       // 13
 		},
 		Archives: archives,
 		StartCmd: "exec sleep 1000",
@@ -320,10 +321,10 @@ func TestBuildAndSandbox(t *testing.T) {
 	for _, want := range []struct{ step, text string }{
 		{"base", "Created user user"},
 		{"base", "no /bin/bash"},
-		{"8", "visible-output"},
-		{"9", "Created user alice"},
-		{"12", "alice"},
-		{"12", "/app/work"},
+		{"9", "visible-output"},
+		{"10", "Created user alice"},
+		{"13", "alice"},
+		{"13", "/app/work"},
 		{"finalize", "Ready"},
 	} {
 		if !log.has(want.step, want.text) {
@@ -359,12 +360,12 @@ func TestBuildAndSandbox(t *testing.T) {
 		t.Errorf("sandbox default user, workdir and env: %q (exit %d), want %q", out, code, want)
 	}
 	out, code = sh(t, c, "root", strings.Join([]string{
-		`cat /etc/top.txt /app/top.txt /app/out.txt /app/who-root.txt`,
+		`cat /etc/top.txt /app/top.txt /top.txt /app/out.txt /app/who-root.txt`,
 		`stat -c '%n %U %a' /etc/top.txt /app/dest /app/dest/a.txt /app/dest/sub/b.txt /app/work /js /js/x.js /js/a.txt`,
 		`readlink /app/dest/link; echo $(ls /js)`,
 	}, "; "))
 	want := strings.Join([]string{
-		"top", "top", "run hello", "root",
+		"top", "top", "top", "run hello", "root",
 		"/etc/top.txt user 644",
 		"/app/dest root 750",
 		"/app/dest/a.txt root 750",
