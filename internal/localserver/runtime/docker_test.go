@@ -83,29 +83,24 @@ func dockerUnavailable(baseImage string) string {
 	return ""
 }
 
-// buildEnvd builds a static Linux binary with the `envd` subcommand: the
-// provider binary itself when it has one, else the tests' stand-in.
+// buildEnvd builds the provider binary as a static Linux executable and
+// checks that it has the envd subcommand.
 func buildEnvd(dir string) (string, error) {
 	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
 	if err != nil {
 		return "", fmt.Errorf("finding the module root: %w", err)
 	}
 	bin := filepath.Join(dir, "e2b")
-	var failures []string
-	for _, pkg := range []string{strings.TrimSpace(string(root)), "./testdata/envd"} {
-		cmd := exec.Command("go", "build", "-o", bin, pkg)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			failures = append(failures, fmt.Sprintf("building %s: %v\n%s", pkg, err, out))
-			continue
-		}
-		out, err := exec.Command(bin, "envd", "--version").Output()
-		if err == nil && strings.TrimSpace(string(out)) == server.Version {
-			return bin, nil
-		}
-		failures = append(failures, fmt.Sprintf("%s has no envd subcommand", pkg))
+	cmd := exec.Command("go", "build", "-o", bin, strings.TrimSpace(string(root)))
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the provider binary: %v\n%s", err, out)
 	}
-	return "", fmt.Errorf("no binary with an envd subcommand could be built:\n%s", strings.Join(failures, "\n"))
+	out, err := exec.Command(bin, "envd", "--version").Output()
+	if got := strings.TrimSpace(string(out)); err != nil || got != server.Version {
+		return "", fmt.Errorf("the provider binary's envd subcommand answers %q (%v), want version %s", got, err, server.Version)
+	}
+	return bin, nil
 }
 
 // newTestDocker connects an engine whose containers only this test sees,
