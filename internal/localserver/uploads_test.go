@@ -38,6 +38,9 @@ func tarball(t *testing.T, gz bool, entries ...entry) []byte {
 	tw := tar.NewWriter(w)
 	for _, e := range entries {
 		hdr := &tar.Header{Name: e.name, Typeflag: e.typ, Linkname: e.link, Mode: 0o644, Size: int64(len(e.body))}
+		if e.typ == tar.TypeDir {
+			hdr.Mode = 0o755
+		}
 		if err := tw.WriteHeader(hdr); err != nil {
 			t.Fatal(err)
 		}
