@@ -91,6 +91,11 @@ func (e *Entry) normalisedPerm() fs.FileMode {
 	return 0o644
 }
 
+// identified is a FileInfo that knows its stat identity (see childstat_linux.go).
+type identified interface {
+	identity() (FileID, uint32)
+}
+
 // portableIdentity builds a FileID from what fs.FileInfo offers on every system, with a
 // POSIX st_mode synthesised from the Go mode.
 func portableIdentity(fi fs.FileInfo) (FileID, uint32) {

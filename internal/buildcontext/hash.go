@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 )
@@ -19,9 +20,11 @@ func (l *Listing) PortableHash(ctx context.Context, dest string, opts HashOption
 		return "", err
 	}
 	h := sha256.New()
-	writeNetstring(h, "e2b-files-v1")
-	writeNetstring(h, l.Src)
-	writeNetstring(h, dest)
+	// Each entry's netstrings are appended to one reused buffer and written at once.
+	buf := appendNetstring(nil, "e2b-files-v1")
+	buf = appendNetstring(buf, l.Src)
+	buf = appendNetstring(buf, dest)
+	h.Write(buf)
 	for i := range l.Entries {
 		e := &l.Entries[i]
 		var kind, payload string
@@ -33,22 +36,31 @@ func (l *Listing) PortableHash(ctx context.Context, dest string, opts HashOption
 		case KindSymlink:
 			kind, payload = "l", e.LinkTarget
 		}
-		writeNetstring(h, kind)
-		writeNetstring(h, fmt.Sprintf("%04o", e.normalisedPerm()))
-		writeNetstring(h, e.Path)
-		writeNetstring(h, payload)
+		buf = appendNetstring(buf[:0], kind)
+		buf = appendNetstring(buf, permString(e.normalisedPerm()))
+		buf = appendNetstring(buf, e.Path)
+		buf = appendNetstring(buf, payload)
+		h.Write(buf)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// writeNetstring writes len(s) ":" s ",".
-func writeNetstring(h hash.Hash, s string) {
-	var b []byte
+func permString(p fs.FileMode) string {
+	switch p {
+	case 0o755:
+		return "0755"
+	case 0o777:
+		return "0777"
+	}
+	return "0644"
+}
+
+// appendNetstring appends len(s) ":" s ",".
+func appendNetstring(b []byte, s string) []byte {
 	b = strconv.AppendInt(b, int64(len(s)), 10)
 	b = append(b, ':')
-	h.Write(b)
-	io.WriteString(h, s)
-	h.Write([]byte{','})
+	b = append(b, s...)
+	return append(b, ',')
 }
 
 // SDKHash is the files hash the E2B JS SDK computes for the step (e2b-api.md §2), so

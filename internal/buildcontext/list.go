@@ -7,8 +7,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
@@ -345,10 +347,10 @@ func (l *lister) walkDir(rel, abs, source string, fi fs.FileInfo, ignoreInfo pat
 	if err != nil {
 		return fmt.Errorf("reading directory %s in build context %s: %w", rel, l.root, err)
 	}
-	for _, c := range children {
+	infos, errs := lstatChildren(source, children)
+	for i, c := range children {
 		childAbs := filepath.Join(abs, c.Name())
-		childSource := filepath.Join(source, c.Name())
-		cfi, err := os.Lstat(childSource)
+		cfi, err := infos[i], errs[i]
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue // removed since ReadDir
@@ -365,6 +367,45 @@ func (l *lister) walkDir(rel, abs, source string, fi fs.FileInfo, ignoreInfo pat
 	}
 	return nil
 }
+
+// lstatChildren lstats the entries of a directory, spread over GOMAXPROCS goroutines
+// when there are many: listing is bound by these system calls.
+func lstatChildren(dir string, children []fs.DirEntry) ([]fs.FileInfo, []error) {
+	infos := make([]fs.FileInfo, len(children))
+	errs := make([]error, len(children))
+	stat, done, err := childStatter(dir)
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return infos, errs
+	}
+	defer done()
+	lstatRange := func(from, to int) {
+		for i := from; i < to; i++ {
+			infos[i], errs[i] = stat(children[i].Name())
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(children)/minLstatsPerWorker)
+	if workers <= 1 {
+		lstatRange(0, len(children))
+		return infos, errs
+	}
+	var wg sync.WaitGroup
+	chunk := (len(children) + workers - 1) / workers
+	for from := 0; from < len(children); from += chunk {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lstatRange(from, min(from+chunk, len(children)))
+		}()
+	}
+	wg.Wait()
+	return infos, errs
+}
+
+// minLstatsPerWorker keeps goroutines for directories where they pay off.
+const minLstatsPerWorker = 32
 
 // resolveLink follows a symlink for ListOptions.ResolveLinks. It returns the target's
 // path and lstat, or a nil FileInfo when the target does not exist (the link is then

@@ -1,0 +1,173 @@
+//go:build unix
+
+package buildcontext
+
+import (
+	"crypto/sha256"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext/internal/benchtree"
+)
+
+// The benchmarks run on the tree of package benchtree: generated once per process under a
+// temporary directory, or kept in $E2B_BENCH_TREE between runs. Each COPYs the whole
+// context ("."), so listing is part of every figure.
+var (
+	benchTreeOnce sync.Once
+	benchTreeDir  string
+	benchTreeErr  error
+)
+
+func benchTree(b *testing.B) string {
+	b.Helper()
+	benchTreeOnce.Do(func() {
+		benchTreeDir = os.Getenv("E2B_BENCH_TREE")
+		if benchTreeDir == "" {
+			benchTreeDir, benchTreeErr = os.MkdirTemp("", "e2b-bench-tree-")
+		}
+		if benchTreeErr == nil {
+			benchTreeErr = benchtree.Ensure(benchTreeDir)
+		}
+	})
+	if benchTreeErr != nil {
+		b.Fatalf("generating the benchmark tree: %v", benchTreeErr)
+	}
+	return benchTreeDir
+}
+
+// BenchmarkSHA256OneCore is the baseline: plain sha256 of every file, one after the
+// other, on one goroutine.
+func BenchmarkSHA256OneCore(b *testing.B) {
+	dir := benchTree(b)
+	var files []string
+	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			files = append(files, p)
+		}
+		return err
+	})
+	buf := make([]byte, readBufferSize)
+	b.SetBytes(benchtree.TotalBytes)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, p := range files {
+			f, err := os.Open(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			h := sha256.New()
+			for {
+				n, err := f.Read(buf)
+				h.Write(buf[:n])
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			f.Close()
+			h.Sum(nil)
+		}
+	}
+}
+
+func BenchmarkPortableHashCold(b *testing.B) {
+	dir := benchTree(b)
+	cacheDir := b.TempDir()
+	b.SetBytes(benchtree.TotalBytes)
+	b.ReportAllocs()
+	for b.Loop() {
+		cachePath := filepath.Join(cacheDir, "digests.bin")
+		os.Remove(cachePath)
+		benchPortableHash(b, dir, cachePath)
+	}
+}
+
+func BenchmarkPortableHashWarm(b *testing.B) {
+	dir := benchTree(b)
+	cachePath := filepath.Join(b.TempDir(), "digests.bin")
+	benchPortableHash(b, dir, cachePath)
+	b.SetBytes(benchtree.TotalBytes)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if stats := benchPortableHash(b, dir, cachePath); stats.Read != 0 {
+			b.Fatalf("warm run read %d files", stats.Read)
+		}
+	}
+}
+
+// benchPortableHash is one terraform run: open the cache, list, hash, save the cache.
+func benchPortableHash(b *testing.B, dir, cachePath string) DigestStats {
+	cache := OpenStatCache(cachePath)
+	l, err := List(dir, ".", ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	stats, err := l.ComputeDigests(b.Context(), HashOptions{Cache: cache})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := l.PortableHash(b.Context(), "/app", HashOptions{Cache: cache}); err != nil {
+		b.Fatal(err)
+	}
+	if err := cache.Save(); err != nil {
+		b.Fatal(err)
+	}
+	return stats
+}
+
+func BenchmarkSDKHash(b *testing.B) {
+	dir := benchTree(b)
+	b.SetBytes(benchtree.TotalBytes)
+	b.ReportAllocs()
+	for b.Loop() {
+		l, err := List(dir, ".", ListOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := l.SDKHash(b.Context(), "/app"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkArchive spools the archive of an already hashed listing (the apply step after
+// plan), including the check of every file against its digest.
+func BenchmarkArchive(b *testing.B) {
+	dir := benchTree(b)
+	l, err := List(dir, ".", ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := l.PortableHash(b.Context(), "/app", HashOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	spool := b.TempDir()
+	b.SetBytes(benchtree.TotalBytes)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		path, _, err := l.SpoolArchive(b.Context(), spool)
+		if err != nil {
+			b.Fatal(err)
+		}
+		os.Remove(path)
+	}
+}
+
+// BenchmarkList is the listing alone, the floor under a warm hash.
+func BenchmarkList(b *testing.B) {
+	dir := benchTree(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := List(dir, ".", ListOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
