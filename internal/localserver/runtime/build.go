@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -416,20 +417,25 @@ func (b *builder) waitReady(ctx context.Context, ready string, startDone <-chan 
 
 // commit snapshots the build container as <repo>/<templateID>:<buildID>,
 // keeping the base image's configuration: envd's entrypoint, our user and
-// command must not end up in the image.
+// command must not end up in the image. The engine adds the container's
+// labels to the image's, so the image's kind label is overridden: a
+// container someone starts from the image by hand is not ours to remove.
 func (b *builder) commit(ctx context.Context, img image.InspectResponse) (string, error) {
 	ref := fmt.Sprintf("%s/%s:%s", b.d.opts.ImageRepository, strings.ToLower(b.spec.TemplateID), strings.ToLower(b.spec.BuildID))
 	cfg := &container.Config{
 		// A non-nil empty entrypoint stops the engine from filling in the
 		// container's (envd) when the image has none.
 		Entrypoint: strslice.StrSlice{},
+		Labels:     map[string]string{},
 	}
 	if c := img.Config; c != nil {
-		cfg.User, cfg.Cmd, cfg.Labels = c.User, c.Cmd, c.Labels
+		cfg.User, cfg.Cmd = c.User, c.Cmd
+		maps.Copy(cfg.Labels, c.Labels)
 		if len(c.Entrypoint) > 0 {
 			cfg.Entrypoint = c.Entrypoint
 		}
 	}
+	cfg.Labels[b.d.label("kind")] = kindImage
 	b.logf(stepFinalize, e2bapi.LogInfo, "Saving the image")
 	if _, err := b.d.cli.ContainerCommit(ctx, b.c.id, container.CommitOptions{Reference: ref, Config: cfg, Pause: true}); err != nil {
 		return "", fmt.Errorf("commit image %s: %w", ref, err)

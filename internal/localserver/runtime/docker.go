@@ -65,10 +65,12 @@ const (
 	maxSocketPath = 107
 )
 
-// Container kinds, the value of the <prefix>.kind label.
+// Kinds of containers, the value of the <prefix>.kind label. Build images
+// carry kindImage, which containers we create override.
 const (
 	kindBuild   = "build"
 	kindSandbox = "sandbox"
+	kindImage   = "image"
 )
 
 // Docker is the Engine backed by a Docker Engine.
@@ -508,15 +510,19 @@ func (d *Docker) RemoveOrphans(ctx context.Context, keep func(sandboxID string) 
 	var errs []error
 	inUse := map[string]bool{}
 	for _, c := range list {
-		kind, id := c.Labels[d.label("kind")], c.Labels[d.label("build-id")]
-		sockDir := filepath.Dir(socketPath(d.opts.StateDir, kind, id))
-		if kind == kindSandbox {
+		kind, id := c.Labels[d.label("kind")], ""
+		switch kind {
+		case kindBuild:
+			id = c.Labels[d.label("build-id")]
+		case kindSandbox:
 			id = c.Labels[d.label("sandbox-id")]
-			sockDir = filepath.Dir(socketPath(d.opts.StateDir, kind, id))
-			if keep != nil && keep(id) {
-				inUse[sockDir] = true
-				continue
-			}
+		default:
+			continue // e.g. started by hand from a build's image
+		}
+		sockDir := filepath.Dir(socketPath(d.opts.StateDir, kind, id))
+		if kind == kindSandbox && keep != nil && keep(id) {
+			inUse[sockDir] = true
+			continue
 		}
 		d.log.Info("removing orphaned container", "container", shortID(c.ID), "kind", kind, "id", id)
 		errs = append(errs, d.removeContainer(c.ID, sockDir))

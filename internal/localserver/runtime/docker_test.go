@@ -333,8 +333,8 @@ func TestBuildAndSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if img.Config != nil && (len(img.Config.Entrypoint) > 0 || len(img.Config.Cmd) > 0) {
-		t.Errorf("image kept a command: entrypoint %q cmd %q", img.Config.Entrypoint, img.Config.Cmd)
+	if img.Config == nil || len(img.Config.Entrypoint) > 0 || len(img.Config.Cmd) > 0 || img.Config.Labels[d.label("kind")] != kindImage {
+		t.Errorf("image config %+v: want no command and kind %q", img.Config, kindImage)
 	}
 
 	token := randomToken()
@@ -538,6 +538,9 @@ func TestRemoveOrphans(t *testing.T) {
 	other[d.label("instance")] = "another-server"
 	otherID := create(other)
 	t.Cleanup(func() { d.removeContainer(otherID, "") })
+	// A container started by hand from a build's image carries its labels.
+	byHandID := create(d.labels(kindImage, "tpl", "b", ""))
+	t.Cleanup(func() { d.removeContainer(byHandID, "") })
 
 	// A socket dir whose container is gone.
 	stale := filepath.Join(d.opts.StateDir, "s", "stale")
@@ -548,9 +551,12 @@ func TestRemoveOrphans(t *testing.T) {
 	if err := d.RemoveOrphans(t.Context(), func(id string) bool { return id == kept.ID }); err != nil {
 		t.Fatal(err)
 	}
-	left := containers(t, d)
-	if len(left) != 1 || left[0].ID != kept.ContainerID {
-		t.Errorf("left %d containers, want only the kept sandbox", len(left))
+	left := map[string]bool{}
+	for _, c := range containers(t, d) {
+		left[c.ID] = true
+	}
+	if len(left) != 2 || !left[kept.ContainerID] || !left[byHandID] {
+		t.Errorf("left %d containers, want only the kept sandbox and the one started by hand", len(left))
 	}
 	if _, err := os.Stat(filepath.Dir(orphan.EnvdSocket)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("orphan's socket dir left behind: %v", err)
