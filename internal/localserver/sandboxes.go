@@ -87,8 +87,10 @@ func (s *Server) handleCreateSandbox(defaultTimeout int32) http.HandlerFunc {
 			Metadata: req.Metadata, ContainerID: started.ContainerID, EnvdSocket: started.EnvdSocket,
 		}
 		if err := s.store.CreateSandbox(sb); err != nil {
-			s.engine.StopSandbox(context.WithoutCancel(r.Context()), id)
-			s.internalError(w, err)
+			if stopErr := s.engine.StopSandbox(context.WithoutCancel(r.Context()), id); stopErr != nil {
+				s.log.Error("stop a sandbox that could not be recorded", "sandbox", id, "err", stopErr)
+			}
+			s.storeError(w, err)
 			return
 		}
 		writeJSON(w, http.StatusCreated, e2bapi.Sandbox{

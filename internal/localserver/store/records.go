@@ -183,7 +183,8 @@ func (s *Store) Stats() (Stats, error) {
 	return st, err
 }
 
-// CreateSandbox records a started sandbox and counts the spawn on its template.
+// CreateSandbox records a started sandbox and counts the spawn on its
+// template, unless the template was deleted meanwhile.
 func (s *Store) CreateSandbox(sb Sandbox) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		templates := tx.Bucket(bucketTemplates)
@@ -192,13 +193,14 @@ func (s *Store) CreateSandbox(sb Sandbox) error {
 		if err != nil {
 			return err
 		}
-		if found {
-			at := sb.StartedAt
-			t.LastSpawnedAt = &at
-			t.SpawnCount++
-			if err := putJSON(templates, t.ID, t); err != nil {
-				return err
-			}
+		if !found || t.Deleted {
+			return errorf(KindNotFound, "template '%s' not found", sb.TemplateID)
+		}
+		at := sb.StartedAt
+		t.LastSpawnedAt = &at
+		t.SpawnCount++
+		if err := putJSON(templates, t.ID, t); err != nil {
+			return err
 		}
 		return putJSON(tx.Bucket(bucketSandboxes), sb.ID, sb)
 	})

@@ -325,3 +325,18 @@ func TestLogsPagingAndLevel(t *testing.T) {
 		t.Fatalf("missing build logs = %#v, want empty non-nil", none)
 	}
 }
+
+func TestDeletedTemplateTakesNoBuildsOrSandboxes(t *testing.T) {
+	s := newStore(t)
+	r := register(t, s, "app")
+	waiting := register(t, s, "app", "other")
+	if _, _, err := s.DeleteTemplate("app"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.StartBuild(r.Template.ID, waiting.Build.ID, e2bapi.TemplateBuildStartV2{FromImage: "x"}); KindOf(err) != KindNotFound {
+		t.Errorf("starting a build of a deleted template: %v", err)
+	}
+	if err := s.CreateSandbox(Sandbox{ID: "i1", TemplateID: r.Template.ID}); KindOf(err) != KindNotFound {
+		t.Errorf("a sandbox of a deleted template: %v", err)
+	}
+}

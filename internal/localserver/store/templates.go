@@ -400,6 +400,13 @@ func (s *Store) StartBuild(templateID, buildID string, req e2bapi.TemplateBuildS
 		if !found {
 			return errorf(KindNotFound, "build '%s' of template '%s' not found", buildID, templateID)
 		}
+		var t Template
+		if _, err := getJSON(tx.Bucket(bucketTemplates), templateID, &t); err != nil {
+			return err
+		}
+		if t.Deleted {
+			return errorf(KindNotFound, "template '%s' has been deleted", templateID)
+		}
 		if b.Status != e2bapi.BuildWaiting {
 			return errorf(KindInvalid, "build is not in waiting state")
 		}
