@@ -171,7 +171,7 @@ func (b *builder) emit(step, level, msg string) {
 // step runs one template step.
 func (b *builder) step(ctx context.Context, step string, st e2bapi.TemplateStep) error {
 	typ := strings.ToUpper(st.Type)
-	b.logf(step, e2bapi.LogInfo, "%s %s", typ, strings.Join(st.Args, " "))
+	b.emit(step, e2bapi.LogInfo, describeStep(typ, st.Args))
 	args := st.Args
 	switch typ {
 	case e2bapi.StepRun:
@@ -207,6 +207,37 @@ func (b *builder) step(ctx context.Context, step string, st e2bapi.TemplateStep)
 		return b.setUser(ctx, step, args[0], len(args) > 1 && args[1] == "true")
 	}
 	return fmt.Errorf("command type %s is not implemented", st.Type)
+}
+
+// describeStep is a step's log line, Dockerfile-like.
+func describeStep(typ string, args []string) string {
+	var extra []string
+	switch typ {
+	case e2bapi.StepRun:
+		if len(args) > 1 && args[1] != "" {
+			extra = append(extra, "as "+args[1])
+			args = args[:1]
+		}
+	case e2bapi.StepCopy, "ADD":
+		if len(args) > 2 && args[2] != "" {
+			extra = append(extra, "owner "+args[2])
+		}
+		if len(args) > 3 && args[3] != "" {
+			extra = append(extra, "mode "+args[3])
+		}
+		args = args[:min(len(args), 2)]
+	case e2bapi.StepEnv, "ARG":
+		var pairs []string
+		for i := 0; i+1 < len(args); i += 2 {
+			pairs = append(pairs, args[i]+"="+args[i+1])
+		}
+		args = pairs
+	}
+	line := strings.TrimSpace(typ + " " + strings.Join(args, " "))
+	if len(extra) > 0 {
+		line += " (" + strings.Join(extra, ", ") + ")"
+	}
+	return line
 }
 
 // runCommand runs a shell command the way RUN does, streaming its output
