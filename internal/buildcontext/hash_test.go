@@ -3,9 +3,12 @@
 package buildcontext
 
 import (
+	"crypto/sha256"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -135,5 +138,31 @@ func TestPortableHashChangesWithWhatMatters(t *testing.T) {
 	d := newTree(t, v.Entries...)
 	if portable(t, d, "app", "/other") == baseline {
 		t.Error("hash unchanged after changing dest")
+	}
+}
+
+// TestSDKHashOfContextRoot builds the SDK's input by hand for src ".": the JS SDK names the
+// context itself "" and, sorting by absolute path, hashes it first, even before "-a",
+// which sorts before "." as a relative path.
+func TestSDKHashOfContextRoot(t *testing.T) {
+	d := newTree(t, file("-a", "A"), file("b.sh", "B"))
+	os.Chmod(filepath.Join(d, "b.sh"), 0o755)
+	l := mustList(t, d, ".", ListOptions{})
+	if got := paths(l); strings.Join(got, " ") != "-a . b.sh" {
+		t.Fatalf("listing order %q, want byte order of relative paths", got)
+	}
+	root, err := os.Stat(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := fmt.Sprintf("COPY . /d%s%d%d%s%d%d%s%s%d%d%s", "", 0o40000|root.Mode().Perm(), root.Size(),
+		"-a", 0o100644, 1, "A", "b.sh", 0o100755, 1, "B")
+	want := fmt.Sprintf("%x", sha256.Sum256([]byte(input)))
+	got, err := l.SDKHash(t.Context(), "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("SDK hash %s, want %s (input %q)", got, want, input)
 	}
 }
