@@ -601,3 +601,46 @@ func TestBuildFinalizeFailures(t *testing.T) {
 		t.Errorf("%d containers left", n)
 	}
 }
+
+func TestBuildUsesBashWhenPresent(t *testing.T) {
+	t.Parallel()
+	d := newTestDocker(t, "")
+	// The base image plus a /bin/bash that reports how it is called.
+	script := `printf '#!/bin/sh\necho "bash called with $1 $2" >&2\nshift\nexec /bin/sh "$@"\n' >/bin/bash && chmod 755 /bin/bash`
+	c, err := d.cli.ContainerCreate(t.Context(), &container.Config{Image: dockerEnv.baseImage, Cmd: []string{"/bin/sh", "-c", script}}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.removeContainer(c.ID, "")
+	if err := d.cli.ContainerStart(t.Context(), c.ID, container.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitC, errC := d.cli.ContainerWait(t.Context(), c.ID, container.WaitConditionNotRunning)
+	select {
+	case w := <-waitC:
+		if w.StatusCode != 0 {
+			t.Fatalf("preparing the image: exit %d", w.StatusCode)
+		}
+	case err := <-errC:
+		t.Fatal(err)
+	}
+	withBash := "e2b-runtime-test/bash:" + randomID("v")
+	if _, err := d.cli.ContainerCommit(t.Context(), c.ID, container.CommitOptions{Reference: withBash}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.RemoveImage(context.Background(), withBash) })
+
+	var log buildLog
+	res, err := d.Build(t.Context(), BuildSpec{
+		TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: withBash,
+		Steps: []e2bapi.TemplateStep{{Type: "RUN", Args: []string{"echo ran"}}},
+		Log:   log.add,
+	})
+	if err != nil {
+		t.Fatalf("build: %v\nlog:\n%s", err, &log)
+	}
+	t.Cleanup(func() { d.RemoveImage(context.Background(), res.Image) })
+	if !log.has("1", "bash called with -l -c") || !log.has("1", "ran") || log.has("base", "no /bin/bash") {
+		t.Errorf("RUN did not go through bash -l -c:\n%s", &log)
+	}
+}
