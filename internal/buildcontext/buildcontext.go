@@ -4,9 +4,28 @@
 //
 // One listing serves both the hash and the archive:
 //
+//	cachePath, _ := buildcontext.DefaultStatCachePath()
+//	cache := buildcontext.OpenStatCache(cachePath)
 //	l, err := buildcontext.List(contextDir, src, buildcontext.ListOptions{})
 //	hash, err := l.PortableHash(ctx, dest, buildcontext.HashOptions{Cache: cache})
-//	path, size, err := l.SpoolArchive(ctx, "") // verifies every file against its digest
+//	_ = cache.Save() // best effort: a cache that cannot be written only costs speed
+//	path, size, err := l.SpoolArchive(ctx, "") // checks every file against its digest
+//
+// Decisions the spec leaves open:
+//   - Symlinks are listed as links (target text recorded, nothing read through them) wherever
+//     they point. With ListOptions.ResolveLinks a link whose target is inside the context is
+//     replaced by the target (a file's bytes, or a directory and everything below it, under
+//     the link's path); a link pointing outside is then an error, and a dangling link inside
+//     stays a link. A src that passes through a symlinked directory is always an error.
+//   - Extra ignore patterns are applied after the .dockerignore lines (the configuration
+//     wins: "!x" there re-includes x). An excluded directory is listed when an exception
+//     re-includes something below it, as BuildKit sends it, so the archive has its parent.
+//   - Directories that a src glob passes through are not entries (as in the SDK); only
+//     matches and what lies below matched directories are.
+//   - The SDK-compatible hash uses this listing too, so it matches the SDK exactly unless a
+//     .dockerignore relies on the SDK's glob quirk (an ignored directory's children kept).
+//   - The digest cache is keyed by stat identity only (not path), lives in
+//     DefaultStatCachePath and holds at most 100,000 digests.
 //
 // The package knows nothing of Terraform.
 package buildcontext
