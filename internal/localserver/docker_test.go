@@ -1,6 +1,7 @@
 package localserver
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -9,6 +10,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	dockerclient "github.com/docker/docker/client"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
@@ -119,4 +125,117 @@ func TestDockerBuildAndSandbox(t *testing.T) {
 	}
 	// The failed rebuild did not take the tag from the good build.
 	ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "docker-app"})
+}
+
+// startCommand runs `<binary> server` on dataDir and waits for its
+// server.json.
+func startCommand(t *testing.T, binary, dataDir string) (*exec.Cmd, Info) {
+	t.Helper()
+	os.Remove(filepath.Join(dataDir, InfoFile))
+	cmd := exec.Command(binary, "server", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--network", "none")
+	cmd.Env = append(os.Environ(), "E2B_LOCAL_STATE_DIR="+filepath.Join(os.TempDir(), "lsk-"+filepath.Base(dataDir)))
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+	})
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var info Info
+		raw, err := os.ReadFile(filepath.Join(dataDir, InfoFile))
+		if err == nil && json.Unmarshal(raw, &info) == nil && info.PID == cmd.Process.Pid {
+			return cmd, info
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server did not start within 60 s; stderr:\n%s", stderr.String())
+		}
+	}
+}
+
+// Killing the server (SIGKILL) mid-build and starting it again loses no
+// template, build, tag or archive; the interrupted build is failed and its
+// container removed.
+func TestDockerRestartAfterSIGKILL(t *testing.T) {
+	_, baseImage := dockerEngine(t)
+	binary := buildEnvdBinary(t)
+	dataDir := t.TempDir()
+	cmd, info := startCommand(t, binary, dataDir)
+	// Not validated by the contract check: this server is another process.
+	ts := &testServer{t: t, URL: info.APIURL, client: http.DefaultClient, apiKey: info.APIKey}
+	if info.APIKey != readKey(t, dataDir) {
+		t.Fatal("server.json and the kept API key disagree")
+	}
+
+	good, goodInfo := ts.buildFrom(baseImage, "killed", run("true"))
+	if goodInfo.Status != "ready" {
+		t.Fatalf("first build = %+v", goodInfo)
+	}
+	hash := hashOf(0x5161)
+	putOK(t, ts.link(good.TemplateID, hash).URL, tarball(t, true, file("f", "kept")))
+	running := ts.register("killed")
+	ts.start(running, e2bapi.TemplateBuildStartV2{FromImage: baseImage, Steps: []e2bapi.TemplateStep{run("sleep 600")}})
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		st := ts.status(running.TemplateID, running.BuildID, "")
+		if st.Status == "building" && len(st.LogEntries) > 0 && st.LogEntries[len(st.LogEntries)-1].Step == "1" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("build did not reach its RUN step: %+v", st)
+		}
+	}
+	if n := buildContainers(t, running.BuildID); n != 1 {
+		t.Fatalf("%d containers run the build, want 1", n)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+
+	_, info = startCommand(t, binary, dataDir)
+	ts.URL = info.APIURL
+	st := ts.status(running.TemplateID, running.BuildID, "")
+	if st.Status != "error" || st.Reason == nil || st.Reason.Message != ReasonRestarted {
+		t.Errorf("interrupted build = %+v", st)
+	}
+	if n := buildContainers(t, running.BuildID); n != 0 {
+		t.Errorf("%d containers of the interrupted build survived the restart", n)
+	}
+	var tags []e2bapi.TemplateTag
+	ts.call("GET", "/templates/killed/tags", nil, 200, &tags)
+	if len(tags) != 1 || tags[0].BuildID != good.BuildID {
+		t.Errorf("tags after restart = %+v", tags)
+	}
+	if link := ts.link(good.TemplateID, hash); !link.Present {
+		t.Error("the stored archive was lost")
+	}
+	// The template still runs sandboxes.
+	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "killed"})
+	ts.call("DELETE", "/sandboxes/"+sb.SandboxID, nil, http.StatusNoContent, nil)
+}
+
+func readKey(t *testing.T, dataDir string) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dataDir, apiKeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(raw))
+}
+
+// buildContainers counts the containers (running or not) of a build.
+func buildContainers(t *testing.T, buildID string) int {
+	t.Helper()
+	cli, err := dockerclient.NewClientWithOpts(dockerclient.FromEnv, dockerclient.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	list, err := cli.ContainerList(t.Context(), container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "e2b-local.build-id="+buildID))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(list)
 }

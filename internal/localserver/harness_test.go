@@ -35,6 +35,7 @@ type testServer struct {
 	Server *Server
 	Config Config
 	client *http.Client
+	apiKey string
 }
 
 // testClock is a settable clock for expiring grants and sandboxes.
@@ -101,7 +102,7 @@ func startServer(t *testing.T, engine runtime.Engine, opts ...serverOptions) *te
 		openapitest.SkipRequests(func(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/_local/") }),
 		openapitest.InjectedFaults(o.undeclared...))
 	hs := httptest.NewServer(validated)
-	ts := &testServer{t: t, URL: hs.URL, Server: srv, Config: srv.cfg, client: hs.Client()}
+	ts := &testServer{t: t, URL: hs.URL, Server: srv, Config: srv.cfg, client: hs.Client(), apiKey: testAPIKey}
 	t.Cleanup(func() {
 		hs.Close()
 		if !o.skipCleanup {
@@ -138,7 +139,7 @@ func (ts *testServer) request(method, path string, body any, header ...string) *
 	if rd != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set("X-API-Key", testAPIKey)
+	req.Header.Set("X-API-Key", ts.apiKey)
 	for i := 0; i+1 < len(header); i += 2 {
 		if header[i+1] == "" {
 			req.Header.Del(header[i])
@@ -253,11 +254,17 @@ func (ts *testServer) waitBuild(reg e2bapi.TemplateRequestResponseV3) e2bapi.Tem
 	}
 }
 
-// build registers name, starts it from image with steps and waits for it.
+// build registers name, starts it with steps and waits for it.
 func (ts *testServer) build(name string, steps ...e2bapi.TemplateStep) (e2bapi.TemplateRequestResponseV3, e2bapi.TemplateBuildInfo) {
 	ts.t.Helper()
+	return ts.buildFrom("base:latest", name, steps...)
+}
+
+// buildFrom registers name, starts it from image with steps and waits for it.
+func (ts *testServer) buildFrom(image, name string, steps ...e2bapi.TemplateStep) (e2bapi.TemplateRequestResponseV3, e2bapi.TemplateBuildInfo) {
+	ts.t.Helper()
 	reg := ts.register(name)
-	ts.start(reg, e2bapi.TemplateBuildStartV2{FromImage: "base:latest", Steps: steps})
+	ts.start(reg, e2bapi.TemplateBuildStartV2{FromImage: image, Steps: steps})
 	return reg, ts.waitBuild(reg)
 }
 
