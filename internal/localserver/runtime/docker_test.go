@@ -578,14 +578,16 @@ func TestRemoveOrphans(t *testing.T) {
 func TestBuildFinalizeFailures(t *testing.T) {
 	t.Parallel()
 	d := newTestDocker(t, "")
-	d.opts.ReadyTimeout = 3 * time.Second
 	for _, tc := range []struct {
-		name, start, ready, want string
+		name, start, ready string
+		timeout            time.Duration
+		want               string
 	}{
-		{"start command fails", "echo starting; exit 4", "false", "start command exited with code 4"},
-		{"ready never succeeds", "", "false", "ready command timed out"},
+		{"start command fails", "echo starting; exit 4", "false", 10 * time.Minute, "start command exited with code 4"},
+		{"ready never succeeds", "", "false", 3 * time.Second, "ready command timed out"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			d.opts.ReadyTimeout = tc.timeout // subtests run one after the other
 			var log buildLog
 			_, err := d.Build(t.Context(), BuildSpec{
 				TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: dockerEnv.baseImage,
