@@ -164,3 +164,20 @@ func TestSDKHashPreparesArchive(t *testing.T) {
 		t.Fatalf("archive after SDKHash: %v", err)
 	}
 }
+
+func TestHashFailsWhenFileChangedSinceListing(t *testing.T) {
+	d := newTree(t, file("app/a.txt", "hello\n"))
+	for name, hash := range map[string]func(*Listing) error{
+		"portable": func(l *Listing) error { _, err := l.PortableHash(t.Context(), "/d", HashOptions{}); return err },
+		"sdk":      func(l *Listing) error { _, err := l.SDKHash(t.Context(), "/d"); return err },
+	} {
+		l := mustList(t, d, "app", ListOptions{})
+		if err := os.WriteFile(filepath.Join(d, "app/a.txt"), []byte("hello, again\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := hash(l)
+		if !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), "app/a.txt") {
+			t.Errorf("%s: err = %v, want ErrChanged naming app/a.txt", name, err)
+		}
+	}
+}

@@ -73,6 +73,9 @@ func appendNetstring(b []byte, s string) []byte {
 func (l *Listing) SDKHash(ctx context.Context, dest string) (string, error) {
 	h := sha256.New()
 	io.WriteString(h, "COPY "+l.Src+" "+dest)
+	// File bytes feed the step hash here and each file's own digest on a second core.
+	side := newSideWriter()
+	defer side.close()
 	for _, i := range l.sdkOrder() {
 		if err := ctx.Err(); err != nil {
 			return "", err
@@ -89,7 +92,7 @@ func (l *Listing) SDKHash(ctx context.Context, dest string) (string, error) {
 		case KindSymlink:
 			io.WriteString(h, e.LinkTarget)
 		case KindFile:
-			if err := sdkHashFile(ctx, h, e); err != nil {
+			if err := sdkHashFile(ctx, h, side, e); err != nil {
 				return "", err
 			}
 		}
@@ -111,14 +114,15 @@ func (l *Listing) sdkOrder() []int {
 }
 
 // sdkHashFile feeds a file's bytes into the step hash and its own digest at once.
-func sdkHashFile(ctx context.Context, h hash.Hash, e *Entry) error {
+func sdkHashFile(ctx context.Context, h hash.Hash, side *sideWriter, e *Entry) error {
 	f, err := os.Open(e.source)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", e.Path, err)
 	}
 	defer f.Close()
 	fileHash := sha256.New()
-	n, err := copyWithContext(ctx, io.MultiWriter(h, fileHash), f)
+	side.w = fileHash
+	n, err := copyWithContext(ctx, teeWriter{h, side}, f)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", e.Path, err)
 	}
@@ -135,4 +139,38 @@ func sdkHashFile(ctx context.Context, h hash.Hash, e *Entry) error {
 	}
 	e.SHA256 = sum
 	return nil
+}
+
+// sideWriter writes to w on its own goroutine; write returns once w has the bytes, so
+// the caller may reuse the buffer and change w between writes.
+type sideWriter struct {
+	w    io.Writer
+	in   chan []byte
+	done chan struct{}
+}
+
+func newSideWriter() *sideWriter {
+	s := &sideWriter{in: make(chan []byte), done: make(chan struct{})}
+	go func() {
+		for p := range s.in {
+			s.w.Write(p) // a hash never fails
+			s.done <- struct{}{}
+		}
+	}()
+	return s
+}
+
+func (s *sideWriter) close() { close(s.in) }
+
+// teeWriter writes p to main and, in parallel, to side.
+type teeWriter struct {
+	main io.Writer
+	side *sideWriter
+}
+
+func (t teeWriter) Write(p []byte) (int, error) {
+	t.side.in <- p
+	n, err := t.main.Write(p)
+	<-t.side.done
+	return n, err
 }
