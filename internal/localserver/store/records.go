@@ -73,7 +73,13 @@ func logEntries(tx *bolt.Tx, buildID string, offset, limit int, minLevel string)
 		min = LevelRank(minLevel)
 	}
 	c := b.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
+	k, v := c.First()
+	if min == 0 && offset > 0 {
+		// Keys are the sequence 1..N, so an unfiltered offset is a seek.
+		k, v = c.Seek(u64(uint64(offset) + 1))
+		offset = 0
+	}
+	for ; k != nil; k, v = c.Next() {
 		var e e2bapi.BuildLogEntry
 		if err := json.Unmarshal(v, &e); err != nil {
 			return nil, err

@@ -340,3 +340,47 @@ func TestDeletedTemplateTakesNoBuildsOrSandboxes(t *testing.T) {
 		t.Errorf("a sandbox of a deleted template: %v", err)
 	}
 }
+
+func BenchmarkAppendLogBatch(b *testing.B) {
+	s, err := Open(filepath.Join(b.TempDir(), "state.db"), "local", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	batch := make([]e2bapi.BuildLogEntry, 100)
+	for i := range batch {
+		batch[i] = e2bapi.BuildLogEntry{Message: "a line of build output", Level: "info", Step: "1"}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.AppendLogs("build", batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(batch)), "ns/entry")
+}
+
+func BenchmarkResolve(b *testing.B) {
+	s, err := Open(filepath.Join(b.TempDir(), "state.db"), "local", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for range 20 {
+		r, err := s.RegisterBuild(RegisterRequest{Name: "app", CPUCount: 2, MemoryMB: 1024})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := s.StartBuild(r.Template.ID, r.Build.ID, e2bapi.TemplateBuildStartV2{FromImage: "x"}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.FinishBuild(r.Template.ID, r.Build.ID, &runtime.BuildResult{Image: "i"}, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		if _, _, err := s.Resolve("app"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
