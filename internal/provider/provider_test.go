@@ -338,7 +338,7 @@ provider "e2b" {
 resource "e2b_provider_data" "probe" {}
 `
 	tfresource.UnitTest(t, tfresource.TestCase{
-		ProtoV6ProviderFactories: protoV6Factories(probeProvider{New("test")().(*e2bProvider)}),
+		ProtoV6ProviderFactories: protoV6Factories(probeProvider{&e2bProvider{version: "test"}}),
 		Steps: []tfresource.TestStep{
 			{
 				// Validation and plan only, with the values still unknown.
@@ -366,7 +366,7 @@ resource "e2b_provider_data" "probe" {}
 // (found by validation) and when they become known only during apply.
 func TestAccProviderConfigurationErrors(t *testing.T) {
 	accPreCheck(t)
-	factories := protoV6Factories(probeProvider{New("test")().(*e2bProvider)})
+	factories := protoV6Factories(probeProvider{&e2bProvider{version: "test"}})
 
 	tfresource.UnitTest(t, tfresource.TestCase{
 		ProtoV6ProviderFactories: factories,
