@@ -205,7 +205,10 @@ func (s *Server) Store() *store.Store { return s.store }
 // Close fails running builds with "server shut down", stops every sandbox
 // and closes the state. ctx bounds the wait for builds to wind down.
 func (s *Server) Close(ctx context.Context) error {
+	// Under mu, so that no build starts between the cancel and the Wait.
+	s.mu.Lock()
 	s.cancel(errors.New(ReasonShutdown))
+	s.mu.Unlock()
 	done := make(chan struct{})
 	go func() { s.tasks.Wait(); close(done) }()
 	select {
