@@ -16,23 +16,27 @@ cache=$work/digests.bin
 total_mb=440.8 # benchtree.TotalBytes / 1e6
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-8s %9s %9s %14s\n' mode wall_s MB/s peak_RSS_MiB
-declare -A wall
+printf '%-8s %9s %9s %9s %14s\n' mode wall_s MB/s cpu_s peak_RSS_MiB
+declare -A wall cpu
 for mode in sha256 cold warm sdk archive; do
 	t0=$(date +%s.%N)
 	if [ -x /usr/bin/time ]; then
-		/usr/bin/time -f '%M' -o "$work/rss" "$bin" -mode "$mode" -tree "$tree" -cache "$cache" >/dev/null
-		kib=$(cat "$work/rss")
-	else # the command's own VmHWM
+		/usr/bin/time -f '%M %U %S' -o "$work/time" "$bin" -mode "$mode" -tree "$tree" -cache "$cache" >/dev/null
+		read -r kib user sys <"$work/time"
+		cpu_s=$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')
+	else # the command's own VmHWM; no CPU time
 		read -r _ _ kib < <("$bin" -mode "$mode" -tree "$tree" -cache "$cache")
+		cpu_s=0
 	fi
 	secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
 	wall[$mode]=$secs
-	awk -v m="$mode" -v s="$secs" -v k="$kib" -v mb="$total_mb" \
-		'BEGIN { printf "%-8s %9.3f %9.0f %14.1f\n", m, s, (s > 0 ? mb / s : 0), k / 1024 }'
+	cpu[$mode]=$cpu_s
+	awk -v m="$mode" -v s="$secs" -v c="$cpu_s" -v k="$kib" -v mb="$total_mb" \
+		'BEGIN { printf "%-8s %9.3f %9.0f %9.2f %14.1f\n", m, s, (s > 0 ? mb / s : 0), c, k / 1024 }'
 done
-awk -v sha="${wall[sha256]}" -v cold="${wall[cold]}" -v warm="${wall[warm]}" 'BEGIN {
-	printf "cold / sha256 one core = %.2f (target <= 1.2)\n", cold / sha
-	printf "warm / cold            = 1/%.1f (target <= 1/20)\n", (warm > 0 ? cold / warm : 0)
+awk -v sha="${wall[sha256]}" -v cold="${wall[cold]}" -v warm="${wall[warm]}" \
+	-v csha="${cpu[sha256]}" -v ccold="${cpu[cold]}" -v cwarm="${cpu[warm]}" 'BEGIN {
+	printf "wall: cold / sha256 one core = %.2f (target <= 1.2); warm / cold = 1/%.1f (target <= 1/20)\n", cold / sha, (warm > 0 ? cold / warm : 0)
+	if (cwarm > 0) printf "cpu:  cold / sha256 one core = %.2f; warm / cold = 1/%.1f\n", ccold / csha, ccold / cwarm
 }'
-echo "(archive includes a warm hash of the tree before spooling the archive)"
+echo "(archive includes a warm hash of the tree before spooling the archive; cpu_s is user + sys)"
