@@ -273,8 +273,9 @@ func run(cmd string) e2bapi.TemplateStep {
 }
 
 // fakeEngine stands in for Docker where a test is about API semantics. Its
-// builds log one line per step; a RUN "fail" step fails, a RUN "block" step
-// waits for cancellation or for release. Its sandboxes run the real envd
+// builds log one line per step; a RUN "fail" step fails, a RUN "crash" step
+// fails with no step known, a RUN "block" step waits for cancellation or for
+// release. Its sandboxes run the real envd
 // server on a unix socket.
 type fakeEngine struct {
 	t   *testing.T
@@ -285,6 +286,7 @@ type fakeEngine struct {
 	stopped chan string
 
 	mu            sync.Mutex
+	startErr      error // when set, StartSandbox fails with it
 	sandboxes     map[string]context.CancelFunc
 	removedImages []string
 	keptOrphans   []string
@@ -329,6 +331,8 @@ func (e *fakeEngine) Build(ctx context.Context, spec runtime.BuildSpec) (*runtim
 		case st.Type == e2bapi.StepRun && st.Args[0] == "fail":
 			spec.Log(e2bapi.BuildLogEntry{Message: "it failed", Level: e2bapi.LogError, Step: step})
 			return nil, &runtime.StepError{Step: step, Err: errors.New("command exited with code 1")}
+		case st.Type == e2bapi.StepRun && st.Args[0] == "crash":
+			return nil, errors.New("the engine lost the container")
 		case st.Type == e2bapi.StepRun && st.Args[0] == "block":
 			select {
 			case <-ctx.Done():
@@ -348,6 +352,12 @@ func (e *fakeEngine) Build(ctx context.Context, spec runtime.BuildSpec) (*runtim
 }
 
 func (e *fakeEngine) StartSandbox(ctx context.Context, spec runtime.SandboxSpec) (*runtime.Sandbox, error) {
+	e.mu.Lock()
+	startErr := e.startErr
+	e.mu.Unlock()
+	if startErr != nil {
+		return nil, startErr
+	}
 	socket := filepath.Join(e.dir, spec.SandboxID+".sock")
 	ln, err := net.Listen("unix", socket)
 	if err != nil {

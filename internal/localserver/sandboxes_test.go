@@ -2,6 +2,8 @@ package localserver
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -109,8 +111,22 @@ func TestSandboxLifecycleAndProxy(t *testing.T) {
 }
 
 func TestSandboxRequestErrors(t *testing.T) {
-	ts := startServer(t, newFakeEngine(t), serverOptions{undeclared: []int{404}})
+	eng := newFakeEngine(t)
+	ts := startServer(t, eng, serverOptions{undeclared: []int{404}})
 	ts.build("app")
+	eng.mu.Lock()
+	eng.startErr = errors.New("no space left for the container")
+	eng.mu.Unlock()
+	resp := ts.request("POST", "/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app"})
+	var env e2bapi.Error
+	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil || resp.StatusCode != 500 || env.Code != 500 ||
+		env.ErrorCode != "sandbox_create_failed" || !strings.Contains(env.Message, "no space left") {
+		t.Errorf("engine failure = %d %+v %v", resp.StatusCode, env, err)
+	}
+	resp.Body.Close()
+	eng.mu.Lock()
+	eng.startErr = nil
+	eng.mu.Unlock()
 	ts.expectError("POST", "/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "nope"}, 404, "template 'nope' not found")
 	ts.expectError("POST", "/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app:v9"}, 404, "tag 'v9'")
 	ts.expectError("POST", "/sandboxes", e2bapi.NewSandbox{TemplateID: "app", Timeout: int32p(0)}, 400, "timeout 0")

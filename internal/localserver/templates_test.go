@@ -226,6 +226,11 @@ func TestStartBuildRules(t *testing.T) {
 	if len(info.Reason.LogEntries) != 1 || info.Reason.LogEntries[0].Message != "it failed" {
 		t.Errorf("reason log entries = %+v, want the step's error line", info.Reason.LogEntries)
 	}
+	// A failure the engine cannot attribute to a step.
+	_, info = ts.build("app", run("crash"))
+	if info.Status != "error" || info.Reason.Message != "the engine lost the container" || info.Reason.Step != "" {
+		t.Fatalf("crashed build: %+v", info)
+	}
 	ts.expectError("GET", "/templates/"+failed.TemplateID+"/builds/"+uuid.NewString()+"/status", nil, 400, "Build '")
 	expectError(t, ts.direct("GET", "/templates/"+failed.TemplateID+"/builds/"+failed.BuildID+"/status?level=loud", nil), 400, "level")
 
