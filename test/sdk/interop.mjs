@@ -1,0 +1,196 @@
+// Drives the official E2B JS SDK, unchanged, against the server named by
+// E2B_API_URL, E2B_SANDBOX_URL, E2B_DOMAIN and E2B_API_KEY: one template
+// build and one sandbox, through the SDK's public API only.
+//
+// Prints one JSON summary on stdout:
+//   {"ok": bool, "template": {...}, "sandboxId": "...", "checks": [{"name", "ok", "detail"}]}
+// and exits 1 when any check failed (2 when the environment is incomplete).
+// Progress and build logs go to stderr.
+//
+// Environment besides the four above: E2B_TEST_BASE_IMAGE (the image the
+// template starts from, default e2b-test-base:latest) and
+// SDK_INTEROP_TEMPLATE (the template name, default sdk-interop:v1).
+
+import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { isDeepStrictEqual } from 'node:util'
+
+import { CommandExitError, Sandbox, Template } from 'e2b'
+
+for (const name of ['E2B_API_URL', 'E2B_SANDBOX_URL', 'E2B_DOMAIN', 'E2B_API_KEY']) {
+  if (!process.env[name]) {
+    console.error(`interop: ${name} is not set`)
+    process.exit(2)
+  }
+}
+const baseImage = process.env.E2B_TEST_BASE_IMAGE || 'e2b-test-base:latest'
+const templateName = process.env.SDK_INTEROP_TEMPLATE || 'sdk-interop:v1'
+const templateAlias = templateName.split(':')[0]
+
+const summary = { ok: true, template: null, sandboxId: null, checks: [] }
+
+function check(name, ok, detail) {
+  summary.checks.push({ name, ok, detail })
+  if (!ok) summary.ok = false
+  console.error(`interop: ${ok ? 'ok  ' : 'FAIL'} ${name}${ok ? '' : ': ' + JSON.stringify(detail)}`)
+  return ok
+}
+
+// expectEqual records a check that got equals want, with both in the detail.
+function expectEqual(name, got, want) {
+  return check(name, isDeepStrictEqual(got, want), { got, want })
+}
+
+// attempt runs fn as the check name, recording a thrown error as its failure.
+async function attempt(name, fn) {
+  try {
+    await fn()
+  } catch (err) {
+    check(name, false, { error: describe(err) })
+  }
+}
+
+function describe(err) {
+  return { name: err?.name, message: String(err?.message ?? err), stack: err?.stack?.split('\n').slice(0, 6).join('\n') }
+}
+
+// The build context: a file, a directory with a subdirectory, and /bin/bash.
+// The SDK runs every command as `/bin/bash -l -c <cmd>`; the offline test
+// base image is busybox, which has sh but neither bash nor a `bash` applet,
+// so the template copies in a two-line bash that hands its arguments to sh
+// (busybox sh accepts -l and -c).
+const contextDir = await mkdtemp(join(tmpdir(), 'e2b-sdk-interop-'))
+await writeFile(join(contextDir, 'hello.txt'), 'hello from the sdk\n')
+await mkdir(join(contextDir, 'conf', 'sub'), { recursive: true })
+await writeFile(join(contextDir, 'conf', 'a.txt'), 'a\n')
+await writeFile(join(contextDir, 'conf', 'sub', 'b.txt'), 'b\n')
+await writeFile(join(contextDir, 'bash'), '#!/bin/sh\nexec /bin/sh "$@"\n')
+
+let sandbox
+try {
+  const template = Template({ fileContextPath: contextDir })
+    .fromImage(baseImage)
+    .copy('bash', '/bin/bash', { user: 'root', mode: 0o755 })
+    .setEnvs({ FOO: 'bar baz', GREETING: 'hi' })
+    .setWorkdir('/app')
+    .copy('hello.txt', '/app/hello.txt')
+    .copy('conf', '/app/conf/')
+    .runCmd('echo "$GREETING $FOO" > built.txt && id -un >> built.txt')
+
+  const logs = []
+  const started = Date.now()
+  await attempt('build', async () => {
+    const info = await Template.build(template, templateName, {
+      onBuildLogs: (entry) => {
+        logs.push(entry)
+        console.error(`build: ${entry.toString()}`)
+      },
+    })
+    summary.template = {
+      name: info.name,
+      tags: info.tags,
+      templateId: info.templateId,
+      buildId: info.buildId,
+      logEntries: logs.length,
+      seconds: (Date.now() - started) / 1000,
+    }
+    check('build', Boolean(info.templateId && info.buildId), summary.template)
+    check('build logs', logs.length > 0, { entries: logs.length })
+  })
+
+  await attempt('template exists', async () => {
+    expectEqual('template exists', await Template.exists(templateAlias), true)
+    expectEqual('unknown template does not exist', await Template.exists(templateAlias + '-missing'), false)
+  })
+
+  await attempt('sandbox create', async () => {
+    sandbox = await Sandbox.create(templateName, {
+      timeoutMs: 10 * 60 * 1000,
+      envs: { SANDBOX_VAR: 'from create' },
+      metadata: { purpose: 'sdk-interop' },
+    })
+    summary.sandboxId = sandbox.sandboxId
+    check('sandbox create', Boolean(sandbox.sandboxId), { sandboxId: sandbox.sandboxId })
+  })
+
+  if (sandbox) {
+    await attempt('command: copy, env, workdir', async () => {
+      const res = await sandbox.commands.run('cat /app/hello.txt && echo $FOO && pwd')
+      expectEqual('command: copy, env, workdir', { exitCode: res.exitCode, stdout: res.stdout, stderr: res.stderr }, {
+        exitCode: 0,
+        stdout: 'hello from the sdk\nbar baz\n/app\n',
+        stderr: '',
+      })
+    })
+
+    await attempt('command: directory copy and run step', async () => {
+      const res = await sandbox.commands.run('cat built.txt conf/a.txt conf/sub/b.txt && id -un')
+      expectEqual('command: directory copy and run step', res.stdout, 'hi bar baz\nuser\na\nb\nuser\n')
+    })
+
+    await attempt('command: sandbox env and per-command env', async () => {
+      const res = await sandbox.commands.run('echo "$SANDBOX_VAR/$PER_COMMAND"', { envs: { PER_COMMAND: 'from run' } })
+      expectEqual('command: sandbox env and per-command env', res.stdout, 'from create/from run\n')
+    })
+
+    await attempt('command: user and cwd', async () => {
+      const res = await sandbox.commands.run('id -un && pwd', { user: 'root', cwd: '/app/conf' })
+      expectEqual('command: user and cwd', res.stdout, 'root\n/app/conf\n')
+    })
+
+    await attempt('command: non-zero exit', async () => {
+      try {
+        const res = await sandbox.commands.run('echo out; echo oops >&2; exit 3')
+        check('command: non-zero exit', false, { error: 'no CommandExitError', exitCode: res.exitCode })
+      } catch (err) {
+        if (!(err instanceof CommandExitError)) throw err
+        expectEqual('command: non-zero exit', { exitCode: err.exitCode, stdout: err.stdout, stderr: err.stderr }, {
+          exitCode: 3,
+          stdout: 'out\n',
+          stderr: 'oops\n',
+        })
+      }
+    })
+
+    await attempt('command: background with stdin', async () => {
+      const handle = await sandbox.commands.run('cat; echo done', { background: true, stdin: true })
+      await handle.sendStdin('ping\n')
+      await handle.sendStdin('pong\n')
+      await handle.closeStdin()
+      const res = await handle.wait()
+      expectEqual('command: background with stdin', { exitCode: res.exitCode, stdout: res.stdout }, {
+        exitCode: 0,
+        stdout: 'ping\npong\ndone\n',
+      })
+    })
+
+    await attempt('files: write and read', async () => {
+      const path = '/app/written/by-sdk.txt'
+      const content = 'written by the sdk\nline two\n'
+      const info = await sandbox.files.write(path, content)
+      expectEqual('files: write reports the path', info.path, path)
+      expectEqual('files: write and read', await sandbox.files.read(path), content)
+      const res = await sandbox.commands.run(`cat ${path}`)
+      expectEqual('files: written file seen by a command', res.stdout, content)
+    })
+
+    await attempt('sandbox kill', async () => {
+      expectEqual('sandbox kill', await sandbox.kill(), true)
+    })
+
+    // The SDK asks envd's /health through the sandbox proxy and takes a 502
+    // as "not running"; any other answer for a killed sandbox is an error.
+    await attempt('sandbox gone after kill', async () => {
+      expectEqual('sandbox gone after kill', await sandbox.isRunning(), false)
+    })
+  }
+} finally {
+  await rm(contextDir, { recursive: true, force: true })
+  if (sandbox && !summary.checks.some((c) => c.name === 'sandbox kill' && c.ok)) {
+    await sandbox.kill().catch((err) => console.error('interop: cleanup kill:', err))
+  }
+}
+
+process.stdout.write(JSON.stringify(summary) + '\n')
+process.exit(summary.ok ? 0 : 1)
