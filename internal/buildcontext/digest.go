@@ -1,6 +1,7 @@
 package buildcontext
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -68,7 +69,7 @@ func (l *Listing) ComputeDigests(ctx context.Context, opts HashOptions) (DigestS
 		return stats, nil
 	}
 	// Largest first, so the big files spread across workers and the small ones fill in.
-	slices.SortStableFunc(todo, func(a, b *Entry) int { return int(min(max(b.Size-a.Size, -1), 1)) })
+	slices.SortStableFunc(todo, func(a, b *Entry) int { return cmp.Compare(b.Size, a.Size) })
 
 	workers := opts.Workers
 	if workers <= 0 {

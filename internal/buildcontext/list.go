@@ -260,7 +260,7 @@ func (l *lister) walkFromPrefix(prefix []string) error {
 }
 
 func (l *lister) missing(err error, rel string) error {
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid) {
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil // reported as an empty match
 	}
 	return fmt.Errorf("reading %s in build context %s: %w", rel, l.root, err)

@@ -148,6 +148,7 @@ func TestListErrors(t *testing.T) {
 		{"fifo", "sub", ListOptions{}, ErrSpecialFile, []string{"sub/pipe", "named pipe"}},
 		{"empty match", "*.none", ListOptions{}, ErrNoMatch, []string{"no files match *.none in " + d}},
 		{"missing path", "nope/x", ListOptions{}, ErrNoMatch, []string{"no files match nope/x"}},
+		{"file used as a directory", "a.txt/x", ListOptions{}, ErrNoMatch, []string{"no files match a.txt/x"}},
 		{"link out, resolved", "out", ListOptions{ResolveLinks: true}, ErrLinkOutside, []string{"out", "outside"}},
 		{"relative link out, resolved", "up", ListOptions{ResolveLinks: true}, ErrLinkOutside, []string{"up", "outside"}},
 		{"through a link to a directory", "viadir/secret", ListOptions{}, ErrInvalidSrc, []string{"viadir"}},
