@@ -115,6 +115,21 @@ try {
   })
 
   if (sandbox) {
+    await attempt('sandbox info', async () => {
+      const info = await sandbox.getInfo()
+      expectEqual('sandbox info', {
+        sandboxId: info.sandboxId,
+        templateId: info.templateId,
+        metadata: info.metadata,
+        state: info.state,
+      }, {
+        sandboxId: sandbox.sandboxId,
+        templateId: summary.template?.templateId,
+        metadata: { purpose: 'sdk-interop' },
+        state: 'running',
+      })
+    })
+
     await attempt('command: copy, env, workdir', async () => {
       const res = await sandbox.commands.run('cat /app/hello.txt && echo $FOO && pwd')
       expectEqual('command: copy, env, workdir', { exitCode: res.exitCode, stdout: res.stdout, stderr: res.stderr }, {
@@ -165,6 +180,24 @@ try {
       })
     })
 
+    await attempt('command: list and kill a background process', async () => {
+      const handle = await sandbox.commands.run('sleep 600', { background: true })
+      const listed = (await sandbox.commands.list()).some((p) => p.pid === handle.pid)
+      const killed = await sandbox.commands.kill(handle.pid)
+      let exitCode
+      try {
+        exitCode = (await handle.wait()).exitCode
+      } catch (err) {
+        if (!(err instanceof CommandExitError)) throw err
+        exitCode = err.exitCode
+      }
+      expectEqual('command: list and kill a background process', { listed, killed, exitCode }, {
+        listed: true,
+        killed: true,
+        exitCode: -1,
+      })
+    })
+
     await attempt('files: write and read', async () => {
       const path = '/app/written/by-sdk.txt'
       const content = 'written by the sdk\nline two\n'
@@ -173,6 +206,33 @@ try {
       expectEqual('files: write and read', await sandbox.files.read(path), content)
       const res = await sandbox.commands.run(`cat ${path}`)
       expectEqual('files: written file seen by a command', res.stdout, content)
+    })
+
+    await attempt('files: make, list, stat, rename, remove', async () => {
+      const dir = '/app/fsdir'
+      const made = await sandbox.files.makeDir(dir)
+      await sandbox.files.write(`${dir}/x.txt`, 'x')
+      const listed = (await sandbox.files.list(dir)).map((e) => ({ name: e.name, type: e.type, path: e.path }))
+      const stat = await sandbox.files.getInfo(`${dir}/x.txt`)
+      const renamed = await sandbox.files.rename(`${dir}/x.txt`, `${dir}/y.txt`)
+      const existsAfterRename = [await sandbox.files.exists(`${dir}/x.txt`), await sandbox.files.exists(`${dir}/y.txt`)]
+      await sandbox.files.remove(dir)
+      const existsAfterRemove = await sandbox.files.exists(dir)
+      expectEqual('files: make, list, stat, rename, remove', {
+        made,
+        listed,
+        stat: { name: stat.name, type: stat.type, size: stat.size, owner: stat.owner },
+        renamed: renamed.path,
+        existsAfterRename,
+        existsAfterRemove,
+      }, {
+        made: true,
+        listed: [{ name: 'x.txt', type: 'file', path: `${dir}/x.txt` }],
+        stat: { name: 'x.txt', type: 'file', size: 1, owner: 'user' },
+        renamed: `${dir}/y.txt`,
+        existsAfterRename: [false, true],
+        existsAfterRemove: false,
+      })
     })
 
     await attempt('sandbox kill', async () => {
