@@ -17,10 +17,19 @@ import (
 // temporary directory, or kept in $E2B_BENCH_TREE between runs. Each COPYs the whole
 // context ("."), so listing is part of every figure.
 var (
-	benchTreeOnce sync.Once
-	benchTreeDir  string
-	benchTreeErr  error
+	benchTreeOnce      sync.Once
+	benchTreeDir       string
+	benchTreeErr       error
+	benchTreeGenerated bool // a temporary tree, removed when the tests end
 )
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchTreeGenerated {
+		os.RemoveAll(benchTreeDir)
+	}
+	os.Exit(code)
+}
 
 func benchTree(b *testing.B) string {
 	b.Helper()
@@ -28,6 +37,7 @@ func benchTree(b *testing.B) string {
 		benchTreeDir = os.Getenv("E2B_BENCH_TREE")
 		if benchTreeDir == "" {
 			benchTreeDir, benchTreeErr = os.MkdirTemp("", "e2b-bench-tree-")
+			benchTreeGenerated = benchTreeErr == nil
 		}
 		if benchTreeErr == nil {
 			benchTreeErr = benchtree.Ensure(benchTreeDir)
