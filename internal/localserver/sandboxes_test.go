@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -62,6 +63,31 @@ func TestSandboxLifecycleAndProxy(t *testing.T) {
 	}
 	if string(res.Stdout) != "V b\n" || string(res.Stderr) != "oops\n" || res.ExitCode != 3 {
 		t.Errorf("run = stdout %q stderr %q exit %d", res.Stdout, res.Stderr, res.ExitCode)
+	}
+	// Output streams through the proxy as it is written: the input the
+	// command waits for is sent only once its first line has arrived.
+	stdin, feed := io.Pipe()
+	var fed sync.Once
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	res, err = client.Run(ctx, envdclient.RunRequest{
+		Cmd: "/bin/sh", Args: []string{"-c", `echo first; read x; echo "got $x"`}, Stdin: stdin,
+		OnOutput: func(_ envdclient.Stream, chunk []byte) {
+			if strings.Contains(string(chunk), "first") {
+				fed.Do(func() {
+					go func() {
+						io.WriteString(feed, "second\n")
+						feed.Close()
+					}()
+				})
+			}
+		},
+	})
+	if err != nil {
+		t.Fatalf("streaming run (a buffering proxy would hang here): %v", err)
+	}
+	if string(res.Stdout) != "first\ngot second\n" {
+		t.Errorf("streaming run stdout = %q", res.Stdout)
 	}
 	// Addressed by Host; the wrong token is envd's 401, passed through.
 	hostReq := func(host, token string) *http.Response {
