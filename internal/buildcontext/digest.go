@@ -107,7 +107,10 @@ feed:
 	return stats, context.Cause(ctx)
 }
 
-// hashFile digests one file, checking it is still the file that was listed.
+// hashFile digests one file, checking it is still the file that was listed. It reads
+// exactly the listed size and then compares the open file's identity with the listing's:
+// a different inode, size, mtime or ctime means the file was replaced or changed since
+// listing or while being read (a shorter file ends the read early).
 func hashFile(ctx context.Context, e *Entry, cache *StatCache) ([32]byte, error) {
 	var sum [32]byte
 	f, err := os.Open(e.source)
@@ -116,15 +119,8 @@ func hashFile(ctx context.Context, e *Entry, cache *StatCache) ([32]byte, error)
 	}
 	defer f.Close()
 	readAt := time.Now()
-	before, err := f.Stat()
-	if err != nil {
-		return sum, fmt.Errorf("reading %s: %w", e.Path, err)
-	}
-	if id, _ := identityOf(before); id != e.ID {
-		return sum, changedError(e.Path, "since it was listed")
-	}
 	h := sha256.New()
-	n, err := copyWithContext(ctx, h, f)
+	n, err := copyWithContext(ctx, h, io.LimitReader(f, e.Size))
 	if err != nil {
 		return sum, fmt.Errorf("reading %s: %w", e.Path, err)
 	}
@@ -133,7 +129,7 @@ func hashFile(ctx context.Context, e *Entry, cache *StatCache) ([32]byte, error)
 		return sum, fmt.Errorf("reading %s: %w", e.Path, err)
 	}
 	if id, _ := identityOf(after); id != e.ID || n != e.Size {
-		return sum, changedError(e.Path, "while it was read")
+		return sum, changedError(e.Path, "since it was listed")
 	}
 	h.Sum(sum[:0])
 	if cache != nil && readAt.Sub(time.Unix(0, e.ID.MtimeNs)) >= settleTime {

@@ -122,7 +122,8 @@ func sdkHashFile(ctx context.Context, h hash.Hash, side *sideWriter, e *Entry) e
 	defer f.Close()
 	fileHash := sha256.New()
 	side.w = fileHash
-	n, err := copyWithContext(ctx, teeWriter{h, side}, f)
+	// As in hashFile: exactly the listed size, then the identity check.
+	n, err := copyWithContext(ctx, teeWriter{h, side}, io.LimitReader(f, e.Size))
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", e.Path, err)
 	}
