@@ -248,6 +248,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.handleUpload(w, r, token)
 		return
 	}
+	if r.Method == http.MethodGet && r.URL.Path == "/health" {
+		w.WriteHeader(http.StatusNoContent) // readiness probe, no key needed
+		return
+	}
 	key := r.Header.Get("X-API-Key")
 	if key == "" {
 		writeError(w, http.StatusUnauthorized, "missing X-API-Key header: this server needs its API key")

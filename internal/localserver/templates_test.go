@@ -25,6 +25,10 @@ func TestEveryRequestNeedsTheAPIKey(t *testing.T) {
 	// The header name is case-insensitive (the SDK spells it X-API-KEY).
 	ts.call("GET", "/templates", nil, http.StatusOK, nil)
 	expectError(t, ts.direct("GET", "/nope", nil), http.StatusNotFound, "no route for GET /nope")
+	// The health probe needs no key.
+	if resp := ts.request("GET", "/health", nil, "X-API-Key", ""); resp.StatusCode != http.StatusNoContent {
+		t.Errorf("GET /health = %d, want 204", resp.StatusCode)
+	}
 }
 
 func TestTemplateBuildFlow(t *testing.T) {
