@@ -29,10 +29,19 @@ func (s *Server) domain() *string {
 	return &d
 }
 
-// handleCreateSandbox serves POST /v2/sandboxes and POST /sandboxes; they
-// differ in the default timeout and in that v1 secures only on request.
-func (s *Server) handleCreateSandbox(defaultTimeout int32) http.HandlerFunc {
-	v1 := defaultTimeout != 300
+// Default sandbox timeouts in seconds (e2b-api.md §5.1).
+const (
+	defaultTimeoutV1 = 15
+	defaultTimeoutV2 = 300
+)
+
+// handleCreateSandbox serves POST /v2/sandboxes and (v1) POST /sandboxes;
+// they differ in the default timeout and in that v1 secures only on request.
+func (s *Server) handleCreateSandbox(v1 bool) http.HandlerFunc {
+	defaultTimeout := int32(defaultTimeoutV2)
+	if v1 {
+		defaultTimeout = defaultTimeoutV1
+	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req e2bapi.NewSandbox
 		if !decodeBody(w, r, &req, false) {

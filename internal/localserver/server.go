@@ -287,8 +287,8 @@ func (s *Server) routes() *http.ServeMux {
 	m.HandleFunc("POST /templates/tags", s.handleAssignTags)
 	m.HandleFunc("DELETE /templates/tags", s.handleDeleteTags)
 
-	m.HandleFunc("POST /v2/sandboxes", s.handleCreateSandbox(300))
-	m.HandleFunc("POST /sandboxes", s.handleCreateSandbox(15))
+	m.HandleFunc("POST /v2/sandboxes", s.handleCreateSandbox(false))
+	m.HandleFunc("POST /sandboxes", s.handleCreateSandbox(true))
 	m.HandleFunc("GET /sandboxes", s.handleListSandboxes)
 	m.HandleFunc("GET /v2/sandboxes", s.handleListSandboxesV2)
 	m.HandleFunc("GET /sandboxes/{sandboxID}", s.handleGetSandbox)
