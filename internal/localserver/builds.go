@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
@@ -62,6 +63,10 @@ func (s *Server) handleStartBuild(w http.ResponseWriter, r *http.Request) {
 		_, base, err := s.store.Resolve(req.FromTemplate)
 		if err != nil {
 			writeError(w, http.StatusBadRequest, "fromTemplate '%s': %v", req.FromTemplate, err)
+			return
+		}
+		if base.Result == nil {
+			writeError(w, http.StatusBadRequest, "fromTemplate '%s': its build %s has no result", req.FromTemplate, base.ID)
 			return
 		}
 		spec.BaseImage = base.Result.Image
@@ -167,6 +172,9 @@ type logWriter struct {
 	entries chan e2bapi.BuildLogEntry
 	done    chan struct{}
 	now     func() time.Time
+
+	mu     sync.Mutex
+	closed bool // entries sent after Build returned are dropped, not a panic
 }
 
 func (s *Server) newLogWriter(buildID string) *logWriter {
@@ -202,12 +210,19 @@ func (lw *logWriter) add(e e2bapi.BuildLogEntry) {
 	if e.Level == "" {
 		e.Level = e2bapi.LogInfo
 	}
-	lw.entries <- e
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	if !lw.closed {
+		lw.entries <- e
+	}
 }
 
 // close waits until every entry is stored.
 func (lw *logWriter) close() {
+	lw.mu.Lock()
+	lw.closed = true
 	close(lw.entries)
+	lw.mu.Unlock()
 	<-lw.done
 }
 
