@@ -78,6 +78,9 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, token stri
 	}
 	defer os.Remove(spool.Name())
 	_, err = io.Copy(spool, http.MaxBytesReader(w, r.Body, s.cfg.MaxUploadBytes))
+	if err == nil {
+		err = spool.Sync() // on disk before the state says it is stored
+	}
 	if closeErr := spool.Close(); err == nil {
 		err = closeErr
 	}
