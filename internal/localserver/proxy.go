@@ -70,7 +70,9 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, id string, port i
 	sb, err := s.store.Sandbox(id)
 	if err != nil {
 		if store.KindOf(err) == store.KindNotFound {
-			writeError(w, http.StatusNotFound, "sandbox '%s' not found", id)
+			// 502, as E2B's proxy answers: the SDKs read it as "the sandbox
+			// was killed or timed out" (isRunning → false).
+			writeError(w, http.StatusBadGateway, "sandbox '%s' not found: it was killed or timed out", id)
 			return
 		}
 		s.internalError(w, err)

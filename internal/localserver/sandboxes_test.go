@@ -110,7 +110,7 @@ func TestSandboxLifecycleAndProxy(t *testing.T) {
 	}
 	expectError(t, hostReq("49983-"+sb.SandboxID+".localhost", "wrong"), 401, "access token")
 	expectError(t, hostReq("8080-"+sb.SandboxID+".localhost", ""), 502, "port 8080")
-	expectError(t, hostReq("49983-iunknown.localhost", ""), 404, "sandbox 'iunknown' not found")
+	expectError(t, hostReq("49983-iunknown.localhost", ""), 502, "sandbox 'iunknown' not found")
 
 	// Lists, with the metadata filter and paging.
 	other := ts.createSandbox("/sandboxes", e2bapi.NewSandbox{TemplateID: "app:default", Metadata: map[string]string{"m": "2"}})
@@ -208,7 +208,7 @@ func TestSandboxTimeoutIsEnforced(t *testing.T) {
 	ts.expectError("DELETE", "/sandboxes/"+long.SandboxID, nil, 404, "not found")
 	// The proxy forgets it too.
 	req := ts.request("GET", "/health", nil, "E2b-Sandbox-Id", long.SandboxID, "E2b-Sandbox-Port", "49983")
-	expectError(t, req, 404, "not found")
+	expectError(t, req, 502, "not found")
 }
 
 func TestDeleteTemplate(t *testing.T) {
