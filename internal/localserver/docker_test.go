@@ -124,7 +124,10 @@ func TestDockerBuildAndSandbox(t *testing.T) {
 		t.Errorf("the failing step's output is not in the log:\n%s", joined)
 	}
 	// The failed rebuild did not take the tag from the good build.
-	ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "docker-app"})
+	sb = ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "docker-app"})
+	ts.call("DELETE", "/sandboxes/"+sb.SandboxID, nil, http.StatusNoContent, nil)
+	// Deleting the template removes its image from the engine.
+	ts.call("DELETE", "/templates/docker-app", nil, http.StatusNoContent, nil)
 }
 
 // startCommand runs `<binary> server` on dataDir and waits for its
@@ -214,6 +217,7 @@ func TestDockerRestartAfterSIGKILL(t *testing.T) {
 	// The template still runs sandboxes.
 	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "killed"})
 	ts.call("DELETE", "/sandboxes/"+sb.SandboxID, nil, http.StatusNoContent, nil)
+	ts.call("DELETE", "/templates/killed", nil, http.StatusNoContent, nil)
 }
 
 func readKey(t *testing.T, dataDir string) string {
