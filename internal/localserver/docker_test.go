@@ -31,6 +31,14 @@ var envdBinary struct {
 	err  error
 }
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if envdBinary.path != "" {
+		os.RemoveAll(filepath.Dir(envdBinary.path))
+	}
+	os.Exit(code)
+}
+
 // buildEnvdBinary builds this module's binary once per test run as a static
 // Linux executable: the Docker runtime mounts it into containers as envd.
 func buildEnvdBinary(t *testing.T) string {
