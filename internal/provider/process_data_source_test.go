@@ -1,0 +1,197 @@
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-testing/echoprovider"
+	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/hashicorp/terraform-plugin-testing/tfversion"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
+)
+
+// processTemplate is a template whose build gives a busybox image what
+// sandboxes need to run shell commands (bash -l -c) and a home for root.
+func processTemplate(srv *acctest.Server, name string) string {
+	return srv.ProviderConfig() + fmt.Sprintf(`
+resource "e2b_template" "t" {
+  name = %q
+}
+
+resource "e2b_template_build" "b" {
+  template_id = e2b_template.t.id
+  from_image  = %q
+  steps = [
+    { workdir = "/" },
+    { run = { command = "mkdir -p /root /tmp && { [ -e /bin/bash ] || { printf '#!/bin/sh\\nexec /bin/sh \"$@\"\\n' > /bin/bash && chmod 755 /bin/bash; }; }", user = "root" } },
+  ]
+}
+
+locals {
+  run_from = "${e2b_template.t.name}:${e2b_template_build.b.build_id}"
+}
+`, name, srv.BaseImage)
+}
+
+// runningSandboxes counts the sandboxes the server runs.
+func runningSandboxes(ctx context.Context, srv *acctest.Server) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.APIURL+"/sandboxes", nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("X-API-Key", srv.APIKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var list []json.RawMessage
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET /sandboxes: %s", resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		return 0, err
+	}
+	return len(list), nil
+}
+
+func noSandboxLeft(srv *acctest.Server) tfresource.TestCheckFunc {
+	return func(*terraform.State) error {
+		n, err := runningSandboxes(context.Background(), srv)
+		if err != nil {
+			return err
+		}
+		if n != 0 {
+			return fmt.Errorf("%d sandboxes still run: e2b_process must kill the sandboxes it starts", n)
+		}
+		return nil
+	}
+}
+
+// TestAccProcess runs commands through the data source: exit codes,
+// truncation, stdin, cmd+args, env, cwd, user, a failing exit, a timeout,
+// and no sandbox left behind.
+func TestAccProcess(t *testing.T) {
+	srv := localServer(t)
+	base := processTemplate(srv, uniqueName("acc-proc"))
+	reads := `
+data "e2b_process" "exit" {
+  template            = local.run_from
+  command             = "echo out; echo err >&2; exit 3"
+  allow_non_zero_exit = true
+}
+
+data "e2b_process" "truncated" {
+  template         = local.run_from
+  command          = "i=0; while [ $i -lt 50 ]; do echo 0123456789; i=$((i+1)); done; echo short >&2"
+  max_output_bytes = 100
+}
+
+data "e2b_process" "stdin" {
+  template = local.run_from
+  cmd      = "/bin/cat"
+  stdin    = "piped text\n"
+}
+
+data "e2b_process" "args" {
+  template = local.run_from
+  cmd      = "/bin/echo"
+  args     = ["a", "b  c"]
+}
+
+data "e2b_process" "env" {
+  template = local.run_from
+  command  = "echo $FOO; pwd; id -u"
+  env      = { FOO = "bar" }
+  cwd      = "/tmp"
+  user     = "root"
+}
+`
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: protoV6Factories(New("test")()),
+		Steps: []tfresource.TestStep{
+			{
+				Config: base + reads,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("data.e2b_process.exit", tfjsonpath.New("exit_code"), knownvalue.Int64Exact(3)),
+					statecheck.ExpectKnownValue("data.e2b_process.exit", tfjsonpath.New("stdout"), knownvalue.StringExact("out\n")),
+					statecheck.ExpectKnownValue("data.e2b_process.exit", tfjsonpath.New("stderr"), knownvalue.StringExact("err\n")),
+					statecheck.ExpectKnownValue("data.e2b_process.exit", tfjsonpath.New("sandbox_id"), knownvalue.StringRegexp(regexp.MustCompile(`^[a-z0-9]+$`))),
+					statecheck.ExpectKnownValue("data.e2b_process.truncated", tfjsonpath.New("stdout"), knownvalue.StringExact(strings.Repeat("0123456789\n", 10)[:100])),
+					statecheck.ExpectKnownValue("data.e2b_process.truncated", tfjsonpath.New("stdout_truncated"), knownvalue.Bool(true)),
+					statecheck.ExpectKnownValue("data.e2b_process.truncated", tfjsonpath.New("stderr_truncated"), knownvalue.Bool(false)),
+					statecheck.ExpectKnownValue("data.e2b_process.truncated", tfjsonpath.New("stderr"), knownvalue.StringExact("short\n")),
+					statecheck.ExpectKnownValue("data.e2b_process.stdin", tfjsonpath.New("stdout"), knownvalue.StringExact("piped text\n")),
+					statecheck.ExpectKnownValue("data.e2b_process.args", tfjsonpath.New("stdout"), knownvalue.StringExact("a b  c\n")),
+					statecheck.ExpectKnownValue("data.e2b_process.env", tfjsonpath.New("stdout"), knownvalue.StringExact("bar\n/tmp\n0\n")),
+				},
+				Check: noSandboxLeft(srv),
+			},
+			{
+				Config: base + `
+data "e2b_process" "fails" {
+  template = local.run_from
+  command  = "echo the-reason >&2; exit 3"
+}
+`,
+				ExpectError: regexp.MustCompile(`(?s)exited with code 3.*allow_non_zero_exit.*stderr:\s+the-reason`),
+			},
+			{
+				Config: base + `
+data "e2b_process" "slow" {
+  template = local.run_from
+  command  = "sleep 60"
+  timeout  = "2s"
+}
+`,
+				ExpectError: regexp.MustCompile(`(?s)did not end within the timeout of 2s`),
+			},
+			{
+				Config: base,
+				Check:  noSandboxLeft(srv),
+			},
+		},
+	})
+}
+
+// TestAccProcessEphemeral runs the ephemeral twin and hands its output to
+// the echo provider, the one place an ephemeral value can be observed.
+func TestAccProcessEphemeral(t *testing.T) {
+	srv := localServer(t)
+	base := processTemplate(srv, uniqueName("acc-eph"))
+	factories := protoV6Factories(New("test")())
+	factories["echo"] = func() (tfprotov6.ProviderServer, error) { return echoprovider.NewProviderServer()() }
+	tfresource.Test(t, tfresource.TestCase{
+		TerraformVersionChecks: []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_10_0)},
+		ProtoV6ProviderFactories: factories,
+		Steps: []tfresource.TestStep{{
+			Config: base + `
+ephemeral "e2b_process" "p" {
+  template = local.run_from
+  command  = "echo secret-output"
+}
+
+provider "echo" {
+  data = ephemeral.e2b_process.p.stdout
+}
+
+resource "echo" "out" {}
+`,
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("echo.out", tfjsonpath.New("data"), knownvalue.StringExact("secret-output\n")),
+			},
+			Check: noSandboxLeft(srv),
+		}},
+	})
+}
