@@ -173,7 +173,7 @@ func TestAccProcessEphemeral(t *testing.T) {
 	factories := protoV6Factories(New("test")())
 	factories["echo"] = func() (tfprotov6.ProviderServer, error) { return echoprovider.NewProviderServer()() }
 	tfresource.Test(t, tfresource.TestCase{
-		TerraformVersionChecks: []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_10_0)},
+		TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_10_0)},
 		ProtoV6ProviderFactories: factories,
 		Steps: []tfresource.TestStep{{
 			Config: base + `
