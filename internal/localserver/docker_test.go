@@ -144,8 +144,12 @@ func startCommand(t *testing.T, binary, dataDir string) (*exec.Cmd, Info) {
 	t.Helper()
 	os.Remove(filepath.Join(dataDir, InfoFile))
 	cmd := exec.Command(binary, "server", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--network", "none")
-	stateDir := filepath.Join(os.TempDir(), "lsk-"+filepath.Base(dataDir))
-	t.Cleanup(func() { os.RemoveAll(stateDir) }) // runs after the server stopped
+	// Short, for envd's socket paths; removed after the server stopped.
+	stateDir, err := os.MkdirTemp("", "lsk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(stateDir) })
 	cmd.Env = append(os.Environ(), "E2B_LOCAL_STATE_DIR="+stateDir)
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
