@@ -1,51 +1,145 @@
 #!/usr/bin/env bash
-# Quick start: builds the provider and runs Terraform with it on
-# examples/provider, through a CLI configuration whose dev_overrides point
-# Terraform at the binary just built (no registry needed).
+# Quick start, end to end on one machine: builds the provider, starts the
+# local E2B-compatible server it carries (on a free loopback port, with a
+# temporary data directory, on the Docker engine at DOCKER_HOST or a private
+# one), builds the offline base image, then applies examples/quickstart with
+# Terraform through dev_overrides: a template built from a context directory
+# with COPY and RUN, a tag on the build, and a command run in a sandbox from
+# that tag, whose output is printed. Then it destroys everything and stops
+# what it started.
 #
-# For now the provider has its configuration only, so this shows the provider
-# being built, found by Terraform, validated and applied; it grows into a
-# template build on the local server as the resources land.
+#   scripts/quickstart.sh            the whole round trip
+#   KEEP=1 scripts/quickstart.sh     leave server and state up, print how to reach them
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 log() { printf '==> %s\n' "$*" >&2; }
 
-if ! command -v go >/dev/null; then
-	echo "quickstart.sh: Go is needed (https://go.dev/dl/)" >&2
-	exit 1
-fi
+for tool in go docker dockerd; do
+	if ! command -v "$tool" >/dev/null; then
+		echo "quickstart.sh: $tool is needed (apt-get install docker.io; Go from https://go.dev/dl/)" >&2
+		exit 1
+	fi
+done
+
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/terraform-provider-e2b"
+mkdir -p "$cache"
+work="$(mktemp -d /tmp/e2b-qs.XXXXXX)" # short: it holds unix sockets
+server_pid=""
+applied=""
+
+# shellcheck source=scripts/dockerd.sh
+source scripts/dockerd.sh
+
+stop_server() {
+	if [[ -z "$server_pid" ]]; then
+		return
+	fi
+	kill -TERM "$server_pid" 2>/dev/null || true
+	local i
+	for ((i = 0; i < 60; i++)); do
+		kill -0 "$server_pid" 2>/dev/null || break
+		sleep 0.5
+	done
+	kill -KILL "$server_pid" 2>/dev/null || true
+	wait "$server_pid" 2>/dev/null || true
+	server_pid=""
+}
+
+cleanup() {
+	local rc=$?
+	if [[ -n "${KEEP:-}" && $rc == 0 ]]; then
+		return
+	fi
+	if [[ -n "$applied" ]]; then
+		log "terraform destroy (cleanup)"
+		tf destroy -auto-approve -input=false -no-color >/dev/null 2>&1 || true
+	fi
+	stop_server
+	stop_dockerd
+	rm -rf "$work"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 terraform="$(scripts/tools.sh terraform)"
 
-work="$(mktemp -d /tmp/e2b-quickstart.XXXXXX)"
-trap 'rm -rf "$work"' EXIT
-
 log "building the provider"
 mkdir -p "$work/bin"
-CGO_ENABLED=0 go build -trimpath -ldflags "-X main.version=0.0.0-quickstart" -o "$work/bin/terraform-provider-e2b" .
+CGO_ENABLED=0 go build -ldflags "-X main.version=0.0.0-quickstart" -o "$work/bin/terraform-provider-e2b" .
 
-cat >"$work/terraformrc" <<EOF
+start_dockerd
+export E2B_TEST_BASE_IMAGE="${E2B_TEST_BASE_IMAGE:-e2b-test-base:latest}"
+log "base image $E2B_TEST_BASE_IMAGE"
+scripts/test-image.sh
+
+log "starting the local E2B server"
+mkdir -p "$work/data"
+"$work/bin/terraform-provider-e2b" server --listen 127.0.0.1:0 --data-dir "$work/data" \
+	>"$work/server.out" 2>"$work/server.log" &
+server_pid=$!
+for ((i = 0; i < 240; i++)); do
+	if grep -q '^E2B_API_KEY=' "$work/server.out" 2>/dev/null; then
+		break
+	fi
+	if ! kill -0 "$server_pid" 2>/dev/null; then
+		cat "$work/server.log" >&2
+		echo "quickstart.sh: the server exited" >&2
+		exit 1
+	fi
+	sleep 0.5
+done
+# The server prints E2B_API_URL, E2B_SANDBOX_URL, E2B_DOMAIN and E2B_API_KEY,
+# the variables the provider (and the E2B SDKs) read.
+while IFS='=' read -r key value; do
+	case "$key" in
+	E2B_API_URL | E2B_SANDBOX_URL | E2B_DOMAIN | E2B_API_KEY) export "$key=$value" ;;
+	esac
+done <"$work/server.out"
+if [[ -z "${E2B_API_KEY:-}" ]]; then
+	cat "$work/server.log" >&2
+	echo "quickstart.sh: the server did not report its address" >&2
+	exit 1
+fi
+log "server at $E2B_API_URL (data in $work/data)"
+
+cat >"$work/terraformrc" <<RC
 provider_installation {
   dev_overrides {
     "e2b-terraform/e2b" = "$work/bin"
   }
   direct {}
 }
-EOF
+RC
 export TF_CLI_CONFIG_FILE="$work/terraformrc" CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1
 
-cp -r examples/provider "$work/config"
+cp -r examples/quickstart "$work/config"
 tf() { "$terraform" -chdir="$work/config" "$@"; }
 
-# With dev_overrides, init has nothing to download for this provider.
-log "terraform init"
-tf init -input=false -no-color >/dev/null
-log "terraform validate"
-tf validate -no-color
+# No terraform init: with dev_overrides the provider needs no installation,
+# and init would still ask the registry about it.
 log "terraform apply"
-tf apply -auto-approve -input=false -no-color
-log "the provider's configuration, as Terraform reads it from the binary:"
-tf providers schema -json | grep -o '"[a-z_]*":{"type":"[a-z]*"[^}]*}' >&2
-log "done with $("$terraform" version | head -1)"
+applied=1
+tf apply -auto-approve -input=false -no-color -var "base_image=$E2B_TEST_BASE_IMAGE"
+if ! tf plan -input=false -no-color -detailed-exitcode -var "base_image=$E2B_TEST_BASE_IMAGE" >"$work/plan.txt"; then
+	cat "$work/plan.txt" >&2
+	echo "quickstart.sh: a second plan right after apply is not empty" >&2
+	exit 1
+fi
+log "a second plan finds nothing to do"
+log "output of the command run in a sandbox of the template:"
+tf output -raw hello
+
+if [[ -n "${KEEP:-}" ]]; then
+	log "KEEP is set: server (PID $server_pid) and state stay up"
+	echo "export TF_CLI_CONFIG_FILE=$TF_CLI_CONFIG_FILE E2B_API_URL=$E2B_API_URL E2B_SANDBOX_URL=$E2B_SANDBOX_URL E2B_API_KEY=$E2B_API_KEY"
+	echo "$terraform -chdir=$work/config destroy; kill $server_pid"
+	exit 0
+fi
+
+log "terraform destroy"
+tf destroy -auto-approve -input=false -no-color -var "base_image=$E2B_TEST_BASE_IMAGE" >/dev/null
+applied=""
+log "done"

@@ -1,0 +1,2 @@
+# template:tag
+terraform import e2b_alias.prod my-app:prod

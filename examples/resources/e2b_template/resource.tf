@@ -1,0 +1,4 @@
+resource "e2b_template" "app" {
+  name   = "my-app"
+  public = false
+}
