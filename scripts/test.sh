@@ -31,7 +31,7 @@ cleanup() {
 	local rc=$?
 	stop_dockerd
 	jobs -p | xargs -r kill 2>/dev/null || true
-	rm -rf "$work"
+	rm -rf "$work" || true
 	exit "$rc"
 }
 trap cleanup EXIT
@@ -116,6 +116,8 @@ stop_dockerd() {
 	kill -KILL "$dockerd_pid" 2>/dev/null || true
 	wait "$dockerd_pid" 2>/dev/null || true
 	dockerd_pid=""
+	# dockerd leaves its network namespace mounted under the exec root.
+	awk -v dir="$work/" 'index($2, dir) == 1 { print $2 }' /proc/self/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
 }
 
 # --- checks ------------------------------------------------------------------
