@@ -161,7 +161,8 @@ func (p *e2bProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *
 
 // ValidateConfig checks the values written in the provider block, so that
 // `terraform validate` reports them. Unknown values (from other resources)
-// are checked later, in Configure, once they are known.
+// are checked later, in Configure, once they are known. The api_key format
+// warning is left to Configure, which would otherwise repeat it.
 func (p *e2bProvider) ValidateConfig(ctx context.Context, req provider.ValidateConfigRequest, resp *provider.ValidateConfigResponse) {
 	var m providerModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
@@ -170,9 +171,6 @@ func (p *e2bProvider) ValidateConfig(ctx context.Context, req provider.ValidateC
 	}
 	fromConfig := func(v types.String) (string, bool) {
 		return v.ValueString(), !v.IsNull() && !v.IsUnknown()
-	}
-	if v, ok := fromConfig(m.APIKey); ok {
-		resp.Diagnostics.Append(checkAPIKey(v, "")...)
 	}
 	if v, ok := fromConfig(m.Domain); ok {
 		addErr(&resp.Diagnostics, "domain", "", checkDomain(v))
