@@ -15,7 +15,7 @@ docker_answers() {
 start_dockerd() {
 	if [[ -n "${DOCKER_HOST:-}" ]] && docker_answers; then
 		printf '==> using the Docker engine at %s\n' "$DOCKER_HOST" >&2
-		return
+		return 0
 	fi
 	# A second run at the same time gets a data directory of its own rather
 	# than sharing a locked one.
@@ -47,7 +47,7 @@ start_dockerd() {
 
 stop_dockerd() {
 	if [[ -z "$dockerd_pid" ]]; then
-		return
+		return 0
 	fi
 	# Containers left behind in this private engine go with it.
 	docker ps -aq 2>/dev/null | xargs -r docker rm -f >/dev/null 2>&1 || true

@@ -32,25 +32,26 @@ applied=""
 # shellcheck source=scripts/dockerd.sh
 source scripts/dockerd.sh
 
+# stop_server stops the server by its PID: SIGTERM, SIGKILL after 30 s.
 stop_server() {
 	if [[ -z "$server_pid" ]]; then
-		return
+		return 0
 	fi
 	kill -TERM "$server_pid" 2>/dev/null || true
-	local i
-	for ((i = 0; i < 60; i++)); do
-		kill -0 "$server_pid" 2>/dev/null || break
-		sleep 0.5
-	done
-	kill -KILL "$server_pid" 2>/dev/null || true
+	(sleep 30 && kill -KILL "$server_pid" 2>/dev/null) &
+	local killer=$!
 	wait "$server_pid" 2>/dev/null || true
+	kill "$killer" 2>/dev/null || true
+	wait "$killer" 2>/dev/null || true
 	server_pid=""
 }
 
 cleanup() {
 	local rc=$?
+	# Clean up as much as possible, whatever fails on the way.
+	set +e
 	if [[ -n "${KEEP:-}" && $rc == 0 ]]; then
-		return
+		return 0
 	fi
 	if [[ -n "$applied" ]]; then
 		log "terraform destroy (cleanup)"
