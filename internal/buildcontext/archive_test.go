@@ -181,3 +181,15 @@ func TestHashFailsWhenFileChangedSinceListing(t *testing.T) {
 		}
 	}
 }
+
+func TestArchivePassesCheckArchive(t *testing.T) {
+	v := loadVectors(t)
+	l := hashedListing(t, newTree(t, v.Entries...), ".")
+	gzipped, err := CheckArchive(bytes.NewReader(archiveBytes(t, l)), ArchiveLimits{})
+	if err != nil {
+		t.Fatalf("the archive WriteArchive writes fails the check: %v", err)
+	}
+	if !gzipped {
+		t.Error("WriteArchive's archive is not detected as gzip'd")
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
 
 // The tests in this file run builds and sandboxes on a real Docker engine.
@@ -93,7 +94,7 @@ func TestDockerBuildAndSandbox(t *testing.T) {
 	ts := startServer(t, engine)
 	reg := ts.register("docker-app")
 	hash := hashOf(0xd0c)
-	putOK(t, ts.link(reg.TemplateID, hash).URL, tarball(t, true, dir("app/"), file("app/hello.txt", "hello from the context\n")))
+	putOK(t, ts.link(reg.TemplateID, hash).URL, testutil.Tarball(t, true, testutil.Dir("app/"), testutil.File("app/hello.txt", "hello from the context\n")))
 	ts.start(reg, e2bapi.TemplateBuildStartV2{FromImage: baseImage, Steps: []e2bapi.TemplateStep{
 		{Type: "COPY", Args: []string{"app", "/opt/app", "", ""}, FilesHash: hash},
 		{Type: "ENV", Args: []string{"GREETING", "hi"}},
@@ -191,7 +192,7 @@ func TestDockerRestartAfterSIGKILL(t *testing.T) {
 		t.Fatalf("first build = %+v", goodInfo)
 	}
 	hash := hashOf(0x5161)
-	putOK(t, ts.link(good.TemplateID, hash).URL, tarball(t, true, file("f", "kept")))
+	putOK(t, ts.link(good.TemplateID, hash).URL, testutil.Tarball(t, true, testutil.File("f", "kept")))
 	running := ts.register("killed")
 	ts.start(running, e2bapi.TemplateBuildStartV2{FromImage: baseImage, Steps: []e2bapi.TemplateStep{run("sleep 600")}})
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {

@@ -1,18 +1,15 @@
 package localserver
 
 import (
-	"archive/tar"
-	"bufio"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
@@ -122,131 +119,16 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
+// checkArchiveFile checks the spooled archive within the configured limits.
 func (s *Server) checkArchiveFile(name string) error {
 	f, err := os.Open(name)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	return checkArchive(f, s.cfg.MaxUnpackedBytes, s.cfg.MaxArchiveEntries)
+	_, err = buildcontext.CheckArchive(f, buildcontext.ArchiveLimits{
+		MaxUnpackedBytes: s.cfg.MaxUnpackedBytes,
+		MaxEntries:       s.cfg.MaxArchiveEntries,
+	})
+	return err
 }
-
-// errUnpackedTooLarge ends reading when the unpacked archive passes its limit.
-var errUnpackedTooLarge = errors.New("unpacked size limit reached")
-
-type limitReader struct {
-	r    io.Reader
-	left int64
-}
-
-func (l *limitReader) Read(p []byte) (int, error) {
-	if l.left <= 0 {
-		return 0, errUnpackedTooLarge
-	}
-	if int64(len(p)) > l.left {
-		p = p[:l.left]
-	}
-	n, err := l.r.Read(p)
-	l.left -= int64(n)
-	return n, err
-}
-
-// checkArchive reads a gzip'd or plain tar to its end within the limits and
-// rejects, naming the entry, anything that could land outside the directory
-// it is extracted into: absolute names, ".." components, entries below a
-// symlink of the archive, symlinks to absolute paths or out of the root,
-// hard links to such names, and entries other than files, directories and
-// links. Nothing is extracted here.
-func checkArchive(r io.Reader, maxUnpacked int64, maxEntries int) error {
-	br := bufio.NewReader(r)
-	var stream io.Reader = br
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return fmt.Errorf("archive is not valid gzip: %w", err)
-		}
-		defer zr.Close()
-		stream = zr
-	}
-	tr := tar.NewReader(&limitReader{r: stream, left: maxUnpacked})
-	symlinks := map[string]bool{}
-	for entries := 0; ; entries++ {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			if entries == 0 {
-				return errors.New("archive is not a tar: it has no entries")
-			}
-			return nil
-		}
-		if errors.Is(err, errUnpackedTooLarge) {
-			return fmt.Errorf("archive unpacks to more than the limit of %d bytes", maxUnpacked)
-		}
-		if err != nil {
-			return fmt.Errorf("archive is not a valid tar: %w", err)
-		}
-		if entries >= maxEntries {
-			return fmt.Errorf("archive has more than the limit of %d entries", maxEntries)
-		}
-		if err := checkEntry(hdr, symlinks); err != nil {
-			return fmt.Errorf("archive entry %q: %w", hdr.Name, err)
-		}
-		// Read the content through the limit (Next would skip it unread).
-		if _, err := io.Copy(io.Discard, tr); err != nil {
-			if errors.Is(err, errUnpackedTooLarge) {
-				return fmt.Errorf("archive unpacks to more than the limit of %d bytes", maxUnpacked)
-			}
-			return fmt.Errorf("archive entry %q: %w", hdr.Name, err)
-		}
-	}
-}
-
-func checkEntry(hdr *tar.Header, symlinks map[string]bool) error {
-	if hdr.Typeflag == tar.TypeXGlobalHeader {
-		return nil // metadata only; tar writes nothing for it
-	}
-	name, err := entryName(hdr.Name)
-	if err != nil {
-		return err
-	}
-	for dir := path.Dir(name); dir != "." && dir != "/"; dir = path.Dir(dir) {
-		if symlinks[dir] {
-			return fmt.Errorf("lies below the symlink %q", dir)
-		}
-	}
-	switch hdr.Typeflag {
-	case tar.TypeReg, tar.TypeDir:
-	case tar.TypeSymlink:
-		if path.IsAbs(hdr.Linkname) {
-			return fmt.Errorf("symlink to the absolute path %q leaves the archive", hdr.Linkname)
-		}
-		if escapesRoot(path.Join(path.Dir(name), hdr.Linkname)) {
-			return fmt.Errorf("symlink to %q leaves the archive", hdr.Linkname)
-		}
-		symlinks[name] = true
-	case tar.TypeLink:
-		if _, err := entryName(hdr.Linkname); err != nil {
-			return fmt.Errorf("hard link to %q: %w", hdr.Linkname, err)
-		}
-	default:
-		return fmt.Errorf("unsupported entry type %q", string(hdr.Typeflag))
-	}
-	return nil
-}
-
-// entryName checks an entry name and returns it cleaned.
-func entryName(name string) (string, error) {
-	if name == "" {
-		return "", errors.New("empty name")
-	}
-	if strings.HasPrefix(name, "/") {
-		return "", errors.New("absolute name")
-	}
-	for _, part := range strings.Split(name, "/") {
-		if part == ".." {
-			return "", errors.New(`name contains ".."`)
-		}
-	}
-	return path.Clean(name), nil
-}
-
-func escapesRoot(p string) bool { return p == ".." || strings.HasPrefix(p, "../") }

@@ -1,9 +1,7 @@
 package localserver
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,48 +12,8 @@ import (
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
-
-type entry struct {
-	name, body, link string
-	typ              byte
-}
-
-func file(name, body string) entry       { return entry{name: name, body: body, typ: tar.TypeReg} }
-func dir(name string) entry              { return entry{name: name, typ: tar.TypeDir} }
-func symlink(name, target string) entry  { return entry{name: name, link: target, typ: tar.TypeSymlink} }
-func hardlink(name, target string) entry { return entry{name: name, link: target, typ: tar.TypeLink} }
-
-func tarball(t *testing.T, gz bool, entries ...entry) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	var w io.Writer = &buf
-	var zw *gzip.Writer
-	if gz {
-		zw = gzip.NewWriter(&buf)
-		w = zw
-	}
-	tw := tar.NewWriter(w)
-	for _, e := range entries {
-		hdr := &tar.Header{Name: e.name, Typeflag: e.typ, Linkname: e.link, Mode: 0o644, Size: int64(len(e.body))}
-		if e.typ == tar.TypeDir {
-			hdr.Mode = 0o755
-		}
-		if err := tw.WriteHeader(hdr); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.WriteString(tw, e.body); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if zw != nil {
-		zw.Close()
-	}
-	return buf.Bytes()
-}
 
 func hashOf(n int) string { return fmt.Sprintf("%064x", n) }
 
@@ -112,7 +70,7 @@ func TestUploadGrantFlow(t *testing.T) {
 	}
 	// A failed upload leaves the grant usable.
 	expectError(t, put(t, first.URL, []byte("not a tar at all, just some text that is long enough to not be a header")), 400, "archive")
-	archive := tarball(t, true, dir("app/"), file("app/a.txt", "A"), symlink("app/link", "a.txt"), hardlink("app/hard", "app/a.txt"))
+	archive := testutil.Tarball(t, true, testutil.Dir("app/"), testutil.File("app/a.txt", "A"), testutil.Symlink("app/link", "a.txt"), testutil.Hardlink("app/hard", "app/a.txt"))
 	putOK(t, first.URL, archive)
 	// The grant is single use.
 	expectError(t, put(t, first.URL, archive), 403, "already used")
@@ -122,7 +80,7 @@ func TestUploadGrantFlow(t *testing.T) {
 		t.Fatalf("second link = %+v, want present with a fresh URL", again)
 	}
 	// First write wins: a different body for the same hash is accepted and dropped.
-	putOK(t, again.URL, tarball(t, false, file("other.txt", "B")))
+	putOK(t, again.URL, testutil.Tarball(t, false, testutil.File("other.txt", "B")))
 	path, _, _ := ts.Server.Store().ArchivePath(hash)
 	stored, err := os.ReadFile(path)
 	if err != nil || !bytes.Equal(stored, archive) {
@@ -163,38 +121,25 @@ func TestUploadLimits(t *testing.T) {
 	}
 	expectError(t, resp, 413, "larger than the limit")
 	// A small gzip that unpacks beyond the limit.
-	expectError(t, put(t, u, tarball(t, true, file("zeros", strings.Repeat("\x00", 20000)))), 400, "unpacks to more than the limit of 8192 bytes")
-	expectError(t, put(t, u, tarball(t, true, file("a", ""), file("b", ""), file("c", ""), file("d", ""))), 400, "more than the limit of 3 entries")
+	expectError(t, put(t, u, testutil.Tarball(t, true, testutil.File("zeros", strings.Repeat("\x00", 20000)))), 400, "unpacks to more than the limit of 8192 bytes")
+	expectError(t, put(t, u, testutil.Tarball(t, true, testutil.File("a", ""), testutil.File("b", ""), testutil.File("c", ""), testutil.File("d", ""))), 400, "more than the limit of 3 entries")
 	// The grant survived every refusal.
-	putOK(t, u, tarball(t, true, file("a", "ok")))
+	putOK(t, u, testutil.Tarball(t, true, testutil.File("a", "ok")))
 }
 
+// The checks themselves are buildcontext.CheckArchive's; this is the
+// handler's side: a refused archive is a 400 naming the entry, nothing of it
+// is stored, and an archive with links that stay inside is accepted.
 func TestUploadRejectsEscapingEntries(t *testing.T) {
 	ts := startServer(t, newFakeEngine(t))
 	reg := ts.register("app")
-	cases := []struct {
-		entries []entry
-		want    string
-	}{
-		{[]entry{file("/etc/passwd", "x")}, `"/etc/passwd": absolute name`},
-		{[]entry{file("a/../../x", "x")}, `"a/../../x": name contains ".."`},
-		{[]entry{symlink("l", "../outside")}, `"l": symlink to "../outside" leaves the archive`},
-		{[]entry{symlink("d/l", "../../x")}, `"d/l": symlink to "../../x"`},
-		{[]entry{symlink("abs", "/etc")}, `"abs": symlink to the absolute path "/etc"`},
-		{[]entry{hardlink("h", "../x")}, `"h": hard link to "../x"`},
-		{[]entry{hardlink("h", "/etc/shadow")}, `"h": hard link to "/etc/shadow"`},
-		{[]entry{symlink("d", "sub"), file("d/x", "write through the link")}, `"d/x": lies below the symlink "d"`},
-		{[]entry{{name: "dev", typ: tar.TypeChar}}, `"dev": unsupported entry type`},
+	for i, gz := range []bool{true, false} {
+		u := ts.link(reg.TemplateID, hashOf(i)).URL
+		expectError(t, put(t, u, testutil.Tarball(t, gz, testutil.File("ok.txt", "ok"), testutil.File("a/../../x", "x"))), 400, `"a/../../x": name contains ".."`)
+		expectError(t, put(t, u, testutil.Tarball(t, gz, testutil.Symlink("d", "sub"), testutil.File("d/x", "write through the link"))), 400, `"d/x": lies below the symlink "d"`)
 	}
-	for i, c := range cases {
-		for _, gz := range []bool{true, false} {
-			u := ts.link(reg.TemplateID, hashOf(i)).URL
-			expectError(t, put(t, u, tarball(t, gz, c.entries...)), 400, c.want)
-		}
-	}
-	// Links that stay inside are fine.
 	u := ts.link(reg.TemplateID, hashOf(100)).URL
-	putOK(t, u, tarball(t, true, dir("a/"), dir("a/b/"), symlink("a/b/up", "../x"), file("a/x", "x"), hardlink("a/h", "a/x")))
+	putOK(t, u, testutil.Tarball(t, true, testutil.Dir("a/"), testutil.Dir("a/b/"), testutil.Symlink("a/b/up", "../x"), testutil.File("a/x", "x"), testutil.Hardlink("a/h", "a/x")))
 	if st := ts.stats(); st.Archives != 1 {
 		t.Errorf("%d archives stored, want only the good one", st.Archives)
 	}
@@ -205,7 +150,7 @@ func TestCopyStepUsesTheStoredArchive(t *testing.T) {
 	ts := startServer(t, eng)
 	reg := ts.register("app")
 	hash := hashOf(7)
-	putOK(t, ts.link(reg.TemplateID, hash).URL, tarball(t, true, file("a.txt", "A")))
+	putOK(t, ts.link(reg.TemplateID, hash).URL, testutil.Tarball(t, true, testutil.File("a.txt", "A")))
 	ts.start(reg, e2bapi.TemplateBuildStartV2{FromImage: "img", Steps: []e2bapi.TemplateStep{
 		{Type: "COPY", Args: []string{"a.txt", "/a.txt", "", ""}, FilesHash: hash},
 		{Type: "add", Args: []string{"a.txt", "/b.txt", "", ""}, FilesHash: hash},
@@ -214,7 +159,7 @@ func TestCopyStepUsesTheStoredArchive(t *testing.T) {
 	if spec.Steps[1].Type != "COPY" || spec.Archives[hash] == "" {
 		t.Fatalf("spec steps %+v archives %v", spec.Steps, spec.Archives)
 	}
-	if raw, err := os.ReadFile(spec.Archives[hash]); err != nil || !bytes.Equal(raw, tarball(t, true, file("a.txt", "A"))) {
+	if raw, err := os.ReadFile(spec.Archives[hash]); err != nil || !bytes.Equal(raw, testutil.Tarball(t, true, testutil.File("a.txt", "A"))) {
 		t.Errorf("archive given to the engine: %v", err)
 	}
 	if info := ts.waitBuild(reg); info.Status != "ready" {

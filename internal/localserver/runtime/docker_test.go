@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"archive/tar"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -22,6 +21,7 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/server"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
 
 // The Docker tests need an engine (DOCKER_HOST) and a base image without
@@ -456,7 +456,7 @@ func TestBuildRejectsTraversalArchive(t *testing.T) {
 	t.Parallel()
 	d := newTestDocker(t, "")
 	evil := filepath.Join(t.TempDir(), "evil.tar.gz")
-	if err := os.WriteFile(evil, makeTar(t, true, tarEntry{name: "ok.txt", typ: tar.TypeReg}, tarEntry{name: "../evil", typ: tar.TypeReg}), 0o644); err != nil {
+	if err := os.WriteFile(evil, testutil.Tarball(t, true, testutil.File("ok.txt", "ok"), testutil.File("../evil", "x")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, err := d.Build(t.Context(), BuildSpec{
