@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -152,12 +154,39 @@ func TestOfficialJSSDK(t *testing.T) {
 		t.Errorf("build info name %q tags %q, want sdk-interop:v1 with tag v1", got.Template.Name, got.Template.Tags)
 		failed = true
 	}
+	if got.Template != nil && got.Template.TemplateID != "" {
+		// CI's engine keeps its images between runs: delete the template
+		// (and with it the build's image) now that its sandbox is gone.
+		if err := deleteTemplate(ctx, server, got.Template.TemplateID); err != nil {
+			t.Error(err)
+			failed = true
+		}
+	}
 	if failed {
 		t.Logf("interop.mjs stderr:\n%s\nserver log:\n%s", stderr.String(), server.Log())
 		return
 	}
 	t.Logf("SDK run took %s: template build %.1fs with %d log entries, sandbox %s",
 		elapsed.Round(100*time.Millisecond), got.Template.Seconds, got.Template.LogEntries, got.SandboxID)
+}
+
+// deleteTemplate deletes a template through the server's API.
+func deleteTemplate(ctx context.Context, server *acctest.Server, templateID string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, server.APIURL+"/templates/"+templateID, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("X-API-Key", server.APIKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("delete template %s: %w", templateID, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("delete template %s: %s: %s", templateID, resp.Status, body)
+	}
+	return nil
 }
 
 // lookTools finds node and npm or skips the test.
