@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -45,6 +46,9 @@ func serveProvider(args []string) int {
 	flags := flag.NewFlagSet("terraform-provider-e2b", flag.ContinueOnError)
 	debug := flags.Bool("debug", false, "start the provider in debug mode for debuggers like delve; prints TF_REATTACH_PROVIDERS to use")
 	if err := flags.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 
