@@ -33,7 +33,7 @@ start_dockerd() {
 	local i
 	for ((i = 0; i < 120; i++)); do
 		if docker_answers; then
-			return
+			return 0
 		fi
 		if ! kill -0 "$dockerd_pid" 2>/dev/null; then
 			break

@@ -11,22 +11,30 @@ terraform {
 }
 
 variable "staging" {
-  description = "API URL, key and sandbox URL of the staging environment."
+  description = "Where the staging environment is, and the template's name there."
   type = object({
-    api_url     = string
-    api_key     = string
-    sandbox_url = optional(string)
+    api_url       = string
+    sandbox_url   = optional(string)
+    template_name = optional(string, "promo-app")
   })
-  sensitive = true
 }
 
 variable "production" {
-  description = "API URL, key and sandbox URL of the production environment."
+  description = "Where the production environment is, and the template's name there."
   type = object({
-    api_url     = string
-    api_key     = string
-    sandbox_url = optional(string)
+    api_url       = string
+    sandbox_url   = optional(string)
+    template_name = optional(string, "promo-app")
   })
+}
+
+variable "staging_api_key" {
+  type      = string
+  sensitive = true
+}
+
+variable "production_api_key" {
+  type      = string
   sensitive = true
 }
 
@@ -38,14 +46,14 @@ variable "base_image" {
 provider "e2b" {
   alias       = "staging"
   api_url     = var.staging.api_url
-  api_key     = var.staging.api_key
+  api_key     = var.staging_api_key
   sandbox_url = var.staging.sandbox_url
 }
 
 provider "e2b" {
   alias       = "production"
   api_url     = var.production.api_url
-  api_key     = var.production.api_key
+  api_key     = var.production_api_key
   sandbox_url = var.production.sandbox_url
 }
 
@@ -53,9 +61,9 @@ module "staging" {
   source    = "./modules/release"
   providers = { e2b = e2b.staging }
 
-  name            = "promo-app"
+  name            = var.staging.template_name
   base_image      = var.base_image
-  context         = "${path.module}/app"
+  context         = abspath("${path.module}/app")
   expected_output = "smoke test passed"
 }
 
@@ -63,9 +71,9 @@ module "production" {
   source    = "./modules/release"
   providers = { e2b = e2b.production }
 
-  name            = "promo-app"
+  name            = var.production.template_name
   base_image      = var.base_image
-  context         = "${path.module}/app"
+  context         = abspath("${path.module}/app")
   expected_output = "smoke test passed"
 
   # Production builds only what staging accepted.

@@ -35,7 +35,7 @@ resource "e2b_template" "hello" {
 resource "e2b_template_build" "hello" {
   template_id = e2b_template.hello.id
   from_image  = var.base_image
-  context     = "${path.module}/context"
+  context     = abspath("${path.module}/context")
 
   steps = [
     { workdir = "/app" },

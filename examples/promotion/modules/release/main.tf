@@ -50,7 +50,7 @@ resource "e2b_template_build" "candidate" {
 # The smoke test runs in a sandbox from exactly the candidate build.
 data "e2b_process" "smoke" {
   template            = "${e2b_template.this.name}:${e2b_template_build.candidate.build_id}"
-  command             = "/app/smoke.sh"
+  cmd                 = "/app/smoke.sh"
   timeout             = "2m"
   allow_non_zero_exit = true
 

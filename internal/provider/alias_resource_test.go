@@ -1,0 +1,116 @@
+package provider
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/config"
+	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
+)
+
+// copyDir copies the regular files and directories below src to dst.
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	acctest.Must(t, filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, info.Mode().Perm())
+	}))
+}
+
+// TestAccPromotionRelease applies the release module of examples/promotion
+// as it is written (the provider configured through the E2B_* environment
+// variables): a passing smoke test moves :prod to the candidate; a
+// candidate whose smoke test fails stops the apply by its postcondition and
+// :prod stays on the build that passed.
+func TestAccPromotionRelease(t *testing.T) {
+	srv := localServer(t)
+	t.Setenv(EnvAPIURL, srv.APIURL)
+	t.Setenv(EnvAPIKey, srv.APIKey)
+	t.Setenv(EnvSandboxURL, srv.SandboxURL)
+	// The module requires e2b-terraform/e2b, the provider's registry address.
+	t.Setenv("TF_ACC_PROVIDER_NAMESPACE", "e2b-terraform")
+	api := testAPI(t, srv)
+	root, err := acctest.ModuleRoot()
+	acctest.Must(t, err)
+	app := filepath.Join(t.TempDir(), "app")
+	copyDir(t, filepath.Join(root, "examples", "promotion", "app"), app)
+	name := uniqueName("acc-promo")
+	vars := config.Variables{
+		"name":            config.StringVariable(name),
+		"base_image":      config.StringVariable(srv.BaseImage),
+		"context":         config.StringVariable(app),
+		"expected_output": config.StringVariable("smoke test passed"),
+	}
+	module := config.StaticDirectory(filepath.Join(root, "examples", "promotion", "modules", "release"))
+	var passed string
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: protoV6Factories(New("test")()),
+		Steps: []tfresource.TestStep{
+			{
+				ConfigDirectory: module,
+				ConfigVariables: vars,
+				Check: tfresource.ComposeAggregateTestCheckFunc(
+					tfresource.TestCheckResourceAttrPair("e2b_alias.prod", "build_id", "e2b_template_build.candidate", "build_id"),
+					tfresource.TestMatchResourceAttr("data.e2b_process.smoke", "stdout", regexp.MustCompile(`version 1\.0\.0: smoke test passed`)),
+					func(s *terraform.State) error {
+						passed, err = stateAttr(s, "e2b_alias.prod", "build_id")
+						return err
+					},
+				),
+			},
+			{
+				// A broken candidate: its smoke test fails, :prod stays.
+				PreConfig: func() {
+					acctest.Must(t, os.WriteFile(filepath.Join(app, "version.txt"), nil, 0o644))
+				},
+				ConfigDirectory: module,
+				ConfigVariables: vars,
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("e2b_template_build.candidate", plancheck.ResourceActionReplace),
+				}},
+				ExpectError: regexp.MustCompile(`(?s)Smoke test of build .* failed`),
+			},
+			{
+				// The tag is where it was, and the broken tree still fails.
+				ConfigDirectory: module,
+				ConfigVariables: vars,
+				PlanOnly:        true,
+				ExpectError:     regexp.MustCompile(`(?s)Smoke test of build .* failed`),
+				PreConfig: func() {
+					tags, err := api.ListTags(context.Background(), name)
+					acctest.Must(t, err)
+					for _, tag := range tags {
+						if tag.Tag == "prod" && tag.BuildID != passed {
+							t.Errorf(":prod points at %s after a failed smoke test; it was %s", tag.BuildID, passed)
+						}
+					}
+				},
+			},
+		},
+	})
+}
