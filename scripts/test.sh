@@ -27,98 +27,21 @@ started=$SECONDS
 
 log() { printf '==> %s\n' "$*" >&2; }
 
+# start_dockerd and stop_dockerd: a private Docker engine unless DOCKER_HOST answers.
+# shellcheck source=scripts/dockerd.sh
+source scripts/dockerd.sh
+
 cleanup() {
 	local rc=$?
 	stop_dockerd
 	jobs -p | xargs -r kill 2>/dev/null || true
+	# dockerd leaves its network namespace mounted under its exec root.
+	awk -v dir="$work/" 'index($2, dir) == 1 { print $2 }' /proc/self/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
 	rm -rf "$work" || true
 	exit "$rc"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-# --- Debian packages -------------------------------------------------------
-
-install_packages() {
-	local wanted=(docker.io busybox-static protobuf-compiler git make ca-certificates gcc libc6-dev)
-	local missing=() pkg
-	for pkg in "${wanted[@]}"; do
-		if [[ "$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null)" != "install ok installed" ]]; then
-			missing+=("$pkg")
-		fi
-	done
-	if ((${#missing[@]} == 0)); then
-		return
-	fi
-	local sudo=()
-	if ((EUID != 0)); then
-		sudo=(sudo)
-	fi
-	log "installing ${missing[*]}"
-	"${sudo[@]}" apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null
-}
-
-# --- Docker engine -----------------------------------------------------------
-
-dockerd_pid=""
-
-docker_answers() {
-	timeout 20 docker version --format '{{.Server.Version}}' >/dev/null 2>&1
-}
-
-start_dockerd() {
-	if [[ -n "${DOCKER_HOST:-}" ]] && docker_answers; then
-		log "using the Docker engine at $DOCKER_HOST"
-		return
-	fi
-	# The engine's data (images) lives in the cache so the test image is
-	# built once; a second run at the same time gets a data directory of its
-	# own rather than sharing a locked one.
-	local data="$cache/docker-data"
-	exec {docker_lock}>"$cache/docker-data.lock"
-	if ! flock -n "$docker_lock"; then
-		data="$work/docker-data"
-	fi
-	export DOCKER_HOST="unix://$work/docker.sock"
-	log "starting dockerd at $DOCKER_HOST"
-	dockerd --iptables=false --ip6tables=false --bridge=none \
-		-H "$DOCKER_HOST" --data-root "$data" --exec-root "$work/docker-exec" \
-		--pidfile "$work/docker.pid" >"$work/dockerd.log" 2>&1 &
-	dockerd_pid=$!
-	local i
-	for ((i = 0; i < 120; i++)); do
-		if docker_answers; then
-			return
-		fi
-		if ! kill -0 "$dockerd_pid" 2>/dev/null; then
-			break
-		fi
-		sleep 0.5
-	done
-	cat "$work/dockerd.log" >&2
-	echo "test.sh: dockerd did not start" >&2
-	exit 1
-}
-
-stop_dockerd() {
-	if [[ -z "$dockerd_pid" ]]; then
-		return
-	fi
-	# Containers the tests left behind in this private engine go with it.
-	docker ps -aq 2>/dev/null | xargs -r docker rm -f >/dev/null 2>&1 || true
-	kill -TERM "$dockerd_pid" 2>/dev/null || true
-	local i
-	for ((i = 0; i < 60; i++)); do
-		kill -0 "$dockerd_pid" 2>/dev/null || break
-		sleep 0.5
-	done
-	kill -KILL "$dockerd_pid" 2>/dev/null || true
-	wait "$dockerd_pid" 2>/dev/null || true
-	dockerd_pid=""
-	# dockerd leaves its network namespace mounted under the exec root.
-	awk -v dir="$work/" 'index($2, dir) == 1 { print $2 }' /proc/self/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
-}
 
 # --- checks ------------------------------------------------------------------
 
@@ -184,7 +107,8 @@ run_tests() {
 
 # --- main --------------------------------------------------------------------
 
-install_packages
+# gcc and libc6-dev: the race detector needs cgo.
+scripts/install-packages.sh docker.io busybox-static protobuf-compiler git make ca-certificates gcc libc6-dev
 
 # The two slow builds (Terraform takes about five minutes the first time)
 # run in the background while the rest is set up and checked.
