@@ -148,8 +148,7 @@ func (c *converter) instruction(node *parser.Node) error {
 		return c.from(line, stage)
 	}
 	if arg, ok := parsed.(*instructions.ArgCommand); ok && c.fromLine == 0 {
-		c.metaArg(arg)
-		return nil
+		return c.metaArg(arg)
 	}
 	if c.fromLine == 0 {
 		return fmt.Errorf("%s before FROM: only ARG may come before FROM", name)
@@ -225,17 +224,21 @@ func (c *converter) instruction(node *parser.Node) error {
 	return nil
 }
 
-func (c *converter) metaArg(arg *instructions.ArgCommand) {
+func (c *converter) metaArg(arg *instructions.ArgCommand) error {
 	if c.metaArgs == nil {
 		c.metaArgs = map[string]string{}
 	}
 	for _, kv := range arg.Args {
 		v := ""
 		if kv.Value != nil {
-			v = *kv.Value
+			var err error
+			if v, err = c.unquote(*kv.Value); err != nil {
+				return fmt.Errorf("ARG %s: %v", kv.Key, err)
+			}
 		}
 		c.metaArgs[kv.Key] = v
 	}
+	return nil
 }
 
 func (c *converter) from(line int, stage *instructions.Stage) error {

@@ -114,7 +114,7 @@ func TestConvert(t *testing.T) {
 		},
 		{
 			name: "ARG before FROM names the image and keeps its value when declared again",
-			dockerfile: "ARG PY=3.12\nARG UNUSED\n" +
+			dockerfile: "ARG PY=\"3.12\"\nARG UNUSED\n" +
 				"FROM python:${PY}-slim\n" +
 				"ARG PY\n",
 			want: Template{FromImage: "python:3.12-slim", Steps: steps(
