@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfversion"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
 // processTemplate is a template whose build gives a busybox image what
@@ -84,7 +85,25 @@ func noSandboxLeft(srv *acctest.Server) tfresource.TestCheckFunc {
 // and no sandbox left behind.
 func TestAccProcess(t *testing.T) {
 	srv := localServer(t)
-	base := processTemplate(srv, uniqueName("acc-proc"))
+	api := testAPI(t, srv)
+	name := uniqueName("acc-proc")
+	base := processTemplate(srv, name)
+	var sandboxID string
+	t.Cleanup(func() {
+		if sandboxID != "" {
+			_ = api.KillSandbox(context.Background(), sandboxID)
+		}
+	})
+	inSandbox := `
+variable "sandbox_id" {
+  type = string
+}
+
+data "e2b_process" "in_sandbox" {
+  sandbox_id = var.sandbox_id
+  command    = "echo kept > /tmp/mark; cat /tmp/mark"
+}
+`
 	reads := `
 data "e2b_process" "exit" {
   template            = local.run_from
@@ -160,6 +179,39 @@ data "e2b_process" "slow" {
 			{
 				Config: base,
 				Check:  noSandboxLeft(srv),
+			},
+			{
+				// A running sandbox (started from name, the build's default
+				// tag) is used and left running.
+				PreConfig: func() {
+					sb, err := api.CreateSandbox(context.Background(), e2bapi.NewSandbox{TemplateID: name})
+					acctest.Must(t, err)
+					sandboxID = sb.SandboxID
+					t.Setenv("TF_VAR_sandbox_id", sandboxID)
+				},
+				Config: base + inSandbox,
+				Check: tfresource.ComposeAggregateTestCheckFunc(
+					tfresource.TestCheckResourceAttr("data.e2b_process.in_sandbox", "stdout", "kept\n"),
+					func(*terraform.State) error {
+						if _, err := api.GetSandbox(context.Background(), sandboxID); err != nil {
+							return fmt.Errorf("the sandbox given by sandbox_id is gone: %w", err)
+						}
+						return nil
+					},
+				),
+			},
+			{
+				// While it runs, E2B refuses to delete the template.
+				Config:      base + inSandbox,
+				Destroy:     true,
+				ExpectError: regexp.MustCompile(`(?s)Cannot delete template.*sandboxes`),
+			},
+			{
+				PreConfig: func() {
+					acctest.Must(t, api.KillSandbox(context.Background(), sandboxID))
+					sandboxID = ""
+				},
+				Config: base,
 			},
 		},
 	})
