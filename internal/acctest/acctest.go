@@ -196,7 +196,7 @@ func Environment(ctx context.Context) (dockerHost, baseImage string, err error) 
 	}
 	c, err := client.NewClientWithOpts(client.WithHost(dockerHost), client.WithAPIVersionNegotiation())
 	if err != nil {
-		return "", "", fmt.Errorf("Docker client for %s: %w", dockerHost, err)
+		return "", "", fmt.Errorf("docker client for %s: %w", dockerHost, err)
 	}
 	defer c.Close()
 	pingCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
@@ -231,7 +231,10 @@ func Shared(t testing.TB) *Server {
 			return
 		}
 		// Short: the server keeps unix sockets below its data directory.
-		shared.dir, shared.err = os.MkdirTemp("", "e2bacc")
+		// Not t.TempDir: the server outlives the test that started it;
+		// StopShared removes the directory.
+		shared.dir, shared.err = os.MkdirTemp("", "e2bacc") //nolint:usetesting // shared by every test of the binary
+
 		if shared.err != nil {
 			return
 		}

@@ -281,7 +281,15 @@ func stepObjectType(t *testing.T) types.ObjectType {
 	t.Helper()
 	r := NewTemplateBuildResource()
 	var resp = schemaOf(t, r)
-	return resp.Attributes["steps"].GetType().(types.ListType).ElemType.(types.ObjectType)
+	list, ok := resp.Attributes["steps"].GetType().(types.ListType)
+	if !ok {
+		t.Fatalf("steps is a %T", resp.Attributes["steps"].GetType())
+	}
+	obj, ok := list.ElemType.(types.ObjectType)
+	if !ok {
+		t.Fatalf("steps holds %T", list.ElemType)
+	}
+	return obj
 }
 
 func TestReadDockerfile(t *testing.T) {
