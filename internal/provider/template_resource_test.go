@@ -120,6 +120,7 @@ data "e2b_process" "v1" {
 resource "e2b_template_build" "v2" {
   template_id = e2b_template.t.id
   dockerfile  = %q
+  tags        = ["candidate"]
 }
 `, filepath.Join(ctxDir, "Dockerfile"))
 	alias := func(build string) string {
@@ -213,6 +214,44 @@ data "e2b_process" "prod" {
 							return fmt.Errorf("the server counted %d uploads, %d before the second build: it uploaded again", st.Uploads, uploadsAfterV1)
 						}
 						return nil
+					},
+					// The first build ran on the build the template registered
+					// when it was created: two builds, none left waiting.
+					func(s *terraform.State) error {
+						id, err := stateAttr(s, "e2b_template.t", "id")
+						if err != nil {
+							return err
+						}
+						tpl, err := api.GetTemplate(context.Background(), id)
+						if err != nil {
+							return err
+						}
+						if len(tpl.Builds) != 2 {
+							return fmt.Errorf("template has %d builds, want 2: %+v", len(tpl.Builds), tpl.Builds)
+						}
+						for _, b := range tpl.Builds {
+							if b.Status != e2bapi.BuildReady {
+								return fmt.Errorf("build %s is %s, want every build ready", b.BuildID, b.Status)
+							}
+						}
+						return nil
+					},
+					// The tags of a build point at it.
+					func(s *terraform.State) error {
+						v2Build, err := stateAttr(s, "e2b_template_build.v2", "build_id")
+						if err != nil {
+							return err
+						}
+						tags, err := api.ListTags(context.Background(), name)
+						if err != nil {
+							return err
+						}
+						for _, tag := range tags {
+							if tag.Tag == "candidate" && tag.BuildID == v2Build {
+								return nil
+							}
+						}
+						return fmt.Errorf("tag candidate does not point at build %s: %+v", v2Build, tags)
 					},
 				),
 			},
