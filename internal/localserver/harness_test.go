@@ -60,12 +60,10 @@ func (c *testClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// serverOptions adjust startServer: the Config, and statuses that E2B
-// answers although the spec does not declare them for the operation
-// (e2b-api.md §1.4, §1.5, §8), whose bodies the test checks itself.
+// serverOptions adjust startServer: the Config, the data dir, and whether
+// the test closes the server itself.
 type serverOptions struct {
 	configure   func(*Config)
-	undeclared  []int
 	dataDir     string
 	skipCleanup bool
 }
@@ -80,7 +78,6 @@ func startServer(t *testing.T, engine runtime.Engine, opts ...serverOptions) *te
 		if opt.configure != nil {
 			o.configure = opt.configure
 		}
-		o.undeclared = append(o.undeclared, opt.undeclared...)
 		if opt.dataDir != "" {
 			o.dataDir = opt.dataDir
 		}
@@ -99,8 +96,7 @@ func startServer(t *testing.T, engine runtime.Engine, opts ...serverOptions) *te
 	}
 	validated := openapitest.E2B(t).Middleware(t, srv.Handler(),
 		openapitest.SkipRequests(openapitest.IsSandboxTraffic),
-		openapitest.SkipRequests(func(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/_local/") }),
-		openapitest.InjectedFaults(o.undeclared...))
+		openapitest.SkipRequests(func(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/_local/") }))
 	hs := httptest.NewServer(validated)
 	ts := &testServer{t: t, URL: hs.URL, Server: srv, Config: srv.cfg, client: hs.Client(), apiKey: testAPIKey}
 	t.Cleanup(func() {

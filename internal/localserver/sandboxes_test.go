@@ -138,7 +138,7 @@ func TestSandboxLifecycleAndProxy(t *testing.T) {
 
 func TestSandboxRequestErrors(t *testing.T) {
 	eng := newFakeEngine(t)
-	ts := startServer(t, eng, serverOptions{undeclared: []int{404}})
+	ts := startServer(t, eng)
 	ts.build("app")
 	eng.mu.Lock()
 	eng.startErr = errors.New("no space left for the container")
@@ -213,7 +213,7 @@ func TestSandboxTimeoutIsEnforced(t *testing.T) {
 
 func TestDeleteTemplate(t *testing.T) {
 	eng := newFakeEngine(t)
-	ts := startServer(t, eng, serverOptions{undeclared: []int{400, 404}})
+	ts := startServer(t, eng)
 	first, _ := ts.build("app")
 	second, _ := ts.build("app")
 	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app"})

@@ -32,7 +32,7 @@ func TestEveryRequestNeedsTheAPIKey(t *testing.T) {
 }
 
 func TestTemplateBuildFlow(t *testing.T) {
-	ts := startServer(t, newFakeEngine(t), serverOptions{undeclared: []int{404}})
+	ts := startServer(t, newFakeEngine(t))
 	reg := ts.register("My-App:v1", "stable", "v1")
 	if !slices.Equal(reg.Names, []string{"local/my-app"}) || !slices.Equal(reg.Aliases, []string{"my-app"}) {
 		t.Errorf("names %v aliases %v, want [local/my-app] [my-app]", reg.Names, reg.Aliases)
@@ -170,7 +170,7 @@ func TestListTemplatesV2Pages(t *testing.T) {
 }
 
 func TestRegisterValidation(t *testing.T) {
-	ts := startServer(t, newFakeEngine(t), serverOptions{undeclared: []int{404, 409}, configure: func(c *Config) { c.MaxCPUCount = 4 }})
+	ts := startServer(t, newFakeEngine(t), serverOptions{configure: func(c *Config) { c.MaxCPUCount = 4 }})
 	cpu := func(n int32) *int32 { return &n }
 	ts.expectError("POST", "/v3/templates", e2bapi.TemplateBuildRequestV3{Name: "a", CPUCount: cpu(3)}, 400, "cpuCount 3")
 	ts.expectError("POST", "/v3/templates", e2bapi.TemplateBuildRequestV3{Name: "a", CPUCount: cpu(6)}, 400, "at most 4")
@@ -198,7 +198,7 @@ func TestRegisterValidation(t *testing.T) {
 
 func TestStartBuildRules(t *testing.T) {
 	eng := newFakeEngine(t)
-	ts := startServer(t, eng, serverOptions{undeclared: []int{400, 404}})
+	ts := startServer(t, eng)
 	reg := ts.register("app")
 	path := "/v2/templates/" + reg.TemplateID + "/builds/" + reg.BuildID
 	ts.expectError("POST", path, e2bapi.TemplateBuildStartV2{FromImage: "a", FromTemplate: "b"}, 400, "cannot specify both")

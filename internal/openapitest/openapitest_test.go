@@ -5,9 +5,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
 )
 
 // recordingTB captures what a check reports instead of failing the test.
@@ -70,6 +73,24 @@ func TestSpecsLoad(t *testing.T) {
 	}
 }
 
+func TestAllowlistEntryForADeclaredStatusIsObsolete(t *testing.T) {
+	dir, err := FixturesDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := openapi3.NewLoader().LoadFromFile(filepath.Join(dir, "envd-openapi.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = allowStatuses(http.MethodGet, "/files", 404)(doc)
+	if err == nil || !strings.Contains(err.Error(), "GET /files already declares 404: the allowlist entry is obsolete") {
+		t.Errorf("error %v, want the entry reported obsolete", err)
+	}
+	if err := allowStatuses(http.MethodGet, "/nope", 401)(doc); err == nil || !strings.Contains(err.Error(), "GET /nope is missing") {
+		t.Errorf("error %v, want the operation reported missing", err)
+	}
+}
+
 // answer is a server that answers every request with status, content type
 // and body.
 func answer(t *testing.T, status int, contentType, body string) *httptest.Server {
@@ -124,7 +145,6 @@ func TestTransport(t *testing.T) {
 		contentType, respond string
 		method, path, body   string
 		header               map[string]string
-		opts                 []Option
 		want                 []string
 	}{
 		{name: "valid create", status: 202, contentType: "application/json", respond: validCreated,
@@ -138,18 +158,29 @@ func TestTransport(t *testing.T) {
 			want: []string{"response 202 to POST /v3/templates", `"buildID" is missing`}},
 		{name: "undeclared status", status: 418, contentType: "application/json", respond: `{"code":418,"message":"teapot"}`,
 			method: "GET", path: "/templates/tpl/builds/" + buildID + "/status",
-			want: []string{"response 418 to GET /templates/{templateID}/builds/{buildID}/status", "status 418 is not declared", "declared: 200, 401, 404, 500"}},
-		{name: "injected fault status with an empty body", status: 429, respond: "",
-			method: "GET", path: "/templates/tpl/builds/" + buildID + "/status", opts: []Option{InjectedFaults(429)}},
-		{name: "injected fault status with the error envelope", status: 404, contentType: "application/json",
+			want: []string{"response 418 to GET /templates/{templateID}/builds/{buildID}/status", "status 418 is not declared", "declared: 200, 400, 401, 403, 404, 429, 500, 502, 503, 504"}},
+		{name: "edge status with an empty body", status: 429, respond: "",
+			method: "GET", path: "/templates/tpl/builds/" + buildID + "/status"},
+		{name: "allowlisted status with the error envelope", status: 404, contentType: "application/json",
 			respond: `{"code":404,"message":"build not found"}`,
-			method:  "POST", path: "/v2/templates/tpl/builds/" + buildID, body: `{"fromImage":"x","steps":[]}`, opts: []Option{InjectedFaults(404)}},
-		{name: "injected fault status with another JSON body", status: 404, contentType: "application/json",
+			method:  "POST", path: "/v2/templates/tpl/builds/" + buildID, body: `{"fromImage":"x","steps":[]}`},
+		{name: "allowlisted status with another JSON body", status: 404, contentType: "application/json",
 			respond: `{"error":"build not found"}`,
-			method:  "POST", path: "/v2/templates/tpl/builds/" + buildID, body: `{"fromImage":"x","steps":[]}`, opts: []Option{InjectedFaults(404)},
+			method:  "POST", path: "/v2/templates/tpl/builds/" + buildID, body: `{"fromImage":"x","steps":[]}`,
 			want: []string{"response 404 to POST /v2/templates/{templateID}/builds/{buildID}", "error envelope", `"code" is missing`}},
-		{name: "injected fault status with an HTML body", status: 502, contentType: "text/html", respond: "<html>bad gateway</html>",
-			method: "GET", path: "/templates/tpl", opts: []Option{InjectedFaults(502)}},
+		{name: "allowlisted status of another operation", status: 403, contentType: "application/json",
+			respond: `{"code":403,"message":"no access"}`,
+			method:  "GET", path: "/templates/tpl/builds/" + buildID + "/logs",
+			want: []string{"response 403 to GET /templates/{templateID}/builds/{buildID}/logs", "status 403 is not declared"}},
+		{name: "declared error without the JSON body through the edge", status: 404, respond: "",
+			method: "DELETE", path: "/sandboxes/iabc"},
+		{name: "declared error with a JSON body is checked", status: 404, contentType: "application/json", respond: `{"message":"gone"}`,
+			method: "DELETE", path: "/sandboxes/iabc",
+			want: []string{"response 404 to DELETE /sandboxes/{sandboxID}", `"code" is missing`}},
+		{name: "edge redirect", status: 302, contentType: "text/html", respond: "<a>Found</a>",
+			method: "GET", path: "/templates/tpl"},
+		{name: "edge status with an HTML body", status: 502, contentType: "text/html", respond: "<html>bad gateway</html>",
+			method: "GET", path: "/templates/tpl"},
 		{name: "bad enum in query", status: 200, contentType: "application/json",
 			respond: `{"templateID":"t","buildID":"b","status":"ready","logs":[],"logEntries":[]}`,
 			method:  "GET", path: "/templates/tpl/builds/" + buildID + "/status?level=loud",
@@ -193,7 +224,7 @@ func TestTransport(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := answer(t, tc.status, tc.contentType, tc.respond)
 			rec := &recordingTB{}
-			rt := E2B(t).Transport(rec, srv.URL, nil, tc.opts...)
+			rt := E2B(t).Transport(rec, srv.URL, nil)
 			resp := send(t, rt, tc.method, srv.URL+tc.path, tc.body, tc.header)
 			if resp.StatusCode != tc.status {
 				t.Errorf("status %d passed through as %d", tc.status, resp.StatusCode)
@@ -249,6 +280,14 @@ func TestMiddleware(t *testing.T) {
 		_, _ = io.WriteString(w, "streamed, not JSON")
 		http.NewResponseController(w).Flush()
 	})
+	handler.HandleFunc("GET /sandboxes/{id}", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNotFound) // declared, but without the JSON body
+	})
+	handler.HandleFunc("GET /templates/{id}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusBadGateway) // what an edge, not the API server, answers
+		_, _ = io.WriteString(w, "<html>bad gateway</html>")
+	})
 	handler.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "proxied")
 	})
@@ -268,6 +307,10 @@ func TestMiddleware(t *testing.T) {
 			status: 202, respond: `{"templateID":"tpl"}`, want: []string{"response 202 to POST /v3/templates", "is missing"}},
 		{name: "undeclared status", method: "DELETE", path: "/templates/tpl", status: 409,
 			want: []string{"response 409 to DELETE /templates/{templateID}", "status 409 is not declared"}},
+		{name: "a server's error without a body", method: "GET", path: "/sandboxes/iabc", status: 404,
+			want: []string{"response 404 to GET /sandboxes/{sandboxID}", "Content-Type"}},
+		{name: "edge statuses are not a server's", method: "GET", path: "/templates/tpl", status: 502, respond: "<html>bad gateway</html>",
+			want: []string{"response 502 to GET /templates/{templateID}", "status 502 is not declared", "declared: 200, 401, 403, 404, 500)"}},
 		{name: "unauthenticated request refused with 401", method: "DELETE", path: "/templates/tpl", header: map[string]string{"X-API-Key": ""},
 			status: 401, respond: `{"code":401,"message":"no key"}`},
 		{name: "streaming body is not parsed", method: "GET", path: "/templates/tpl/tags", status: 200, respond: "streamed, not JSON"},

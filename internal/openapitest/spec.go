@@ -18,16 +18,18 @@
 // Status codes must be declared for the operation (a default response
 // counts); bodies, required fields, enums and formats (including uuid) are
 // checked. A request without credentials is accepted only when it is
-// answered 401. A fault-injection test that answers with a status the
-// operation does not declare says so with InjectedFaults.
+// answered 401. The only exceptions to the snapshots are the allowlists
+// (e2bAllowlist, envdAllowlist), one entry per thing E2B does beyond them.
 package openapitest
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -46,7 +48,7 @@ type Spec struct {
 // Name is the fixture file the spec was loaded from.
 func (s *Spec) Name() string { return s.name }
 
-// Document is the loaded document, including the allowlisted additions.
+// Document is the loaded document, including the allowlist's additions.
 func (s *Spec) Document() *openapi3.T { return s.doc }
 
 type loaded struct {
@@ -57,18 +59,19 @@ type loaded struct {
 
 var e2bSpec, envdSpec loaded
 
-// E2B returns the control-plane spec (e2b-openapi.yml) with the allowlisted
-// additions applied, loading it once per test binary. A spec that does not
-// load or validate fails tb.
+// E2B returns the control-plane spec (e2b-openapi.yml) with e2bAllowlist
+// applied, loading it once per test binary. A spec that does not load or
+// validate fails tb.
 func E2B(tb testing.TB) *Spec {
 	tb.Helper()
-	return e2bSpec.get(tb, "e2b-openapi.yml", e2bAdditions)
+	return e2bSpec.get(tb, "e2b-openapi.yml", e2bAllowlist)
 }
 
-// Envd returns envd's HTTP spec (envd-openapi.yml), loading it once.
+// Envd returns envd's HTTP spec (envd-openapi.yml) with envdAllowlist
+// applied, loading it once.
 func Envd(tb testing.TB) *Spec {
 	tb.Helper()
-	return envdSpec.get(tb, "envd-openapi.yml", nil)
+	return envdSpec.get(tb, "envd-openapi.yml", envdAllowlist)
 }
 
 func (l *loaded) get(tb testing.TB, file string, additions []addition) *Spec {
@@ -118,11 +121,11 @@ func load(file string, additions []addition) (*Spec, error) {
 	}
 	for _, a := range additions {
 		if err := a.apply(doc); err != nil {
-			return nil, fmt.Errorf("applying the allowlisted addition %q to %s: %w", a.what, path, err)
+			return nil, fmt.Errorf("applying the allowlist entry %q to %s: %w", a.what, path, err)
 		}
 	}
 	if err := doc.Validate(ctx); err != nil {
-		return nil, fmt.Errorf("%s with the allowlisted additions does not validate: %w", path, err)
+		return nil, fmt.Errorf("%s with its allowlist applied does not validate: %w", path, err)
 	}
 	// Servers name the production host; requests are matched by path alone
 	// (the caller decides what is API traffic: see Transport and SkipRequests).
@@ -134,21 +137,25 @@ func load(file string, additions []addition) (*Spec, error) {
 	return &Spec{name: file, doc: doc, router: router}, nil
 }
 
-// addition is one thing E2B added after the spec snapshot that the official
-// SDK already uses (e2b-api.md §8). These are the only exceptions to the
-// snapshot; each is applied to the loaded document so that traffic using it
-// is still validated, against the shape the SDK's bundled types give it.
+// addition is one thing E2B's servers or the official SDK do beyond the
+// spec snapshot (e2b-api.md §8): an operation or field added since, or a
+// status an operation answers without declaring it. These are the only
+// exceptions to the snapshot; each is applied to the loaded document, so
+// that traffic using it is still validated: added operations and fields
+// against the shape the SDK's bundled types give them, allowlisted statuses
+// as error answers (a JSON body must be the spec's Error envelope).
 type addition struct {
 	what  string
 	apply func(doc *openapi3.T) error
 }
 
-// e2bAdditions is the allowlist. Nothing else bypasses the check. The upload
-// PUT to the presigned URL of GET /templates/{id}/files/{hash} is not listed
-// because it is no API operation: Transport passes requests outside the API
-// base through unvalidated, and a server that serves uploads itself names its
-// upload path with SkipRequests.
-var e2bAdditions = []addition{
+// e2bAllowlist is the control plane's allowlist. Nothing else bypasses the
+// check. The upload PUT to the presigned URL of GET
+// /templates/{id}/files/{hash} is not listed because it is no API
+// operation: Transport passes requests outside the API base through
+// unvalidated, and a server that serves uploads itself names its upload
+// path with SkipRequests.
+var e2bAllowlist = []addition{
 	// SDK 2.51 creates sandboxes with POST /v2/sandboxes (NewSandboxV2): the
 	// fields of NewSandbox without `secure` (v2 sandboxes are always secured),
 	// timeout default 300 and minimum 1; answers as POST /sandboxes does,
@@ -164,6 +171,132 @@ var e2bAdditions = []addition{
 		return addProperty(doc, "TemplateBuildFileUpload", "headers",
 			openapi3.NewObjectSchema().WithAdditionalProperties(openapi3.NewStringSchema()))
 	}},
+	// Registering a build answers 404 for a deleted template (`Template
+	// '<id>' has been deleted and cannot be rebuilt`) and 409 when the alias
+	// collides with a template ID (e2b-api.md §1.1).
+	{"POST /v3/templates answers 404, 409", allowStatuses(http.MethodPost, "/v3/templates", 404, 409)},
+	// Deleting a template answers 400 while running or paused sandboxes use
+	// it and, as it accepts an ID or a name, 404 for one that resolves to no
+	// template (e2b-api.md §1.6).
+	{"DELETE /templates/{templateID} answers 400, 404", allowStatuses(http.MethodDelete, "/templates/{templateID}", 400, 404)},
+	// Starting a build answers 400 (invalid body, build ID not a UUID, build
+	// not waiting, bad User-Agent version), 403 (template of another team)
+	// and 404 (no such template and build) beyond the declared 202/401/500
+	// (e2b-api.md §1.4 and §8).
+	{"POST /v2/templates/{templateID}/builds/{buildID} answers 400, 403, 404",
+		allowStatuses(http.MethodPost, "/v2/templates/{templateID}/builds/{buildID}", 400, 403, 404)},
+	// Build status answers 400 `Build '<uuid>' not found` for an unknown
+	// build (not the declared 404) and 403 for another team's build
+	// (e2b-api.md §1.5 and §8).
+	{"GET /templates/{templateID}/builds/{buildID}/status answers 400, 403",
+		allowStatuses(http.MethodGet, "/templates/{templateID}/builds/{buildID}/status", 400, 403)},
+	// Creating a sandbox from a template that does not exist answers 404
+	// (`{"code":404,"message":"template '<name>' not found"}`) and from
+	// another team's template 403, as GET /templates/{id} and the aliases
+	// do (e2b-api.md §1.6); observed from E2B, not in the snapshot.
+	{"POST /sandboxes answers 403, 404", allowStatuses(http.MethodPost, "/sandboxes", 403, 404)},
+	// As POST /sandboxes; an E2B API from before NewSandboxV2 (e2b-api.md
+	// §8, version skew) answers 404 for the route itself, on which the
+	// client falls back to POST /sandboxes.
+	{"POST /v2/sandboxes answers 403, 404", allowStatuses(http.MethodPost, "/v2/sandboxes", 403, 404)},
+	// GET /templates/{templateID} answers 404 for an unknown ID and 403 for
+	// another team's template (e2b-api.md §1.6).
+	{"GET /templates/{templateID} answers 403, 404", allowStatuses(http.MethodGet, "/templates/{templateID}", 403, 404)},
+	// An E2B API from before GET /v2/templates answers 404 for the route;
+	// the client then lists with GET /templates (e2b-api.md §1.6: the
+	// deprecated list the CLI still uses).
+	{"GET /v2/templates answers 404", allowStatuses(http.MethodGet, "/v2/templates", 404)},
+	// Every operation is reached through E2B's edge, which a client sees and
+	// a server does not write: so this entry holds for Transport only. The
+	// edge answers 429 when a client is rate limited (the SDK maps it to
+	// RateLimitError, e2b-api.md §0), 502/503/504 from its load balancer
+	// when the API behind it is down or slow, and redirects (which the
+	// client must not follow to another host: safehttp); error answers may
+	// have an empty or non-JSON body ("clients must key off the status
+	// code", §0). The client's fault-injection tests rely on this entry.
+	// Applied last, so that it covers the operations added above.
+	{"through E2B's edge every operation answers 3xx, 429, 502, 503, 504, and errors without the JSON envelope",
+		allowEdgeAnswers(429, 502, 503, 504)},
+}
+
+// envdAllowlist is envd's allowlist. Nothing else bypasses the check.
+var envdAllowlist = []addition{
+	// envd's access-token check runs before every handler but /health and
+	// answers 401 (e2b-api.md §5.2, §6.4); the snapshot declares 401 only
+	// on the /files operations. (The Connect procedures answer it too, but
+	// they are no operations of this spec.)
+	{"GET /envs answers 401", allowStatuses(http.MethodGet, "/envs", 401)},
+	{"POST /init answers 401", allowStatuses(http.MethodPost, "/init", 401)},
+	{"GET /metrics answers 401", allowStatuses(http.MethodGet, "/metrics", 401)},
+	// Downloads honour Range requests with 206 Partial Content (e2b-api.md
+	// §6.4: "ranges/conditionals with identity").
+	{"GET /files answers 206", allowStatuses(http.MethodGet, "/files", 206)},
+}
+
+// allowlistedStatus marks the responses an allowlist entry added, which
+// Middleware and Transport check as error answers: a JSON body must be the
+// spec's Error envelope; an empty or non-JSON body (the bytes of a partial
+// download) is not checked.
+const allowlistedStatus = "x-openapitest-allowlisted"
+
+// edgeAnswer marks what allowEdgeAnswers allows, for Transport only: on a
+// response it added, edgeAdded; on an error response the spec declares,
+// edgeDeclared (checked as declared unless its body is empty or not JSON).
+const (
+	edgeAnswer   = "x-openapitest-edge"
+	edgeAdded    = "added"
+	edgeDeclared = "declared"
+)
+
+// allowStatuses lets one operation answer statuses its spec does not declare.
+func allowStatuses(method, path string, statuses ...int) func(doc *openapi3.T) error {
+	return func(doc *openapi3.T) error {
+		item := doc.Paths.Value(path)
+		if item == nil || item.GetOperation(method) == nil {
+			return fmt.Errorf("operation %s %s is missing", method, path)
+		}
+		op := item.GetOperation(method)
+		for _, status := range statuses {
+			if op.Responses.Status(status) != nil {
+				return fmt.Errorf("%s %s already declares %d: the allowlist entry is obsolete", method, path, status)
+			}
+			op.Responses.Set(strconv.Itoa(status), allowlistedResponse(allowlistedStatus, true))
+		}
+		return nil
+	}
+}
+
+// allowEdgeAnswers marks, on every operation, the statuses the edge may
+// answer that the operation does not declare, and the error statuses it
+// declares (whose bodies the edge may replace). Redirects need no mark:
+// every 3xx is an edge answer.
+func allowEdgeAnswers(statuses ...int) func(doc *openapi3.T) error {
+	return func(doc *openapi3.T) error {
+		for _, item := range doc.Paths.Map() {
+			for _, op := range item.Operations() {
+				for code, resp := range op.Responses.Map() {
+					if resp.Value != nil && len(code) == 3 && (code[0] == '4' || code[0] == '5') && resp.Value.Extensions[allowlistedStatus] == nil {
+						if resp.Value.Extensions == nil {
+							resp.Value.Extensions = map[string]any{}
+						}
+						resp.Value.Extensions[edgeAnswer] = edgeDeclared
+					}
+				}
+				for _, status := range statuses {
+					if op.Responses.Status(status) == nil {
+						op.Responses.Set(strconv.Itoa(status), allowlistedResponse(edgeAnswer, edgeAdded))
+					}
+				}
+			}
+		}
+		return nil
+	}
+}
+
+func allowlistedResponse(mark string, value any) *openapi3.ResponseRef {
+	resp := openapi3.NewResponse().WithDescription("allowlisted by openapitest")
+	resp.Extensions = map[string]any{mark: value}
+	return &openapi3.ResponseRef{Value: resp}
 }
 
 func addProperty(doc *openapi3.T, schemaName, property string, schema *openapi3.Schema) error {

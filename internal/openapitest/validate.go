@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"mime"
 	"net/http"
 	"net/url"
@@ -25,8 +24,7 @@ import (
 type Option func(*config)
 
 type config struct {
-	skip   []func(*http.Request) bool
-	faults []int
+	skip []func(*http.Request) bool
 }
 
 // SkipRequests passes requests for which pred is true through unvalidated.
@@ -34,17 +32,6 @@ type config struct {
 // handler: envd proxy traffic (see IsSandboxTraffic) or a local upload path.
 func SkipRequests(pred func(*http.Request) bool) Option {
 	return func(c *config) { c.skip = append(c.skip, pred) }
-}
-
-// InjectedFaults declares statuses a test's server answers on purpose
-// although the operation does not declare them: the 429 and 5xx a proxy in
-// front of E2B can send for any operation, or statuses E2B is known to send
-// beyond its spec (e2b-api.md §8). For these statuses the declaration check
-// is skipped, but a JSON body must still be the spec's error envelope (its
-// Error schema); an empty or non-JSON body is not checked. Requests are
-// validated as always.
-func InjectedFaults(statuses ...int) Option {
-	return func(c *config) { c.faults = append(c.faults, statuses...) }
 }
 
 func newConfig(opts []Option) config {
@@ -127,7 +114,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		resp.Body = io.NopCloser(bytes.NewReader(respBody))
 	}
-	check.reportResponse(t.tb, t.cfg, resp.StatusCode, resp.Header, respBody, streaming)
+	check.reportResponse(t.tb, true, resp.StatusCode, resp.Header, respBody, streaming)
 	return resp, nil
 }
 
@@ -174,7 +161,7 @@ func (s *Spec) Middleware(tb testing.TB, next http.Handler, opts ...Option) http
 		status := rec.status
 		check.report(tb, status)
 		if check.route != nil {
-			check.reportResponse(tb, cfg, status, rec.header, rec.buf.Bytes(), rec.streaming)
+			check.reportResponse(tb, false, status, rec.header, rec.buf.Bytes(), rec.streaming)
 		}
 		if !rec.streaming {
 			_, _ = w.Write(rec.buf.Bytes())
@@ -324,17 +311,37 @@ func (c *requestCheck) report(tb testing.TB, status int) {
 	}
 }
 
-func (c *requestCheck) reportResponse(tb testing.TB, cfg config, status int, header http.Header, body []byte, streaming bool) {
+// reportResponse checks the answer to the request; viaEdge is true for a
+// client's view (Transport), which includes what E2B's edge answers.
+func (c *requestCheck) reportResponse(tb testing.TB, viaEdge bool, status int, header http.Header, body []byte, streaming bool) {
 	tb.Helper()
-	if slices.Contains(cfg.faults, status) {
-		c.reportFault(tb, status, header, body, streaming)
+	responses := c.route.Operation.Responses
+	declared := responses.Status(status)
+	var marks map[string]any
+	if declared != nil && declared.Value != nil {
+		marks = declared.Value.Extensions
+	}
+	if !viaEdge && marks[edgeAnswer] == edgeAdded {
+		declared, marks = nil, nil
+	}
+	switch {
+	case marks[allowlistedStatus] != nil,
+		viaEdge && status >= 300 && status < 400,
+		viaEdge && marks[edgeAnswer] == edgeAdded,
+		viaEdge && marks[edgeAnswer] == edgeDeclared && !isJSON(header):
+		c.reportAllowlisted(tb, status, header, body, streaming)
 		return
 	}
-	responses := c.route.Operation.Responses
-	if responses.Status(status) == nil && responses.Default() == nil {
-		declared := slices.Sorted(maps.Keys(responses.Map()))
+	if declared == nil && responses.Default() == nil {
+		var codes []string
+		for code, resp := range responses.Map() {
+			if viaEdge || resp.Value == nil || resp.Value.Extensions[edgeAnswer] != edgeAdded {
+				codes = append(codes, code)
+			}
+		}
+		slices.Sort(codes)
 		tb.Errorf("openapitest: response %d to %s violates the spec: status %d is not declared for the operation (declared: %s)",
-			status, c.op, status, strings.Join(declared, ", "))
+			status, c.op, status, strings.Join(codes, ", "))
 		return
 	}
 	opts := *c.input.Options
@@ -355,14 +362,12 @@ func (c *requestCheck) reportResponse(tb testing.TB, cfg config, status int, hea
 	}
 }
 
-// reportFault checks the answer with an undeclared status (InjectedFaults):
-// a JSON body must be the spec's error envelope.
-func (c *requestCheck) reportFault(tb testing.TB, status int, header http.Header, body []byte, streaming bool) {
+// reportAllowlisted checks an answer with a status the allowlist added: a
+// JSON body must be the spec's error envelope.
+func (c *requestCheck) reportAllowlisted(tb testing.TB, status int, header http.Header, body []byte, streaming bool) {
 	tb.Helper()
 	errorSchema := c.route.Spec.Components.Schemas["Error"]
-	mediaType, _, _ := mime.ParseMediaType(header.Get("Content-Type"))
-	isJSON := mediaType == "application/json" || strings.HasSuffix(mediaType, "+json")
-	if errorSchema == nil || errorSchema.Value == nil || streaming || len(body) == 0 || !isJSON {
+	if errorSchema == nil || errorSchema.Value == nil || streaming || len(body) == 0 || !isJSON(header) {
 		return
 	}
 	var value any
@@ -377,6 +382,11 @@ func (c *requestCheck) reportFault(tb testing.TB, status int, header http.Header
 		}
 		tb.Errorf("openapitest: response %d to %s violates the spec:\n\t%s", status, c.op, strings.Join(problems, "\n\t"))
 	}
+}
+
+func isJSON(header http.Header) bool {
+	mediaType, _, _ := mime.ParseMediaType(header.Get("Content-Type"))
+	return mediaType == "application/json" || strings.HasSuffix(mediaType, "+json")
 }
 
 // authenticate accepts a request that carries the credential a security

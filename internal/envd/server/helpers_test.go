@@ -29,13 +29,13 @@ type testEnvd struct {
 // startEnvd serves a Server on loopback. Plain HTTP traffic (everything but
 // the Connect procedures) is checked against envd's OpenAPI contract; opts
 // name the statuses envd answers that the contract does not declare.
-func startEnvd(t *testing.T, cfg Config, opts ...openapitest.Option) *testEnvd {
+func startEnvd(t *testing.T, cfg Config) *testEnvd {
 	t.Helper()
 	srv := New(cfg)
 	isRPC := func(r *http.Request) bool {
 		return strings.HasPrefix(r.URL.Path, "/process.") || strings.HasPrefix(r.URL.Path, "/filesystem.")
 	}
-	hs := httptest.NewServer(openapitest.Envd(t).Middleware(t, srv, append(opts, openapitest.SkipRequests(isRPC))...))
+	hs := httptest.NewServer(openapitest.Envd(t).Middleware(t, srv, openapitest.SkipRequests(isRPC)))
 	t.Cleanup(func() {
 		hs.Close()
 		srv.Close()

@@ -24,7 +24,6 @@ import (
 	"connectrpc.com/connect"
 
 	pb "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/process"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/openapitest"
 )
 
 // initEnvd posts body to /init and expects 204.
@@ -105,8 +104,9 @@ func TestHealthAndEnvs(t *testing.T) {
 
 func TestAccessToken(t *testing.T) {
 	// The token check answers 401 on every path (e2b-api.md §5.2); the
-	// contract declares 401 only for /files.
-	e := startEnvd(t, Config{}, openapitest.InjectedFaults(http.StatusUnauthorized))
+	// contract declares 401 only for /files, openapitest's allowlist adds it
+	// for the rest.
+	e := startEnvd(t, Config{})
 	initEnvd(t, e, `{"accessToken":"secret"}`, "")
 	const msg = "unauthorized access, please provide a valid access token or method signing if supported"
 
@@ -194,8 +194,9 @@ func TestFilesAuth(t *testing.T) {
 }
 
 func TestFilesUploadDownload(t *testing.T) {
-	// Range requests answer 206 (§6.4), which the contract does not declare.
-	e := startEnvd(t, Config{}, openapitest.InjectedFaults(http.StatusPartialContent))
+	// Range requests answer 206 (§6.4), which the contract does not declare
+	// and openapitest's allowlist adds.
+	e := startEnvd(t, Config{})
 	dir := t.TempDir()
 
 	t.Run("octet-stream creates parents and overwrites", func(t *testing.T) {
