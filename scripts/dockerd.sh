@@ -61,3 +61,24 @@ stop_dockerd() {
 	wait "$dockerd_pid" 2>/dev/null || true
 	dockerd_pid=""
 }
+
+# ensure_packages installs the Debian packages given that are missing (apt;
+# sudo when not root).
+ensure_packages() {
+	local missing=() pkg
+	for pkg in "$@"; do
+		if [[ "$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null)" != "install ok installed" ]]; then
+			missing+=("$pkg")
+		fi
+	done
+	if ((${#missing[@]} == 0)); then
+		return 0
+	fi
+	local sudo=()
+	if ((EUID != 0)); then
+		sudo=(sudo)
+	fi
+	printf '==> installing %s\n' "${missing[*]}" >&2
+	"${sudo[@]}" apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null
+}

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Quick start, end to end on one machine: builds the provider, starts the
+# Quick start, end to end on one machine (Debian; it installs docker.io and
+# busybox-static with apt when missing): builds the provider, starts the
 # local E2B-compatible server it carries (on a free loopback port, with a
 # temporary data directory, on the Docker engine at DOCKER_HOST or a private
 # one), builds the offline base image, then applies examples/quickstart with
@@ -16,12 +17,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 log() { printf '==> %s\n' "$*" >&2; }
 
-for tool in go docker dockerd; do
-	if ! command -v "$tool" >/dev/null; then
-		echo "quickstart.sh: $tool is needed (apt-get install docker.io; Go from https://go.dev/dl/)" >&2
-		exit 1
-	fi
-done
+if ! command -v go >/dev/null; then
+	echo "quickstart.sh: Go is needed (https://go.dev/dl/)" >&2
+	exit 1
+fi
 
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/terraform-provider-e2b"
 mkdir -p "$cache"
@@ -64,6 +63,9 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+
+# A Docker engine, and the static busybox the offline base image is made of.
+ensure_packages docker.io busybox-static ca-certificates
 
 terraform="$(scripts/tools.sh terraform)"
 

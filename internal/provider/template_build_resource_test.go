@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -18,6 +19,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
@@ -344,4 +346,38 @@ func schemaOf(t *testing.T, r resource.Resource) schema.Schema {
 		t.Fatal(diags)
 	}
 	return resp.Schema
+}
+
+func TestNewestEntries(t *testing.T) {
+	dir := t.TempDir()
+	acctest.WriteFiles(t, dir, map[string]string{"old.txt": "o", "mid.txt": "m", "new.txt": "n", "sub/": ""})
+	base := time.Now().Add(-time.Hour)
+	for i, name := range []string{"old.txt", "mid.txt", "new.txt"} {
+		when := base.Add(time.Duration(i) * time.Minute)
+		acctest.Must(t, os.Chtimes(filepath.Join(dir, name), when, when))
+	}
+	l, err := buildcontext.List(dir, ".", buildcontext.ListOptions{})
+	acctest.Must(t, err)
+	got := newestEntries(l, 2)
+	want := filepath.Join(l.Context, "new.txt") + ", " + filepath.Join(l.Context, "mid.txt")
+	if got != want {
+		t.Errorf("newestEntries = %q, want %q", got, want)
+	}
+}
+
+func TestIsBuildGone(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		gone bool
+	}{
+		{nil, false},
+		{&e2bapi.APIError{StatusCode: 404}, true},
+		{&e2bapi.APIError{StatusCode: 400, Message: "Build 'x' not found"}, true},
+		{&e2bapi.APIError{StatusCode: 400, Message: "invalid query"}, false},
+		{&e2bapi.APIError{StatusCode: 500, Message: "not found"}, false},
+	} {
+		if got := isBuildGone(c.err); got != c.gone {
+			t.Errorf("isBuildGone(%v) = %v, want %v", c.err, got, c.gone)
+		}
+	}
 }
