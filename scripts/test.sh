@@ -117,6 +117,8 @@ terraform_job=$!
 scripts/tools.sh golangci-lint >"$work/golangci-lint.path" 2>"$work/golangci-lint.log" &
 lint_job=$!
 
+# wait_tool waits for a tool build and prints the path of the tool. Not
+# called in $(...): a subshell cannot wait for this shell's jobs.
 wait_tool() {
 	local job="$1" name="$2"
 	if ! wait "$job"; then
@@ -124,7 +126,6 @@ wait_tool() {
 		echo "test.sh: building $name failed" >&2
 		exit 1
 	fi
-	cat "$work/$name.path"
 }
 
 start_dockerd
@@ -139,10 +140,12 @@ export TF_CLI_CONFIG_FILE="$work/terraformrc" CHECKPOINT_DISABLE=1
 check "gofmt" check_gofmt
 check "go vet" go vet "${packages[@]}"
 
-golangci_lint="$(wait_tool "$lint_job" golangci-lint)"
+wait_tool "$lint_job" golangci-lint
+golangci_lint="$(cat "$work/golangci-lint.path")"
 check "golangci-lint" "$golangci_lint" run "${packages[@]}"
 
-terraform="$(wait_tool "$terraform_job" terraform)"
+wait_tool "$terraform_job" terraform
+terraform="$(cat "$work/terraform.path")"
 if [[ "${packages[*]}" == "./..." ]]; then
 	check "generated files up to date" check_generated
 else
@@ -151,6 +154,7 @@ fi
 
 check "go test" run_tests
 
+touch "$work/tests.json"
 tests_passed="$(grep -c '"Action":"pass","Package":"[^"]*","Test"' "$work/tests.json" || true)"
 tests_failed="$(grep -c '"Action":"fail","Package":"[^"]*","Test"' "$work/tests.json" || true)"
 tests_skipped="$(grep -c '"Action":"skip","Package":"[^"]*","Test"' "$work/tests.json" || true)"
