@@ -378,10 +378,7 @@ func (e *fakeEngine) StartSandbox(ctx context.Context, spec runtime.SandboxSpec)
 }
 
 func unixClient(socket string) *http.Client {
-	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", socket)
-	}}}
+	return &http.Client{Transport: envdclient.UnixSocketTransport(socket)}
 }
 
 func (e *fakeEngine) StopSandbox(_ context.Context, id string) error {

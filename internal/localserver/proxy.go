@@ -1,14 +1,13 @@
 package localserver
 
 import (
-	"context"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"regexp"
 	"strconv"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
@@ -41,13 +40,8 @@ type sandboxProxy struct {
 }
 
 func newSandboxProxy(socket string) *sandboxProxy {
-	transport := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
-		},
-		MaxIdleConnsPerHost: 16,
-	}
+	transport := envdclient.UnixSocketTransport(socket)
+	transport.MaxIdleConnsPerHost = 16
 	return &sandboxProxy{
 		socket:    socket,
 		transport: transport,

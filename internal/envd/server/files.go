@@ -20,6 +20,22 @@ import (
 	"github.com/klauspost/compress/gzip"
 )
 
+// filesCaller checks the credentials of a /files request for operation
+// ("read" or "write") and resolves the user it acts as; when either fails it
+// has answered 401.
+func (s *Server) filesCaller(w http.ResponseWriter, r *http.Request, operation string) (*osUser, bool) {
+	if !s.authorizeFiles(r, operation) {
+		writeError(w, http.StatusUnauthorized, unauthorizedMessage)
+		return nil, false
+	}
+	u, err := s.filesUser(r)
+	if err != nil {
+		writeError(w, http.StatusUnauthorized, err.Error())
+		return nil, false
+	}
+	return u, true
+}
+
 // filesUser resolves the user of a /files request: the username query
 // parameter, else the default user.
 func (s *Server) filesUser(r *http.Request) (*osUser, error) {
@@ -61,13 +77,8 @@ func (s *Server) authorizeFiles(r *http.Request, operation string) bool {
 }
 
 func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request) {
-	if !s.authorizeFiles(r, "read") {
-		writeError(w, http.StatusUnauthorized, unauthorizedMessage)
-		return
-	}
-	u, err := s.filesUser(r)
-	if err != nil {
-		writeError(w, http.StatusUnauthorized, err.Error())
+	u, ok := s.filesCaller(w, r, "read")
+	if !ok {
 		return
 	}
 	requested := r.URL.Query().Get("path")
@@ -171,13 +182,8 @@ type httpError struct {
 func (e *httpError) Error() string { return e.message }
 
 func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
-	if !s.authorizeFiles(r, "write") {
-		writeError(w, http.StatusUnauthorized, unauthorizedMessage)
-		return
-	}
-	u, err := s.filesUser(r)
-	if err != nil {
-		writeError(w, http.StatusUnauthorized, err.Error())
+	u, ok := s.filesCaller(w, r, "write")
+	if !ok {
 		return
 	}
 	entries, err := s.receiveUpload(r, u)

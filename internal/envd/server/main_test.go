@@ -14,6 +14,7 @@ import (
 	"connectrpc.com/connect"
 	"golang.org/x/sys/unix"
 
+	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/process/processconnect"
 )
 
@@ -39,9 +40,7 @@ func TestServeOnUnixSocket(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- New(Config{}).Serve(ctx, ln) }()
 
-	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "unix", path)
-	}}}
+	client := &http.Client{Transport: envdclient.UnixSocketTransport(path)}
 	resp, err := client.Get("http://envd/health")
 	if err != nil {
 		t.Fatal(err)

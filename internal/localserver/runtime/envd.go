@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
@@ -28,13 +27,9 @@ type envdConn struct {
 // sends token (none when empty) with every request; init hands the same
 // token to envd, which requires it from then on.
 func newEnvdConn(socket, token string) *envdConn {
-	dialer := &net.Dialer{}
-	hc := &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return dialer.DialContext(ctx, "unix", socket)
-		},
-		DisableCompression: true,
-	}}
+	transport := client.UnixSocketTransport(socket)
+	transport.DisableCompression = true
+	hc := &http.Client{Transport: transport}
 	// The host name is never resolved: every connection goes to the socket.
 	c, err := client.New(client.Config{BaseURL: "http://localhost", AccessToken: token, HTTPClient: hc})
 	if err != nil {
