@@ -218,7 +218,6 @@ func runProcess(ctx context.Context, data *ProviderData, m *processModel) (diags
 	m.SandboxID = types.StringValue(sb.SandboxID)
 	if sb.EnvdAccessToken != "" {
 		ctx = tflog.MaskMessageStrings(ctx, sb.EnvdAccessToken)
-		ctx = tflog.MaskAllFieldValuesStrings(ctx, sb.EnvdAccessToken)
 	}
 
 	client, err := data.Envd(sb)

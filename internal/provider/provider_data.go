@@ -79,9 +79,12 @@ func (d *ProviderData) userAgent() string {
 func (d *ProviderData) logContext(ctx context.Context) context.Context {
 	ctx = tflog.MaskFieldValuesWithFieldKeys(ctx, "api_key", "x-api-key", "X-API-Key", "access_token",
 		"envd_access_token", "password", "aws_secret_access_key", "service_account_json")
+	// Not MaskAllFieldValuesStrings: tflog applies it by rewriting the
+	// context's shared field map, a data race when goroutines (parallel
+	// uploads) log with one context. The API client redacts the key from
+	// the field values it logs itself.
 	if d.APIKey != "" {
 		ctx = tflog.MaskMessageStrings(ctx, d.APIKey)
-		ctx = tflog.MaskAllFieldValuesStrings(ctx, d.APIKey)
 	}
 	return ctx
 }
