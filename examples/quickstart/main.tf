@@ -52,10 +52,12 @@ resource "e2b_alias" "live" {
   build_id = e2b_template_build.hello.build_id
 }
 
-# Runs in a new sandbox started from name:live, killed afterwards.
+# Runs in a new sandbox started from name:live, killed afterwards. cmd and
+# args run a program directly (command would need bash in the image).
 data "e2b_process" "hello" {
   template = "${e2b_template.hello.name}:${e2b_alias.live.tag}"
-  command  = "cat /app/built-at-build-time.txt && /app/bin/hello.sh sandbox"
+  cmd      = "/bin/sh"
+  args     = ["-c", "cat /app/built-at-build-time.txt && /app/bin/hello.sh sandbox"]
 }
 
 output "template" {
