@@ -422,7 +422,7 @@ resource "e2b_template" "again" {
 // TestAccTemplateBuildTimeout checks that a build whose apply stops waiting
 // (create timeout) stays in the state as "building"; an alias refuses it
 // as not ready before moving anything; the next apply waits for it and
-// finds it ready.
+// finds it ready; a build from_template on top of it then runs.
 func TestAccTemplateBuildTimeout(t *testing.T) {
 	srv := localServer(t)
 	name := uniqueName("acc-slow")
@@ -460,8 +460,18 @@ resource "e2b_alias" "a" {
 				},
 			},
 			{
-				Config: build + alias,
-				Check:  tfresource.TestCheckResourceAttrPair("e2b_alias.a", "build_id", "e2b_template_build.b", "build_id"),
+				// A build on top of that one (from_template with a pinned build).
+				Config: build + alias + `
+resource "e2b_template_build" "child" {
+  template_id   = e2b_template.t.id
+  from_template = "${e2b_template.t.name}:${e2b_template_build.b.build_id}"
+  steps         = [{ workdir = "/child" }]
+}
+`,
+				Check: tfresource.ComposeAggregateTestCheckFunc(
+					tfresource.TestCheckResourceAttrPair("e2b_alias.a", "build_id", "e2b_template_build.b", "build_id"),
+					tfresource.TestCheckResourceAttr("e2b_template_build.child", "status", "ready"),
+				),
 			},
 		},
 	})
