@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -80,6 +81,31 @@ func TestAccPromotionRelease(t *testing.T) {
 					func(s *terraform.State) error {
 						passed, err = stateAttr(s, "e2b_alias.prod", "build_id")
 						return err
+					},
+					// The candidate, the template's first build, ran on the
+					// build registered with the template and got its tag.
+					func(s *terraform.State) error {
+						id, err := stateAttr(s, "e2b_template.this", "id")
+						if err != nil {
+							return err
+						}
+						tpl, err := api.GetTemplate(context.Background(), id)
+						if err != nil {
+							return err
+						}
+						if len(tpl.Builds) != 1 || tpl.Builds[0].BuildID != passed {
+							return fmt.Errorf("builds %+v, want only the candidate %s", tpl.Builds, passed)
+						}
+						tags, err := api.ListTags(context.Background(), id)
+						if err != nil {
+							return err
+						}
+						for _, tag := range tags {
+							if tag.Tag == "candidate" && tag.BuildID == passed {
+								return nil
+							}
+						}
+						return fmt.Errorf("tag candidate does not point at %s: %+v", passed, tags)
 					},
 				),
 			},

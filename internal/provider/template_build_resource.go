@@ -285,11 +285,12 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 				PlanModifiers:       []planmodifier.Int64{int64planmodifier.RequiresReplace()},
 			},
 			"tags": schema.SetAttribute{
-				MarkdownDescription: "Tags given to the build; once it is ready, `name:tag` starts sandboxes from it. Without tags the build gets `default`.",
-				ElementType:         types.StringType,
-				Optional:            true,
-				Validators:          []validator.Set{setvalidator.ValueStringsAre(tagValidator())},
-				PlanModifiers:       []planmodifier.Set{setplanmodifier.RequiresReplace()},
+				MarkdownDescription: "Tags given to the build; once it is ready, `name:tag` starts sandboxes from it. Without tags the build gets `default`. " +
+					"The first build of a template carries `default` too: it runs on the build E2B registered with the template.",
+				ElementType:   types.StringType,
+				Optional:      true,
+				Validators:    []validator.Set{setvalidator.ValueStringsAre(tagValidator())},
+				PlanModifiers: []planmodifier.Set{setplanmodifier.RequiresReplace()},
 			},
 			"force": schema.BoolAttribute{
 				MarkdownDescription: "Rebuild every layer instead of reusing E2B's layer cache. Defaults to `false`.",
@@ -783,7 +784,7 @@ func (r *templateBuildResource) Create(ctx context.Context, req resource.CreateR
 
 	var tags []string
 	resp.Diagnostics.Append(plan.Tags.ElementsAs(ctx, &tags, false)...)
-	buildID, err := registerAndStart(ctx, api, tpl, &plan, tags, spec.start)
+	buildID, reused, err := registerAndStart(ctx, api, tpl, &plan, tags, spec.start)
 	if err != nil {
 		resp.Diagnostics.AddError("Starting build of template "+templateID, err.Error())
 		return
@@ -798,6 +799,9 @@ func (r *templateBuildResource) Create(ctx context.Context, req resource.CreateR
 	}
 	plan.Status, diags = followBuild(waitCtx, ctx, api, templateID, buildID, spec.start.Steps)
 	resp.Diagnostics.Append(diags...)
+	if reused && plan.Status.ValueString() == e2bapi.BuildReady {
+		resp.Diagnostics.Append(assignTags(ctx, api, templateID, buildID, tags)...)
+	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
@@ -884,36 +888,37 @@ func uploadOne(ctx context.Context, api *e2bapi.Client, templateID string, l *bu
 	return nil
 }
 
-// registerAndStart starts the build: on the waiting build the template
-// registered when it was created, when it fits (same resources, no tags of
-// its own), so that build does not wait forever; otherwise on a newly
-// registered one.
-func registerAndStart(ctx context.Context, api *e2bapi.Client, tpl *e2bapi.TemplateWithBuilds, m *templateBuildModel, tags []string, start e2bapi.TemplateBuildStartV2) (string, error) {
-	if len(tags) == 0 {
-		for _, b := range tpl.Builds {
-			if b.Status != e2bapi.BuildWaiting ||
-				(!m.CPUCount.IsNull() && int64(b.CPUCount) != m.CPUCount.ValueInt64()) ||
-				(!m.MemoryMB.IsNull() && int64(b.MemoryMB) != m.MemoryMB.ValueInt64()) {
-				continue
-			}
-			err := api.StartBuild(ctx, tpl.TemplateID, b.BuildID, start)
-			if err == nil {
-				tflog.Info(ctx, "build started on the template's waiting build", map[string]any{"build_id": b.BuildID})
-				return b.BuildID, nil
-			}
-			// Another apply may have taken it in the meantime.
-			if !e2bapi.IsInvalid(err) {
-				return "", err
-			}
-			tflog.Debug(ctx, "waiting build not usable", map[string]any{"build_id": b.BuildID, "error": err.Error()})
+// registerAndStart starts the build. When the template has a waiting build
+// (the one E2B registered with the template) with the same resources, the
+// build runs on it, so it does not wait forever; it carries the default tag
+// and gets the configured tags once ready (assignTags). Otherwise a new
+// build is registered with the tags, plus the default tag when a waiting
+// build is there: E2B then marks the waiting one superseded.
+func registerAndStart(ctx context.Context, api *e2bapi.Client, tpl *e2bapi.TemplateWithBuilds, m *templateBuildModel, tags []string, start e2bapi.TemplateBuildStartV2) (buildID string, reused bool, err error) {
+	waiting := false
+	for _, b := range tpl.Builds {
+		if b.Status != e2bapi.BuildWaiting {
+			continue
 		}
+		waiting = true
+		if (!m.CPUCount.IsNull() && int64(b.CPUCount) != m.CPUCount.ValueInt64()) ||
+			(!m.MemoryMB.IsNull() && int64(b.MemoryMB) != m.MemoryMB.ValueInt64()) {
+			continue
+		}
+		err := api.StartBuild(ctx, tpl.TemplateID, b.BuildID, start)
+		if err == nil {
+			tflog.Info(ctx, "build started on the template's waiting build", map[string]any{"build_id": b.BuildID})
+			return b.BuildID, true, nil
+		}
+		// Another apply may have taken it in the meantime.
+		if !e2bapi.IsInvalid(err) {
+			return "", false, err
+		}
+		tflog.Debug(ctx, "waiting build not usable", map[string]any{"build_id": b.BuildID, "error": err.Error()})
 	}
-	name := tpl.TemplateID
-	switch {
-	case len(tpl.Names) > 0:
-		name = tpl.Names[0]
-	case len(tpl.Aliases) > 0:
-		name = tpl.Aliases[0]
+	name := templateName(tpl)
+	if waiting && len(tags) > 0 && !slices.Contains(tags, e2bapi.DefaultTag) {
+		tags = append(slices.Clone(tags), e2bapi.DefaultTag)
 	}
 	reg := e2bapi.TemplateBuildRequestV3{Name: name, Tags: tags}
 	if !m.CPUCount.IsNull() {
@@ -926,16 +931,60 @@ func registerAndStart(ctx context.Context, api *e2bapi.Client, tpl *e2bapi.Templ
 	}
 	out, err := api.CreateTemplateBuild(ctx, reg)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	if out.TemplateID != tpl.TemplateID {
-		return "", fmt.Errorf("registering a build under the name %q gave template %s, not %s", name, out.TemplateID, tpl.TemplateID)
+		return "", false, fmt.Errorf("registering a build under the name %q gave template %s, not %s", name, out.TemplateID, tpl.TemplateID)
 	}
 	if err := api.StartBuild(ctx, tpl.TemplateID, out.BuildID, start); err != nil {
-		return "", err
+		return "", false, err
 	}
 	tflog.Info(ctx, "build started", map[string]any{"build_id": out.BuildID})
-	return out.BuildID, nil
+	return out.BuildID, false, nil
+}
+
+// templateName is the name builds of tpl are registered and tagged under.
+func templateName(tpl *e2bapi.TemplateWithBuilds) string {
+	switch {
+	case len(tpl.Names) > 0:
+		return tpl.Names[0]
+	case len(tpl.Aliases) > 0:
+		return tpl.Aliases[0]
+	}
+	return tpl.TemplateID
+}
+
+// assignTags points those of tags at a ready build that no build of the
+// template holds yet: a build started on the template's waiting build got
+// only the default tag at registration. Tags another build holds were
+// assigned later than this build's registration and are left alone.
+func assignTags(ctx context.Context, api *e2bapi.Client, templateID, buildID string, tags []string) diag.Diagnostics {
+	var diags diag.Diagnostics
+	if len(tags) == 0 {
+		return diags
+	}
+	held, err := api.ListTags(ctx, templateID)
+	var tpl *e2bapi.TemplateWithBuilds
+	if err == nil {
+		tpl, err = api.GetTemplate(ctx, templateID)
+	}
+	if err != nil {
+		diags.AddAttributeError(path.Root("tags"), "Tagging build "+buildID, err.Error())
+		return diags
+	}
+	var missing []string
+	for _, tag := range tags {
+		if !slices.ContainsFunc(held, func(h e2bapi.TemplateTag) bool { return h.Tag == tag }) {
+			missing = append(missing, tag)
+		}
+	}
+	if len(missing) == 0 {
+		return diags
+	}
+	if _, err := api.AssignTags(ctx, templateName(tpl)+":"+buildID, missing); err != nil {
+		diags.AddAttributeError(path.Root("tags"), "Tagging build "+buildID, err.Error())
+	}
+	return diags
 }
 
 // followBuild waits for the build under waitCtx and returns its status.
@@ -1089,6 +1138,11 @@ func (r *templateBuildResource) Update(ctx context.Context, req resource.UpdateR
 		// The steps are not needed to follow; log lines name step numbers.
 		plan.Status, diags = followBuild(waitCtx, ctx, api, state.TemplateID.ValueString(), state.BuildID.ValueString(), nil)
 		resp.Diagnostics.Append(diags...)
+		if plan.Status.ValueString() == e2bapi.BuildReady {
+			var tags []string
+			resp.Diagnostics.Append(plan.Tags.ElementsAs(ctx, &tags, false)...)
+			resp.Diagnostics.Append(assignTags(ctx, api, state.TemplateID.ValueString(), state.BuildID.ValueString(), tags)...)
+		}
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
