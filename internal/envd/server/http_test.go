@@ -320,7 +320,10 @@ func TestFilesOwnership(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st := fi.Sys().(*syscall.Stat_t)
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			t.Fatalf("%s: no syscall.Stat_t (%T)", p, fi.Sys())
+		}
 		if st.Uid != u.uid || st.Gid != u.gid {
 			t.Errorf("%s owned by %d:%d, want %d:%d", p, st.Uid, st.Gid, u.uid, u.gid)
 		}

@@ -21,11 +21,11 @@ import (
 func TestServeOnUnixSocket(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "envd.sock")
 	// A stale socket file from an earlier run.
-	stale, err := net.Listen("unix", path)
+	stale, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stale.(*net.UnixListener).SetUnlinkOnClose(false)
+	stale.SetUnlinkOnClose(false)
 	_ = stale.Close()
 
 	ln, err := listenOn("unix://" + path)
@@ -99,7 +99,9 @@ func TestReapOrphans(t *testing.T) {
 	go func() { served <- srv.Serve(ctx, ln) }()
 	t.Cleanup(func() {
 		cancel()
-		<-served
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
 	})
 
 	// sh exits at once; its background sleep becomes our orphan, and a

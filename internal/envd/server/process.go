@@ -172,7 +172,8 @@ func launch(p *process, spec startSpec) ([]*os.File, error) {
 // wait reaps p, lets its output drain and publishes its end.
 func (t *processTable) wait(p *process, readers []*os.File, wg *sync.WaitGroup, deadline time.Time) {
 	if !deadline.IsZero() {
-		timer := time.AfterFunc(time.Until(deadline), func() { p.signal(syscall.SIGKILL) })
+		// The kill fails only when p has already exited: nothing is left to kill.
+		timer := time.AfterFunc(time.Until(deadline), func() { _ = p.signal(syscall.SIGKILL) })
 		defer timer.Stop()
 	}
 	err := p.cmd.Wait()

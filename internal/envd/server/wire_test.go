@@ -53,10 +53,10 @@ func readFrames(t *testing.T, r io.Reader) []frame {
 	}
 }
 
-// postStream sends one enveloped request the way the JS SDK does.
-func postStream(t *testing.T, e *testEnvd, procedure, body string) (*http.Response, []frame) {
+// postStart sends one enveloped Process.Start request the way the JS SDK does.
+func postStart(t *testing.T, e *testEnvd, body string) (*http.Response, []frame) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, e.url+procedure, bytes.NewReader(envelope(0, body)))
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, e.url+"/process.Process/Start", bytes.NewReader(envelope(0, body)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestWireStartJSON(t *testing.T) {
 	if _, err := os.Stat("/bin/bash"); err != nil {
 		t.Skipf("the SDK's frame runs /bin/bash: %v", err)
 	}
-	resp, frames := postStream(t, e, "/process.Process/Start", body)
+	resp, frames := postStart(t, e, body)
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/connect+json" {
 		t.Fatalf("status %d, Content-Type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
@@ -127,12 +127,12 @@ func TestWireStartJSON(t *testing.T) {
 
 func TestWireStartFailureAndExitCode(t *testing.T) {
 	e := startEnvd(t, Config{})
-	_, frames := postStream(t, e, "/process.Process/Start", `{"process":{"cmd":"/bin/sh","args":["-c","exit 3"]},"stdin":false}`)
+	_, frames := postStart(t, e, `{"process":{"cmd":"/bin/sh","args":["-c","exit 3"]},"stdin":false}`)
 	if end := frames[len(frames)-2].data; end != `{"event":{"end":{"exitCode":3,"exited":true,"status":"exit status 3","error":"exit status 3"}}}` {
 		t.Errorf("end frame %s", end)
 	}
 	// A start failure is an error in the end-stream frame of a 200 response.
-	resp, frames := postStream(t, e, "/process.Process/Start", `{"process":{"cmd":"/bin/sh","cwd":"/does/not/exist"}}`)
+	resp, frames := postStart(t, e, `{"process":{"cmd":"/bin/sh","cwd":"/does/not/exist"}}`)
 	if resp.StatusCode != http.StatusOK || len(frames) != 1 || frames[0].flags != 0x02 {
 		t.Fatalf("status %d frames %v", resp.StatusCode, frames)
 	}
@@ -146,7 +146,7 @@ func TestWireStartFailureAndExitCode(t *testing.T) {
 		t.Errorf("end-stream %s", frames[0].data)
 	}
 	// A malformed message in a well-formed envelope.
-	resp, frames = postStream(t, e, "/process.Process/Start", `{"process":`)
+	resp, frames = postStart(t, e, `{"process":`)
 	if len(frames) != 1 || frames[0].flags != 0x02 || !strings.Contains(frames[0].data, `"code":"invalid_argument"`) {
 		t.Errorf("malformed message: status %d frames %v", resp.StatusCode, frames)
 	}
@@ -168,7 +168,7 @@ func TestWireStartFailureAndExitCode(t *testing.T) {
 		t.Errorf("truncated envelope: status %d frames %v", res.StatusCode, frames)
 	}
 	// The daemon still serves.
-	if _, frames := postStream(t, e, "/process.Process/Start", `{"process":{"cmd":"true"}}`); len(frames) < 3 {
+	if _, frames := postStart(t, e, `{"process":{"cmd":"true"}}`); len(frames) < 3 {
 		t.Errorf("Start after bad input: frames %v", frames)
 	}
 }
