@@ -36,7 +36,9 @@ func benchTree(b *testing.B) string {
 	benchTreeOnce.Do(func() {
 		benchTreeDir = os.Getenv("E2B_BENCH_TREE")
 		if benchTreeDir == "" {
-			benchTreeDir, benchTreeErr = os.MkdirTemp("", "e2b-bench-tree-")
+			// Not b.TempDir, which would go at the end of the first benchmark: they all
+			// share the tree, and TestMain removes it.
+			benchTreeDir, benchTreeErr = os.MkdirTemp("", "e2b-bench-tree-") //nolint:usetesting // outlives one benchmark, see above
 			benchTreeGenerated = benchTreeErr == nil
 		}
 		if benchTreeErr == nil {
@@ -54,12 +56,14 @@ func benchTree(b *testing.B) string {
 func BenchmarkSHA256OneCore(b *testing.B) {
 	dir := benchTree(b)
 	var files []string
-	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+	if err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
 		if err == nil && fi.Mode().IsRegular() {
 			files = append(files, p)
 		}
 		return err
-	})
+	}); err != nil {
+		b.Fatal(err)
+	}
 	buf := make([]byte, readBufferSize)
 	b.SetBytes(benchtree.TotalBytes)
 	b.ReportAllocs()

@@ -39,13 +39,13 @@ type statInfo struct {
 
 func (s *statInfo) identity() (FileID, uint32) {
 	return FileID{
-		Dev:     uint64(s.st.Dev),
-		Ino:     uint64(s.st.Ino),
+		Dev:     uint64(s.st.Dev), //nolint:unconvert // uint32 on linux/mips*
+		Ino:     s.st.Ino,
 		Size:    s.st.Size,
 		MtimeNs: s.st.Mtim.Nano(),
 		CtimeNs: s.st.Ctim.Nano(),
-		Mode:    uint32(s.st.Mode),
-	}, uint32(s.st.Mode)
+		Mode:    s.st.Mode,
+	}, s.st.Mode
 }
 
 func (s *statInfo) Name() string       { return s.name }

@@ -144,7 +144,7 @@ func changedError(path, when string) error {
 
 // copyWithContext copies src to dst through a pooled buffer, stopping when ctx ends.
 func copyWithContext(ctx context.Context, dst io.Writer, src io.Reader) (int64, error) {
-	bp := bufferPool.Get().(*[]byte)
+	bp := bufferPool.Get().(*[]byte) //nolint:forcetypeassert // bufferPool holds only the *[]byte its New makes and this function puts back
 	defer bufferPool.Put(bp)
 	buf := *bp
 	var n int64

@@ -72,7 +72,8 @@ func appendNetstring(b []byte, s string) []byte {
 // of every file it reads, so the archive can check the files again.
 func (l *Listing) SDKHash(ctx context.Context, dest string) (string, error) {
 	h := sha256.New()
-	io.WriteString(h, "COPY "+l.Src+" "+dest)
+	// hash.Hash's Write never returns an error.
+	h.Write([]byte("COPY " + l.Src + " " + dest))
 	// File bytes feed the step hash here and each file's own digest on a second core.
 	side := newSideWriter()
 	defer side.close()
@@ -85,12 +86,12 @@ func (l *Listing) SDKHash(ctx context.Context, dest string) (string, error) {
 		if name == "." {
 			name = ""
 		}
-		io.WriteString(h, name)
-		io.WriteString(h, strconv.FormatUint(uint64(e.ID.Mode), 10))
-		io.WriteString(h, strconv.FormatInt(e.Size, 10))
+		h.Write([]byte(name))
+		h.Write(strconv.AppendUint(nil, uint64(e.ID.Mode), 10))
+		h.Write(strconv.AppendInt(nil, e.Size, 10))
 		switch e.Kind {
 		case KindSymlink:
-			io.WriteString(h, e.LinkTarget)
+			h.Write([]byte(e.LinkTarget))
 		case KindFile:
 			if err := sdkHashFile(ctx, h, side, e); err != nil {
 				return "", err
@@ -142,10 +143,10 @@ func sdkHashFile(ctx context.Context, h hash.Hash, side *sideWriter, e *Entry) e
 	return nil
 }
 
-// sideWriter writes to w on its own goroutine; write returns once w has the bytes, so
-// the caller may reuse the buffer and change w between writes.
+// sideWriter writes to the hash w on its own goroutine; write returns once w has the
+// bytes, so the caller may reuse the buffer and change w between writes.
 type sideWriter struct {
-	w    io.Writer
+	w    hash.Hash
 	in   chan []byte
 	done chan struct{}
 }
@@ -154,7 +155,7 @@ func newSideWriter() *sideWriter {
 	s := &sideWriter{in: make(chan []byte), done: make(chan struct{})}
 	go func() {
 		for p := range s.in {
-			s.w.Write(p) // a hash never fails
+			s.w.Write(p) // hash.Hash's Write never returns an error
 			s.done <- struct{}{}
 		}
 	}()

@@ -88,10 +88,7 @@ func TestPortableHashIgnoresMachineDetails(t *testing.T) {
 	other := newTree(t, v.Entries...)
 	syscall.Umask(oldMask)
 	past := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
-	filepath.Walk(other, func(p string, _ os.FileInfo, _ error) error {
-		os.Chtimes(p, past, past) // follows links; their targets are in the tree too
-		return nil
-	})
+	setMtimes(t, other, past)
 	if err := os.Chmod(filepath.Join(other, "app/a.txt"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +143,9 @@ func TestPortableHashChangesWithWhatMatters(t *testing.T) {
 // which sorts before "." as a relative path.
 func TestSDKHashOfContextRoot(t *testing.T) {
 	d := newTree(t, file("-a", "A"), file("b.sh", "B"))
-	os.Chmod(filepath.Join(d, "b.sh"), 0o755)
+	if err := os.Chmod(filepath.Join(d, "b.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	l := mustList(t, d, ".", ListOptions{})
 	if got := paths(l); strings.Join(got, " ") != "-a . b.sh" {
 		t.Fatalf("listing order %q, want byte order of relative paths", got)

@@ -5,10 +5,12 @@ package buildcontext
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 )
 
 // treeEntry describes one entry of a test tree, in the shape of hash-vectors.json.
@@ -94,6 +96,21 @@ func file(path, content string) treeEntry {
 func dir(path string) treeEntry { return treeEntry{Path: path, Type: "dir"} }
 func link(path, target string) treeEntry {
 	return treeEntry{Path: path, Type: "symlink", Target: target}
+}
+
+// setMtimes sets the times of every file and directory under dir to when. Symlinks are
+// skipped: os.Chtimes would follow them, and their targets in the tree get theirs anyway.
+func setMtimes(t testing.TB, dir string, when time.Time) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.Type()&fs.ModeSymlink != 0 {
+			return err
+		}
+		return os.Chtimes(p, when, when)
+	})
+	if err != nil {
+		t.Fatalf("setting the times under %s: %v", dir, err)
+	}
 }
 
 func newTree(t testing.TB, entries ...treeEntry) string {

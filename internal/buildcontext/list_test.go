@@ -76,7 +76,9 @@ func TestDockerignore(t *testing.T) {
 
 func TestIgnorePatternsOptionAppliesAfterDockerignore(t *testing.T) {
 	d := newTree(t, file("a.log", "1"), file("b.log", "2"), file("c.txt", "3"))
-	os.WriteFile(filepath.Join(d, ".dockerignore"), []byte("*.log\n"), 0o644)
+	if err := os.WriteFile(filepath.Join(d, ".dockerignore"), []byte("*.log\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	l := mustList(t, d, "*", ListOptions{IgnorePatterns: []string{"!b.log", ".dockerignore"}})
 	if got, want := paths(l), []string{"b.log", "c.txt"}; !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
@@ -85,7 +87,9 @@ func TestIgnorePatternsOptionAppliesAfterDockerignore(t *testing.T) {
 
 func TestIgnoreAppliesToNamedSource(t *testing.T) {
 	d := newTree(t, file("src/debug.log", "d"), file("src/main.go", "m"))
-	os.WriteFile(filepath.Join(d, ".dockerignore"), []byte("src/*.log\n"), 0o644)
+	if err := os.WriteFile(filepath.Join(d, ".dockerignore"), []byte("src/*.log\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	_, err := List(d, "src/debug.log", ListOptions{})
 	if !errors.Is(err, ErrNoMatch) {
 		t.Fatalf("listing an ignored file: err = %v, want ErrNoMatch", err)
@@ -129,7 +133,9 @@ func TestSourceGlobs(t *testing.T) {
 
 func TestListErrors(t *testing.T) {
 	outside := t.TempDir()
-	os.WriteFile(filepath.Join(outside, "secret"), []byte("s"), 0o644)
+	if err := os.WriteFile(filepath.Join(outside, "secret"), []byte("s"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	d := newTree(t, file("a.txt", "a"), link("out", filepath.Join(outside, "secret")),
 		link("up", "../"+filepath.Base(outside)+"/secret"), link("viadir", outside), dir("sub"))
 	if err := syscall.Mkfifo(filepath.Join(d, "sub/pipe"), 0o644); err != nil {
@@ -189,7 +195,9 @@ func TestListErrors(t *testing.T) {
 func TestResolveLinksInsideContext(t *testing.T) {
 	d := newTree(t, file("real/a.txt", "a"), file("real/run.sh", "#!"), link("app/file", "../real/run.sh"),
 		link("app/dir", "../real"), link("app/dangling", "missing"), link("app/loop", ".."))
-	os.Chmod(filepath.Join(d, "real/run.sh"), 0o755)
+	if err := os.Chmod(filepath.Join(d, "real/run.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := List(d, "app", ListOptions{ResolveLinks: true}); !errors.Is(err, errSymlinkCycle) {
 		t.Fatalf("a link to an ancestor: err = %v, want a symlink cycle error", err)
 	}

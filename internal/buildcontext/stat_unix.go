@@ -18,11 +18,11 @@ func identityOf(fi fs.FileInfo) (FileID, uint32) {
 		return portableIdentity(fi)
 	}
 	return FileID{
-		Dev:     uint64(st.Dev),
-		Ino:     uint64(st.Ino),
+		Dev:     uint64(st.Dev), //nolint:unconvert // int32 on darwin and openbsd, uint32 on linux/mips* and dragonfly
+		Ino:     st.Ino,
 		Size:    fi.Size(),
 		MtimeNs: fi.ModTime().UnixNano(),
 		CtimeNs: ctimeNanos(st),
-		Mode:    uint32(st.Mode),
-	}, uint32(st.Mode)
+		Mode:    uint32(st.Mode), //nolint:unconvert // uint16 on darwin, freebsd and dragonfly
+	}, uint32(st.Mode) //nolint:unconvert // as Mode above
 }

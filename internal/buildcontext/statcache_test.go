@@ -110,7 +110,9 @@ func TestStatCacheSkipsRecentlyModifiedFiles(t *testing.T) {
 		t.Fatalf("second run: %+v, want the fresh file read again", stats)
 	}
 	past := time.Now().Add(-3 * time.Second)
-	os.Chtimes(filepath.Join(d, "fresh.txt"), past, past)
+	if err := os.Chtimes(filepath.Join(d, "fresh.txt"), past, past); err != nil {
+		t.Fatal(err)
+	}
 	hashWithCache(t, d, "fresh.txt", OpenStatCache(cachePath))
 	if _, stats := hashWithCache(t, d, "fresh.txt", OpenStatCache(cachePath)); stats.Cached != 1 {
 		t.Fatalf("settled file not cached: %+v", stats)

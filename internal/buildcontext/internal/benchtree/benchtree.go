@@ -65,8 +65,11 @@ func writeFile(p string, size int, rng *rand.ChaCha8) error {
 	w := bufio.NewWriterSize(f, 1<<20)
 	var block [4096]byte
 	for n := 0; n < size; n += len(block) {
-		rng.Read(block[:])
-		w.Write(block[:min(len(block), size-n)])
+		_, _ = rng.Read(block[:]) // ChaCha8.Read always fills block and returns nil
+		if _, err := w.Write(block[:min(len(block), size-n)]); err != nil {
+			f.Close()
+			return err
+		}
 	}
 	if err := w.Flush(); err != nil {
 		f.Close()

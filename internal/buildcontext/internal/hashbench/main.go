@@ -123,7 +123,9 @@ func peakRSSKiB() int64 {
 	for _, line := range strings.Split(string(data), "\n") {
 		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
 			var kib int64
-			fmt.Sscanf(strings.TrimSpace(rest), "%d", &kib)
+			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%d", &kib); err != nil {
+				return 0
+			}
 			return kib
 		}
 	}
