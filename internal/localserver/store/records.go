@@ -68,13 +68,13 @@ func logEntries(tx *bolt.Tx, buildID string, offset, limit int, minLevel string)
 	if b == nil || limit == 0 {
 		return out, nil
 	}
-	min := 0
+	minRank := 0
 	if minLevel != "" {
-		min = LevelRank(minLevel)
+		minRank = LevelRank(minLevel)
 	}
 	c := b.Cursor()
 	k, v := c.First()
-	if min == 0 && offset > 0 {
+	if minRank == 0 && offset > 0 {
 		// Keys are the sequence 1..N, so an unfiltered offset is a seek.
 		k, v = c.Seek(u64(uint64(offset) + 1))
 		offset = 0
@@ -84,7 +84,7 @@ func logEntries(tx *bolt.Tx, buildID string, offset, limit int, minLevel string)
 		if err := json.Unmarshal(v, &e); err != nil {
 			return nil, err
 		}
-		if LevelRank(e.Level) < min {
+		if LevelRank(e.Level) < minRank {
 			continue
 		}
 		if offset > 0 {

@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -36,17 +37,13 @@ func register(t *testing.T, s *Store, name string, tags ...string) Registered {
 	return r
 }
 
-// build runs a registered build to its end: ready when fail is empty.
-func build(t *testing.T, s *Store, r Registered, fail string) {
+// build runs a registered build to ready.
+func build(t *testing.T, s *Store, r Registered) {
 	t.Helper()
 	if _, _, err := s.StartBuild(r.Template.ID, r.Build.ID, e2bapi.TemplateBuildStartV2{FromImage: "img"}); err != nil {
 		t.Fatal(err)
 	}
-	var reason *e2bapi.BuildStatusReason
-	if fail != "" {
-		reason = &e2bapi.BuildStatusReason{Message: fail, Step: "1"}
-	}
-	if _, err := s.FinishBuild(r.Template.ID, r.Build.ID, &runtime.BuildResult{Image: "img-" + r.Build.ID}, reason); err != nil {
+	if _, err := s.FinishBuild(r.Template.ID, r.Build.ID, &runtime.BuildResult{Image: "img-" + r.Build.ID}, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -68,7 +65,7 @@ func TestRebuildKeepsTagOnLastGoodBuild(t *testing.T) {
 	if _, _, err := s.Resolve("app"); KindOf(err) != KindNotFound {
 		t.Fatalf("a waiting build must not resolve; got %v", err)
 	}
-	build(t, s, first, "")
+	build(t, s, first)
 	resolvesTo(t, s, "app", first.Build.ID)
 
 	second := register(t, s, "local/app:default")
@@ -91,7 +88,7 @@ func TestRebuildKeepsTagOnLastGoodBuild(t *testing.T) {
 	resolvesTo(t, s, first.Template.ID, first.Build.ID)
 
 	third := register(t, s, "app")
-	build(t, s, third, "")
+	build(t, s, third)
 	resolvesTo(t, s, "app:default", third.Build.ID)
 	// A pin keeps naming the old build.
 	resolvesTo(t, s, "app:"+first.Build.ID, first.Build.ID)
@@ -161,7 +158,7 @@ func TestRegisterNameRules(t *testing.T) {
 func TestTagsAssignDeleteList(t *testing.T) {
 	s := newStore(t)
 	r := register(t, s, "app", "v1")
-	build(t, s, r, "")
+	build(t, s, r)
 	id, tags, err := s.AssignTags("app:v1", []string{"Prod", "stable"})
 	if err != nil || id != r.Build.ID || len(tags) != 2 || tags[0] != "prod" {
 		t.Fatalf("assign = %s %v %v", id, tags, err)
@@ -198,7 +195,7 @@ func TestConcurrentTagMovesAreAtomic(t *testing.T) {
 	var builds []string
 	for i := range 4 {
 		r := register(t, s, "app", fmt.Sprintf("src%d", i))
-		build(t, s, r, "")
+		build(t, s, r)
 		builds = append(builds, r.Build.ID)
 	}
 	var wg sync.WaitGroup
@@ -228,13 +225,16 @@ func TestConcurrentTagMovesAreAtomic(t *testing.T) {
 	if live.ID != also.ID {
 		t.Fatalf("tags moved together disagree: %s vs %s", live.ID, also.ID)
 	}
+	if !slices.Contains(builds, live.ID) {
+		t.Fatalf("app:live names %s, none of the builds %v", live.ID, builds)
+	}
 }
 
 func TestReopenLosesNothing(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
 	s := openStore(t, path)
 	r := register(t, s, "app", "v1")
-	build(t, s, r, "")
+	build(t, s, r)
 	running := register(t, s, "app", "v2")
 	if _, _, err := s.StartBuild(r.Template.ID, running.Build.ID, e2bapi.TemplateBuildStartV2{FromImage: "x"}); err != nil {
 		t.Fatal(err)
