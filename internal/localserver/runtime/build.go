@@ -91,7 +91,7 @@ func (b *builder) run(ctx context.Context) (*BuildResult, error) {
 	if err != nil {
 		return nil, b.fail(stepBase, err)
 	}
-	defer b.d.removeContainer(b.c.id, filepath.Dir(b.c.socket))
+	defer b.d.discardContainer(b.c.id, filepath.Dir(b.c.socket))
 
 	if err := b.c.envd.init(ctx, "root", "", nil); err != nil {
 		return nil, b.fail(stepBase, err)

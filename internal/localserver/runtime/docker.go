@@ -267,7 +267,7 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 		return nil, fmt.Errorf("create container from %s: %w", req.image, err)
 	}
 	fail := func(err error) (*runningContainer, error) {
-		d.removeContainer(created.ID, sockDir)
+		d.discardContainer(created.ID, sockDir)
 		return nil, err
 	}
 	if prepare != nil {
@@ -351,6 +351,15 @@ func (d *Docker) removeContainer(containerID, sockDir string) error {
 	return err
 }
 
+// discardContainer removes a container that failed to start or has served
+// its purpose. A failure is logged, not returned: the caller's own outcome
+// stands, and RemoveOrphans removes the container at the next start.
+func (d *Docker) discardContainer(containerID, sockDir string) {
+	if err := d.removeContainer(containerID, sockDir); err != nil {
+		d.log.Warn("container left behind", "container", shortID(containerID), "error", err)
+	}
+}
+
 // resources turns the template's CPU and memory into container limits,
 // capping CPUs at what the host has so that small machines can run any
 // template.
@@ -432,13 +441,13 @@ func (d *Docker) StartSandbox(ctx context.Context, spec SandboxSpec) (*Sandbox, 
 		return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
 	}
 	if err := rc.envd.init(ctx, spec.User, spec.Workdir, spec.Env); err != nil {
-		d.removeContainer(rc.id, filepath.Dir(rc.socket))
+		d.discardContainer(rc.id, filepath.Dir(rc.socket))
 		return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
 	}
 	if spec.StartCmd != "" {
 		sh, err := d.shellOf(ctx, rc.id)
 		if err != nil {
-			d.removeContainer(rc.id, filepath.Dir(rc.socket))
+			d.discardContainer(rc.id, filepath.Dir(rc.socket))
 			return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
 		}
 		d.startCommand(rc, spec, sh)

@@ -130,6 +130,24 @@ func newTestDocker(t *testing.T, network string) *Docker {
 	return d
 }
 
+// removeImageAtEnd removes image when the test ends.
+func removeImageAtEnd(t *testing.T, d *Docker, image string) {
+	t.Cleanup(func() {
+		if err := d.RemoveImage(context.Background(), image); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+}
+
+// removeContainerAtEnd removes the container when the test ends.
+func removeContainerAtEnd(t *testing.T, d *Docker, containerID string) {
+	t.Cleanup(func() {
+		if err := d.removeContainer(containerID, ""); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+}
+
 func randomID(prefix string) string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
@@ -303,7 +321,7 @@ func TestBuildAndSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatalf("build: %v\nlog:\n%s", err, &log)
 	}
-	t.Cleanup(func() { d.RemoveImage(context.Background(), res.Image) })
+	removeImageAtEnd(t, d, res.Image)
 
 	if res.User != "alice" || res.Workdir != "/app/work" || res.EnvdVersion != server.Version || res.StartCmd != spec.StartCmd {
 		t.Errorf("result %+v", res)
@@ -415,7 +433,7 @@ func TestBuildAndSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatalf("build from a build: %v\nlog:\n%s", err, &log2)
 	}
-	t.Cleanup(func() { d.RemoveImage(context.Background(), res2.Image) })
+	removeImageAtEnd(t, d, res2.Image)
 	if !log2.has("1", "continued as alice in /app/work with hello world") || log2.has("base", "Created user") {
 		t.Errorf("build from a build did not continue where the first ended:\n%s", &log2)
 	}
@@ -537,10 +555,10 @@ func TestRemoveOrphans(t *testing.T) {
 	other := d.labels(kindSandbox, "tpl", "b", "x")
 	other[d.label("instance")] = "another-server"
 	otherID := create(other)
-	t.Cleanup(func() { d.removeContainer(otherID, "") })
+	removeContainerAtEnd(t, d, otherID)
 	// A container started by hand from a build's image carries its labels.
 	byHandID := create(d.labels(kindImage, "tpl", "b", ""))
-	t.Cleanup(func() { d.removeContainer(byHandID, "") })
+	removeContainerAtEnd(t, d, byHandID)
 
 	// A socket dir whose container is gone.
 	stale := filepath.Join(d.opts.StateDir, "s", "stale")
@@ -613,7 +631,7 @@ func TestBuildUsesBashWhenPresent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.removeContainer(c.ID, "")
+	removeContainerAtEnd(t, d, c.ID)
 	if err := d.cli.ContainerStart(t.Context(), c.ID, container.StartOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -630,7 +648,7 @@ func TestBuildUsesBashWhenPresent(t *testing.T) {
 	if _, err := d.cli.ContainerCommit(t.Context(), c.ID, container.CommitOptions{Reference: withBash}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { d.RemoveImage(context.Background(), withBash) })
+	removeImageAtEnd(t, d, withBash)
 
 	var log buildLog
 	res, err := d.Build(t.Context(), BuildSpec{
@@ -641,7 +659,7 @@ func TestBuildUsesBashWhenPresent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("build: %v\nlog:\n%s", err, &log)
 	}
-	t.Cleanup(func() { d.RemoveImage(context.Background(), res.Image) })
+	removeImageAtEnd(t, d, res.Image)
 	if !log.has("1", "bash called with -l -c") || !log.has("1", "ran") || log.has("base", "no /bin/bash") {
 		t.Errorf("RUN did not go through bash -l -c:\n%s", &log)
 	}
