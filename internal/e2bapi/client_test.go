@@ -100,7 +100,7 @@ func (l *captureLogger) all() string {
 
 // newTestClient returns a client of srv whose every call passes the
 // validating transport of the E2B spec.
-func newTestClient(t *testing.T, srv *apiServer, base http.RoundTripper, opts ...openapitest.Option) (*Client, *captureLogger) {
+func newTestClient(t *testing.T, srv *apiServer, base http.RoundTripper) (*Client, *captureLogger) {
 	t.Helper()
 	logger := &captureLogger{}
 	c, err := New(Config{
@@ -110,7 +110,7 @@ func newTestClient(t *testing.T, srv *apiServer, base http.RoundTripper, opts ..
 		MaxRetries:   3,
 		RetryWaitMin: time.Millisecond,
 		RetryWaitMax: 5 * time.Millisecond,
-		HTTPClient:   &http.Client{Transport: openapitest.E2B(t).Transport(t, srv.URL, base, opts...)},
+		HTTPClient:   &http.Client{Transport: openapitest.E2B(t).Transport(t, srv.URL, base)},
 		Logger:       logger,
 	})
 	if err != nil {

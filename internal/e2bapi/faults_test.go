@@ -141,7 +141,7 @@ func TestRetriesByMethodAndStatus(t *testing.T) {
 			var calls atomic.Int32
 			srv := newAPIServer(t, func(w http.ResponseWriter, r *http.Request) {
 				if calls.Add(1) == 1 {
-					writeJSON(w, tc.status, Error{Code: int(tc.status), Message: "backend trouble"})
+					writeJSON(w, tc.status, Error{Code: tc.status, Message: "backend trouble"})
 					return
 				}
 				switch r.Method {
