@@ -68,7 +68,7 @@ func TestSpecsLoad(t *testing.T) {
 			t.Errorf("%s has no paths", s.Name())
 		}
 	}
-	if E2B(t) != E2B(t) {
+	if first, again := E2B(t), E2B(t); first != again {
 		t.Error("the E2B spec is loaded more than once")
 	}
 }
