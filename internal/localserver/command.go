@@ -176,7 +176,7 @@ func serve(ctx context.Context, o commandOptions, dataDir, apiKey string, engine
 		return fmt.Errorf("listen on %s: %w", o.listen, err)
 	}
 	defer ln.Close()
-	addr := ln.Addr().(*net.TCPAddr)
+	addr := ln.Addr().(*net.TCPAddr) //nolint:forcetypeassert // a "tcp" listener's address is always a *net.TCPAddr
 	baseURL := "http://" + addr.String()
 	domain := o.domain
 	if domain == "" {

@@ -2,6 +2,7 @@ package localserver
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -45,7 +46,8 @@ func TestMain(m *testing.M) {
 func buildEnvdBinary(t *testing.T) string {
 	t.Helper()
 	envdBinary.once.Do(func() {
-		dir, err := os.MkdirTemp("", "lsenvd")
+		// Not t.TempDir: the binary serves every test, and TestMain removes it.
+		dir, err := os.MkdirTemp("", "lsenvd") //nolint:usetesting // outlives this test, see above
 		if err != nil {
 			envdBinary.err = err
 			return
@@ -71,7 +73,9 @@ func dockerEngine(t *testing.T) (runtime.Engine, string) {
 	if os.Getenv("DOCKER_HOST") == "" || baseImage == "" {
 		t.Skip("needs a Docker engine: set DOCKER_HOST and E2B_TEST_BASE_IMAGE (an offline image with /bin/sh)")
 	}
-	stateDir, err := os.MkdirTemp("", "lsd")
+	// Short, for envd's socket paths (under 108 bytes; t.TempDir holds the
+	// test's name).
+	stateDir, err := os.MkdirTemp("", "lsd") //nolint:usetesting // socket path length, see above
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,8 +149,9 @@ func startCommand(t *testing.T, binary, dataDir string) (*exec.Cmd, Info) {
 	t.Helper()
 	os.Remove(filepath.Join(dataDir, InfoFile))
 	cmd := exec.Command(binary, "server", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--network", "none")
-	// Short, for envd's socket paths; removed after the server stopped.
-	stateDir, err := os.MkdirTemp("", "lsk")
+	// Short, for envd's socket paths (under 108 bytes; t.TempDir holds the
+	// test's name); removed after the server stopped.
+	stateDir, err := os.MkdirTemp("", "lsk") //nolint:usetesting // socket path length, see above
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,8 +163,17 @@ func startCommand(t *testing.T, binary, dataDir string) (*exec.Cmd, Info) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
+		err := cmd.Process.Signal(os.Interrupt)
+		if errors.Is(err, os.ErrProcessDone) {
+			return // the test killed and reaped it
+		}
+		if err != nil {
+			t.Errorf("interrupt the server: %v", err)
+			return
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("server exit after SIGINT: %v; stderr:\n%s", err, stderr.String())
+		}
 	})
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		var info Info
@@ -210,7 +224,9 @@ func TestDockerRestartAfterSIGKILL(t *testing.T) {
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	cmd.Wait()
+	if err := cmd.Wait(); !errors.As(err, new(*exec.ExitError)) {
+		t.Fatalf("waiting for the killed server: %v", err)
+	}
 
 	_, info = startCommand(t, binary, dataDir)
 	ts.URL = info.APIURL

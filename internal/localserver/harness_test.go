@@ -282,26 +282,30 @@ type fakeEngine struct {
 	stopped chan string
 
 	mu            sync.Mutex
-	startErr      error // when set, StartSandbox fails with it
-	sandboxes     map[string]context.CancelFunc
+	startErr      error                   // when set, StartSandbox fails with it
+	sandboxes     map[string]func() error // stops the sandbox's envd, returning its Serve error
 	removedImages []string
 	keptOrphans   []string
 }
 
 func newFakeEngine(t *testing.T) *fakeEngine {
-	dir, err := os.MkdirTemp("", "lsfake")
+	// Not t.TempDir: sandbox sockets live here, and a unix socket path must
+	// stay under 108 bytes, which a long test name in the directory can pass.
+	dir, err := os.MkdirTemp("", "lsfake") //nolint:usetesting // socket path length, see above
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := &fakeEngine{
 		t: t, dir: dir, release: make(chan struct{}),
 		builds: make(chan runtime.BuildSpec, 100), stopped: make(chan string, 100),
-		sandboxes: map[string]context.CancelFunc{},
+		sandboxes: map[string]func() error{},
 	}
 	t.Cleanup(func() {
 		e.mu.Lock()
-		for _, cancel := range e.sandboxes {
-			cancel()
+		for id, stop := range e.sandboxes {
+			if err := stop(); err != nil {
+				t.Errorf("envd of sandbox %s: %v", id, err)
+			}
 		}
 		e.mu.Unlock()
 		os.RemoveAll(dir)
@@ -360,19 +364,21 @@ func (e *fakeEngine) StartSandbox(ctx context.Context, spec runtime.SandboxSpec)
 		return nil, err
 	}
 	serveCtx, cancel := context.WithCancel(context.Background())
-	envd := envdserver.New(envdserver.Config{})
-	go envd.Serve(serveCtx, ln)
+	served := make(chan error, 1)
+	go func() { served <- envdserver.New(envdserver.Config{}).Serve(serveCtx, ln) }()
+	stop := func() error {
+		cancel()
+		return <-served
+	}
 	client, err := envdclient.New(envdclient.Config{BaseURL: "http://localhost", HTTPClient: unixClient(socket)})
 	if err != nil {
-		cancel()
-		return nil, err
+		return nil, errors.Join(err, stop())
 	}
 	if err := client.Init(ctx, envdclient.InitRequest{AccessToken: spec.AccessToken, EnvVars: spec.Env}); err != nil {
-		cancel()
-		return nil, err
+		return nil, errors.Join(err, stop())
 	}
 	e.mu.Lock()
-	e.sandboxes[spec.SandboxID] = cancel
+	e.sandboxes[spec.SandboxID] = stop
 	e.mu.Unlock()
 	return &runtime.Sandbox{ID: spec.SandboxID, ContainerID: "fake-" + spec.SandboxID, EnvdSocket: socket, EnvdVersion: "0.6.13"}, nil
 }
@@ -383,28 +389,30 @@ func unixClient(socket string) *http.Client {
 
 func (e *fakeEngine) StopSandbox(_ context.Context, id string) error {
 	e.mu.Lock()
-	cancel, ok := e.sandboxes[id]
+	stop, ok := e.sandboxes[id]
 	delete(e.sandboxes, id)
 	e.mu.Unlock()
-	if ok {
-		cancel()
-		e.stopped <- id
+	if !ok {
+		return nil
 	}
-	return nil
+	err := stop()
+	e.stopped <- id
+	return err
 }
 
 func (e *fakeEngine) RemoveOrphans(_ context.Context, keep func(string) bool) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for id, cancel := range e.sandboxes {
+	var errs []error
+	for id, stop := range e.sandboxes {
 		if keep(id) {
 			e.keptOrphans = append(e.keptOrphans, id)
 		} else {
-			cancel()
+			errs = append(errs, stop())
 			delete(e.sandboxes, id)
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func (e *fakeEngine) RemoveImage(_ context.Context, image string) error {

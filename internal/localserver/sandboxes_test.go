@@ -76,7 +76,8 @@ func TestSandboxLifecycleAndProxy(t *testing.T) {
 			if strings.Contains(string(chunk), "first") {
 				fed.Do(func() {
 					go func() {
-						io.WriteString(feed, "second\n")
+						// A failed write shows as the missing "got second" below.
+						_, _ = io.WriteString(feed, "second\n")
 						feed.Close()
 					}()
 				})
@@ -305,7 +306,7 @@ func TestStartAfterCrash(t *testing.T) {
 
 	eng := newFakeEngine(t)
 	for _, id := range []string{"ilive", "iexpired", "iorphan"} {
-		eng.sandboxes[id] = func() {}
+		eng.sandboxes[id] = func() error { return nil }
 	}
 	ts := startServer(t, eng, serverOptions{dataDir: dataDir, configure: func(c *Config) { c.Now = clock.Now }})
 	info := ts.status(reg.Template.ID, reg.Build.ID, "")

@@ -303,9 +303,9 @@ func (s *Server) handleTemplateSub(w http.ResponseWriter, r *http.Request) {
 	a, b := r.PathValue("a"), r.PathValue("b")
 	switch {
 	case a == "aliases":
-		s.handleAlias(w, r, b)
+		s.handleAlias(w, b)
 	case b == "tags":
-		s.handleListTags(w, r, a)
+		s.handleListTags(w, a)
 	default:
 		writeError(w, http.StatusNotFound, "no route for %s %s", r.Method, r.URL.Path)
 	}
@@ -317,7 +317,7 @@ func (s *Server) handleTemplateSub2(w http.ResponseWriter, r *http.Request) {
 	a, b, c := r.PathValue("a"), r.PathValue("b"), r.PathValue("c")
 	switch {
 	case a == "aliases":
-		s.handleAlias(w, r, b+"/"+c)
+		s.handleAlias(w, b+"/"+c)
 	case b == "files":
 		s.handleFileLink(w, r, a, c)
 	default:
@@ -342,7 +342,9 @@ func writeError(w http.ResponseWriter, status int, format string, args ...any) {
 func writeJSON(w http.ResponseWriter, status int, body any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(body)
+	// The status is sent: a failed write (the client went away) cannot be
+	// answered any more.
+	_ = json.NewEncoder(w).Encode(body)
 }
 
 func (s *Server) internalError(w http.ResponseWriter, err error) {

@@ -243,7 +243,7 @@ func (s *Server) handlePatchTemplate(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, e2bapi.TemplateUpdateResponse{Names: []string{s.store.Name(t)}})
 }
 
-func (s *Server) handleAlias(w http.ResponseWriter, r *http.Request, ref string) {
+func (s *Server) handleAlias(w http.ResponseWriter, ref string) {
 	name, err := e2bapi.ParseName(ref)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "%v", err)
@@ -287,7 +287,7 @@ func (s *Server) handleDeleteTags(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (s *Server) handleListTags(w http.ResponseWriter, r *http.Request, ref string) {
+func (s *Server) handleListTags(w http.ResponseWriter, ref string) {
 	t, err := s.store.LookupTemplate(ref)
 	if err != nil {
 		s.storeError(w, err)
