@@ -61,12 +61,19 @@ func CheckArchive(r io.Reader, limits ArchiveLimits) (gzipped bool, err error) {
 	// Names that were symlinks at any point: tar may write through them, so nothing may lie
 	// below them, even after a later entry replaced them.
 	symlinks := map[string]bool{}
+	// Every symlink's target, checked again at the end against all the archive's links.
+	var links []*tar.Header
 	for entries := 0; ; entries++ {
 		hdr, err := tr.Next()
 		switch {
 		case errors.Is(err, io.EOF) && entries == 0:
 			return gzipped, refuse("archive has no entries")
 		case errors.Is(err, io.EOF):
+			for _, link := range links {
+				if via := climbsOutOfSymlink(link, symlinks); via != "" {
+					return gzipped, refuse("archive entry %q: symlink to %q climbs out of the symlink %q with \"..\", which may leave the archive", link.Name, link.Linkname, via)
+				}
+			}
 			return gzipped, nil
 		case errors.Is(err, errUnpackedTooLarge):
 			return gzipped, tooLarge()
@@ -78,6 +85,9 @@ func CheckArchive(r io.Reader, limits ArchiveLimits) (gzipped bool, err error) {
 		}
 		if err := checkEntry(hdr, symlinks); err != nil {
 			return gzipped, refuse("archive entry %q: %v", hdr.Name, err)
+		}
+		if hdr.Typeflag == tar.TypeSymlink {
+			links = append(links, hdr)
 		}
 		// Read the content through the limit (Next would skip it unread).
 		if _, err := io.Copy(io.Discard, tr); errors.Is(err, errUnpackedTooLarge) {
@@ -139,6 +149,35 @@ func entryName(name string) (string, error) {
 		}
 	}
 	return path.Clean(name), nil
+}
+
+// climbsOutOfSymlink returns the symlink a link's target passes through before a ".."
+// component, or "". Lexically "a/b/.." is "a", but when a/b is itself a link, ".." climbs
+// from wherever a/b points, which the lexical check cannot see; such targets are refused
+// whichever entry (earlier or later in the archive) makes a/b a link.
+func climbsOutOfSymlink(link *tar.Header, symlinks map[string]bool) string {
+	name := path.Clean(link.Name)
+	var walked []string
+	if dir := path.Dir(name); dir != "." {
+		walked = strings.Split(dir, "/")
+	}
+	via := ""
+	for _, part := range strings.Split(link.Linkname, "/") {
+		switch part {
+		case "", ".":
+		case "..":
+			if via != "" {
+				return via
+			}
+			walked = walked[:len(walked)-1] // escapes() already refused climbing above the root
+		default:
+			walked = append(walked, part)
+			if p := strings.Join(walked, "/"); symlinks[p] {
+				via = p
+			}
+		}
+	}
+	return ""
 }
 
 func escapes(p string) bool { return p == ".." || strings.HasPrefix(p, "../") }

@@ -53,6 +53,8 @@ func TestCheckArchiveRejectsUnsafeEntries(t *testing.T) {
 		{"absolute symlink", []tu.TarEntry{tu.Symlink("abs", "/etc")}, `"abs": symlink to the absolute path "/etc" leaves the archive`},
 		{"write through symlink", []tu.TarEntry{tu.Symlink("d", "."), tu.File("d/x", "x")}, `"d/x": lies below the symlink "d"`},
 		{"write through an inner symlink", []tu.TarEntry{tu.Symlink("d", "sub"), tu.File("d/e/x", "x")}, `"d/e/x": lies below the symlink "d"`},
+		{"climb out of an earlier symlink", []tu.TarEntry{tu.Symlink("a/b", ".."), tu.Symlink("x", "a/b/..")}, `"x": symlink to "a/b/.." climbs out of the symlink "a/b"`},
+		{"climb out of a later symlink", []tu.TarEntry{tu.Dir("a/"), tu.Symlink("x", "a/b/../.."), tu.Symlink("a/b", "..")}, `"x": symlink to "a/b/../.." climbs out of the symlink "a/b"`},
 		{"symlink replaced by dir", []tu.TarEntry{tu.Symlink("d", "sub"), tu.Dir("d/"), tu.File("d/x", "x")}, `"d/x": lies below the symlink "d"`},
 		{"hard link out", []tu.TarEntry{tu.Hardlink("h", "../x")}, `"h": hard link to "../x": name contains ".."`},
 		{"hard link far out", []tu.TarEntry{tu.Hardlink("h", "../../etc/passwd")}, `"h": hard link to "../../etc/passwd"`},
