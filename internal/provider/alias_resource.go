@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -117,18 +118,7 @@ func (r *aliasResource) move(ctx context.Context, api *e2bapi.Client, m *aliasMo
 }
 
 func (r *aliasResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	var plan aliasModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	api := apiOrError(r.data, &resp.Diagnostics)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	ctx = r.data.logContext(ctx)
-	ok, diags := r.move(ctx, api, &plan)
-	resp.Diagnostics.Append(diags...)
-	if ok {
-		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	}
+	r.moveToPlan(ctx, req.Plan, &resp.State, &resp.Diagnostics)
 }
 
 func (r *aliasResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -166,17 +156,23 @@ func (r *aliasResource) Read(ctx context.Context, req resource.ReadRequest, resp
 }
 
 func (r *aliasResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	r.moveToPlan(ctx, req.Plan, &resp.State, &resp.Diagnostics)
+}
+
+// moveToPlan points the tag at the planned build and records it: create and update are
+// the same atomic move.
+func (r *aliasResource) moveToPlan(ctx context.Context, planned tfsdk.Plan, state *tfsdk.State, diags *diag.Diagnostics) {
 	var plan aliasModel
-	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	api := apiOrError(r.data, &resp.Diagnostics)
-	if resp.Diagnostics.HasError() {
+	diags.Append(planned.Get(ctx, &plan)...)
+	api := apiOrError(r.data, diags)
+	if diags.HasError() {
 		return
 	}
 	ctx = r.data.logContext(ctx)
-	ok, diags := r.move(ctx, api, &plan)
-	resp.Diagnostics.Append(diags...)
+	ok, moveDiags := r.move(ctx, api, &plan)
+	diags.Append(moveDiags...)
 	if ok {
-		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+		diags.Append(state.Set(ctx, &plan)...)
 	}
 }
 
