@@ -110,9 +110,18 @@ func (e *Entry) normalisedPerm() fs.FileMode {
 	return 0o644
 }
 
-// identified is a FileInfo that knows its stat identity (see childstat_linux.go).
-type identified interface {
-	identity() (FileID, uint32)
+// childStat is what the listing needs of one lstat: the Go mode (as os.Lstat gives it),
+// the stat identity, or the error.
+type childStat struct {
+	mode fs.FileMode
+	id   FileID
+	err  error
+}
+
+// statOf is the childStat of an fs.FileInfo from os.Lstat.
+func statOf(fi fs.FileInfo) childStat {
+	id, _ := identityOf(fi)
+	return childStat{mode: fi.Mode(), id: id}
 }
 
 // portableIdentity builds a FileID from what fs.FileInfo offers on every system, with a

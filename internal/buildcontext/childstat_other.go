@@ -3,11 +3,17 @@
 package buildcontext
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
 )
 
-func childStatter(dir string) (stat func(name string) (fs.FileInfo, error), done func(), err error) {
-	return func(name string) (fs.FileInfo, error) { return os.Lstat(filepath.Join(dir, name)) }, func() {}, nil
+func childStatter(dir string) (stat func(name string) childStat, done func(), err error) {
+	stat = func(name string) childStat {
+		fi, err := os.Lstat(filepath.Join(dir, name))
+		if err != nil {
+			return childStat{err: err}
+		}
+		return statOf(fi)
+	}
+	return stat, func() {}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
@@ -51,10 +52,12 @@ func List(contextDir, src string, opts ListOptions) (*Listing, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &lister{root: root, ignore: ign, resolve: opts.ResolveLinks, onPath: map[[2]uint64]bool{}}
+	l := &lister{root: root, ignore: ign, resolve: opts.ResolveLinks, onPath: map[[2]uint64]bool{}, ahead: newReadAhead()}
 	prefix, rest := glob.literalPrefix()
 	l.glob = rest
-	if err := l.walkFromPrefix(prefix); err != nil {
+	err = l.walkFromPrefix(prefix)
+	l.ahead.stop()
+	if err != nil {
 		return nil, err
 	}
 	if len(l.entries) == 0 {
@@ -207,6 +210,7 @@ type lister struct {
 	// onPath holds the (device, inode) of the directories being walked, to stop a
 	// resolved symlink from looping.
 	onPath map[[2]uint64]bool
+	ahead  *readAhead
 }
 
 // pendingDir is a directory inside the matched part of the tree whose entry is written
@@ -256,7 +260,7 @@ func (l *lister) walkFromPrefix(prefix []string) error {
 	if err != nil {
 		return l.missing(err, rel)
 	}
-	return l.visit(rel, abs, fi, info, l.glob.start(), false, nil)
+	return l.visit(rel, abs, statOf(fi), info, l.glob.start(), false, nil, nil)
 }
 
 func (l *lister) missing(err error, rel string) error {
@@ -273,34 +277,35 @@ func joinRel(dir, name string) string {
 	return dir + "/" + name
 }
 
-// visit lists rel (lstat'ed as fi) and, for a directory, what lies below it. gs is the
-// glob state after rel's own name; inMatch says an ancestor already matched src.
-func (l *lister) visit(rel, abs string, fi fs.FileInfo, parentIgnore patternmatcher.MatchInfo, gs globState, inMatch bool, parent *pendingDir) error {
+// visit lists rel (lstat'ed as st) and, for a directory, what lies below it. gs is the
+// glob state after rel's own name; inMatch says an ancestor already matched src; ahead,
+// when not nil, is the read-ahead of rel as a directory.
+func (l *lister) visit(rel, abs string, st childStat, parentIgnore patternmatcher.MatchInfo, gs globState, inMatch bool, parent *pendingDir, ahead *pendingScan) error {
 	excluded, ignoreInfo, err := l.ignore.excluded(rel, parentIgnore)
 	if err != nil {
 		return err
 	}
 	matched := inMatch || l.glob.matched(gs)
-	if !matched && !fi.IsDir() {
+	if !matched && !st.mode.IsDir() {
 		return nil
 	}
 	source := abs
-	if fi.Mode()&fs.ModeSymlink != 0 && l.resolve && !excluded {
+	if st.mode&fs.ModeSymlink != 0 && l.resolve && !excluded {
 		resolved, rfi, err := l.resolveLink(rel, abs)
 		if err != nil {
 			return err
 		}
 		if rfi != nil {
-			source, fi = resolved, rfi
+			source, st = resolved, statOf(rfi)
 		}
 	}
-	mode := fi.Mode()
+	mode := st.mode
 	switch {
 	case mode.IsRegular(), mode&fs.ModeSymlink != 0:
 		if excluded || !matched {
 			return nil
 		}
-		e, err := newEntry(rel, abs, source, fi)
+		e, err := newEntry(rel, abs, source, st)
 		if err != nil {
 			return err
 		}
@@ -308,13 +313,13 @@ func (l *lister) visit(rel, abs string, fi fs.FileInfo, parentIgnore patternmatc
 		l.entries = append(l.entries, e)
 		return nil
 	case mode.IsDir():
-		if !matched && !l.glob.alive(gs) {
+		if !l.walksInto(rel, gs, matched, excluded) {
 			return nil
 		}
-		if excluded && !l.ignore.mayReinclude(rel) {
-			return nil
+		if ahead == nil || source != abs {
+			ahead = l.ahead.now(source)
 		}
-		return l.walkDir(rel, abs, source, fi, ignoreInfo, gs, matched, excluded, parent)
+		return l.walkDir(rel, abs, source, st, ignoreInfo, gs, matched, excluded, parent, ahead)
 	default:
 		if excluded || !matched {
 			return nil
@@ -323,9 +328,17 @@ func (l *lister) visit(rel, abs string, fi fs.FileInfo, parentIgnore patternmatc
 	}
 }
 
-func (l *lister) walkDir(rel, abs, source string, fi fs.FileInfo, ignoreInfo patternmatcher.MatchInfo, gs globState, matched, excluded bool, parent *pendingDir) error {
-	id, _ := identityOf(fi)
-	key := [2]uint64{id.Dev, id.Ino}
+// walksInto reports whether the walk descends into the directory rel, given whether it
+// matched src and whether it is ignored.
+func (l *lister) walksInto(rel string, gs globState, matched, excluded bool) bool {
+	if !matched && !l.glob.alive(gs) {
+		return false
+	}
+	return !excluded || l.ignore.mayReinclude(rel)
+}
+
+func (l *lister) walkDir(rel, abs, source string, st childStat, ignoreInfo patternmatcher.MatchInfo, gs globState, matched, excluded bool, parent *pendingDir, scan *pendingScan) error {
+	key := [2]uint64{st.id.Dev, st.id.Ino}
 	if l.onPath[key] {
 		return &contextError{fmt.Sprintf("symlink cycle: %s leads back to a directory above it", rel), errSymlinkCycle}
 	}
@@ -334,7 +347,7 @@ func (l *lister) walkDir(rel, abs, source string, fi fs.FileInfo, ignoreInfo pat
 
 	var self *pendingDir
 	if matched {
-		e, err := newEntry(rel, abs, source, fi)
+		e, err := newEntry(rel, abs, source, st)
 		if err != nil {
 			return err
 		}
@@ -343,69 +356,158 @@ func (l *lister) walkDir(rel, abs, source string, fi fs.FileInfo, ignoreInfo pat
 			l.emit(self)
 		}
 	}
-	children, err := os.ReadDir(source)
-	if err != nil {
-		return fmt.Errorf("reading directory %s in build context %s: %w", rel, l.root, err)
+	children := scan.result()
+	if children.err != nil {
+		return fmt.Errorf("reading directory %s in build context %s: %w", rel, l.root, children.err)
 	}
-	infos, errs := lstatChildren(source, children)
-	for i, c := range children {
-		childAbs := filepath.Join(abs, c.Name())
-		cfi, err := infos[i], errs[i]
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				continue // removed since ReadDir
-			}
-			return fmt.Errorf("reading %s in build context %s: %w", joinRel(rel, c.Name()), l.root, err)
-		}
-		var cgs globState
+	// Start reading the subdirectories the walk will enter, so other cores stat them
+	// while this one builds the entries.
+	childGlob := make([]globState, len(children.names))
+	ahead := make([]*pendingScan, len(children.names))
+	for i, name := range children.names {
+		cst := children.stats[i]
 		if !matched {
-			cgs = l.glob.step(gs, c.Name())
+			childGlob[i] = l.glob.step(gs, name)
 		}
-		if err := l.visit(joinRel(rel, c.Name()), childAbs, cfi, ignoreInfo, cgs, matched, self); err != nil {
+		if cst.err != nil || !cst.mode.IsDir() {
+			continue
+		}
+		childRel := joinRel(rel, name)
+		childExcluded, _, err := l.ignore.excluded(childRel, ignoreInfo)
+		if err != nil {
+			break // reported when the walk gets there
+		}
+		if l.walksInto(childRel, childGlob[i], matched || l.glob.matched(childGlob[i]), childExcluded) {
+			ahead[i] = l.ahead.start(joinAbs(abs, name))
+		}
+	}
+	for i, name := range children.names {
+		cst := children.stats[i]
+		if cst.err != nil {
+			if errors.Is(cst.err, fs.ErrNotExist) {
+				continue // removed since the directory was read
+			}
+			return fmt.Errorf("reading %s in build context %s: %w", joinRel(rel, name), l.root, cst.err)
+		}
+		if err := l.visit(joinRel(rel, name), joinAbs(abs, name), cst, ignoreInfo, childGlob[i], matched, self, ahead[i]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// lstatChildren lstats the entries of a directory, spread over GOMAXPROCS goroutines
-// when there are many: listing is bound by these system calls.
-func lstatChildren(dir string, children []fs.DirEntry) ([]fs.FileInfo, []error) {
-	infos := make([]fs.FileInfo, len(children))
-	errs := make([]error, len(children))
+// joinAbs is filepath.Join(dir, name) for a clean dir and a plain name, without Clean's
+// scan of the whole path.
+func joinAbs(dir, name string) string {
+	if strings.HasSuffix(dir, string(filepath.Separator)) {
+		return dir + name
+	}
+	return dir + string(filepath.Separator) + name
+}
+
+// dirScan is one read of a directory: its children's names, sorted, and their lstat.
+type dirScan struct {
+	names []string
+	stats []childStat
+	err   error // opening or reading the directory failed
+}
+
+func scanDir(dir string) dirScan {
+	f, err := os.Open(dir)
+	if err != nil {
+		return dirScan{err: err}
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return dirScan{err: err}
+	}
+	slices.Sort(names)
+	return dirScan{names: names, stats: lstatChildren(dir, names)}
+}
+
+// lstatChildren lstats the children of a directory, spread over GOMAXPROCS goroutines
+// when there are very many: smaller directories are spread by the read-ahead instead.
+func lstatChildren(dir string, names []string) []childStat {
+	stats := make([]childStat, len(names))
 	stat, done, err := childStatter(dir)
 	if err != nil {
-		for i := range errs {
-			errs[i] = err
+		for i := range stats {
+			stats[i].err = err
 		}
-		return infos, errs
+		return stats
 	}
 	defer done()
 	lstatRange := func(from, to int) {
 		for i := from; i < to; i++ {
-			infos[i], errs[i] = stat(children[i].Name())
+			stats[i] = stat(names[i])
 		}
 	}
-	workers := min(runtime.GOMAXPROCS(0), len(children)/minLstatsPerWorker)
+	workers := min(runtime.GOMAXPROCS(0), len(names)/minLstatsPerWorker)
 	if workers <= 1 {
-		lstatRange(0, len(children))
-		return infos, errs
+		lstatRange(0, len(names))
+		return stats
 	}
 	var wg sync.WaitGroup
-	chunk := (len(children) + workers - 1) / workers
-	for from := 0; from < len(children); from += chunk {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			lstatRange(from, min(from+chunk, len(children)))
-		}()
+	chunk := (len(names) + workers - 1) / workers
+	for from := 0; from < len(names); from += chunk {
+		wg.Go(func() { lstatRange(from, min(from+chunk, len(names))) })
 	}
 	wg.Wait()
-	return infos, errs
+	return stats
 }
 
-// minLstatsPerWorker keeps goroutines for directories where they pay off.
-const minLstatsPerWorker = 32
+// minLstatsPerWorker keeps goroutines inside one directory for directories so large that
+// reading ahead of their siblings cannot keep the cores busy.
+const minLstatsPerWorker = 512
+
+// readAhead scans directories on other goroutines, at most GOMAXPROCS at once, before the
+// walk needs them.
+type readAhead struct {
+	slots   chan struct{}
+	wg      sync.WaitGroup
+	stopped atomic.Bool
+}
+
+func newReadAhead() *readAhead {
+	return &readAhead{slots: make(chan struct{}, runtime.GOMAXPROCS(0))}
+}
+
+// pendingScan is a directory scan that runs once, on a read-ahead goroutine or on the
+// walk itself if it gets there first.
+type pendingScan struct {
+	dir  string
+	once sync.Once
+	scan dirScan
+}
+
+func (p *pendingScan) result() dirScan {
+	p.once.Do(func() { p.scan = scanDir(p.dir) })
+	return p.scan
+}
+
+// start queues a scan of dir.
+func (r *readAhead) start(dir string) *pendingScan {
+	p := &pendingScan{dir: dir}
+	r.wg.Go(func() {
+		r.slots <- struct{}{}
+		defer func() { <-r.slots }()
+		if !r.stopped.Load() {
+			p.result()
+		}
+	})
+	return p
+}
+
+// now is a scan of dir that the walk runs itself when it asks for the result.
+func (r *readAhead) now(dir string) *pendingScan { return &pendingScan{dir: dir} }
+
+// stop skips the scans not yet started (the walk has ended, maybe on an error) and waits
+// for those running.
+func (r *readAhead) stop() {
+	r.stopped.Store(true)
+	r.wg.Wait()
+}
 
 // resolveLink follows a symlink for ListOptions.ResolveLinks. It returns the target's
 // path and lstat, or a nil FileInfo when the target does not exist (the link is then
@@ -447,13 +549,12 @@ func within(root, p string) bool {
 	return err == nil && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator)) && !filepath.IsAbs(r)
 }
 
-func newEntry(rel, abs, source string, fi fs.FileInfo) (Entry, error) {
-	id, _ := identityOf(fi)
-	e := Entry{Path: rel, Perm: fi.Mode().Perm(), Size: fi.Size(), ID: id, source: source}
+func newEntry(rel, abs, source string, st childStat) (Entry, error) {
+	e := Entry{Path: rel, Perm: st.mode.Perm(), Size: st.id.Size, ID: st.id, source: source}
 	switch {
-	case fi.Mode().IsRegular():
+	case st.mode.IsRegular():
 		e.Kind = KindFile
-	case fi.IsDir():
+	case st.mode.IsDir():
 		e.Kind = KindDir
 	default:
 		e.Kind = KindSymlink

@@ -10,9 +10,6 @@ import (
 // identityOf reads the stat fields the digest cache keys on and the raw st_mode the
 // SDK-compatible hash feeds (file-type bits included).
 func identityOf(fi fs.FileInfo) (FileID, uint32) {
-	if s, ok := fi.(identified); ok {
-		return s.identity()
-	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return portableIdentity(fi)
