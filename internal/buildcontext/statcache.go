@@ -19,7 +19,9 @@ type StatCache struct {
 	path string
 
 	mu      sync.Mutex
-	entries map[FileID]cachedDigest
+	// entries point into one slice per loaded file, so marking an entry used on lookup
+	// writes through the pointer instead of storing into the map again.
+	entries map[FileID]*cachedDigest
 	dirty   bool
 }
 
@@ -51,7 +53,7 @@ func DefaultStatCachePath() (string, error) {
 // OpenStatCache loads the cache file at path. A missing, unreadable or corrupt file gives
 // an empty cache: the files are simply hashed again.
 func OpenStatCache(path string) *StatCache {
-	c := &StatCache{path: path, entries: map[FileID]cachedDigest{}}
+	c := &StatCache{path: path, entries: map[FileID]*cachedDigest{}}
 	if m, err := readCacheFile(path); err == nil {
 		c.entries = m
 	}
@@ -72,17 +74,17 @@ func (c *StatCache) lookup(id FileID) ([32]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d, ok := c.entries[id]
-	if ok && !d.used {
-		d.used = true
-		c.entries[id] = d
+	if !ok {
+		return [32]byte{}, false
 	}
-	return d.sum, ok
+	d.used = true
+	return d.sum, true
 }
 
 func (c *StatCache) store(id FileID, sum [32]byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.entries[id] = cachedDigest{sum: sum, used: true}
+	c.entries[id] = &cachedDigest{sum: sum, used: true}
 	c.dirty = true
 }
 
@@ -95,7 +97,7 @@ func (c *StatCache) Save() error {
 	if !c.dirty {
 		return nil
 	}
-	merged := make(map[FileID]cachedDigest, len(c.entries))
+	merged := make(map[FileID]*cachedDigest, len(c.entries))
 	if onDisk, err := readCacheFile(c.path); err == nil {
 		for id, d := range onDisk {
 			merged[id] = d
@@ -112,7 +114,7 @@ func (c *StatCache) Save() error {
 	return nil
 }
 
-func readCacheFile(path string) (map[FileID]cachedDigest, error) {
+func readCacheFile(path string) (map[FileID]*cachedDigest, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -124,9 +126,10 @@ func readCacheFile(path string) (map[FileID]cachedDigest, error) {
 		return nil, fmt.Errorf("digest cache %s is corrupt", path)
 	}
 	records := data[len(cacheMagic):body]
-	m := make(map[FileID]cachedDigest, len(records)/cacheRecordSize)
+	digests := make([]cachedDigest, len(records)/cacheRecordSize)
+	m := make(map[FileID]*cachedDigest, len(digests))
 	le := binary.LittleEndian
-	for r := records; len(r) > 0; r = r[cacheRecordSize:] {
+	for i, r := 0, records; len(r) > 0; i, r = i+1, r[cacheRecordSize:] {
 		id := FileID{
 			Dev:     le.Uint64(r[0:]),
 			Ino:     le.Uint64(r[8:]),
@@ -135,7 +138,7 @@ func readCacheFile(path string) (map[FileID]cachedDigest, error) {
 			CtimeNs: int64(le.Uint64(r[32:])),
 			Mode:    le.Uint32(r[40:]),
 		}
-		var d cachedDigest
+		d := &digests[i]
 		copy(d.sum[:], r[44:cacheRecordSize])
 		m[id] = d
 	}
@@ -143,7 +146,7 @@ func readCacheFile(path string) (map[FileID]cachedDigest, error) {
 }
 
 // writeCacheFile keeps at most maxCacheEntries, preferring entries used by this process.
-func writeCacheFile(path string, m map[FileID]cachedDigest) error {
+func writeCacheFile(path string, m map[FileID]*cachedDigest) error {
 	var buf bytes.Buffer
 	buf.Grow(len(cacheMagic) + min(len(m), maxCacheEntries)*cacheRecordSize + 4)
 	buf.WriteString(cacheMagic)
