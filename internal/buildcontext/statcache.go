@@ -18,7 +18,7 @@ import (
 type StatCache struct {
 	path string
 
-	mu      sync.Mutex
+	mu sync.Mutex
 	// entries point into one slice per loaded file, so marking an entry used on lookup
 	// writes through the pointer instead of storing into the map again.
 	entries map[FileID]*cachedDigest
