@@ -51,12 +51,20 @@ func DefaultStatCachePath() (string, error) {
 }
 
 // OpenStatCache loads the cache file at path. A missing, unreadable or corrupt file gives
-// an empty cache: the files are simply hashed again.
+// an empty cache: the files are simply hashed again. The file is read and decoded on its
+// own goroutine, which holds mu until done, so it overlaps the listing that usually
+// follows; every method waits for it by taking mu.
 func OpenStatCache(path string) *StatCache {
-	c := &StatCache{path: path, entries: map[FileID]*cachedDigest{}}
-	if m, err := readCacheFile(path); err == nil {
-		c.entries = m
-	}
+	c := &StatCache{path: path}
+	c.mu.Lock()
+	go func() {
+		defer c.mu.Unlock()
+		if m, err := readCacheFile(path); err == nil {
+			c.entries = m
+		} else {
+			c.entries = map[FileID]*cachedDigest{}
+		}
+	}()
 	return c
 }
 
