@@ -369,10 +369,11 @@ func (l *lister) walkDir(rel, abs, source string, st childStat, ignoreInfo patte
 	if children.err != nil {
 		return fmt.Errorf("reading directory %s in build context %s: %w", rel, l.root, children.err)
 	}
-	// Start reading the subdirectories the walk will enter, so other cores stat them
-	// while this one builds the entries.
+	// Read ahead the subdirectories the walk will enter, so other cores stat them while
+	// this one builds the entries: readAheadWindow of them at first, then one more each
+	// time the walk reaches one, which bounds the goroutines and scans waiting.
 	childGlob := make([]globState, len(children.names))
-	ahead := make([]*pendingScan, len(children.names))
+	var toRead []int // children to read ahead, in walk order
 	for i, name := range children.names {
 		cst := children.stats[i]
 		if !matched {
@@ -384,13 +385,27 @@ func (l *lister) walkDir(rel, abs, source string, st childStat, ignoreInfo patte
 		childRel := joinRel(rel, name)
 		childExcluded, _, err := l.ignore.excluded(childRel, ignoreInfo)
 		if err != nil {
-			break // reported when the walk gets there
+			continue // reported when the walk gets there, and it stops there
 		}
 		if l.walksInto(childRel, childGlob[i], matched || l.glob.matched(childGlob[i]), childExcluded) {
-			ahead[i] = l.ahead.start(joinAbs(abs, name))
+			toRead = append(toRead, i)
 		}
 	}
+	ahead := make([]*pendingScan, len(children.names))
+	readNext := func() {
+		if len(toRead) > 0 {
+			i := toRead[0]
+			toRead = toRead[1:]
+			ahead[i] = l.ahead.start(joinAbs(abs, children.names[i]))
+		}
+	}
+	for range readAheadWindow {
+		readNext()
+	}
 	for i, name := range children.names {
+		if ahead[i] != nil {
+			readNext()
+		}
 		cst := children.stats[i]
 		if cst.err != nil {
 			if errors.Is(cst.err, fs.ErrNotExist) {
@@ -404,6 +419,10 @@ func (l *lister) walkDir(rel, abs, source string, st childStat, ignoreInfo patte
 	}
 	return nil
 }
+
+// readAheadWindow is how many subdirectories of one directory are read ahead at a time:
+// enough to keep GOMAXPROCS read-ahead goroutines busy.
+const readAheadWindow = 64
 
 // joinAbs is filepath.Join(dir, name) for a clean dir and a plain name, without Clean's
 // scan of the whole path.
