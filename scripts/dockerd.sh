@@ -60,25 +60,7 @@ stop_dockerd() {
 	kill -KILL "$dockerd_pid" 2>/dev/null || true
 	wait "$dockerd_pid" 2>/dev/null || true
 	dockerd_pid=""
-}
-
-# ensure_packages installs the Debian packages given that are missing (apt;
-# sudo when not root).
-ensure_packages() {
-	local missing=() pkg
-	for pkg in "$@"; do
-		if [[ "$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null)" != "install ok installed" ]]; then
-			missing+=("$pkg")
-		fi
-	done
-	if ((${#missing[@]} == 0)); then
-		return 0
-	fi
-	local sudo=()
-	if ((EUID != 0)); then
-		sudo=(sudo)
-	fi
-	printf '==> installing %s\n' "${missing[*]}" >&2
-	"${sudo[@]}" apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null
+	# dockerd leaves its network namespace mounted under its exec root, which
+	# would keep $work from being removed.
+	awk -v dir="$work/" 'index($2, dir) == 1 { print $2 }' /proc/self/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
 }

@@ -65,7 +65,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # A Docker engine, and the static busybox the offline base image is made of.
-ensure_packages docker.io busybox-static ca-certificates
+scripts/install-packages.sh docker.io busybox-static ca-certificates
 
 terraform="$(scripts/tools.sh terraform)"
 

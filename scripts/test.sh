@@ -35,8 +35,6 @@ cleanup() {
 	local rc=$?
 	stop_dockerd
 	jobs -p | xargs -r kill 2>/dev/null || true
-	# dockerd leaves its network namespace mounted under its exec root.
-	awk -v dir="$work/" 'index($2, dir) == 1 { print $2 }' /proc/self/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
 	rm -rf "$work" || true
 	exit "$rc"
 }
