@@ -64,7 +64,8 @@ type processAttr struct {
 	description string
 	optional    bool
 	computed    bool
-	validators  []validator.String
+	validators  []validator.String // for kind "string"
+	int64Checks []validator.Int64  // for kind "int64"
 }
 
 var processAttrs = map[string]processAttr{
@@ -86,7 +87,7 @@ var processAttrs = map[string]processAttr{
 		description: "Text sent to the command's standard input, followed by end of file. Without it the command has no standard input."},
 	"timeout": {kind: "string", optional: true, validators: []validator.String{durationValidator()},
 		description: "How long the command may run, as a duration such as `30s` or `5m` (default `60s`); it is killed then and the read fails."},
-	"max_output_bytes": {kind: "int64", optional: true,
+	"max_output_bytes": {kind: "int64", optional: true, int64Checks: []validator.Int64{int64validator.Between(1, 64<<20)},
 		description: "Bytes kept of each of stdout and stderr (default 1 MiB = 1048576); the rest is discarded and flagged in `stdout_truncated` / `stderr_truncated`."},
 	"allow_non_zero_exit": {kind: "bool", optional: true,
 		description: "Accept a non-zero exit code instead of failing with the command's stderr (default `false`)."},
@@ -97,8 +98,6 @@ var processAttrs = map[string]processAttr{
 	"stderr_truncated": {kind: "bool", computed: true, description: "Whether stderr exceeded `max_output_bytes`."},
 }
 
-var maxOutputValidators = []validator.Int64{int64validator.Between(1, 64<<20)}
-
 func processDataSourceAttributes() map[string]dschema.Attribute {
 	out := map[string]dschema.Attribute{}
 	for name, a := range processAttrs {
@@ -106,11 +105,7 @@ func processDataSourceAttributes() map[string]dschema.Attribute {
 		case "string":
 			out[name] = dschema.StringAttribute{MarkdownDescription: a.description, Optional: a.optional, Computed: a.computed, Validators: a.validators}
 		case "int64":
-			at := dschema.Int64Attribute{MarkdownDescription: a.description, Optional: a.optional, Computed: a.computed}
-			if name == "max_output_bytes" {
-				at.Validators = maxOutputValidators
-			}
-			out[name] = at
+			out[name] = dschema.Int64Attribute{MarkdownDescription: a.description, Optional: a.optional, Computed: a.computed, Validators: a.int64Checks}
 		case "bool":
 			out[name] = dschema.BoolAttribute{MarkdownDescription: a.description, Optional: a.optional, Computed: a.computed}
 		case "list":
@@ -129,11 +124,7 @@ func processEphemeralAttributes() map[string]eschema.Attribute {
 		case "string":
 			out[name] = eschema.StringAttribute{MarkdownDescription: a.description, Optional: a.optional, Computed: a.computed, Validators: a.validators}
 		case "int64":
-			at := eschema.Int64Attribute{MarkdownDescription: a.description, Optional: a.optional, Computed: a.computed}
-			if name == "max_output_bytes" {
-				at.Validators = maxOutputValidators
-			}
-			out[name] = at
+			out[name] = eschema.Int64Attribute{MarkdownDescription: a.description, Optional: a.optional, Computed: a.computed, Validators: a.int64Checks}
 		case "bool":
 			out[name] = eschema.BoolAttribute{MarkdownDescription: a.description, Optional: a.optional, Computed: a.computed}
 		case "list":
