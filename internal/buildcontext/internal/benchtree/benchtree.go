@@ -6,7 +6,9 @@ package benchtree
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -76,4 +78,26 @@ func writeFile(p string, size int, rng *rand.ChaCha8) error {
 		return err
 	}
 	return f.Close()
+}
+
+// SHA256File digests one file through buf on the calling goroutine: the single-core
+// sha256 baseline that both the Go benchmarks and the whole-process script compare with.
+func SHA256File(p string, buf []byte) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := sha256.New()
+	for {
+		n, err := f.Read(buf)
+		h.Write(buf[:n])
+		if err == io.EOF {
+			h.Sum(nil)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
 }

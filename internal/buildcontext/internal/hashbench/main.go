@@ -8,10 +8,8 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"flag"
 	"fmt"
-	"io"
 	"io/fs"
 	"log"
 	"os"
@@ -93,24 +91,7 @@ func sha256OneCore(tree string) error {
 		if err != nil || !d.Type().IsRegular() {
 			return err
 		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		h := sha256.New()
-		for {
-			n, err := f.Read(buf)
-			h.Write(buf[:n])
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return err
-			}
-		}
-		h.Sum(nil)
-		return nil
+		return benchtree.SHA256File(p, buf)
 	})
 }
 
