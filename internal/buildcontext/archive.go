@@ -38,7 +38,7 @@ func (l *Listing) WriteArchive(ctx context.Context, w io.Writer) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := writeArchiveEntry(ctx, tw, &l.Entries[i]); err != nil {
+		if err := writeArchiveEntry(ctx, tw, &l.Entries[i], l.sourcePath); err != nil {
 			return err
 		}
 	}
@@ -51,7 +51,7 @@ func (l *Listing) WriteArchive(ctx context.Context, w io.Writer) error {
 	return nil
 }
 
-func writeArchiveEntry(ctx context.Context, tw *tar.Writer, e *Entry) error {
+func writeArchiveEntry(ctx context.Context, tw *tar.Writer, e *Entry, sourcePath func(*Entry) string) error {
 	hdr := &tar.Header{
 		Name:    e.Path,
 		Mode:    int64(e.normalisedPerm()),
@@ -71,7 +71,7 @@ func writeArchiveEntry(ctx context.Context, tw *tar.Writer, e *Entry) error {
 	if e.Kind != KindFile {
 		return tw.WriteHeader(hdr)
 	}
-	f, err := os.Open(e.source)
+	f, err := os.Open(sourcePath(e))
 	if err != nil {
 		return fmt.Errorf("archiving %s: %w", e.Path, err)
 	}

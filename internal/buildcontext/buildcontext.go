@@ -32,6 +32,7 @@ package buildcontext
 
 import (
 	"io/fs"
+	"path/filepath"
 )
 
 // Kind is the type of a listed entry.
@@ -84,9 +85,9 @@ type Entry struct {
 	// PortableHash or SDKHash.
 	SHA256 string
 
-	// source is the absolute path to read; it differs from the context path joined with
-	// Path when the entry is a resolved symlink.
-	source string
+	// resolved is the absolute path of what a symlink resolved by the listing points to,
+	// which is read instead of the context path joined with Path.
+	resolved string
 }
 
 // Listing is the result of listing one COPY source: entries sorted by Path as bytes.
@@ -94,6 +95,14 @@ type Listing struct {
 	Context string // absolute, symlinks in it resolved
 	Src     string // the COPY source exactly as given
 	Entries []Entry
+}
+
+// sourcePath is the file to read for e.
+func (l *Listing) sourcePath(e *Entry) string {
+	if e.resolved != "" {
+		return e.resolved
+	}
+	return filepath.Join(l.Context, filepath.FromSlash(e.Path))
 }
 
 // normalisedPerm is the mode an entry has in the portable hash and the archive.

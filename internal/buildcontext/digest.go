@@ -48,18 +48,14 @@ type DigestStats struct {
 // is an error naming it.
 func (l *Listing) ComputeDigests(ctx context.Context, opts HashOptions) (DigestStats, error) {
 	var stats DigestStats
+	if opts.Cache != nil {
+		stats.Cached = opts.Cache.fill(l.Entries)
+	}
 	var todo []*Entry
 	for i := range l.Entries {
 		e := &l.Entries[i]
 		if e.Kind != KindFile || e.SHA256 != "" {
 			continue
-		}
-		if opts.Cache != nil {
-			if sum, ok := opts.Cache.lookup(e.ID); ok {
-				e.SHA256 = hexDigest(&sum)
-				stats.Cached++
-				continue
-			}
 		}
 		todo = append(todo, e)
 		stats.Read++
@@ -85,12 +81,12 @@ func (l *Listing) ComputeDigests(ctx context.Context, opts HashOptions) (DigestS
 		go func() {
 			defer wg.Done()
 			for e := range jobs {
-				sum, err := hashFile(ctx, e, opts.Cache)
+				sum, err := hashFile(ctx, l.sourcePath(e), e, opts.Cache)
 				if err != nil {
 					cancel(err)
 					continue
 				}
-				e.SHA256 = hexDigest(&sum)
+				e.SHA256 = hex.EncodeToString(sum[:])
 			}
 		}()
 	}
@@ -111,9 +107,9 @@ feed:
 // exactly the listed size and then compares the open file's identity with the listing's:
 // a different inode, size, mtime or ctime means the file was replaced or changed since
 // listing or while being read (a shorter file ends the read early).
-func hashFile(ctx context.Context, e *Entry, cache *StatCache) ([32]byte, error) {
+func hashFile(ctx context.Context, path string, e *Entry, cache *StatCache) ([32]byte, error) {
 	var sum [32]byte
-	f, err := os.Open(e.source)
+	f, err := os.Open(path)
 	if err != nil {
 		return sum, fmt.Errorf("reading %s: %w", e.Path, err)
 	}
@@ -136,14 +132,6 @@ func hashFile(ctx context.Context, e *Entry, cache *StatCache) ([32]byte, error)
 		cache.store(e.ID, sum)
 	}
 	return sum, nil
-}
-
-// hexDigest is hex.EncodeToString(sum[:]) with one allocation instead of two: a warm
-// hash does this for every file.
-func hexDigest(sum *[32]byte) string {
-	var text [2 * sha256.Size]byte
-	hex.Encode(text[:], sum[:])
-	return string(text[:])
 }
 
 func changedError(path, when string) error {

@@ -50,8 +50,8 @@ func FuzzListIgnore(f *testing.F) {
 				if _, err := os.Lstat(filepath.Join(ctxDir, filepath.FromSlash(e.Path))); err != nil {
 					t.Fatalf("entry %q does not exist in the context: %v", e.Path, err)
 				}
-				if e.Kind == KindFile && !within(l.Context, e.source) {
-					t.Fatalf("entry %q reads %s, outside the context", e.Path, e.source)
+				if p := l.sourcePath(&l.Entries[i]); e.Kind == KindFile && !within(l.Context, p) {
+					t.Fatalf("entry %q reads %s, outside the context", e.Path, p)
 				}
 			}
 		}

@@ -93,7 +93,7 @@ func (l *Listing) SDKHash(ctx context.Context, dest string) (string, error) {
 		case KindSymlink:
 			h.Write([]byte(e.LinkTarget))
 		case KindFile:
-			if err := sdkHashFile(ctx, h, side, e); err != nil {
+			if err := sdkHashFile(ctx, h, side, l.sourcePath(e), e); err != nil {
 				return "", err
 			}
 		}
@@ -115,8 +115,8 @@ func (l *Listing) sdkOrder() []int {
 }
 
 // sdkHashFile feeds a file's bytes into the step hash and its own digest at once.
-func sdkHashFile(ctx context.Context, h hash.Hash, side *sideWriter, e *Entry) error {
-	f, err := os.Open(e.source)
+func sdkHashFile(ctx context.Context, h hash.Hash, side *sideWriter, path string, e *Entry) error {
+	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", e.Path, err)
 	}

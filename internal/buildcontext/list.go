@@ -1,6 +1,7 @@
 package buildcontext
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -286,9 +287,11 @@ func joinRel(dir, name string) string {
 	return dir + "/" + name
 }
 
-// visit lists rel (lstat'ed as st) and, for a directory, what lies below it. gs is the
-// glob state after rel's own name; inMatch says an ancestor already matched src; ahead,
-// when not nil, is the read-ahead of rel as a directory.
+// visit lists rel (lstat'ed as st) and, for a directory, what lies below it. abs is its
+// path, which only directories and symlinks need ("" for a regular file, whose path is
+// the context joined with rel). gs is the glob state after rel's own name; inMatch says an
+// ancestor already matched src; ahead, when not nil, is the read-ahead of rel as a
+// directory.
 func (l *lister) visit(rel, abs string, st childStat, parentIgnore patternmatcher.MatchInfo, gs globState, inMatch bool, parent *pendingDir, ahead *pendingScan) error {
 	excluded, ignoreInfo, err := l.ignore.excluded(rel, parentIgnore)
 	if err != nil {
@@ -298,14 +301,14 @@ func (l *lister) visit(rel, abs string, st childStat, parentIgnore patternmatche
 	if !matched && !st.mode.IsDir() {
 		return nil
 	}
-	source := abs
+	var resolved string // what a resolved symlink points to
 	if st.mode&fs.ModeSymlink != 0 && l.resolve && !excluded {
-		resolved, rfi, err := l.resolveLink(rel, abs)
+		target, rfi, err := l.resolveLink(rel, abs)
 		if err != nil {
 			return err
 		}
 		if rfi != nil {
-			source, st = resolved, statOf(rfi)
+			resolved, st = target, statOf(rfi)
 		}
 	}
 	mode := st.mode
@@ -314,7 +317,7 @@ func (l *lister) visit(rel, abs string, st childStat, parentIgnore patternmatche
 		if excluded || !matched {
 			return nil
 		}
-		e, err := newEntry(rel, abs, source, st)
+		e, err := newEntry(rel, abs, resolved, st)
 		if err != nil {
 			return err
 		}
@@ -325,10 +328,10 @@ func (l *lister) visit(rel, abs string, st childStat, parentIgnore patternmatche
 		if !l.walksInto(rel, gs, matched, excluded) {
 			return nil
 		}
-		if ahead == nil || source != abs {
-			ahead = l.ahead.now(source)
+		if ahead == nil || resolved != "" {
+			ahead = l.ahead.now(cmp.Or(resolved, abs))
 		}
-		return l.walkDir(rel, abs, source, st, ignoreInfo, gs, matched, excluded, parent, ahead)
+		return l.walkDir(rel, abs, resolved, st, ignoreInfo, gs, matched, excluded, parent, ahead)
 	default:
 		if excluded || !matched {
 			return nil
@@ -346,7 +349,7 @@ func (l *lister) walksInto(rel string, gs globState, matched, excluded bool) boo
 	return !excluded || l.ignore.mayReinclude(rel)
 }
 
-func (l *lister) walkDir(rel, abs, source string, st childStat, ignoreInfo patternmatcher.MatchInfo, gs globState, matched, excluded bool, parent *pendingDir, scan *pendingScan) error {
+func (l *lister) walkDir(rel, abs, resolved string, st childStat, ignoreInfo patternmatcher.MatchInfo, gs globState, matched, excluded bool, parent *pendingDir, scan *pendingScan) error {
 	key := [2]uint64{st.id.Dev, st.id.Ino}
 	if l.onPath[key] {
 		return &contextError{fmt.Sprintf("symlink cycle: %s leads back to a directory above it", rel), errSymlinkCycle}
@@ -356,7 +359,7 @@ func (l *lister) walkDir(rel, abs, source string, st childStat, ignoreInfo patte
 
 	var self *pendingDir
 	if matched {
-		e, err := newEntry(rel, abs, source, st)
+		e, err := newEntry(rel, abs, resolved, st)
 		if err != nil {
 			return err
 		}
@@ -372,6 +375,7 @@ func (l *lister) walkDir(rel, abs, source string, st childStat, ignoreInfo patte
 	// Read ahead the subdirectories the walk will enter, so other cores stat them while
 	// this one builds the entries: readAheadWindow of them at first, then one more each
 	// time the walk reaches one, which bounds the goroutines and scans waiting.
+	childRels := joinRelAll(rel, children.names)
 	childGlob := make([]globState, len(children.names))
 	var toRead []int // children to read ahead, in walk order
 	for i, name := range children.names {
@@ -382,7 +386,7 @@ func (l *lister) walkDir(rel, abs, source string, st childStat, ignoreInfo patte
 		if cst.err != nil || !cst.mode.IsDir() {
 			continue
 		}
-		childRel := joinRel(rel, name)
+		childRel := childRels[i]
 		childExcluded, _, err := l.ignore.excluded(childRel, ignoreInfo)
 		if err != nil {
 			continue // reported when the walk gets there, and it stops there
@@ -411,9 +415,13 @@ func (l *lister) walkDir(rel, abs, source string, st childStat, ignoreInfo patte
 			if errors.Is(cst.err, fs.ErrNotExist) {
 				continue // removed since the directory was read
 			}
-			return fmt.Errorf("reading %s in build context %s: %w", joinRel(rel, name), l.root, cst.err)
+			return fmt.Errorf("reading %s in build context %s: %w", childRels[i], l.root, cst.err)
 		}
-		if err := l.visit(joinRel(rel, name), joinAbs(abs, name), cst, ignoreInfo, childGlob[i], matched, self, ahead[i]); err != nil {
+		var childAbs string
+		if !cst.mode.IsRegular() {
+			childAbs = joinAbs(abs, name)
+		}
+		if err := l.visit(childRels[i], childAbs, cst, ignoreInfo, childGlob[i], matched, self, ahead[i]); err != nil {
 			return err
 		}
 	}
@@ -423,6 +431,32 @@ func (l *lister) walkDir(rel, abs, source string, st childStat, ignoreInfo patte
 // readAheadWindow is how many subdirectories of one directory are read ahead at a time:
 // enough to keep GOMAXPROCS read-ahead goroutines busy.
 const readAheadWindow = 64
+
+// joinRelAll is joinRel(dir, name) for each of names, all in one allocation: a listing
+// builds a path for every entry.
+func joinRelAll(dir string, names []string) []string {
+	prefix := ""
+	if dir != "." {
+		prefix = dir + "/"
+	}
+	size := 0
+	for _, name := range names {
+		size += len(prefix) + len(name)
+	}
+	var text strings.Builder
+	text.Grow(size)
+	for _, name := range names {
+		text.WriteString(prefix)
+		text.WriteString(name)
+	}
+	all := text.String()
+	paths := make([]string, len(names))
+	for i, name := range names {
+		n := len(prefix) + len(name)
+		paths[i], all = all[:n], all[n:]
+	}
+	return paths
+}
 
 // joinAbs is filepath.Join(dir, name) for a clean dir and a plain name, without Clean's
 // scan of the whole path.
@@ -569,8 +603,10 @@ func within(root, p string) bool {
 	return err == nil && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator)) && !filepath.IsAbs(r)
 }
 
-func newEntry(rel, abs, source string, st childStat) (Entry, error) {
-	e := Entry{Path: rel, Perm: st.mode.Perm(), Size: st.id.Size, ID: st.id, source: source}
+// newEntry is the entry for rel, lstat'ed as st; abs is its path (needed for a symlink)
+// and resolved what it points to when the listing resolved it.
+func newEntry(rel, abs, resolved string, st childStat) (Entry, error) {
+	e := Entry{Path: rel, Perm: st.mode.Perm(), Size: st.id.Size, ID: st.id, resolved: resolved}
 	switch {
 	case st.mode.IsRegular():
 		e.Kind = KindFile

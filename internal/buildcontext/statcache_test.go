@@ -186,11 +186,11 @@ func TestStatCacheConcurrentSavers(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	m, err := readCacheFile(cachePath)
+	records, err := readCacheRecords(cachePath)
 	if err != nil {
 		t.Fatalf("cache file after concurrent saves: %v", err)
 	}
-	if len(m) == 0 {
+	if len(records) == 0 {
 		t.Fatal("cache file empty after concurrent saves")
 	}
 	if tmp, _ := filepath.Glob(filepath.Join(filepath.Dir(cachePath), ".digests-*")); len(tmp) != 0 {
@@ -207,5 +207,67 @@ func TestDefaultStatCachePathHonoursXDG(t *testing.T) {
 	}
 	if want := "/some/cache/terraform-provider-e2b/digests-v1.bin"; got != want {
 		t.Errorf("DefaultStatCachePath() = %s, want %s", got, want)
+	}
+}
+
+// TestStatCacheKeepsListingOrder checks the file's order: the digests in the order the
+// listing asked for them, so that a warm run finds each one right after the last and
+// never needs the index, and after a change the new order first, the stale digest last.
+func TestStatCacheKeepsListingOrder(t *testing.T) {
+	var entries []treeEntry
+	for i := range 30 {
+		entries = append(entries, file(fmt.Sprintf("d%d/f%02d", i%3, i), fmt.Sprint(i)))
+	}
+	d := settledTree(t, entries...)
+	cachePath := filepath.Join(t.TempDir(), "digests.bin")
+	hashWithCache(t, d, ".", OpenStatCache(cachePath))
+	assertRecordOrder(t, cachePath, mustList(t, d, ".", ListOptions{}), 30)
+
+	warm := OpenStatCache(cachePath)
+	l := mustList(t, d, ".", ListOptions{})
+	if stats, err := l.ComputeDigests(t.Context(), HashOptions{Cache: warm}); err != nil || stats.Cached != 30 {
+		t.Fatalf("warm run: %+v, %v; want 30 digests from the cache", stats, err)
+	}
+	if warm.loaded.slots != nil {
+		t.Error("a warm run of an unchanged tree built the index")
+	}
+
+	past := time.Now().Add(-time.Hour)
+	for name, content := range map[string]string{"d1/f10": "changed", "d0/f30": "new"} {
+		p := filepath.Join(d, name)
+		mustDo(t, os.WriteFile(p, []byte(content), 0o644))
+		mustDo(t, os.Chtimes(p, past, past))
+	}
+	got, stats := hashWithCache(t, d, ".", OpenStatCache(cachePath))
+	if stats.Read != 2 || stats.Cached != 29 {
+		t.Fatalf("after changing one file and adding one: %+v, want 2 read and 29 cached", stats)
+	}
+	if want, _ := hashWithCache(t, d, ".", OpenStatCache(filepath.Join(t.TempDir(), "fresh.bin"))); got != want {
+		t.Fatalf("hash with the cache %s, without %s", got, want)
+	}
+	assertRecordOrder(t, cachePath, mustList(t, d, ".", ListOptions{}), 32)
+}
+
+// assertRecordOrder checks that the cache file at path holds total records, of which the
+// first are the digests of l's files in listing order.
+func assertRecordOrder(t *testing.T, path string, l *Listing, total int) {
+	t.Helper()
+	records, err := readCacheRecords(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := newDigestTable(records, 0)
+	if table.len() != total {
+		t.Fatalf("cache holds %d digests, want %d", table.len(), total)
+	}
+	i := 0
+	for _, e := range l.Entries {
+		if e.Kind != KindFile {
+			continue
+		}
+		if table.id(i) != e.ID {
+			t.Fatalf("record %d is %+v, want %s's %+v", i, table.id(i), e.Path, e.ID)
+		}
+		i++
 	}
 }

@@ -1,0 +1,70 @@
+package buildcontext
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestDirReaderAgreesWithLstat checks the raw getdents and statx reading against the os
+// package: the same names (several getdents calls' worth, the longest names allowed) and,
+// for every kind of entry, the mode and stat identity os.Lstat gives, through statx and
+// through the fstatat fallback.
+func TestDirReaderAgreesWithLstat(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 300 { // about 70 KB of records, eight times the getdents buffer
+		name := strings.Repeat(string(rune('a'+i%26)), 200) + strings.Repeat("x", i%53) + "-" + string(rune('A'+i/26))
+		mustDo(t, os.WriteFile(filepath.Join(dir, name), []byte("content"), 0o640))
+	}
+	mustDo(t, os.WriteFile(filepath.Join(dir, strings.Repeat("n", 255)), nil, 0o600))
+	mustDo(t, os.Mkdir(filepath.Join(dir, "sub"), 0o750))
+	mustDo(t, os.Symlink("sub", filepath.Join(dir, "link")))
+	mustDo(t, syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600))
+	mustDo(t, os.WriteFile(filepath.Join(dir, "exec"), nil, 0o4755))
+
+	d, err := openDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.close()
+	names, err := d.names()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(names)
+	if len(names) != len(want) {
+		t.Fatalf("%d names, os.ReadDir has %d", len(names), len(want))
+	}
+	for i, name := range names {
+		if name != want[i].Name() {
+			t.Fatalf("name %d is %q, os.ReadDir has %q", i, name, want[i].Name())
+		}
+		fi, err := os.Lstat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lstat := statOf(fi)
+		for how, got := range map[string]childStat{"statx": d.lstat(name), "fstatat": d.fstatat(name)} {
+			if got.err != nil || got.mode != lstat.mode || got.id != lstat.id {
+				t.Errorf("%s of %s = %+v, os.Lstat gives %+v", how, name, got, lstat)
+			}
+		}
+	}
+	if st := d.lstat("missing"); !os.IsNotExist(st.err) || !strings.Contains(st.err.Error(), filepath.Join(dir, "missing")) {
+		t.Errorf("lstat of a missing name: %v, want a not-exist error naming the path", st.err)
+	}
+}
+
+func mustDo(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
