@@ -1,10 +1,14 @@
 package buildcontext
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 )
@@ -66,5 +70,48 @@ func mustDo(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// BenchmarkStatFloor is the system calls of a listing of the benchmark tree and nothing
+// else: open, getdents and close of every directory and an lstat of every entry, spread
+// over GOMAXPROCS goroutines. It is the floor under BenchmarkList and so under a warm hash.
+func BenchmarkStatFloor(b *testing.B) {
+	root := benchTree(b)
+	var dirs []string
+	if err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range runtime.GOMAXPROCS(0) {
+			wg.Go(func() {
+				for i := int(next.Add(1)) - 1; i < len(dirs); i = int(next.Add(1)) - 1 {
+					d, err := openDir(dirs[i])
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					names, err := d.names()
+					for _, name := range names {
+						if st := d.lstat(name); st.err != nil {
+							b.Error(st.err)
+						}
+					}
+					d.close()
+					if err != nil {
+						b.Error(err)
+					}
+				}
+			})
+		}
+		wg.Wait()
 	}
 }

@@ -99,7 +99,6 @@ func (c *StatCache) fill(entries []Entry) int {
 	defer c.mu.Unlock()
 	var found []int
 	var text strings.Builder // the hex digests found, one after the other
-	text.Grow(len(entries) * hexDigestLen)
 	for i := range entries {
 		e := &entries[i]
 		if e.Kind != KindFile || e.SHA256 != "" {
@@ -117,6 +116,9 @@ func (c *StatCache) fill(entries []Entry) int {
 			}
 			c.missed[e.ID] = c.asked
 			continue
+		}
+		if len(found) == 0 {
+			text.Grow((len(entries) - i) * hexDigestLen)
 		}
 		found = append(found, i)
 		var digest [hexDigestLen]byte
