@@ -2,6 +2,7 @@ package localserver
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -246,7 +247,9 @@ func loadAPIKey(dataDir, configured string) (string, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return "", err
 	}
-	key := "e2b_" + randomHex(20)
+	secret := make([]byte, 20)
+	_, _ = rand.Read(secret) // crypto/rand.Read never fails (Go 1.24+)
+	key := "e2b_" + hex.EncodeToString(secret)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return "", fmt.Errorf("keep the API key: %w", err)

@@ -3,7 +3,6 @@ package localserver
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"maps"
 	"net/http"
 	"net/url"
@@ -14,12 +13,6 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
-
-func randomHex(n int) string {
-	buf := make([]byte, n)
-	rand.Read(buf)
-	return hex.EncodeToString(buf)
-}
 
 func (s *Server) domain() *string {
 	if s.cfg.Domain == "" {
@@ -71,7 +64,7 @@ func (s *Server) handleCreateSandbox(v1 bool) http.HandlerFunc {
 		maps.Copy(env, req.EnvVars)
 		token := ""
 		if !v1 || (req.Secure != nil && *req.Secure) {
-			token = randomHex(32)
+			token = rand.Text()
 		}
 		id := "i" + store.RandomID(20)
 		started, err := s.engine.StartSandbox(r.Context(), runtime.SandboxSpec{

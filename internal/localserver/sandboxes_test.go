@@ -2,6 +2,7 @@ package localserver
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"io"
@@ -36,7 +37,7 @@ func TestSandboxLifecycleAndProxy(t *testing.T) {
 	}
 	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app", Metadata: map[string]string{"m": "1"}, EnvVars: map[string]string{"K": "V"}})
 	if !strings.HasPrefix(sb.SandboxID, "i") || len(sb.SandboxID) != 21 || sb.TemplateID != reg.TemplateID || sb.Alias != "app" ||
-		sb.EnvdVersion != "0.6.13" || len(sb.EnvdAccessToken) != 64 || sb.ClientID != e2bapi.ClientID || sb.Domain == nil || *sb.Domain != "localhost:1" {
+		sb.EnvdVersion != "0.6.13" || len(sb.EnvdAccessToken) != len(rand.Text()) || sb.ClientID != e2bapi.ClientID || sb.Domain == nil || *sb.Domain != "localhost:1" {
 		t.Fatalf("sandbox = %+v", sb)
 	}
 

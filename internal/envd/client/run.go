@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -127,7 +126,7 @@ func (c *Client) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 	}
 	tag := req.Tag
 	if tag == "" {
-		tag = randomTag()
+		tag = "run-" + rand.Text()
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("run %s: %w", req.describe(), err)
@@ -389,10 +388,4 @@ func (req *RunRequest) describe() string {
 		s = string(r[:maxRunes]) + "…"
 	}
 	return strconv.Quote(s)
-}
-
-func randomTag() string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
-	return "run-" + hex.EncodeToString(b)
 }

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"maps"
@@ -83,7 +84,7 @@ func (b *builder) run(ctx context.Context) (*BuildResult, error) {
 		image:    b.spec.BaseImage,
 		kind:     kindBuild,
 		id:       b.spec.BuildID,
-		token:    randomToken(),
+		token:    rand.Text(),
 		labels:   b.d.labels(kindBuild, b.spec.TemplateID, b.spec.BuildID, ""),
 		cpuCount: b.spec.CPUCount,
 		memoryMB: b.spec.MemoryMB,

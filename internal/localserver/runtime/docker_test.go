@@ -355,7 +355,7 @@ func TestBuildAndSandbox(t *testing.T) {
 		t.Errorf("image config %+v: want no command and kind %q", img.Config, kindImage)
 	}
 
-	token := randomToken()
+	token := rand.Text()
 	sb, err := d.StartSandbox(t.Context(), SandboxSpec{
 		SandboxID: randomID("sbx"), TemplateID: spec.TemplateID, BuildID: spec.BuildID,
 		Image: res.Image, User: res.User, Workdir: res.Workdir, Env: res.Env, StartCmd: res.StartCmd,
@@ -536,7 +536,7 @@ func TestRemoveOrphans(t *testing.T) {
 	t.Parallel()
 	d := newTestDocker(t, "none")
 	start := func(id string) *Sandbox {
-		sb, err := d.StartSandbox(t.Context(), SandboxSpec{SandboxID: id, Image: dockerEnv.baseImage, User: "root", AccessToken: randomToken()})
+		sb, err := d.StartSandbox(t.Context(), SandboxSpec{SandboxID: id, Image: dockerEnv.baseImage, User: "root", AccessToken: rand.Text()})
 		if err != nil {
 			t.Fatal(err)
 		}

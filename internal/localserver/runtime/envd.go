@@ -2,8 +2,6 @@ package runtime
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -36,12 +34,6 @@ func newEnvdConn(socket, token string) *envdConn {
 		panic(fmt.Sprintf("envd client for a fixed loopback URL: %v", err)) // cannot happen
 	}
 	return &envdConn{socket: socket, token: token, c: c}
-}
-
-func randomToken() string {
-	b := make([]byte, 24)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
-	return hex.EncodeToString(b)
 }
 
 func (e *envdConn) health(ctx context.Context) error { return e.c.Health(ctx) }
