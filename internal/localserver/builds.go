@@ -69,8 +69,7 @@ func (s *Server) handleStartBuild(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, "fromTemplate '%s': its build %s has no result", req.FromTemplate, base.ID)
 			return
 		}
-		spec.BaseImage = base.Result.Image
-		spec.BaseUser, spec.BaseWorkdir, spec.BaseEnv = base.Result.User, base.Result.Workdir, base.Result.Env
+		spec.BaseImage, spec.FromBuild = base.Result.Image, base.Result
 	}
 	// An unknown step type fails the build (as on E2B), not the request.
 	var unknown *e2bapi.BuildStatusReason

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -320,8 +321,8 @@ func (e *fakeEngine) Info(context.Context) (runtime.EngineInfo, error) {
 func (e *fakeEngine) Build(ctx context.Context, spec runtime.BuildSpec) (*runtime.BuildResult, error) {
 	e.builds <- spec
 	env := map[string]string{}
-	for k, v := range spec.BaseEnv {
-		env[k] = v
+	if spec.FromBuild != nil {
+		maps.Copy(env, spec.FromBuild.Env)
 	}
 	spec.Log(e2bapi.BuildLogEntry{Message: "base " + spec.BaseImage, Level: e2bapi.LogDebug, Step: "base"})
 	for i, st := range spec.Steps {

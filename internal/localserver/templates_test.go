@@ -249,8 +249,9 @@ func TestStartBuildRules(t *testing.T) {
 		t.Fatal(info)
 	}
 	spec := lastBuildSpec(t, eng, child.BuildID)
-	if spec.BaseImage != "fake/"+base.TemplateID+":"+base.BuildID || spec.PullBase || spec.BaseEnv["FROM_BASE"] != "1" || spec.BaseUser != "user" {
-		t.Errorf("child spec base = %q pull %v env %v user %q", spec.BaseImage, spec.PullBase, spec.BaseEnv, spec.BaseUser)
+	if spec.BaseImage != "fake/"+base.TemplateID+":"+base.BuildID || spec.PullBase || spec.FromBuild == nil ||
+		spec.FromBuild.Env["FROM_BASE"] != "1" || spec.FromBuild.User != "user" {
+		t.Errorf("child spec base = %q pull %v from %+v", spec.BaseImage, spec.PullBase, spec.FromBuild)
 	}
 }
 

@@ -66,10 +66,6 @@ func (d *Docker) Build(ctx context.Context, spec BuildSpec) (*BuildResult, error
 	return res, err
 }
 
-// fromTemplate reports whether the build continues another build; its
-// final state (always with a user) is then the starting point.
-func (b *builder) fromTemplate() bool { return b.spec.BaseUser != "" }
-
 func (b *builder) run(ctx context.Context) (*BuildResult, error) {
 	b.logf(stepBase, e2bapi.LogInfo, "Building from %s", b.spec.BaseImage)
 	img, err := b.d.ensureImage(ctx, b.spec, func(format string, args ...any) { b.logf(stepBase, e2bapi.LogInfo, format, args...) })
@@ -77,7 +73,7 @@ func (b *builder) run(ctx context.Context) (*BuildResult, error) {
 		return nil, b.fail(stepBase, err)
 	}
 	var prepare func(context.Context, string) error
-	if !b.fromTemplate() {
+	if b.spec.FromBuild == nil {
 		prepare = b.ensureAccountFiles
 	}
 	b.c, err = b.d.startContainer(ctx, containerRequest{
@@ -104,9 +100,9 @@ func (b *builder) run(ctx context.Context) (*BuildResult, error) {
 		b.logf(stepBase, e2bapi.LogInfo, "The image has no /bin/bash: commands run with %s -c", b.sh.path)
 	}
 
-	if b.fromTemplate() {
-		b.user, b.workdir = b.spec.BaseUser, b.spec.BaseWorkdir
-		b.env = copyEnv(b.spec.BaseEnv)
+	if from := b.spec.FromBuild; from != nil {
+		b.user, b.workdir = from.User, from.Workdir
+		b.env = copyEnv(from.Env)
 	} else {
 		b.user, b.env = "root", imageEnv(img)
 		if img.Config != nil {

@@ -426,9 +426,9 @@ func TestBuildAndSandbox(t *testing.T) {
 	var log2 buildLog
 	res2, err := d.Build(t.Context(), BuildSpec{
 		TemplateID: spec.TemplateID, BuildID: randomID("build"), BaseImage: res.Image,
-		BaseUser: res.User, BaseWorkdir: res.Workdir, BaseEnv: res.Env,
-		Steps: []e2bapi.TemplateStep{{Type: "RUN", Args: []string{`echo "continued as $(id -un) in $(pwd) with $NAME"`}}},
-		Log:   log2.add,
+		FromBuild: res,
+		Steps:     []e2bapi.TemplateStep{{Type: "RUN", Args: []string{`echo "continued as $(id -un) in $(pwd) with $NAME"`}}},
+		Log:       log2.add,
 	})
 	if err != nil {
 		t.Fatalf("build from a build: %v\nlog:\n%s", err, &log2)

@@ -14,17 +14,15 @@ import (
 type BuildSpec struct {
 	TemplateID string
 	BuildID    string
-	// BaseImage is the Docker image to start from: fromImage, or the image of
-	// the ready build that fromTemplate resolved to.
+	// BaseImage is the Docker image to start from: fromImage, or FromBuild.Image.
 	BaseImage string
 	// PullBase pulls BaseImage when it is absent (fromImage only).
 	PullBase     bool
 	RegistryAuth *e2bapi.FromImageRegistry
-	// Base* carry the final state of fromTemplate's build; empty for images.
-	BaseUser    string
-	BaseWorkdir string
-	BaseEnv     map[string]string
-	Steps       []e2bapi.TemplateStep
+	// FromBuild is the ready build fromTemplate resolved to, whose final user,
+	// workdir and env this build starts with; nil for fromImage.
+	FromBuild *BuildResult
+	Steps     []e2bapi.TemplateStep
 	// Archives maps each COPY step's filesHash to the stored archive on disk.
 	Archives map[string]string
 	StartCmd string
