@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -43,16 +42,12 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/dockerfile"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/templatebuild"
 )
 
 // Defaults of e2b_template_build.
 const (
 	defaultBuildTimeout = 60 * time.Minute
-	// uploadParallelism bounds the archives spooled and uploaded at once:
-	// each holds a temporary file and a connection.
-	uploadParallelism = 4
-	// failureLogLines is how many log lines a failed build's error shows.
-	failureLogLines = 30
 
 	hashModePortable = "portable"
 	hashModeSDK      = "e2b-sdk"
@@ -777,14 +772,18 @@ func (r *templateBuildResource) Create(ctx context.Context, req resource.CreateR
 		return
 	}
 
-	if err := uploadMissing(waitCtx, api, templateID, spec, listings, hashes); err != nil {
+	copies := make([]templatebuild.Copy, len(spec.copies))
+	for i, c := range spec.copies {
+		copies[i] = templatebuild.Copy{Name: fmt.Sprintf("COPY %s %s (step %d)", c.src, c.dest, c.step+1), Listing: listings[i], Hash: hashes[i]}
+	}
+	if err := templatebuild.UploadMissing(waitCtx, api, templateID, copies, tflogLogger{}); err != nil {
 		resp.Diagnostics.AddError("Uploading the build context", err.Error())
 		return
 	}
 
-	var tags []string
-	resp.Diagnostics.Append(plan.Tags.ElementsAs(ctx, &tags, false)...)
-	buildID, reused, err := registerAndStart(ctx, api, tpl, &plan, tags, spec.start)
+	start := templatebuild.Request{CPUCount: optionalInt32(plan.CPUCount), MemoryMB: optionalInt32(plan.MemoryMB), Start: spec.start}
+	resp.Diagnostics.Append(plan.Tags.ElementsAs(ctx, &start.Tags, false)...)
+	buildID, onWaiting, err := templatebuild.Start(ctx, api, tpl, start, tflogLogger{})
 	if err != nil {
 		resp.Diagnostics.AddError("Starting build of template "+templateID, err.Error())
 		return
@@ -799,8 +798,8 @@ func (r *templateBuildResource) Create(ctx context.Context, req resource.CreateR
 	}
 	plan.Status, diags = followBuild(waitCtx, ctx, api, templateID, buildID, spec.start.Steps)
 	resp.Diagnostics.Append(diags...)
-	if reused && plan.Status.ValueString() == e2bapi.BuildReady {
-		resp.Diagnostics.Append(assignTags(ctx, api, templateID, buildID, tags)...)
+	if onWaiting && plan.Status.ValueString() == e2bapi.BuildReady {
+		resp.Diagnostics.Append(assignTags(ctx, api, templateID, buildID, start.Tags)...)
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
@@ -822,166 +821,20 @@ func newestEntries(l *buildcontext.Listing, n int) string {
 	return strings.Join(names, ", ")
 }
 
-// uploadMissing asks E2B for every COPY archive and uploads those it does
-// not have, a few at a time; each archive is spooled to a temporary file
-// (checked against the planned digests) and streamed from there.
-func uploadMissing(ctx context.Context, api *e2bapi.Client, templateID string, spec *buildSpec, listings []*buildcontext.Listing, hashes []string) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	sem := make(chan struct{}, uploadParallelism)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var errs []error
-	seen := map[string]bool{}
-	for i, h := range hashes {
-		if seen[h] {
-			continue
-		}
-		seen[h] = true
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			c := spec.copies[i]
-			if err := uploadOne(ctx, api, templateID, listings[i], h); err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("COPY %s %s (step %d): %w", c.src, c.dest, c.step+1, err))
-				mu.Unlock()
-				cancel()
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-func uploadOne(ctx context.Context, api *e2bapi.Client, templateID string, l *buildcontext.Listing, hash string) error {
-	link, err := api.GetFileUploadLink(ctx, templateID, hash)
-	if err != nil {
-		return err
-	}
-	if link.Present {
-		tflog.Info(ctx, "build context already uploaded", map[string]any{"files_hash": hash})
+// optionalInt32 is v as the API's optional int32 (the schema bounds it).
+func optionalInt32(v types.Int64) *int32 {
+	if v.IsNull() || v.IsUnknown() {
 		return nil
 	}
-	if link.URL == "" {
-		return fmt.Errorf("E2B has no archive with files hash %s and gave no upload URL", hash)
-	}
-	started := time.Now()
-	name, size, err := l.SpoolArchive(ctx, "")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(name)
-	f, err := os.Open(name)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := api.UploadArchive(ctx, link, f, size); err != nil {
-		return err
-	}
-	tflog.Info(ctx, "build context uploaded", map[string]any{
-		"files_hash": hash, "bytes": size, "duration_ms": time.Since(started).Milliseconds(),
-	})
-	return nil
+	n := int32(v.ValueInt64()) //nolint:gosec // validated to a small range by the schema
+	return &n
 }
 
-// registerAndStart starts the build. When the template has a waiting build
-// (the one E2B registered with the template) with the same resources, the
-// build runs on it, so it does not wait forever; it carries the default tag
-// and gets the configured tags once ready (assignTags). Otherwise a new
-// build is registered with the tags, plus the default tag when a waiting
-// build is there: E2B then marks the waiting one superseded.
-func registerAndStart(ctx context.Context, api *e2bapi.Client, tpl *e2bapi.TemplateWithBuilds, m *templateBuildModel, tags []string, start e2bapi.TemplateBuildStartV2) (buildID string, reused bool, err error) {
-	waiting := false
-	for _, b := range tpl.Builds {
-		if b.Status != e2bapi.BuildWaiting {
-			continue
-		}
-		waiting = true
-		if (!m.CPUCount.IsNull() && int64(b.CPUCount) != m.CPUCount.ValueInt64()) ||
-			(!m.MemoryMB.IsNull() && int64(b.MemoryMB) != m.MemoryMB.ValueInt64()) {
-			continue
-		}
-		err := api.StartBuild(ctx, tpl.TemplateID, b.BuildID, start)
-		if err == nil {
-			tflog.Info(ctx, "build started on the template's waiting build", map[string]any{"build_id": b.BuildID})
-			return b.BuildID, true, nil
-		}
-		// Another apply may have taken it in the meantime.
-		if !e2bapi.IsInvalid(err) {
-			return "", false, err
-		}
-		tflog.Debug(ctx, "waiting build not usable", map[string]any{"build_id": b.BuildID, "error": err.Error()})
-	}
-	name := templateName(tpl)
-	if waiting && len(tags) > 0 && !slices.Contains(tags, e2bapi.DefaultTag) {
-		tags = append(slices.Clone(tags), e2bapi.DefaultTag)
-	}
-	reg := e2bapi.TemplateBuildRequestV3{Name: name, Tags: tags}
-	if !m.CPUCount.IsNull() {
-		n := int32(m.CPUCount.ValueInt64())
-		reg.CPUCount = &n
-	}
-	if !m.MemoryMB.IsNull() {
-		n := int32(m.MemoryMB.ValueInt64())
-		reg.MemoryMB = &n
-	}
-	out, err := api.CreateTemplateBuild(ctx, reg)
-	if err != nil {
-		return "", false, err
-	}
-	if out.TemplateID != tpl.TemplateID {
-		return "", false, fmt.Errorf("registering a build under the name %q gave template %s, not %s", name, out.TemplateID, tpl.TemplateID)
-	}
-	if err := api.StartBuild(ctx, tpl.TemplateID, out.BuildID, start); err != nil {
-		return "", false, err
-	}
-	tflog.Info(ctx, "build started", map[string]any{"build_id": out.BuildID})
-	return out.BuildID, false, nil
-}
-
-// templateName is the name builds of tpl are registered and tagged under.
-func templateName(tpl *e2bapi.TemplateWithBuilds) string {
-	switch {
-	case len(tpl.Names) > 0:
-		return tpl.Names[0]
-	case len(tpl.Aliases) > 0:
-		return tpl.Aliases[0]
-	}
-	return tpl.TemplateID
-}
-
-// assignTags points those of tags at a ready build that no build of the
-// template holds yet: a build started on the template's waiting build got
-// only the default tag at registration. Tags another build holds were
-// assigned later than this build's registration and are left alone.
+// assignTags gives a build started on the template's waiting build its tags
+// (templatebuild.AssignMissingTags).
 func assignTags(ctx context.Context, api *e2bapi.Client, templateID, buildID string, tags []string) diag.Diagnostics {
 	var diags diag.Diagnostics
-	if len(tags) == 0 {
-		return diags
-	}
-	held, err := api.ListTags(ctx, templateID)
-	var tpl *e2bapi.TemplateWithBuilds
-	if err == nil {
-		tpl, err = api.GetTemplate(ctx, templateID)
-	}
-	if err != nil {
-		diags.AddAttributeError(path.Root("tags"), "Tagging build "+buildID, err.Error())
-		return diags
-	}
-	var missing []string
-	for _, tag := range tags {
-		if !slices.ContainsFunc(held, func(h e2bapi.TemplateTag) bool { return h.Tag == tag }) {
-			missing = append(missing, tag)
-		}
-	}
-	if len(missing) == 0 {
-		return diags
-	}
-	if _, err := api.AssignTags(ctx, templateName(tpl)+":"+buildID, missing); err != nil {
+	if err := templatebuild.AssignMissingTags(ctx, api, templateID, buildID, tags); err != nil {
 		diags.AddAttributeError(path.Root("tags"), "Tagging build "+buildID, err.Error())
 	}
 	return diags
@@ -993,24 +846,17 @@ func assignTags(ctx context.Context, api *e2bapi.Client, templateID, buildID str
 // carries the logging setup and outlives waitCtx.
 func followBuild(waitCtx, logCtx context.Context, api *e2bapi.Client, templateID, buildID string, steps []e2bapi.TemplateStep) (types.String, diag.Diagnostics) {
 	var diags diag.Diagnostics
-	var tail []e2bapi.BuildLogEntry
-	info, err := api.FollowBuild(waitCtx, templateID, buildID, e2bapi.FollowOptions{
-		OnLog: func(e e2bapi.BuildLogEntry) {
-			tflog.Info(logCtx, "build log: "+e.Message, map[string]any{
-				"build_id": buildID, "step": e.Step, "level": e.Level, "step_description": describeStep(steps, e.Step),
-			})
-			tail = append(tail, e)
-			if len(tail) > failureLogLines {
-				tail = tail[len(tail)-failureLogLines:]
-			}
-		},
+	status, err := templatebuild.Follow(waitCtx, api, templateID, buildID, steps, func(e e2bapi.BuildLogEntry, step string) {
+		tflog.Info(logCtx, "build log: "+e.Message, map[string]any{
+			"build_id": buildID, "step": e.Step, "level": e.Level, "step_description": step,
+		})
 	})
-	var failed *e2bapi.BuildFailedError
+	var failed *templatebuild.FailedError
 	switch {
 	case err == nil:
-		return types.StringValue(info.Status), diags
+		return types.StringValue(status), diags
 	case errors.As(err, &failed):
-		diags.AddError("Build failed", buildFailureDetail(templateID, buildID, failed.Reason, steps, tail))
+		diags.AddError("Build failed", failed.Error())
 		return types.StringValue(e2bapi.BuildError), diags
 	case errors.Is(err, context.DeadlineExceeded) && logCtx.Err() == nil:
 		diags.AddWarning("Build still running",
@@ -1022,43 +868,6 @@ func followBuild(waitCtx, logCtx context.Context, api *e2bapi.Client, templateID
 			fmt.Sprintf("%v. The build may go on; the state records it and the next plan refreshes its status.", err))
 		return types.StringValue(e2bapi.BuildBuilding), diags
 	}
-}
-
-// describeStep names a log step: "3" is the third build step.
-func describeStep(steps []e2bapi.TemplateStep, step string) string {
-	n, err := strconv.Atoi(step)
-	if err != nil || n < 1 || n > len(steps) {
-		return step
-	}
-	s := steps[n-1]
-	arg := strings.Join(s.Args, " ")
-	if len(arg) > 80 {
-		arg = arg[:77] + "..."
-	}
-	return fmt.Sprintf("step %d (%s %s)", n, s.Type, arg)
-}
-
-func buildFailureDetail(templateID, buildID string, reason *e2bapi.BuildStatusReason, steps []e2bapi.TemplateStep, tail []e2bapi.BuildLogEntry) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Build %s of template %s failed", buildID, templateID)
-	if reason != nil && reason.Step != "" {
-		fmt.Fprintf(&b, " at %s", describeStep(steps, reason.Step))
-	}
-	if reason != nil && reason.Message != "" {
-		fmt.Fprintf(&b, ": %s", reason.Message)
-	}
-	b.WriteString(".")
-	if len(tail) > 0 {
-		fmt.Fprintf(&b, "\n\nLast %d log lines:\n", len(tail))
-		for _, e := range tail {
-			step := e.Step
-			if step == "" {
-				step = "-"
-			}
-			fmt.Fprintf(&b, "[%s] %s\n", step, strings.TrimRight(e.Message, "\n"))
-		}
-	}
-	return b.String()
 }
 
 func (r *templateBuildResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {

@@ -309,23 +309,6 @@ func TestReadDockerfile(t *testing.T) {
 	}
 }
 
-func TestBuildFailureDetail(t *testing.T) {
-	steps := []e2bapi.TemplateStep{{Type: "RUN", Args: []string{"true"}}, {Type: "RUN", Args: []string{"exit 7"}}}
-	var tail []e2bapi.BuildLogEntry
-	for i := range 40 {
-		tail = append(tail, e2bapi.BuildLogEntry{Message: fmt.Sprintf("line %d", i), Step: "2"})
-	}
-	got := buildFailureDetail("tpl", "bid", &e2bapi.BuildStatusReason{Message: "exit status 7", Step: "2"}, steps, tail[10:])
-	for _, want := range []string{"failed at step 2 (RUN exit 7): exit status 7", "Last 30 log lines", "[2] line 10", "[2] line 39"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("detail lacks %q:\n%s", want, got)
-		}
-	}
-	if strings.Contains(got, "line 9\n") {
-		t.Errorf("detail has more than the tail:\n%s", got)
-	}
-}
-
 func TestCheckCopySrc(t *testing.T) {
 	for src, ok := range map[string]bool{"a": true, "a/../b": true, "**/*.go": true, ".": true,
 		"..": false, "../a": false, "a/../../b": false, "/etc": false} {
