@@ -6,9 +6,16 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/templatebuild"
 )
 
 // TestProcessSchemasMatchModel checks that the data source and the
@@ -53,4 +60,118 @@ func TestProcessSchemasMatchModel(t *testing.T) {
 	if d := state.Set(ctx, &m); d.HasError() {
 		t.Fatalf("data source state: %v", d)
 	}
+}
+
+// TestAccProcessEphemeralOverProtocol opens the ephemeral resource the way Terraform 1.10+
+// does, through the provider's protocol 6 server (schema, provider configuration,
+// validation, open), against the local server: the Terraform 1.8 CLI of the acceptance
+// tests cannot, and no newer CLI can be built here (TestAccProcessEphemeral).
+func TestAccProcessEphemeralOverProtocol(t *testing.T) {
+	srv := localServer(t)
+	ctx := t.Context()
+	template := processTemplateByAPI(t, srv)
+
+	server, err := providerserver.NewProtocol6WithError(New("test")())()
+	acctest.Must(t, err)
+	schemas, err := server.GetProviderSchema(ctx, &tfprotov6.GetProviderSchemaRequest{})
+	acctest.Must(t, err)
+	if _, ok := schemas.EphemeralResourceSchemas["e2b_process"]; !ok || len(schemas.Diagnostics) != 0 {
+		t.Fatalf("provider schema: no ephemeral e2b_process (diagnostics %v)", schemas.Diagnostics)
+	}
+
+	var providerSchema provider.SchemaResponse
+	New("test")().Schema(ctx, provider.SchemaRequest{}, &providerSchema)
+	configured, err := server.ConfigureProvider(ctx, &tfprotov6.ConfigureProviderRequest{
+		TerraformVersion: "1.10.0",
+		Config: dynamicValue(t, providerSchema.Schema.Type().TerraformType(ctx), map[string]tftypes.Value{
+			"api_url":     tftypes.NewValue(tftypes.String, srv.APIURL),
+			"api_key":     tftypes.NewValue(tftypes.String, srv.APIKey),
+			"sandbox_url": tftypes.NewValue(tftypes.String, srv.SandboxURL),
+		}),
+	})
+	acctest.Must(t, err)
+	if len(configured.Diagnostics) != 0 {
+		t.Fatalf("configuring the provider: %v", configured.Diagnostics)
+	}
+
+	var ephSchema ephemeral.SchemaResponse
+	NewProcessEphemeralResource().Schema(ctx, ephemeral.SchemaRequest{}, &ephSchema)
+	ephType := ephSchema.Schema.Type().TerraformType(ctx)
+	config := dynamicValue(t, ephType, map[string]tftypes.Value{
+		"template":            tftypes.NewValue(tftypes.String, template),
+		"command":             tftypes.NewValue(tftypes.String, "echo secret-output; echo to-stderr >&2; exit 3"),
+		"allow_non_zero_exit": tftypes.NewValue(tftypes.Bool, true),
+	})
+	validated, err := server.ValidateEphemeralResourceConfig(ctx, &tfprotov6.ValidateEphemeralResourceConfigRequest{TypeName: "e2b_process", Config: config})
+	acctest.Must(t, err)
+	if len(validated.Diagnostics) != 0 {
+		t.Fatalf("validating: %v", validated.Diagnostics)
+	}
+	opened, err := server.OpenEphemeralResource(ctx, &tfprotov6.OpenEphemeralResourceRequest{TypeName: "e2b_process", Config: config})
+	acctest.Must(t, err)
+	if len(opened.Diagnostics) != 0 {
+		t.Fatalf("opening: %v", opened.Diagnostics)
+	}
+	raw, err := opened.Result.Unmarshal(ephType)
+	acctest.Must(t, err)
+	result := tfsdk.EphemeralResultData{Schema: ephSchema.Schema, Raw: raw}
+	var got processModel
+	if d := result.Get(ctx, &got); d.HasError() {
+		t.Fatal(d)
+	}
+	if got.ExitCode.ValueInt64() != 3 || got.Stdout.ValueString() != "secret-output\n" || got.Stderr.ValueString() != "to-stderr\n" || got.SandboxID.ValueString() == "" {
+		t.Errorf("result: exit %s, stdout %s, stderr %s, sandbox %s", got.ExitCode, got.Stdout, got.Stderr, got.SandboxID)
+	}
+	if n, err := runningSandboxes(ctx, srv); err != nil || n != 0 {
+		t.Errorf("%d sandboxes still run (%v): the ephemeral resource must kill the sandbox it starts", n, err)
+	}
+}
+
+// dynamicValue is an object of type typ with the given attributes, the others null.
+func dynamicValue(t *testing.T, typ tftypes.Type, attrs map[string]tftypes.Value) *tfprotov6.DynamicValue {
+	t.Helper()
+	obj, ok := typ.(tftypes.Object)
+	if !ok {
+		t.Fatalf("%s is not an object type", typ)
+	}
+	values := map[string]tftypes.Value{}
+	for name, attrType := range obj.AttributeTypes {
+		values[name] = tftypes.NewValue(attrType, nil)
+	}
+	for name, v := range attrs {
+		if _, ok := obj.AttributeTypes[name]; !ok {
+			t.Fatalf("%s has no attribute %s", typ, name)
+		}
+		values[name] = v
+	}
+	dv, err := tfprotov6.NewDynamicValue(typ, tftypes.NewValue(typ, values))
+	acctest.Must(t, err)
+	return &dv
+}
+
+// processTemplateByAPI builds, without Terraform, the template processTemplate makes,
+// and returns its name:buildID.
+func processTemplateByAPI(t *testing.T, srv *acctest.Server) string {
+	t.Helper()
+	api := testAPI(t, srv)
+	name := uniqueName("acc-eph-proto")
+	reg, err := api.CreateTemplateBuild(t.Context(), e2bapi.TemplateBuildRequestV3{Name: name})
+	acctest.Must(t, err)
+	t.Cleanup(func() {
+		if err := api.DeleteTemplate(context.Background(), reg.TemplateID); err != nil {
+			t.Errorf("deleting template %s: %v", reg.TemplateID, err)
+		}
+	})
+	tpl, err := api.GetTemplate(t.Context(), reg.TemplateID)
+	acctest.Must(t, err)
+	steps := []e2bapi.TemplateStep{
+		{Type: e2bapi.StepWorkdir, Args: []string{"/"}},
+		{Type: e2bapi.StepRun, Args: []string{`mkdir -p /root /tmp && { [ -e /bin/bash ] || { printf '#!/bin/sh\nexec /bin/sh "$@"\n' > /bin/bash && chmod 755 /bin/bash; }; }`, "root"}},
+	}
+	buildID, _, err := templatebuild.Start(t.Context(), api, tpl, templatebuild.Request{Start: e2bapi.TemplateBuildStartV2{FromImage: srv.BaseImage, Steps: steps}}, tflogLogger{})
+	acctest.Must(t, err)
+	if status, err := templatebuild.Follow(t.Context(), api, reg.TemplateID, buildID, steps, func(e2bapi.BuildLogEntry, string) {}); err != nil || status != e2bapi.BuildReady {
+		t.Fatalf("building the template: %s, %v", status, err)
+	}
+	return name + ":" + buildID
 }
