@@ -238,19 +238,7 @@ func Shared(t testing.TB) *Server {
 		if shared.err != nil {
 			return
 		}
-		binary, err := BuildBinary(ctx, shared.dir)
-		if err != nil {
-			shared.err = err
-			return
-		}
-		dataDir := filepath.Join(shared.dir, "data")
-		if shared.err = os.Mkdir(dataDir, 0o700); shared.err != nil {
-			return
-		}
-		shared.server, shared.err = Start(ctx, binary, dataDir, dockerHost)
-		if shared.server != nil {
-			shared.server.BaseImage = baseImage
-		}
+		shared.server, shared.err = launch(ctx, shared.dir, dockerHost, baseImage)
 	})
 	if shared.skip != "" {
 		t.Skip(shared.skip)
@@ -259,6 +247,44 @@ func Shared(t testing.TB) *Server {
 		t.Fatal(shared.err)
 	}
 	return shared.server
+}
+
+// Another starts a local server of t's own (a second environment, say) on the engine
+// Shared uses, and stops it when t ends; it skips t as Shared does.
+func Another(t testing.TB) *Server {
+	t.Helper()
+	ctx := context.Background() // the server outlives t.Context, which ends before cleanups
+	dockerHost, baseImage, err := Environment(ctx)
+	if err != nil {
+		t.Skip(err.Error())
+	}
+	// Short, as Shared's: the server keeps unix sockets below it.
+	dir, err := os.MkdirTemp("", "e2bacc") //nolint:usetesting // see above
+	Must(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) }) // registered first, so it runs after Stop
+	s, err := launch(ctx, dir, dockerHost, baseImage)
+	if s != nil {
+		t.Cleanup(func() { _ = s.Stop() })
+	}
+	Must(t, err)
+	return s
+}
+
+// launch builds the binary into dir and starts a server with its data in dir/data.
+func launch(ctx context.Context, dir, dockerHost, baseImage string) (*Server, error) {
+	binary, err := BuildBinary(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	dataDir := filepath.Join(dir, "data")
+	if err := os.Mkdir(dataDir, 0o700); err != nil {
+		return nil, err
+	}
+	s, err := Start(ctx, binary, dataDir, dockerHost)
+	if s != nil {
+		s.BaseImage = baseImage
+	}
+	return s, err
 }
 
 // StopShared stops the shared server, if one was started, and removes its

@@ -2,10 +2,13 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/config"
@@ -14,6 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
 // copyDir copies the regular files and directories below src to dst.
@@ -139,4 +143,101 @@ func TestAccPromotionRelease(t *testing.T) {
 			},
 		},
 	})
+}
+
+// TestAccPromotionExample applies examples/promotion as a user would, with the Terraform
+// CLI and the provider binary through dev_overrides: the release module in staging (the
+// shared server), then in production (a server of its own), each through its own provider
+// configuration. Each environment ends with its own template, :prod on a build that passed
+// its smoke test; a second plan has nothing to do; destroy removes both templates.
+func TestAccPromotionExample(t *testing.T) {
+	staging := localServer(t)
+	production := acctest.Another(t)
+	terraformCLI := os.Getenv("TF_ACC_TERRAFORM_PATH")
+	if terraformCLI == "" {
+		terraformCLI = "terraform"
+	}
+	root, err := acctest.ModuleRoot()
+	acctest.Must(t, err)
+	work := t.TempDir()
+	example := filepath.Join(work, "promotion")
+	copyDir(t, filepath.Join(root, "examples", "promotion"), example)
+	binary, err := acctest.BuildBinary(t.Context(), t.TempDir())
+	acctest.Must(t, err)
+	cliConfig := filepath.Join(work, "terraformrc")
+	acctest.Must(t, os.WriteFile(cliConfig, fmt.Appendf(nil, `provider_installation {
+  dev_overrides {
+    "e2b-terraform/e2b" = %q
+  }
+  direct {}
+}
+`, filepath.Dir(binary)), 0o600))
+	name := uniqueName("acc-promo-example")
+	vars := fmt.Sprintf(`
+staging            = { api_url = %q, sandbox_url = %q, template_name = %q }
+production         = { api_url = %q, sandbox_url = %q, template_name = %q }
+staging_api_key    = %q
+production_api_key = %q
+base_image         = %q
+`, staging.APIURL, staging.SandboxURL, name, production.APIURL, production.SandboxURL, name, staging.APIKey, production.APIKey, staging.BaseImage)
+	acctest.Must(t, os.WriteFile(filepath.Join(example, "terraform.tfvars"), []byte(vars), 0o600))
+
+	terraform := func(args ...string) (string, error) {
+		// Not t.Context: the cleanup's destroy runs after it ends.
+		cmd := exec.CommandContext(context.Background(), terraformCLI, args...)
+		cmd.Dir = example
+		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+cliConfig, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	mustTerraform := func(args ...string) string {
+		out, err := terraform(args...)
+		if err != nil {
+			t.Fatalf("terraform %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	destroyed := false
+	t.Cleanup(func() {
+		if !destroyed {
+			if out, err := terraform("destroy", "-auto-approve", "-input=false", "-no-color"); err != nil {
+				t.Errorf("terraform destroy: %v\n%s", err, out)
+			}
+		}
+	})
+
+	mustTerraform("get", "-no-color") // the local release module; the provider comes from dev_overrides
+	mustTerraform("apply", "-auto-approve", "-input=false", "-no-color")
+	var outputs map[string]struct{ Value string }
+	acctest.Must(t, json.Unmarshal([]byte(mustTerraform("output", "-json")), &outputs))
+	for env, srv := range map[string]*acctest.Server{"staging": staging, "production": production} {
+		api := testAPI(t, srv)
+		_, err := api.GetTemplateByAlias(t.Context(), name)
+		acctest.Must(t, err)
+		tags, err := api.ListTags(t.Context(), name)
+		acctest.Must(t, err)
+		prod := ""
+		for _, tag := range tags {
+			if tag.Tag == "prod" {
+				prod = tag.BuildID
+			}
+		}
+		if prod == "" || outputs[env].Value != name+":prod -> "+prod {
+			t.Errorf("%s: output %q, :prod on %q (tags %+v)", env, outputs[env].Value, prod, tags)
+		}
+	}
+	if staging.APIURL == production.APIURL || outputs["staging"].Value == outputs["production"].Value {
+		t.Errorf("both environments are one: %s and %s", outputs["staging"].Value, outputs["production"].Value)
+	}
+
+	if out, err := terraform("plan", "-detailed-exitcode", "-input=false", "-no-color"); err != nil {
+		t.Errorf("second plan is not empty (%v):\n%s", err, out)
+	}
+	mustTerraform("destroy", "-auto-approve", "-input=false", "-no-color")
+	destroyed = true
+	for env, srv := range map[string]*acctest.Server{"staging": staging, "production": production} {
+		if _, err := testAPI(t, srv).GetTemplateByAlias(t.Context(), name); !e2bapi.IsNotFound(err) {
+			t.Errorf("%s: template %s after destroy: %v, want not found", env, name, err)
+		}
+	}
 }
