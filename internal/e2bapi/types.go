@@ -286,6 +286,19 @@ type SandboxTimeoutRequest struct {
 	Timeout int32 `json:"timeout"`
 }
 
+// ConnectSandbox is the body of POST /v2/sandboxes/{sandboxID}/connect, where it is
+// optional (timeout 300 by default), and of POST /sandboxes/{sandboxID}/connect, where
+// timeout is required (e2b-api.md §5.3).
+type ConnectSandbox struct {
+	Timeout *int32 `json:"timeout,omitempty"`
+	Memory  *bool  `json:"memory,omitempty"`
+}
+
+// SandboxRefreshRequest is the body of POST /sandboxes/{sandboxID}/refreshes.
+type SandboxRefreshRequest struct {
+	Duration *int32 `json:"duration,omitempty"`
+}
+
 // ClientID is the constant, deprecated clientID every sandbox reports.
 const ClientID = "6532622b"
 

@@ -229,8 +229,7 @@ func (s *Server) handleSandboxTimeout(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req, false) {
 		return
 	}
-	if req.Timeout < 0 || time.Duration(req.Timeout)*time.Second > s.cfg.MaxSandboxTimeout {
-		writeError(w, http.StatusBadRequest, "timeout %d is invalid: it must be from 0 to %d seconds", req.Timeout, int64(s.cfg.MaxSandboxTimeout/time.Second))
+	if !s.validTTL(w, "timeout", req.Timeout) {
 		return
 	}
 	if err := s.store.SetSandboxEndAt(id, s.cfg.Now().Add(time.Duration(req.Timeout)*time.Second)); err != nil {
@@ -238,6 +237,82 @@ func (s *Server) handleSandboxTimeout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// handleConnectSandbox answers the SDK's Sandbox.connect. Every sandbox here runs (none is
+// ever paused), so the answer is 200 with the sandbox, whose end moves to now+timeout
+// when that is later: connecting only extends. The v2 body is optional (timeout 300 s);
+// v1 requires timeout.
+func (s *Server) handleConnectSandbox(v1 bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, ok := sandboxID(w, r)
+		if !ok {
+			return
+		}
+		var req e2bapi.ConnectSandbox
+		if !decodeBody(w, r, &req, !v1) {
+			return
+		}
+		timeout := int32(defaultTimeoutV2)
+		switch {
+		case req.Timeout != nil:
+			timeout = *req.Timeout
+		case v1:
+			writeError(w, http.StatusBadRequest, "timeout is required")
+			return
+		}
+		if !s.validTTL(w, "timeout", timeout) {
+			return
+		}
+		sb, err := s.store.ExtendSandboxEndAt(id, s.cfg.Now().Add(time.Duration(timeout)*time.Second))
+		if err != nil {
+			s.storeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, e2bapi.Sandbox{
+			TemplateID: sb.TemplateID, SandboxID: sb.ID, Alias: sb.Alias, ClientID: e2bapi.ClientID,
+			EnvdVersion: sb.EnvdVersion, EnvdAccessToken: sb.AccessToken, Domain: s.domain(),
+		})
+	}
+}
+
+// handleRefreshSandbox keeps a sandbox alive for duration seconds more (0 to 3600) from
+// now, never shortening it.
+func (s *Server) handleRefreshSandbox(w http.ResponseWriter, r *http.Request) {
+	id, ok := sandboxID(w, r)
+	if !ok {
+		return
+	}
+	var req e2bapi.SandboxRefreshRequest
+	if !decodeBody(w, r, &req, true) {
+		return
+	}
+	var duration int32
+	if req.Duration != nil {
+		duration = *req.Duration
+	}
+	if duration < 0 || duration > maxRefreshSeconds {
+		writeError(w, http.StatusBadRequest, "duration %d is invalid: it must be from 0 to %d seconds", duration, maxRefreshSeconds)
+		return
+	}
+	if _, err := s.store.ExtendSandboxEndAt(id, s.cfg.Now().Add(time.Duration(duration)*time.Second)); err != nil {
+		s.storeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// maxRefreshSeconds is the largest refresh E2B accepts (SandboxRefreshRequest).
+const maxRefreshSeconds = 3600
+
+// validTTL checks a time-to-live in seconds against the server's limit, answering 400
+// naming the field when it is outside.
+func (s *Server) validTTL(w http.ResponseWriter, field string, seconds int32) bool {
+	if seconds < 0 || time.Duration(seconds)*time.Second > s.cfg.MaxSandboxTimeout {
+		writeError(w, http.StatusBadRequest, "%s %d is invalid: it must be from 0 to %d seconds", field, seconds, int64(s.cfg.MaxSandboxTimeout/time.Second))
+		return false
+	}
+	return true
 }
 
 // reapLoop stops sandboxes whose time ran out until the server closes.

@@ -323,3 +323,51 @@ func TestStartAfterCrash(t *testing.T) {
 	ts.call("GET", "/sandboxes/ilive", nil, 200, nil)
 	ts.expectError("GET", "/sandboxes/iexpired", nil, 404, "not found")
 }
+
+// TestSandboxConnectAndRefresh covers Sandbox.connect (v2 with an optional body, v1 with a
+// required timeout) and refreshes: both only ever move a sandbox's end later.
+func TestSandboxConnectAndRefresh(t *testing.T) {
+	clock := newTestClock()
+	ts := startServer(t, newFakeEngine(t), serverOptions{configure: func(c *Config) { c.Now = clock.Now }})
+	ts.build("app")
+	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app", Timeout: int32p(10)})
+	endAt := func() time.Time {
+		var detail e2bapi.SandboxDetail
+		ts.call("GET", "/sandboxes/"+sb.SandboxID, nil, 200, &detail)
+		return detail.EndAt
+	}
+	start := clock.Now()
+
+	var connected e2bapi.Sandbox
+	ts.call("POST", "/v2/sandboxes/"+sb.SandboxID+"/connect", nil, 200, &connected)
+	if connected.SandboxID != sb.SandboxID || connected.EnvdAccessToken != sb.EnvdAccessToken || connected.EnvdVersion != sb.EnvdVersion {
+		t.Errorf("connect = %+v, want the sandbox %+v", connected, sb)
+	}
+	if got := endAt(); !got.Equal(start.Add(300 * time.Second)) {
+		t.Errorf("endAt after a v2 connect without a body = %v, want now+300s", got)
+	}
+	ts.call("POST", "/sandboxes/"+sb.SandboxID+"/connect", e2bapi.ConnectSandbox{Timeout: int32p(60)}, 200, nil)
+	if got := endAt(); !got.Equal(start.Add(300 * time.Second)) {
+		t.Errorf("endAt after connecting with a shorter timeout = %v, want it unchanged", got)
+	}
+	ts.call("POST", "/v2/sandboxes/"+sb.SandboxID+"/connect", e2bapi.ConnectSandbox{Timeout: int32p(900)}, 200, nil)
+	if got := endAt(); !got.Equal(start.Add(900 * time.Second)) {
+		t.Errorf("endAt after connecting for 900 s = %v, want now+900s", got)
+	}
+
+	clock.Advance(800 * time.Second)
+	ts.call("POST", "/sandboxes/"+sb.SandboxID+"/refreshes", e2bapi.SandboxRefreshRequest{Duration: int32p(3600)}, 204, nil)
+	if got := endAt(); !got.Equal(clock.Now().Add(3600 * time.Second)) {
+		t.Errorf("endAt after a refresh of 3600 s = %v, want now+3600s", got)
+	}
+	ts.call("POST", "/sandboxes/"+sb.SandboxID+"/refreshes", nil, 204, nil)
+	if got := endAt(); !got.Equal(clock.Now().Add(3600 * time.Second)) {
+		t.Errorf("endAt after an empty refresh = %v, want it unchanged", got)
+	}
+
+	expectError(t, ts.direct("POST", "/sandboxes/"+sb.SandboxID+"/connect", []byte(`{}`)), 400, "timeout is required")
+	ts.expectError("POST", "/v2/sandboxes/"+sb.SandboxID+"/connect", e2bapi.ConnectSandbox{Timeout: int32p(1 << 30)}, 400, "timeout 1073741824")
+	ts.expectError("POST", "/v2/sandboxes/inope/connect", nil, 404, "not found")
+	ts.expectError("POST", "/sandboxes/inope/refreshes", e2bapi.SandboxRefreshRequest{Duration: int32p(5)}, 404, "not found")
+	expectError(t, ts.direct("POST", "/sandboxes/"+sb.SandboxID+"/refreshes", []byte(`{"duration":3601}`)), 400, "duration 3601")
+}

@@ -294,6 +294,9 @@ func (s *Server) routes() *http.ServeMux {
 	m.HandleFunc("GET /sandboxes/{sandboxID}", s.handleGetSandbox)
 	m.HandleFunc("DELETE /sandboxes/{sandboxID}", s.handleDeleteSandbox)
 	m.HandleFunc("POST /sandboxes/{sandboxID}/timeout", s.handleSandboxTimeout)
+	m.HandleFunc("POST /v2/sandboxes/{sandboxID}/connect", s.handleConnectSandbox(false))
+	m.HandleFunc("POST /sandboxes/{sandboxID}/connect", s.handleConnectSandbox(true))
+	m.HandleFunc("POST /sandboxes/{sandboxID}/refreshes", s.handleRefreshSandbox)
 	return m
 }
 

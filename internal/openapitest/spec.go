@@ -161,6 +161,11 @@ var e2bAllowlist = []addition{
 	// timeout default 300 and minimum 1; answers as POST /sandboxes does,
 	// plus 429.
 	{"POST /v2/sandboxes", addCreateSandboxV2},
+	// SDK 2.51 connects with POST /v2/sandboxes/{sandboxID}/connect
+	// (ConnectSandboxV2, e2b-api.md §5.3 and §8): POST
+	// /sandboxes/{sandboxID}/connect with the body optional and its timeout
+	// defaulting to 300.
+	{"POST /v2/sandboxes/{sandboxID}/connect", addConnectSandboxV2},
 	// SDK 2.51 may send minFreeDiskMb (int32, 0 = no growth) on POST /v3/templates.
 	{"TemplateBuildRequestV3.minFreeDiskMb", func(doc *openapi3.T) error {
 		return addProperty(doc, "TemplateBuildRequestV3", "minFreeDiskMb",
@@ -308,6 +313,34 @@ func addProperty(doc *openapi3.T, schemaName, property string, schema *openapi3.
 		return fmt.Errorf("schema %s already has %s: the allowlist entry is obsolete", schemaName, property)
 	}
 	ref.Value.Properties[property] = openapi3.NewSchemaRef("", schema)
+	return nil
+}
+
+func addConnectSandboxV2(doc *openapi3.T) error {
+	const v2Path = "/v2/sandboxes/{sandboxID}/connect"
+	v1Item := doc.Paths.Value("/sandboxes/{sandboxID}/connect")
+	if v1Item == nil || v1Item.Post == nil {
+		return errors.New("POST /sandboxes/{sandboxID}/connect is missing")
+	}
+	if doc.Paths.Value(v2Path) != nil {
+		return fmt.Errorf("%s is in the spec: the allowlist entry is obsolete", v2Path)
+	}
+	connect := doc.Components.Schemas["ConnectSandbox"]
+	if connect == nil || connect.Value == nil {
+		return errors.New("schema ConnectSandbox is missing")
+	}
+	v2 := *connect.Value
+	v2.Required = nil
+	v2.Properties = make(openapi3.Schemas, len(connect.Value.Properties))
+	for name, prop := range connect.Value.Properties {
+		v2.Properties[name] = prop
+	}
+	v2.Properties["timeout"] = openapi3.NewSchemaRef("", openapi3.NewInt32Schema().WithMin(0).WithDefault(300))
+	op := *v1Item.Post
+	op.OperationID = "postSandboxesSandboxIDConnectV2"
+	op.RequestBody = &openapi3.RequestBodyRef{Value: openapi3.NewRequestBody().WithRequired(false).
+		WithJSONSchemaRef(openapi3.NewSchemaRef("", &v2))}
+	doc.Paths.Set(v2Path, &openapi3.PathItem{Parameters: v1Item.Parameters, Post: &op})
 	return nil
 }
 

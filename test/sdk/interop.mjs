@@ -235,6 +235,16 @@ try {
       })
     })
 
+    // Sandbox.connect (POST /v2/sandboxes/{id}/connect): the same sandbox, usable.
+    await attempt('sandbox connect', async () => {
+      const again = await Sandbox.connect(sandbox.sandboxId, { timeoutMs: 15 * 60 * 1000 })
+      const res = await again.commands.run('echo reconnected')
+      expectEqual('sandbox connect', { sandboxId: again.sandboxId, stdout: res.stdout }, {
+        sandboxId: sandbox.sandboxId,
+        stdout: 'reconnected\n',
+      })
+    })
+
     await attempt('sandbox kill', async () => {
       expectEqual('sandbox kill', await sandbox.kill(), true)
     })

@@ -50,6 +50,7 @@ var wantChecks = []string{
 	"files: write and read",
 	"files: written file seen by a command",
 	"files: make, list, stat, rename, remove",
+	"sandbox connect",
 	"sandbox kill",
 	"sandbox gone after kill",
 }

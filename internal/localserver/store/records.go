@@ -260,9 +260,24 @@ func (s *Store) DeleteSandbox(id string) (bool, error) {
 
 // SetSandboxEndAt moves the expiry of a sandbox.
 func (s *Store) SetSandboxEndAt(id string, endAt time.Time) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
+	_, err := s.updateSandbox(id, func(sb *Sandbox) { sb.EndAt = endAt.UTC() })
+	return err
+}
+
+// ExtendSandboxEndAt moves the sandbox's end to endAt when that is later, never earlier,
+// and returns the sandbox.
+func (s *Store) ExtendSandboxEndAt(id string, endAt time.Time) (Sandbox, error) {
+	return s.updateSandbox(id, func(sb *Sandbox) {
+		if endAt.After(sb.EndAt) {
+			sb.EndAt = endAt.UTC()
+		}
+	})
+}
+
+func (s *Store) updateSandbox(id string, change func(*Sandbox)) (Sandbox, error) {
+	var sb Sandbox
+	err := s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketSandboxes)
-		var sb Sandbox
 		found, err := getJSON(b, id, &sb)
 		if err != nil {
 			return err
@@ -270,7 +285,8 @@ func (s *Store) SetSandboxEndAt(id string, endAt time.Time) error {
 		if !found {
 			return errorf(KindNotFound, "sandbox '%s' not found", id)
 		}
-		sb.EndAt = endAt.UTC()
+		change(&sb)
 		return putJSON(b, id, sb)
 	})
+	return sb, err
 }
