@@ -44,6 +44,8 @@ type Server struct {
 	// BaseImage is the Docker image templates in tests build from.
 	BaseImage string `json:"-"`
 	DataDir   string `json:"-"`
+	// Binary is the executable serving it, which is also the provider.
+	Binary string `json:"-"`
 
 	cmd     *exec.Cmd
 	logPath string
@@ -154,7 +156,7 @@ func Start(ctx context.Context, binary, dataDir, dockerHost string) (*Server, er
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s server: %w", binary, err)
 	}
-	s := &Server{cmd: cmd, logPath: logPath, exited: make(chan struct{}), DataDir: dataDir}
+	s := &Server{cmd: cmd, logPath: logPath, exited: make(chan struct{}), DataDir: dataDir, Binary: binary}
 	go func() { _ = cmd.Wait(); close(s.exited) }()
 
 	infoPath := filepath.Join(dataDir, "server.json")
@@ -238,7 +240,12 @@ func Shared(t testing.TB) *Server {
 		if shared.err != nil {
 			return
 		}
-		shared.server, shared.err = launch(ctx, shared.dir, dockerHost, baseImage)
+		binary, err := BuildBinary(ctx, shared.dir)
+		if err != nil {
+			shared.err = err
+			return
+		}
+		shared.server, shared.err = startIn(ctx, binary, shared.dir, dockerHost, baseImage)
 	})
 	if shared.skip != "" {
 		t.Skip(shared.skip)
@@ -249,20 +256,19 @@ func Shared(t testing.TB) *Server {
 	return shared.server
 }
 
-// Another starts a local server of t's own (a second environment, say) on the engine
-// Shared uses, and stops it when t ends; it skips t as Shared does.
+// Another starts a local server of t's own (a second environment, say) with the binary
+// and engine of Shared's, and stops it when t ends; it skips t as Shared does.
 func Another(t testing.TB) *Server {
 	t.Helper()
-	ctx := context.Background() // the server outlives t.Context, which ends before cleanups
-	dockerHost, baseImage, err := Environment(ctx)
-	if err != nil {
-		t.Skip(err.Error())
-	}
+	first := Shared(t)
 	// Short, as Shared's: the server keeps unix sockets below it.
 	dir, err := os.MkdirTemp("", "e2bacc") //nolint:usetesting // see above
 	Must(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) }) // registered first, so it runs after Stop
-	s, err := launch(ctx, dir, dockerHost, baseImage)
+	dockerHost, _, err := Environment(context.Background())
+	Must(t, err)
+	// Not t.Context: the server outlives it, which ends before cleanups.
+	s, err := startIn(context.Background(), first.Binary, dir, dockerHost, first.BaseImage)
 	if s != nil {
 		t.Cleanup(func() { _ = s.Stop() })
 	}
@@ -270,12 +276,8 @@ func Another(t testing.TB) *Server {
 	return s
 }
 
-// launch builds the binary into dir and starts a server with its data in dir/data.
-func launch(ctx context.Context, dir, dockerHost, baseImage string) (*Server, error) {
-	binary, err := BuildBinary(ctx, dir)
-	if err != nil {
-		return nil, err
-	}
+// startIn starts a server of binary with its data in dir/data.
+func startIn(ctx context.Context, binary, dir, dockerHost, baseImage string) (*Server, error) {
 	dataDir := filepath.Join(dir, "data")
 	if err := os.Mkdir(dataDir, 0o700); err != nil {
 		return nil, err

@@ -162,8 +162,6 @@ func TestAccPromotionExample(t *testing.T) {
 	work := t.TempDir()
 	example := filepath.Join(work, "promotion")
 	copyDir(t, filepath.Join(root, "examples", "promotion"), example)
-	binary, err := acctest.BuildBinary(t.Context(), t.TempDir())
-	acctest.Must(t, err)
 	cliConfig := filepath.Join(work, "terraformrc")
 	acctest.Must(t, os.WriteFile(cliConfig, fmt.Appendf(nil, `provider_installation {
   dev_overrides {
@@ -171,7 +169,7 @@ func TestAccPromotionExample(t *testing.T) {
   }
   direct {}
 }
-`, filepath.Dir(binary)), 0o600))
+`, filepath.Dir(staging.Binary)), 0o600))
 	name := uniqueName("acc-promo-example")
 	vars := fmt.Sprintf(`
 staging            = { api_url = %q, sandbox_url = %q, template_name = %q }
