@@ -3,6 +3,8 @@
 # `go install` into the user's cache the first time (no prebuilt downloads).
 #
 #   scripts/tools.sh terraform       Terraform CLI for acceptance tests and docs
+#   scripts/tools.sh tofu            OpenTofu CLI for acceptance tests (and the
+#                                    ephemeral resource's schema in the docs)
 #   scripts/tools.sh golangci-lint   the linter
 #
 # The cache is ${XDG_CACHE_HOME:-$HOME/.cache}/terraform-provider-e2b, one
@@ -10,6 +12,7 @@
 set -euo pipefail
 
 TERRAFORM_VERSION=1.8.5
+OPENTOFU_VERSION=1.12.6
 GOLANGCI_LINT_VERSION=v2.15.0
 
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/terraform-provider-e2b"
@@ -20,13 +23,18 @@ terraform)
 	pkg="github.com/hashicorp/terraform@v${TERRAFORM_VERSION}"
 	dir="$cache/terraform-v${TERRAFORM_VERSION}"
 	;;
+tofu)
+	name=tofu
+	pkg="github.com/opentofu/opentofu@v${OPENTOFU_VERSION}"
+	dir="$cache/tofu-v${OPENTOFU_VERSION}"
+	;;
 golangci-lint)
 	name=golangci-lint
 	pkg="github.com/golangci/golangci-lint/v2/cmd/golangci-lint@${GOLANGCI_LINT_VERSION}"
 	dir="$cache/golangci-lint-${GOLANGCI_LINT_VERSION}"
 	;;
 *)
-	echo "usage: $0 terraform|golangci-lint" >&2
+	echo "usage: $0 terraform|tofu|golangci-lint" >&2
 	exit 2
 	;;
 esac
@@ -37,7 +45,17 @@ if [[ ! -x "$dir/$name" ]]; then
 	tmp="$(mktemp -d "$cache/.build-$name.XXXXXX")"
 	trap 'rm -rf "$tmp"' EXIT
 	# GOFLAGS from the caller (say -mod=vendor) must not apply to the tool's module.
-	GOBIN="$tmp/bin" GOFLAGS= CGO_ENABLED=0 go install "$pkg" >&2
+	export GOFLAGS= CGO_ENABLED=0
+	if [[ $name == tofu ]]; then
+		# `go install` refuses OpenTofu (its go.mod has a replace directive), so
+		# it is built inside a writable copy of its module from the proxy.
+		src="$(cd "$tmp" && go mod download -json "$pkg" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+		cp -r "$src" "$tmp/src"
+		chmod -R u+w "$tmp/src"
+		(cd "$tmp/src" && go build -trimpath -ldflags "-s -w" -o "$tmp/bin/$name" ./cmd/tofu) >&2
+	else
+		GOBIN="$tmp/bin" go install "$pkg" >&2
+	fi
 	mkdir -p "$dir"
 	# Rename into place so an interrupted build never leaves a half binary.
 	mv -f "$tmp/bin/$name" "$dir/$name"
