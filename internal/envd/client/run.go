@@ -288,7 +288,7 @@ func (r *run) finish(ctx, runCtx context.Context, streamErr error) (*RunResult, 
 		res = nil
 	}
 
-	timedOut := ctx.Err() == nil && runCtx.Err() != nil
+	timedOut := ctx.Err() == nil && (runCtx.Err() != nil || remoteDeadlinePassed(runCtx))
 	if r.end != nil {
 		res.ExitCode = int(r.end.GetExitCode())
 		res.Exited = r.end.GetExited()
@@ -322,6 +322,18 @@ func (r *run) finish(ctx, runCtx context.Context, streamErr error) (*RunResult, 
 		err = fmt.Errorf("%w (and the process may still run: %v)", err, killErr)
 	}
 	return res, err
+}
+
+// remoteDeadlinePassed reports whether envd's deadline for the stream may
+// have passed. envd counts the Connect-Timeout-Ms that connect-go derived
+// from ctx's deadline, truncated to the millisecond, from when the request
+// reached it, so its deadline is at most a millisecond before ctx's: an end
+// event it sent for a kill at its deadline arrives after that instant. The
+// clock is read here because ctx.Err() lags behind the deadline on a busy
+// machine (the timer that sets it has yet to run).
+func remoteDeadlinePassed(ctx context.Context) bool {
+	deadline, ok := ctx.Deadline()
+	return ok && !time.Now().Before(deadline.Add(-time.Millisecond))
 }
 
 func (r *run) timeoutError() error {

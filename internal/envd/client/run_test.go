@@ -1,9 +1,14 @@
 package client
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/process"
 )
 
 func TestRunRequestProcessConfig(t *testing.T) {
@@ -49,5 +54,38 @@ func TestDescribeShortensLongCommands(t *testing.T) {
 	prog := RunRequest{Cmd: "ls", Args: []string{"-l", "/tmp"}}
 	if got := prog.describe(); got != `"ls -l /tmp"` {
 		t.Errorf("describe = %s", got)
+	}
+}
+
+// lateTimerContext has passed its deadline but, like a context whose timer
+// goroutine has not run yet on a busy machine, does not say so through Err.
+type lateTimerContext struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c lateTimerContext) Deadline() (time.Time, bool) { return c.deadline, true }
+
+// The end event of a process envd killed at the stream's deadline can arrive
+// before the client's own deadline timer fires: it is the timeout all the
+// same, not a process that died of a signal.
+func TestFinishKillAtRemoteDeadlineIsTimeout(t *testing.T) {
+	ctx := t.Context()
+	runCtx := lateTimerContext{Context: ctx, deadline: time.Now().Add(-500 * time.Microsecond)}
+	r := &run{
+		req:     &RunRequest{Cmd: "sleep", Args: []string{"600"}, Timeout: 2 * time.Second},
+		op:      "run sleep",
+		result:  &RunResult{PID: 7},
+		stdout:  newCapture(0),
+		stderr:  newCapture(0),
+		started: true,
+		end:     &process.ProcessEvent_EndEvent{ExitCode: -1, Exited: false, Status: "signal: killed"},
+	}
+	res, err := r.finish(ctx, runCtx, nil)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "2s timeout") {
+		t.Fatalf("error = %v, want the timeout, wrapping DeadlineExceeded", err)
+	}
+	if res == nil || res.PID != 7 || res.Exited {
+		t.Errorf("result = %+v, want the killed process's", res)
 	}
 }
