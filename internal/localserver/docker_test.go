@@ -71,7 +71,7 @@ func dockerEngine(t *testing.T) (runtime.Engine, string) {
 	t.Helper()
 	baseImage := os.Getenv("E2B_TEST_BASE_IMAGE")
 	if os.Getenv("DOCKER_HOST") == "" || baseImage == "" {
-		t.Skip("needs a Docker engine: set DOCKER_HOST and E2B_TEST_BASE_IMAGE (an offline image with /bin/sh)")
+		testutil.Missing(t, "needs a Docker engine: set DOCKER_HOST and E2B_TEST_BASE_IMAGE (an offline image with /bin/sh)")
 	}
 	// Short, for envd's socket paths (under 108 bytes; t.TempDir holds the
 	// test's name).

@@ -18,6 +18,7 @@ import (
 	pb "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/process"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/process/processconnect"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/openapitest"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
 
 // testEnvd is a Server on real loopback HTTP.
@@ -200,7 +201,7 @@ func testUser(t *testing.T) *osUser {
 		}
 	})
 	if testUserErr != "" {
-		t.Skipf("no test user: %s", testUserErr)
+		testutil.Missing(t, "no test user: %s", testUserErr)
 	}
 	u, err := lookupUser(testUserName)
 	if err != nil {

@@ -108,7 +108,7 @@ func buildEnvd(dir string) (string, error) {
 func newTestDocker(t *testing.T, network string) *Docker {
 	t.Helper()
 	if dockerEnv.skip != "" {
-		t.Skip(dockerEnv.skip)
+		testutil.Missing(t, "%s", dockerEnv.skip)
 	}
 	d, err := NewDocker(t.Context(), DockerOptions{
 		EnvdBinary:    dockerEnv.envdBin,
