@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Quick start, end to end on one machine (Debian; it installs docker.io and
-# busybox-static with apt when missing): builds the provider, starts the
-# local E2B-compatible server it carries (on a free loopback port, with a
-# temporary data directory, on the Docker engine at DOCKER_HOST or a private
-# one), builds the offline base image, then applies examples/quickstart with
+# debootstrap with apt when missing): builds the provider, starts the local
+# E2B-compatible server it carries (on a free loopback port, with a temporary
+# data directory, on the Docker engine at DOCKER_HOST or a private one),
+# builds the offline Debian base image, then applies examples/quickstart with
 # Terraform through dev_overrides: a template built from a context directory
 # with COPY and RUN, a tag on the build, and a command run in a sandbox from
 # that tag, whose output is printed. Then it destroys everything and stops
@@ -64,8 +64,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# A Docker engine, and the static busybox the offline base image is made of.
-scripts/install-packages.sh docker.io busybox-static ca-certificates
+# A Docker engine, and debootstrap for the offline Debian base image.
+scripts/install-packages.sh docker.io debootstrap ca-certificates
 
 terraform="$(scripts/tools.sh terraform)"
 
@@ -74,9 +74,9 @@ mkdir -p "$work/bin"
 CGO_ENABLED=0 go build -ldflags "-X main.version=0.0.0-quickstart" -o "$work/bin/terraform-provider-e2b" .
 
 start_dockerd
-export E2B_TEST_BASE_IMAGE="${E2B_TEST_BASE_IMAGE:-e2b-test-base:latest}"
-log "base image $E2B_TEST_BASE_IMAGE"
-scripts/test-image.sh
+export E2B_TEST_DEBIAN_IMAGE="${E2B_TEST_DEBIAN_IMAGE:-e2b-test-debian:bookworm}"
+log "base image $E2B_TEST_DEBIAN_IMAGE"
+scripts/test-image.sh debian
 
 log "starting the local E2B server"
 mkdir -p "$work/data"
@@ -125,8 +125,8 @@ tf() { "$terraform" -chdir="$work/config" "$@"; }
 # and init would still ask the registry about it.
 log "terraform apply"
 applied=1
-tf apply -auto-approve -input=false -no-color -var "base_image=$E2B_TEST_BASE_IMAGE"
-if ! tf plan -input=false -no-color -detailed-exitcode -var "base_image=$E2B_TEST_BASE_IMAGE" >"$work/plan.txt"; then
+tf apply -auto-approve -input=false -no-color -var "base_image=$E2B_TEST_DEBIAN_IMAGE"
+if ! tf plan -input=false -no-color -detailed-exitcode -var "base_image=$E2B_TEST_DEBIAN_IMAGE" >"$work/plan.txt"; then
 	cat "$work/plan.txt" >&2
 	echo "quickstart.sh: a second plan right after apply is not empty" >&2
 	exit 1
@@ -143,6 +143,6 @@ if [[ -n "${KEEP:-}" ]]; then
 fi
 
 log "terraform destroy"
-tf destroy -auto-approve -input=false -no-color -var "base_image=$E2B_TEST_BASE_IMAGE" >/dev/null
+tf destroy -auto-approve -input=false -no-color -var "base_image=$E2B_TEST_DEBIAN_IMAGE" >/dev/null
 applied=""
 log "done"

@@ -40,7 +40,7 @@ variable "production_api_key" {
 
 variable "base_image" {
   type    = string
-  default = "e2b-test-base:latest"
+  default = "e2b-test-debian:bookworm"
 }
 
 provider "e2b" {

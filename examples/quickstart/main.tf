@@ -23,9 +23,9 @@ variable "name" {
 }
 
 variable "base_image" {
-  description = "Base Docker image (the local server's offline test image by default)."
+  description = "Base Docker image (by default the Debian image scripts/test-image.sh builds offline)."
   type        = string
-  default     = "e2b-test-base:latest"
+  default     = "e2b-test-debian:bookworm"
 }
 
 resource "e2b_template" "hello" {
@@ -52,12 +52,10 @@ resource "e2b_alias" "live" {
   build_id = e2b_template_build.hello.build_id
 }
 
-# Runs in a new sandbox started from name:live, killed afterwards. cmd and
-# args run a program directly (command would need bash in the image).
+# Runs in a new sandbox started from name:live, killed afterwards.
 data "e2b_process" "hello" {
   template = "${e2b_template.hello.name}:${e2b_alias.live.tag}"
-  cmd      = "/bin/sh"
-  args     = ["-c", "cat /app/built-at-build-time.txt && /app/bin/hello.sh sandbox"]
+  command  = "cat /app/built-at-build-time.txt && /app/bin/hello.sh sandbox"
 }
 
 output "template" {

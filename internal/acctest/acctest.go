@@ -23,13 +23,22 @@ import (
 	"time"
 
 	"github.com/docker/docker/client"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
 
 // Environment variables the acceptance tests read. scripts/test.sh sets
 // them (E2B_TEST_DOCKER_HOST falls back to DOCKER_HOST).
 const (
-	EnvDockerHost = "E2B_TEST_DOCKER_HOST"
-	EnvBaseImage  = "E2B_TEST_BASE_IMAGE"
+	EnvDockerHost  = "E2B_TEST_DOCKER_HOST"
+	EnvBaseImage   = "E2B_TEST_BASE_IMAGE"
+	EnvDebianImage = "E2B_TEST_DEBIAN_IMAGE"
+)
+
+// The images scripts/test-image.sh builds when those variables are unset.
+const (
+	DefaultBusyboxImage = "e2b-test-base:latest"
+	DefaultDebianImage  = "e2b-test-debian:bookworm"
 )
 
 // startTimeout bounds how long the server may take to write server.json.
@@ -41,9 +50,13 @@ type Server struct {
 	SandboxURL string `json:"sandbox_url"`
 	APIKey     string `json:"api_key"`
 	Domain     string `json:"domain"`
-	// BaseImage is the Docker image templates in tests build from.
+	// BaseImage is the busybox image (no bash) of Images, for templates that
+	// test what such a base lacks.
 	BaseImage string `json:"-"`
-	DataDir   string `json:"-"`
+	// DebianImage is the Debian image of Images, for templates whose
+	// sandboxes run commands.
+	DebianImage string `json:"-"`
+	DataDir     string `json:"-"`
 	// Binary is the executable serving it, which is also the provider.
 	Binary string `json:"-"`
 
@@ -183,33 +196,58 @@ func Start(ctx context.Context, binary, dataDir, dockerHost string) (*Server, er
 }
 
 // Environment says why acceptance tests against the local server cannot run
-// here, or returns the Docker host and base image to use.
-func Environment(ctx context.Context) (dockerHost, baseImage string, err error) {
+// here, or returns the Docker host and base images to use.
+func Environment(ctx context.Context) (dockerHost string, images Images, err error) {
 	if os.Getenv("TF_ACC") == "" {
-		return "", "", errors.New("TF_ACC is not set: acceptance tests run only with TF_ACC=1 (make testacc, scripts/test.sh)")
+		return "", Images{}, errors.New("TF_ACC is not set: acceptance tests run only with TF_ACC=1 (make testacc, scripts/test.sh)")
 	}
+	return DockerEnvironment(ctx)
+}
+
+// Images are the offline base images scripts/test-image.sh builds.
+type Images struct {
+	// Busybox has sh but no bash, useradd or image config: for the cases
+	// where a base image lacks what most have.
+	Busybox string
+	// Debian is a Debian minbase with bash, apt and useradd, as the images
+	// E2B templates are usually built from.
+	Debian string
+}
+
+// DockerEnvironment returns the Docker engine (E2B_TEST_DOCKER_HOST, else
+// DOCKER_HOST) and the base images (E2B_TEST_BASE_IMAGE,
+// E2B_TEST_DEBIAN_IMAGE, or their defaults), or says why they cannot be used.
+func DockerEnvironment(ctx context.Context) (dockerHost string, images Images, err error) {
 	dockerHost = os.Getenv(EnvDockerHost)
 	if dockerHost == "" {
 		dockerHost = os.Getenv("DOCKER_HOST")
 	}
-	baseImage = os.Getenv(EnvBaseImage)
-	if dockerHost == "" || baseImage == "" {
-		return "", "", fmt.Errorf("DOCKER_HOST (or %s) and %s must be set to run the local server's acceptance tests (scripts/test.sh sets them)", EnvDockerHost, EnvBaseImage)
+	if dockerHost == "" {
+		return "", Images{}, fmt.Errorf("DOCKER_HOST (or %s) must be set to run the local server's tests (scripts/test.sh sets it)", EnvDockerHost)
+	}
+	images = Images{Busybox: os.Getenv(EnvBaseImage), Debian: os.Getenv(EnvDebianImage)}
+	if images.Busybox == "" {
+		images.Busybox = DefaultBusyboxImage
+	}
+	if images.Debian == "" {
+		images.Debian = DefaultDebianImage
 	}
 	c, err := client.NewClientWithOpts(client.WithHost(dockerHost), client.WithAPIVersionNegotiation())
 	if err != nil {
-		return "", "", fmt.Errorf("docker client for %s: %w", dockerHost, err)
+		return "", Images{}, fmt.Errorf("docker client for %s: %w", dockerHost, err)
 	}
 	defer c.Close()
 	pingCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	if _, err := c.Ping(pingCtx); err != nil {
-		return "", "", fmt.Errorf("the Docker engine at %s does not answer: %w", dockerHost, err)
+		return "", Images{}, fmt.Errorf("the Docker engine at %s does not answer: %w", dockerHost, err)
 	}
-	if _, err := c.ImageInspect(pingCtx, baseImage); err != nil {
-		return "", "", fmt.Errorf("image %s is missing from the Docker engine at %s (scripts/test-image.sh builds it): %w", baseImage, dockerHost, err)
+	for _, image := range []string{images.Busybox, images.Debian} {
+		if _, err := c.ImageInspect(pingCtx, image); err != nil {
+			return "", Images{}, fmt.Errorf("image %s is missing from the Docker engine at %s (scripts/test-image.sh builds it): %w", image, dockerHost, err)
+		}
 	}
-	return dockerHost, baseImage, nil
+	return dockerHost, images, nil
 }
 
 var shared struct {
@@ -221,13 +259,13 @@ var shared struct {
 }
 
 // Shared returns the package's one local server, starting it on first use,
-// or skips t with the reason when the environment cannot run it. Call
+// or reports what the environment lacks (testutil.Missing). Call
 // StopShared from TestMain.
 func Shared(t testing.TB) *Server {
 	t.Helper()
 	shared.once.Do(func() {
 		ctx := context.Background()
-		dockerHost, baseImage, err := Environment(ctx)
+		dockerHost, images, err := Environment(ctx)
 		if err != nil {
 			shared.skip = err.Error()
 			return
@@ -245,10 +283,10 @@ func Shared(t testing.TB) *Server {
 			shared.err = err
 			return
 		}
-		shared.server, shared.err = startIn(ctx, binary, shared.dir, dockerHost, baseImage)
+		shared.server, shared.err = startIn(ctx, binary, shared.dir, dockerHost, images)
 	})
 	if shared.skip != "" {
-		t.Skip(shared.skip)
+		testutil.Missing(t, "%s", shared.skip)
 	}
 	if shared.err != nil {
 		t.Fatal(shared.err)
@@ -257,7 +295,8 @@ func Shared(t testing.TB) *Server {
 }
 
 // Another starts a local server of t's own (a second environment, say) with the binary
-// and engine of Shared's, and stops it when t ends; it skips t as Shared does.
+// and engine of Shared's, and stops it when t ends; it reports a lacking
+// environment as Shared does.
 func Another(t testing.TB) *Server {
 	t.Helper()
 	first := Shared(t)
@@ -265,10 +304,10 @@ func Another(t testing.TB) *Server {
 	dir, err := os.MkdirTemp("", "e2bacc") //nolint:usetesting // see above
 	Must(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) }) // registered first, so it runs after Stop
-	dockerHost, _, err := Environment(context.Background())
+	dockerHost, images, err := Environment(context.Background())
 	Must(t, err)
 	// Not t.Context: the server outlives it, which ends before cleanups.
-	s, err := startIn(context.Background(), first.Binary, dir, dockerHost, first.BaseImage)
+	s, err := startIn(context.Background(), first.Binary, dir, dockerHost, images)
 	if s != nil {
 		t.Cleanup(func() { _ = s.Stop() })
 	}
@@ -277,14 +316,14 @@ func Another(t testing.TB) *Server {
 }
 
 // startIn starts a server of binary with its data in dir/data.
-func startIn(ctx context.Context, binary, dir, dockerHost, baseImage string) (*Server, error) {
+func startIn(ctx context.Context, binary, dir, dockerHost string, images Images) (*Server, error) {
 	dataDir := filepath.Join(dir, "data")
 	if err := os.Mkdir(dataDir, 0o700); err != nil {
 		return nil, err
 	}
 	s, err := Start(ctx, binary, dataDir, dockerHost)
 	if s != nil {
-		s.BaseImage = baseImage
+		s.BaseImage, s.DebianImage = images.Busybox, images.Debian
 	}
 	return s, err
 }

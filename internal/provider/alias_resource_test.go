@@ -67,7 +67,7 @@ func TestAccPromotionRelease(t *testing.T) {
 	name := uniqueName("acc-promo")
 	vars := config.Variables{
 		"name":            config.StringVariable(name),
-		"base_image":      config.StringVariable(srv.BaseImage),
+		"base_image":      config.StringVariable(srv.DebianImage),
 		"context":         config.StringVariable(app),
 		"expected_output": config.StringVariable("smoke test passed"),
 	}
@@ -177,7 +177,7 @@ production         = { api_url = %q, sandbox_url = %q, template_name = %q }
 staging_api_key    = %q
 production_api_key = %q
 base_image         = %q
-`, staging.APIURL, staging.SandboxURL, name, production.APIURL, production.SandboxURL, name, staging.APIKey, production.APIKey, staging.BaseImage)
+`, staging.APIURL, staging.SandboxURL, name, production.APIURL, production.SandboxURL, name, staging.APIKey, production.APIKey, staging.DebianImage)
 	acctest.Must(t, os.WriteFile(filepath.Join(example, "terraform.tfvars"), []byte(vars), 0o600))
 
 	terraform := func(args ...string) (string, error) {

@@ -22,8 +22,8 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
-// processTemplate is a template whose build gives a busybox image what
-// sandboxes need to run shell commands (bash -l -c) and a home for root.
+// processTemplate is a template of the Debian test image, which has the bash
+// that sandboxes run shell commands with (bash -l -c).
 func processTemplate(srv *acctest.Server, name string) string {
 	return srv.ProviderConfig() + fmt.Sprintf(`
 resource "e2b_template" "t" {
@@ -35,14 +35,13 @@ resource "e2b_template_build" "b" {
   from_image  = %q
   steps = [
     { workdir = "/" },
-    { run = { command = "mkdir -p /root /tmp && { [ -e /bin/bash ] || { printf '#!/bin/sh\\nexec /bin/sh \"$@\"\\n' > /bin/bash && chmod 755 /bin/bash; }; }", user = "root" } },
   ]
 }
 
 locals {
   run_from = "${e2b_template.t.name}:${e2b_template_build.b.build_id}"
 }
-`, name, srv.BaseImage)
+`, name, srv.DebianImage)
 }
 
 // runningSandboxes counts the sandboxes the server runs.

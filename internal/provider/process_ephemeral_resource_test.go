@@ -166,9 +166,8 @@ func processTemplateByAPI(t *testing.T, srv *acctest.Server) string {
 	acctest.Must(t, err)
 	steps := []e2bapi.TemplateStep{
 		{Type: e2bapi.StepWorkdir, Args: []string{"/"}},
-		{Type: e2bapi.StepRun, Args: []string{`mkdir -p /root /tmp && { [ -e /bin/bash ] || { printf '#!/bin/sh\nexec /bin/sh "$@"\n' > /bin/bash && chmod 755 /bin/bash; }; }`, "root"}},
 	}
-	buildID, _, err := templatebuild.Start(t.Context(), api, tpl, templatebuild.Request{Start: e2bapi.TemplateBuildStartV2{FromImage: srv.BaseImage, Steps: steps}}, tflogLogger{})
+	buildID, _, err := templatebuild.Start(t.Context(), api, tpl, templatebuild.Request{Start: e2bapi.TemplateBuildStartV2{FromImage: srv.DebianImage, Steps: steps}}, tflogLogger{})
 	acctest.Must(t, err)
 	if status, err := templatebuild.Follow(t.Context(), api, reg.TemplateID, buildID, steps, func(e2bapi.BuildLogEntry, string) {}); err != nil || status != e2bapi.BuildReady {
 		t.Fatalf("building the template: %s, %v", status, err)

@@ -84,7 +84,7 @@ func TestAccTemplateBuildLifecycle(t *testing.T) {
 		"logs/skip.txt":    "not a log\n",
 		"ignored.txt":      "ignored\n",
 		".dockerignore":    "ignored.txt\nDockerfile\n",
-		"Dockerfile":       "FROM " + srv.BaseImage + "\nCOPY top.txt /opt/top.txt\nCOPY app /opt/app\nRUN echo v2 > /opt/version\nRUN [ -e /bin/bash ] || { printf '#!/bin/sh\\nexec /bin/sh \"$@\"\\n' > /bin/bash && chmod 755 /bin/bash; }\n",
+		"Dockerfile":       "FROM " + srv.DebianImage + "\nCOPY top.txt /opt/top.txt\nCOPY app /opt/app\nRUN echo v2 > /opt/version\n",
 		"app/sub/keep.txt": "",
 	}
 	acctest.WriteFiles(t, ctxDir, files)
@@ -102,14 +102,11 @@ resource "e2b_template_build" "v1" {
     { copy = { src = "top.txt", dest = "/opt/top.txt" } },
     { copy = { src = "app", dest = "/opt/app" } },
     { copy = { src = "logs/*.log", dest = "/opt/logs/" } },
-    # The test image has no home for root: run from /opt.
     { workdir = "/opt" },
     { run = { command = "cat /opt/top.txt /opt/app/a.txt > /opt/run.txt && echo v1 > /opt/version", user = "root" } },
-    # Sandboxes run commands with bash -l -c; a busybox image may lack it.
-    { run = { command = "[ -e /bin/bash ] || { printf '#!/bin/sh\\nexec /bin/sh \"$@\"\\n' > /bin/bash && chmod 755 /bin/bash; }", user = "root" } },
   ]
 }
-`, name, srv.BaseImage, ctxDir)
+`, name, srv.DebianImage, ctxDir)
 	readV1 := `
 data "e2b_process" "v1" {
   template = "${e2b_template.t.name}:${e2b_template_build.v1.build_id}"

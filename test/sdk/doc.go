@@ -11,11 +11,9 @@
 //
 //	DOCKER_HOST=unix:///path/docker.sock go test -v ./test/sdk/
 //
-// It skips without node and npm, without DOCKER_HOST (or
-// E2B_TEST_DOCKER_HOST), when the engine does not answer, or when the base
-// image (E2B_TEST_BASE_IMAGE, default e2b-test-base:latest) is missing.
-//
-// The base image is busybox, without bash, while the SDK runs every command
-// as `/bin/bash -l -c`: the template copies in a two-line /bin/bash that
-// execs /bin/sh (busybox sh accepts -l and -c).
+// Without node and npm, a Docker engine (DOCKER_HOST or E2B_TEST_DOCKER_HOST)
+// or the base images of scripts/test-image.sh it skips, or fails where
+// E2B_TEST_REQUIRE_ALL is set (scripts/test.sh sets it). The template is built
+// from the Debian image (E2B_TEST_DEBIAN_IMAGE, default
+// e2b-test-debian:bookworm): the SDK runs every command as `/bin/bash -l -c`.
 package sdk

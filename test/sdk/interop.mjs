@@ -8,7 +8,7 @@
 // Progress and build logs go to stderr.
 //
 // Environment besides the four above: E2B_TEST_BASE_IMAGE (the image the
-// template starts from, default e2b-test-base:latest) and
+// template starts from, with bash: default e2b-test-debian:bookworm) and
 // SDK_INTEROP_TEMPLATE (the template name, default sdk-interop:v1).
 
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises'
@@ -24,7 +24,7 @@ for (const name of ['E2B_API_URL', 'E2B_SANDBOX_URL', 'E2B_DOMAIN', 'E2B_API_KEY
     process.exit(2)
   }
 }
-const baseImage = process.env.E2B_TEST_BASE_IMAGE || 'e2b-test-base:latest'
+const baseImage = process.env.E2B_TEST_BASE_IMAGE || 'e2b-test-debian:bookworm'
 const templateName = process.env.SDK_INTEROP_TEMPLATE || 'sdk-interop:v1'
 const templateAlias = templateName.split(':')[0]
 
@@ -55,23 +55,19 @@ function describe(err) {
   return { name: err?.name, message: String(err?.message ?? err), stack: err?.stack?.split('\n').slice(0, 6).join('\n') }
 }
 
-// The build context: a file, a directory with a subdirectory, and /bin/bash.
-// The SDK runs every command as `/bin/bash -l -c <cmd>`; the offline test
-// base image is busybox, which has sh but neither bash nor a `bash` applet,
-// so the template copies in a two-line bash that hands its arguments to sh
-// (busybox sh accepts -l and -c).
+// The build context: a file and a directory with a subdirectory. The SDK
+// runs every command as `/bin/bash -l -c <cmd>`: the base image is a Debian
+// one, as E2B templates usually are.
 const contextDir = await mkdtemp(join(tmpdir(), 'e2b-sdk-interop-'))
 await writeFile(join(contextDir, 'hello.txt'), 'hello from the sdk\n')
 await mkdir(join(contextDir, 'conf', 'sub'), { recursive: true })
 await writeFile(join(contextDir, 'conf', 'a.txt'), 'a\n')
 await writeFile(join(contextDir, 'conf', 'sub', 'b.txt'), 'b\n')
-await writeFile(join(contextDir, 'bash'), '#!/bin/sh\nexec /bin/sh "$@"\n')
 
 let sandbox
 try {
   const template = Template({ fileContextPath: contextDir })
     .fromImage(baseImage)
-    .copy('bash', '/bin/bash', { user: 'root', mode: 0o755 })
     .setEnvs({ FOO: 'bar baz', GREETING: 'hi' })
     .setWorkdir('/app')
     .copy('hello.txt', '/app/hello.txt')

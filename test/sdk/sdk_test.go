@@ -15,13 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/client"
-
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
-
-// defaultBaseImage is the offline busybox image scripts/test-image.sh builds.
-const defaultBaseImage = "e2b-test-base:latest"
 
 // Generous bounds: on a busy 2-core machine building the binary, installing
 // the SDK and one template build each take minutes, not seconds.
@@ -81,8 +77,11 @@ type summary struct {
 // E2B_SANDBOX_URL, E2B_DOMAIN and E2B_API_KEY.
 func TestOfficialJSSDK(t *testing.T) {
 	node, npm := lookTools(t)
-	dockerHost, baseImage := dockerEnvironment(t)
 	ctx := t.Context()
+	dockerHost, images, err := acctest.DockerEnvironment(ctx)
+	if err != nil {
+		testutil.Missing(t, "the E2B JS SDK interop test runs the local server on a Docker engine: %v", err)
+	}
 
 	phase := time.Now()
 	installSDK(t, ctx, npm)
@@ -113,7 +112,7 @@ func TestOfficialJSSDK(t *testing.T) {
 		"E2B_SANDBOX_URL="+server.SandboxURL,
 		"E2B_DOMAIN="+server.Domain,
 		"E2B_API_KEY="+server.APIKey,
-		"E2B_TEST_BASE_IMAGE="+baseImage,
+		"E2B_TEST_BASE_IMAGE="+images.Debian,
 		"SDK_INTEROP_TEMPLATE=sdk-interop:v1",
 	)
 	var stdout, stderr bytes.Buffer
@@ -190,49 +189,18 @@ func deleteTemplate(ctx context.Context, server *acctest.Server, templateID stri
 	return nil
 }
 
-// lookTools finds node and npm or skips the test.
+// lookTools finds node and npm, or reports them missing.
 func lookTools(t *testing.T) (node, npm string) {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("node is not installed: the E2B JS SDK interop test needs Node.js 20+ and npm")
+		testutil.Missing(t, "node is not installed: the E2B JS SDK interop test needs Node.js 20+ and npm")
 	}
 	npm, err = exec.LookPath("npm")
 	if err != nil {
-		t.Skip("npm is not installed: the E2B JS SDK interop test needs it to install the SDK")
+		testutil.Missing(t, "npm is not installed: the E2B JS SDK interop test needs it to install the SDK")
 	}
 	return node, npm
-}
-
-// dockerEnvironment returns the Docker engine and base image the server
-// builds on, or skips the test when no engine answers or the image is missing.
-func dockerEnvironment(t *testing.T) (dockerHost, baseImage string) {
-	t.Helper()
-	dockerHost = os.Getenv(acctest.EnvDockerHost)
-	if dockerHost == "" {
-		dockerHost = os.Getenv("DOCKER_HOST")
-	}
-	if dockerHost == "" {
-		t.Skipf("DOCKER_HOST (or %s) is not set: the E2B JS SDK interop test runs the local server on a Docker engine", acctest.EnvDockerHost)
-	}
-	baseImage = os.Getenv(acctest.EnvBaseImage)
-	if baseImage == "" {
-		baseImage = defaultBaseImage
-	}
-	c, err := client.NewClientWithOpts(client.WithHost(dockerHost), client.WithAPIVersionNegotiation())
-	if err != nil {
-		t.Skipf("no Docker client for %s: %v", dockerHost, err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	if _, err := c.Ping(ctx); err != nil {
-		t.Skipf("the Docker engine at %s does not answer: %v", dockerHost, err)
-	}
-	if _, err := c.ImageInspect(ctx, baseImage); err != nil {
-		t.Skipf("image %s is missing from the Docker engine at %s (scripts/test-image.sh builds it): %v", baseImage, dockerHost, err)
-	}
-	return dockerHost, baseImage
 }
 
 // installSDK runs `npm ci` unless node_modules already holds the SDK version
