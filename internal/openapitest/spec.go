@@ -1,6 +1,6 @@
 // Package openapitest checks HTTP traffic in tests against E2B's published
-// OpenAPI specs (../shared/fixtures/e2b-openapi.yml and envd-openapi.yml),
-// so that both ends of our wire traffic hold to E2B's contract and not only
+// OpenAPI specs (testdata/e2b-openapi.yml and testdata/envd-openapi.yml,
+// embedded in the package so that a test of any package finds them), so that both ends of our wire traffic hold to E2B's contract and not only
 // to our reading of it. Transport validates what a client sends and receives;
 // Middleware validates what a server receives and answers. A mismatch fails
 // the test that caused it, naming the operation, the field and the value.
@@ -24,11 +24,10 @@ package openapitest
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -83,37 +82,32 @@ func (l *loaded) get(tb testing.TB, file string, additions []addition) *Spec {
 	return l.spec
 }
 
-// FixturesDir finds the shared fixtures: walking up from the working
-// directory (a test runs in its package directory), the first directory that
-// holds shared/fixtures. The repository is cloned beside shared/, so from
-// <repo>/internal/pkg this finds <repo>/../shared/fixtures.
-func FixturesDir() (string, error) {
-	wd, err := os.Getwd()
+// specs holds E2B's OpenAPI specs, unchanged below their provenance header
+// (testdata/README.md says where each comes from). Embedding them makes the
+// loader independent of the working directory of the test that uses it.
+//
+//go:embed testdata/*.yml
+var specs embed.FS
+
+// loadDocument parses one embedded spec file, without validating it, and
+// returns the name errors give it.
+func loadDocument(file string) (*openapi3.T, string, error) {
+	path := "openapitest/testdata/" + file
+	data, err := specs.ReadFile("testdata/" + file)
 	if err != nil {
-		return "", fmt.Errorf("finding the shared fixtures: %w", err)
+		return nil, path, fmt.Errorf("reading %s: %w", path, err)
 	}
-	for dir := wd; ; {
-		candidate := filepath.Join(dir, "shared", "fixtures")
-		if _, err := os.Stat(filepath.Join(candidate, "e2b-openapi.yml")); err == nil {
-			return candidate, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no shared/fixtures/e2b-openapi.yml in %s or any directory above it", wd)
-		}
-		dir = parent
+	doc, err := openapi3.NewLoader().LoadFromData(data)
+	if err != nil {
+		return nil, path, fmt.Errorf("loading %s: %w", path, err)
 	}
+	return doc, path, nil
 }
 
 func load(file string, additions []addition) (*Spec, error) {
-	dir, err := FixturesDir()
+	doc, path, err := loadDocument(file)
 	if err != nil {
 		return nil, err
-	}
-	path := filepath.Join(dir, file)
-	doc, err := openapi3.NewLoader().LoadFromFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("loading %s: %w", path, err)
 	}
 	ctx := context.Background()
 	if err := doc.Validate(ctx); err != nil {
