@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Whole-process figures for build-context hashing (docs/performance.md): one process per
+# Whole-process figures for build-context hashing (design/performance.md): one process per
 # operation on the generated 440 MB tree (10,000 x 4 KiB + 10 x 40 MiB), reporting wall
 # time and peak RSS. The tree is kept in $E2B_BENCH_TREE (default: $TMPDIR/e2b-bench-tree).
 set -euo pipefail

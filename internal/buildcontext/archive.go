@@ -18,7 +18,7 @@ import (
 // archiveModTime is the one mtime every archive entry carries (2000-01-01T00:00:00Z).
 var archiveModTime = time.Unix(946684800, 0).UTC()
 
-// WriteArchive writes the gzip'd tar of the listing to w (hashing.md §5): entries in
+// WriteArchive writes the gzip'd tar of the listing to w (design/hashing.md §5): entries in
 // listing order, uid = gid = 0, no user or group names, one fixed mtime, modes normalised.
 // The listing must carry file digests (PortableHash, SDKHash or ComputeDigests); each file
 // is checked against its size and digest while it is copied, and a mismatch fails with

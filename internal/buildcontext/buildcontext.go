@@ -1,6 +1,6 @@
 // Package buildcontext lists the files a COPY step takes from a build context, hashes them
 // (the portable files hash v1, or the E2B SDK-compatible hash) and writes the deterministic
-// gzip'd tar archive that is uploaded for the step. It follows ../shared/spec/hashing.md.
+// gzip'd tar archive that is uploaded for the step. It follows design/hashing.md.
 //
 // One listing serves both the hash and the archive:
 //

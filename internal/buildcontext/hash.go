@@ -13,7 +13,7 @@ import (
 )
 
 // PortableHash is the portable files hash v1 of the COPY step (Src, dest) over this
-// listing (hashing.md §2). It computes the missing file digests first (see
+// listing (design/hashing.md §2). It computes the missing file digests first (see
 // ComputeDigests), which also prepares the listing for the archive.
 func (l *Listing) PortableHash(ctx context.Context, dest string, opts HashOptions) (string, error) {
 	if _, err := l.ComputeDigests(ctx, opts); err != nil {
@@ -63,7 +63,7 @@ func appendNetstring(b []byte, s string) []byte {
 	return append(b, ',')
 }
 
-// SDKHash is the files hash the E2B JS SDK computes for the step (e2b-api.md §2), so
+// SDKHash is the files hash the E2B JS SDK computes for the step (design/e2b-api.md §2), so
 // uploads can be shared with SDK users. Differences kept on purpose: entries come from
 // this package's listing (Docker .dockerignore semantics, where the SDK's glob keeps the
 // children of an ignored directory), and a symlink's target is used only when the listing

@@ -35,13 +35,15 @@ type vectorFile struct {
 	Vectors []hashVector `json:"vectors"`
 }
 
-const vectorsPath = "../../../shared/fixtures/hash-vectors.json"
+// vectorsPath is the hash vectors of design/hashing.md §4 (testdata/README.md
+// says where they come from).
+const vectorsPath = "testdata/hash-vectors.json"
 
 func loadVectors(t testing.TB) vectorFile {
 	t.Helper()
 	data, err := os.ReadFile(vectorsPath)
 	if err != nil {
-		t.Fatalf("reading the shared hash vectors: %v", err)
+		t.Fatalf("reading the hash vectors: %v", err)
 	}
 	var v vectorFile
 	if err := json.Unmarshal(data, &v); err != nil {

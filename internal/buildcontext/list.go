@@ -31,7 +31,7 @@ type ListOptions struct {
 }
 
 // List lists the entries the COPY source src takes from contextDir, following
-// hashing.md §1: src is relative and stays inside the context; .dockerignore and
+// design/hashing.md §1: src is relative and stays inside the context; .dockerignore and
 // opts.IgnorePatterns exclude entries with Docker's semantics; src may be a glob (`*`, `?`,
 // `[...]`, `**`; dotfiles match); a matched directory brings itself and everything below
 // it; symlinks are never followed (see ListOptions.ResolveLinks); sockets, FIFOs and

@@ -335,7 +335,7 @@ func TestStatusOnlyErrors(t *testing.T) {
 			_, _ = io.WriteString(w, tc.body)
 		})
 		// Error answers without the envelope come through E2B's edge
-		// (e2b-api.md §0; openapitest's allowlist).
+		// (design/e2b-api.md §0; openapitest's allowlist).
 		c, _ := newTestClient(t, srv, nil)
 		err := c.KillSandbox(t.Context(), "iabc")
 		var apiErr *APIError

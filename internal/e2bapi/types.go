@@ -2,7 +2,7 @@ package e2bapi
 
 import "time"
 
-// The JSON bodies of the E2B control-plane API (e2b-api.md §1, §4, §5). The
+// The JSON bodies of the E2B control-plane API (design/e2b-api.md §1, §4, §5). The
 // client and the local server both use these, so one definition of every body
 // serves both ends of the wire. Optional fields are pointers or omitempty so
 // that what is not set is not sent: E2B applies its own defaults to absent
@@ -43,7 +43,7 @@ type TemplateBuildFileUpload struct {
 	Headers map[string]string `json:"headers,omitempty"`
 }
 
-// TemplateStep is one build step; Args layout per type is e2b-api.md §3.1.
+// TemplateStep is one build step; Args layout per type is design/e2b-api.md §3.1.
 type TemplateStep struct {
 	Type      string   `json:"type"`
 	Args      []string `json:"args"`
@@ -288,7 +288,7 @@ type SandboxTimeoutRequest struct {
 
 // ConnectSandbox is the body of POST /v2/sandboxes/{sandboxID}/connect, where it is
 // optional (timeout 300 by default), and of POST /sandboxes/{sandboxID}/connect, where
-// timeout is required (e2b-api.md §5.3).
+// timeout is required (design/e2b-api.md §5.3).
 type ConnectSandbox struct {
 	Timeout *int32 `json:"timeout,omitempty"`
 	Memory  *bool  `json:"memory,omitempty"`

@@ -1,5 +1,5 @@
 // Package localserver is the local E2B-compatible server: the control-plane
-// API of e2b-api.md (templates, builds, uploads, tags, sandboxes), the proxy
+// API of design/e2b-api.md (templates, builds, uploads, tags, sandboxes), the proxy
 // to each sandbox's envd, and the `server` command that starts it. State
 // lives in the store; builds and sandboxes run on a runtime.Engine.
 package localserver

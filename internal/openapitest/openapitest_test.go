@@ -5,12 +5,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/getkin/kin-openapi/openapi3"
 )
 
 // recordingTB captures what a check reports instead of failing the test.
@@ -74,11 +71,7 @@ func TestSpecsLoad(t *testing.T) {
 }
 
 func TestAllowlistEntryForADeclaredStatusIsObsolete(t *testing.T) {
-	dir, err := FixturesDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := openapi3.NewLoader().LoadFromFile(filepath.Join(dir, "envd-openapi.yml"))
+	doc, _, err := loadDocument("envd-openapi.yml")
 	if err != nil {
 		t.Fatal(err)
 	}

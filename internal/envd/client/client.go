@@ -2,7 +2,7 @@
 // one command to completion (Run), moves files over /files (Upload,
 // Download), and wraps the few other calls a build needs (Health, Init, Stat).
 // It works against E2B cloud, self-hosted E2B and this project's own envd
-// server alike; the wire facts are in e2b-api.md §5.2 and §6.
+// server alike; the wire facts are in design/e2b-api.md §5.2 and §6.
 package client
 
 import (
@@ -108,7 +108,7 @@ func New(cfg Config) (*Client, error) {
 	}, nil
 }
 
-// baseURL picks the address per e2b-api.md §5.2.
+// baseURL picks the address per design/e2b-api.md §5.2.
 func baseURL(cfg Config) (string, error) {
 	if cfg.BaseURL != "" {
 		u, err := safehttp.ParseBaseURL("sandbox_url", cfg.BaseURL)

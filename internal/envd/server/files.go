@@ -51,7 +51,7 @@ func (s *Server) filesUser(r *http.Request) (*osUser, error) {
 }
 
 // authorizeFiles accepts the access token or a signature of the request
-// (e2b-api.md §6.4): "v1_" + base64 std no-pad of
+// (design/e2b-api.md §6.4): "v1_" + base64 std no-pad of
 // sha256("<path>:<read|write>:<username>:<token>[:<expiration>]").
 func (s *Server) authorizeFiles(r *http.Request, operation string) bool {
 	token := s.settings().accessToken

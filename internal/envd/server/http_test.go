@@ -103,7 +103,7 @@ func TestHealthAndEnvs(t *testing.T) {
 }
 
 func TestAccessToken(t *testing.T) {
-	// The token check answers 401 on every path (e2b-api.md §5.2); the
+	// The token check answers 401 on every path (design/e2b-api.md §5.2); the
 	// contract declares 401 only for /files, openapitest's allowlist adds it
 	// for the rest.
 	e := startEnvd(t, Config{})

@@ -21,7 +21,7 @@ import (
 // waiting for the end event of the process the deadline just killed.
 const endWaitAfterDeadline = 5 * time.Second
 
-// processService implements process.Process (e2b-api.md §6.2).
+// processService implements process.Process (design/e2b-api.md §6.2).
 type processService struct {
 	s *Server
 }

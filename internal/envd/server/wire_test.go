@@ -14,7 +14,7 @@ import (
 )
 
 // These tests speak Connect+JSON by hand, byte for byte as the E2B JS SDK
-// does (e2b-api.md §6.1), and check the frames that come back.
+// does (design/e2b-api.md §6.1), and check the frames that come back.
 
 // envelope frames msg as one Connect streaming message.
 func envelope(flags byte, msg string) []byte {
