@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
 
 func TestHashVectors(t *testing.T) {
@@ -66,18 +68,12 @@ func TestSDKWorkedExample(t *testing.T) {
 const pythonReference = "testdata/portable_hash_v1_reference.py"
 
 // TestPortableHashMatchesPythonReference compares the portable hash with the
-// Python reference over trees beyond the vectors. Without python3 it skips,
-// except in CI (CI set, as scripts/test.sh's environment has it), where a
-// missing python3 fails the test rather than letting it pass unrun.
+// Python reference over trees beyond the vectors; python3 is a prerequisite
+// (testutil.Missing).
 func TestPortableHashMatchesPythonReference(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		msg := "python3 is not on PATH, so the portable hash is not compared with " + pythonReference +
-			" (TestHashVectors still checks the vectors)"
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg + "; CI must have python3")
-		}
-		t.Skip(msg)
+		testutil.Missing(t, "python3 is not on PATH, so the portable hash is not compared with %s (TestHashVectors still checks the vectors)", pythonReference)
 	}
 	v := loadVectors(t)
 	ctxDir := newTree(t, append(v.Entries, file("app/sub/deeper/z.bin", "zz"), link("app/sub/dl", "../nowhere"))...)
