@@ -1,19 +1,31 @@
 #!/usr/bin/env bash
-# Regenerates internal/envd/gen from the .proto files beside this script.
-# protoc comes from Debian's protobuf-compiler; the plugins are built from the
-# versions pinned in go.mod, so the output only changes when go.mod does.
+# Regenerates internal/envd/gen from the .proto files beside this script with
+# buf and the plugins pinned in tools/go.mod: nothing but the Go toolchain.
+# buf writes into a temporary directory, which replaces internal/envd/gen only
+# when generation succeeded, so a failing generator leaves the tree as it was.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
-bin=$(mktemp -d)
-trap 'rm -rf "$bin"' EXIT
-(cd "$root" && go build -o "$bin/protoc-gen-go" google.golang.org/protobuf/cmd/protoc-gen-go \
-  && go build -o "$bin/protoc-gen-connect-go" connectrpc.com/connect/cmd/protoc-gen-connect-go)
 out="$root/internal/envd/gen"
-rm -rf "$out"
-mkdir -p "$out"
-cd "$here"
-PATH="$bin:$PATH" protoc -I . \
-  --go_out="$out" --go_opt=module=github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen \
-  --connect-go_out="$out" --connect-go_opt=module=github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen \
-  process/process.proto filesystem/filesystem.proto
+# The plugins' modules in tools/go.mod must be the provider's runtime versions.
+for mod in google.golang.org/protobuf connectrpc.com/connect; do
+	runtime=$(cd "$root" && go list -m -f '{{.Version}}' "$mod")
+	plugin=$(cd "$root" && go list -m -modfile=tools/go.mod -f '{{.Version}}' "$mod")
+	if [[ "$runtime" != "$plugin" ]]; then
+		echo "generate.sh: $mod is $plugin in tools/go.mod but $runtime in go.mod; make them equal" >&2
+		exit 1
+	fi
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$here" # buf.gen.yaml's plugin paths are relative to it
+go tool -modfile="$root/tools/go.mod" buf generate -o "$tmp"
+if [[ -z "$(ls -A "$tmp/gen" 2>/dev/null)" ]]; then
+	echo "generate.sh: buf generated nothing" >&2
+	exit 1
+fi
+# Unchanged output leaves the files (and their mtimes) alone.
+if ! diff -r -q "$tmp/gen" "$out" >/dev/null 2>&1; then
+	rm -rf "$out"
+	mv "$tmp/gen" "$out"
+fi
