@@ -6,12 +6,14 @@
 #                                    the generated-files check is skipped
 #
 # It installs what it needs, idempotently and quickly when already done:
-# Debian packages (apt), Terraform and golangci-lint built from source into
-# the user's cache, a Docker engine of its own (unless DOCKER_HOST already
-# answers) and the offline test base image. Then: gofmt, go vet,
-# golangci-lint, generated code and docs up to date, and the tests with the
-# race detector and acceptance tests on (TF_ACC=1). Exits non-zero when any
-# of them fails, after running them all.
+# Debian packages (apt), Terraform, OpenTofu and golangci-lint built from
+# source into the user's cache, a Docker engine of its own (unless
+# DOCKER_HOST already answers) and the offline test images. Then: gofmt,
+# go vet, golangci-lint, generated code and docs up to date, the tests with
+# the race detector and acceptance tests on (TF_ACC=1) with Terraform, and
+# the acceptance tests again with OpenTofu. A missing prerequisite fails a
+# test instead of skipping it (E2B_TEST_REQUIRE_ALL). Exits non-zero when
+# any of them fails, after running them all.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -60,9 +62,13 @@ check() {
 
 check_gofmt() {
 	local dirs unformatted
-	dirs="$(go list -f '{{.Dir}}' "${packages[@]}")"
+	# Without directories gofmt would read standard input and pass.
+	if ! dirs="$(go list -f '{{.Dir}}' "${packages[@]}")" || [[ -z "$dirs" ]]; then
+		echo "go list found no package directories to check" >&2
+		return 1
+	fi
 	# shellcheck disable=SC2086 # one directory per line, no spaces in them
-	unformatted="$(gofmt -s -l $dirs | sort -u)"
+	unformatted="$(gofmt -s -l $dirs | sort -u)" || return 1
 	if [[ -n "$unformatted" ]]; then
 		echo "not gofmt -s formatted (run make fmt):" >&2
 		echo "$unformatted" >&2
@@ -81,7 +87,7 @@ tree_state() {
 check_generated() {
 	local before after
 	before="$(tree_state)"
-	PATH="$(dirname "$terraform"):$PATH" make --no-print-directory generate >"$work/generate.log" 2>&1 || {
+	make --no-print-directory generate >"$work/generate.log" 2>&1 || {
 		cat "$work/generate.log" >&2
 		return 1
 	}
@@ -93,27 +99,53 @@ check_generated() {
 	fi
 }
 
-run_tests() {
+# go_test CLI JSONFILE [go test flags and packages...] runs tests with
+# acceptance tests on, against CLI (Terraform or OpenTofu).
+go_test() {
+	local cli="$1" json="$2"
+	shift 2
 	TF_ACC=1 \
-		TF_ACC_TERRAFORM_PATH="$terraform" \
+		TF_ACC_TERRAFORM_PATH="$cli" \
 		E2B_TEST_DOCKER_HOST="$DOCKER_HOST" \
-		E2B_TEST_BASE_IMAGE="$E2B_TEST_BASE_IMAGE" \
+		E2B_TEST_REQUIRE_ALL=1 \
 		go tool -modfile=tools/go.mod gotestsum --format pkgname-and-test-fails \
-		--jsonfile "$work/tests.json" -- \
-		-race -count=1 -timeout 20m "${packages[@]}"
+		--jsonfile "$json" -- -race -count=1 -timeout 20m "$@"
+}
+
+# Acceptance tests that need a CLI newer than the pinned Terraform (the
+# ephemeral resource: Terraform 1.10+) run in the OpenTofu pass only.
+newer_cli_tests='^TestAccProcessEphemeral$'
+
+run_tests() {
+	go_test "$terraform" "$work/tests-terraform.json" -skip "$newer_cli_tests" "${packages[@]}"
+}
+
+# The packages whose tests drive a Terraform CLI, again with OpenTofu, which
+# resolves unqualified provider names in its own registry's namespace.
+run_tofu_tests() {
+	local cli_packages
+	cli_packages="$(go list "${packages[@]}" | grep -x 'github.com/e2b-terraform/terraform-provider-e2b/internal/provider' || true)"
+	if [[ -z "$cli_packages" ]]; then
+		log "no package of ${packages[*]} drives a CLI: OpenTofu pass skipped"
+		return 0
+	fi
+	TF_ACC_PROVIDER_HOST=registry.opentofu.org go_test "$tofu" "$work/tests-tofu.json" "$cli_packages"
 }
 
 # --- main --------------------------------------------------------------------
 
-# gcc and libc6-dev: the race detector needs cgo.
-scripts/install-packages.sh docker.io busybox-static protobuf-compiler git make ca-certificates gcc libc6-dev
+# gcc and libc6-dev: the race detector needs cgo. busybox-static and
+# debootstrap: the test images. nodejs and npm: the official E2B JS SDK
+# test. python3: the portable hash's reference implementation.
+scripts/install-packages.sh docker.io busybox-static debootstrap protobuf-compiler git make \
+	ca-certificates gcc libc6-dev nodejs npm python3
 
-# The two slow builds (Terraform takes about five minutes the first time)
-# run in the background while the rest is set up and checked.
-scripts/tools.sh terraform >"$work/terraform.path" 2>"$work/terraform.log" &
-terraform_job=$!
-scripts/tools.sh golangci-lint >"$work/golangci-lint.path" 2>"$work/golangci-lint.log" &
-lint_job=$!
+# The slow builds (Terraform and OpenTofu take minutes the first time) run
+# in the background while the rest is set up and checked.
+for tool in terraform tofu golangci-lint; do
+	scripts/tools.sh "$tool" >"$work/$tool.path" 2>"$work/$tool.log" &
+	eval "${tool//-/_}_job=\$!"
+done
 
 # wait_tool waits for a tool build and prints the path of the tool. Not
 # called in $(...): a subshell cannot wait for this shell's jobs.
@@ -128,6 +160,7 @@ wait_tool() {
 
 start_dockerd
 export E2B_TEST_BASE_IMAGE="${E2B_TEST_BASE_IMAGE:-e2b-test-base:latest}"
+export E2B_TEST_DEBIAN_IMAGE="${E2B_TEST_DEBIAN_IMAGE:-e2b-test-debian:bookworm}"
 scripts/test-image.sh
 
 # Terraform must not read a developer's CLI configuration (dev_overrides
@@ -138,24 +171,30 @@ export TF_CLI_CONFIG_FILE="$work/terraformrc" CHECKPOINT_DISABLE=1
 check "gofmt" check_gofmt
 check "go vet" go vet "${packages[@]}"
 
-wait_tool "$lint_job" golangci-lint
+wait_tool "$golangci_lint_job" golangci-lint
 golangci_lint="$(cat "$work/golangci-lint.path")"
 check "golangci-lint" "$golangci_lint" run "${packages[@]}"
 
 wait_tool "$terraform_job" terraform
 terraform="$(cat "$work/terraform.path")"
+wait_tool "$tofu_job" tofu
+tofu="$(cat "$work/tofu.path")"
 if [[ "${packages[*]}" == "./..." ]]; then
 	check "generated files up to date" check_generated
 else
 	log "generated files check skipped: it covers the whole repository"
 fi
 
-check "go test" run_tests
+check "go test (Terraform $("$terraform" version -json | sed -n 's/.*"terraform_version": *"\([^"]*\)".*/\1/p'))" run_tests
+check "acceptance tests (OpenTofu $("$tofu" version -json | sed -n 's/.*"terraform_version": *"\([^"]*\)".*/\1/p'))" run_tofu_tests
 
-touch "$work/tests.json"
-tests_passed="$(grep -c '"Action":"pass","Package":"[^"]*","Test"' "$work/tests.json" || true)"
-tests_failed="$(grep -c '"Action":"fail","Package":"[^"]*","Test"' "$work/tests.json" || true)"
-tests_skipped="$(grep -c '"Action":"skip","Package":"[^"]*","Test"' "$work/tests.json" || true)"
+# count ACTION: test events of that action in both passes' JSON.
+count() {
+	cat "$work"/tests-*.json 2>/dev/null | grep -c "\"Action\":\"$1\",\"Package\":\"[^\"]*\",\"Test\"" || true
+}
+tests_passed="$(count pass)"
+tests_failed="$(count fail)"
+tests_skipped="$(count skip)"
 
 echo
 echo "checks passed: ${passed[*]:-none}"
