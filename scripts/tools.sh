@@ -26,7 +26,8 @@ terraform)
 tofu)
 	name=tofu
 	pkg="github.com/opentofu/opentofu@v${OPENTOFU_VERSION}"
-	dir="$cache/tofu-v${OPENTOFU_VERSION}"
+	# -release: built with the release flag below (an earlier recipe lacked it).
+	dir="$cache/tofu-v${OPENTOFU_VERSION}-release"
 	;;
 golangci-lint)
 	name=golangci-lint
@@ -52,7 +53,10 @@ if [[ ! -x "$dir/$name" ]]; then
 		src="$(cd "$tmp" && go mod download -json "$pkg" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
 		cp -r "$src" "$tmp/src"
 		chmod -R u+w "$tmp/src"
-		(cd "$tmp/src" && go build -trimpath -ldflags "-s -w" -o "$tmp/bin/$name" ./cmd/tofu) >&2
+		# version.dev=no, as OpenTofu's release builds: the version is 1.12.6,
+		# not 1.12.6-dev, for version checks.
+		(cd "$tmp/src" && go build -trimpath -ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" \
+			-o "$tmp/bin/$name" ./cmd/tofu) >&2
 	else
 		GOBIN="$tmp/bin" go install "$pkg" >&2
 	fi
