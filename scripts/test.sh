@@ -11,7 +11,8 @@
 # DOCKER_HOST already answers) and the offline test images. Then: gofmt,
 # go vet, golangci-lint, generated code and docs up to date, the tests with
 # the race detector and acceptance tests on (TF_ACC=1) with Terraform, and
-# the acceptance tests again with OpenTofu. A missing prerequisite fails a
+# the acceptance tests again with OpenTofu; buf lint and format of the
+# .proto files. A missing prerequisite fails a
 # test instead of skipping it (E2B_TEST_REQUIRE_ALL). Exits non-zero when
 # any of them fails, after running them all.
 set -euo pipefail
@@ -137,7 +138,7 @@ run_tofu_tests() {
 # gcc and libc6-dev: the race detector needs cgo. busybox-static and
 # debootstrap: the test images. nodejs and npm: the official E2B JS SDK
 # test. python3: the portable hash's reference implementation.
-scripts/install-packages.sh docker.io busybox-static debootstrap protobuf-compiler git make \
+scripts/install-packages.sh docker.io busybox-static debootstrap git make \
 	ca-certificates gcc libc6-dev nodejs npm python3
 
 # The slow builds (Terraform and OpenTofu take minutes the first time) run
@@ -146,6 +147,10 @@ for tool in terraform tofu golangci-lint; do
 	scripts/tools.sh "$tool" >"$work/$tool.path" 2>"$work/$tool.log" &
 	eval "${tool//-/_}_job=\$!"
 done
+# buf (code generation and proto checks) is a tool of tools/go.mod: its
+# first build takes minutes too.
+go tool -modfile=tools/go.mod buf --version >"$work/buf.log" 2>&1 &
+buf_job=$!
 
 # wait_tool waits for a tool build and prints the path of the tool. Not
 # called in $(...): a subshell cannot wait for this shell's jobs.
@@ -170,6 +175,8 @@ export TF_CLI_CONFIG_FILE="$work/terraformrc" CHECKPOINT_DISABLE=1
 
 check "gofmt" check_gofmt
 check "go vet" go vet "${packages[@]}"
+wait_tool "$buf_job" buf
+check "proto lint and format" make --no-print-directory proto-check
 
 wait_tool "$golangci_lint_job" golangci-lint
 golangci_lint="$(cat "$work/golangci-lint.path")"
