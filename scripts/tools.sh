@@ -8,7 +8,9 @@
 #   scripts/tools.sh golangci-lint   the linter
 #
 # The cache is ${XDG_CACHE_HOME:-$HOME/.cache}/terraform-provider-e2b, one
-# directory per tool and version, so a version bump builds afresh.
+# directory per tool and version, so a version bump builds afresh. The CLIs
+# are linked with version.dev=no, as their releases are: they report 1.8.5,
+# not 1.8.5-dev (the -release in their directory names marks that recipe).
 set -euo pipefail
 
 TERRAFORM_VERSION=1.8.5
@@ -21,17 +23,19 @@ case "${1:-}" in
 terraform)
 	name=terraform
 	pkg="github.com/hashicorp/terraform@v${TERRAFORM_VERSION}"
-	dir="$cache/terraform-v${TERRAFORM_VERSION}"
+	ldflags="-s -w -X github.com/hashicorp/terraform/version.dev=no"
+	dir="$cache/terraform-v${TERRAFORM_VERSION}-release"
 	;;
 tofu)
 	name=tofu
 	pkg="github.com/opentofu/opentofu@v${OPENTOFU_VERSION}"
-	# -release: built with the release flag below (an earlier recipe lacked it).
+	ldflags="-s -w -X github.com/opentofu/opentofu/version.dev=no"
 	dir="$cache/tofu-v${OPENTOFU_VERSION}-release"
 	;;
 golangci-lint)
 	name=golangci-lint
 	pkg="github.com/golangci/golangci-lint/v2/cmd/golangci-lint@${GOLANGCI_LINT_VERSION}"
+	ldflags=""
 	dir="$cache/golangci-lint-${GOLANGCI_LINT_VERSION}"
 	;;
 *)
@@ -53,12 +57,9 @@ if [[ ! -x "$dir/$name" ]]; then
 		src="$(cd "$tmp" && go mod download -json "$pkg" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
 		cp -r "$src" "$tmp/src"
 		chmod -R u+w "$tmp/src"
-		# version.dev=no, as OpenTofu's release builds: the version is 1.12.6,
-		# not 1.12.6-dev, for version checks.
-		(cd "$tmp/src" && go build -trimpath -ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no" \
-			-o "$tmp/bin/$name" ./cmd/tofu) >&2
+		(cd "$tmp/src" && go build -trimpath -ldflags "$ldflags" -o "$tmp/bin/$name" ./cmd/tofu) >&2
 	else
-		GOBIN="$tmp/bin" go install "$pkg" >&2
+		GOBIN="$tmp/bin" go install -trimpath -ldflags "$ldflags" "$pkg" >&2
 	fi
 	mkdir -p "$dir"
 	# Rename into place so an interrupted build never leaves a half binary.
