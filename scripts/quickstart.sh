@@ -24,7 +24,7 @@ fi
 
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/terraform-provider-e2b"
 mkdir -p "$cache"
-work="$(mktemp -d /tmp/e2b-qs.XXXXXX)" # short: it holds unix sockets
+work="$(mktemp -d "${TMPDIR:-/tmp}/e2b-qs.XXXXXX")" # short: it holds unix sockets
 server_pid=""
 applied=""
 

@@ -25,7 +25,7 @@ fi
 
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/terraform-provider-e2b"
 mkdir -p "$cache"
-work="$(mktemp -d /tmp/e2b-test.XXXXXX)" # short: it holds a unix socket path
+work="$(mktemp -d "${TMPDIR:-/tmp}/e2b-test.XXXXXX")" # short: it holds a unix socket path
 started=$SECONDS
 
 log() { printf '==> %s\n' "$*" >&2; }
@@ -136,10 +136,16 @@ run_tofu_tests() {
 # --- main --------------------------------------------------------------------
 
 # gcc and libc6-dev: the race detector needs cgo. busybox-static and
-# debootstrap: the test images. nodejs and npm: the official E2B JS SDK
-# test. python3: the portable hash's reference implementation.
+# debootstrap: the test images. node and npm: the official E2B JS SDK test.
+# python3: the portable hash's reference implementation. A node, npm or
+# python3 already on PATH is used as it is (another vendor's nodejs package
+# carries npm and conflicts with Debian's).
+commands=()
+command -v node >/dev/null || commands+=(nodejs)
+command -v npm >/dev/null || commands+=(npm)
+command -v python3 >/dev/null || commands+=(python3)
 scripts/install-packages.sh docker.io busybox-static debootstrap git make \
-	ca-certificates gcc libc6-dev nodejs npm python3
+	ca-certificates gcc libc6-dev "${commands[@]}"
 
 # The slow builds (Terraform and OpenTofu take minutes the first time) run
 # in the background while the rest is set up and checked.
