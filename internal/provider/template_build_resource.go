@@ -42,6 +42,7 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/dockerfile"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	buildsteps "github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/templatebuild"
 )
 
@@ -482,8 +483,8 @@ func resolveSpec(ctx context.Context, m *templateBuildModel) (spec *buildSpec, o
 			spec.start.ReadyCmd = t.ReadyCmd
 		}
 		for _, s := range t.Steps {
-			steps = append(steps, e2bapi.TemplateStep{Type: s.Type, Args: slices.Clone(s.Args)})
-			if s.Type == dockerfile.StepCopy {
+			steps = append(steps, s)
+			if s.Type == buildsteps.Copy {
 				spec.copies = append(spec.copies, copySource{step: len(steps) - 1, src: s.Args[0], dest: s.Args[1]})
 			}
 		}
@@ -564,7 +565,7 @@ func stepFromModel(ctx context.Context, s stepModel) (step e2bapi.TemplateStep, 
 		if s.Run.Command.IsUnknown() || s.Run.User.IsUnknown() {
 			return step, false, nil
 		}
-		step = e2bapi.TemplateStep{Type: e2bapi.StepRun, Args: []string{s.Run.Command.ValueString()}}
+		step = e2bapi.TemplateStep{Type: buildsteps.Run, Args: []string{s.Run.Command.ValueString()}}
 		if u := s.Run.User.ValueString(); u != "" {
 			step.Args = append(step.Args, u)
 		}
@@ -579,7 +580,7 @@ func stepFromModel(ctx context.Context, s stepModel) (step e2bapi.TemplateStep, 
 		if mode != "" && len(mode) == 3 {
 			mode = "0" + mode
 		}
-		step = e2bapi.TemplateStep{Type: e2bapi.StepCopy, Args: []string{c.Src.ValueString(), c.Dest.ValueString(), c.User.ValueString(), mode}}
+		step = e2bapi.TemplateStep{Type: buildsteps.Copy, Args: []string{c.Src.ValueString(), c.Dest.ValueString(), c.User.ValueString(), mode}}
 	case !s.Env.IsNull():
 		if s.Env.IsUnknown() {
 			return step, false, nil
@@ -599,7 +600,7 @@ func stepFromModel(ctx context.Context, s stepModel) (step e2bapi.TemplateStep, 
 			return step, true, errors.New("env is empty")
 		}
 		sort.Strings(keys)
-		step = e2bapi.TemplateStep{Type: e2bapi.StepEnv}
+		step = e2bapi.TemplateStep{Type: buildsteps.Env}
 		for _, k := range keys {
 			step.Args = append(step.Args, k, env[k].ValueString())
 		}
@@ -607,12 +608,12 @@ func stepFromModel(ctx context.Context, s stepModel) (step e2bapi.TemplateStep, 
 		if s.Workdir.IsUnknown() {
 			return step, false, nil
 		}
-		step = e2bapi.TemplateStep{Type: e2bapi.StepWorkdir, Args: []string{s.Workdir.ValueString()}}
+		step = e2bapi.TemplateStep{Type: buildsteps.Workdir, Args: []string{s.Workdir.ValueString()}}
 	case !s.User.IsNull():
 		if s.User.IsUnknown() {
 			return step, false, nil
 		}
-		step = e2bapi.TemplateStep{Type: e2bapi.StepUser, Args: []string{s.User.ValueString()}}
+		step = e2bapi.TemplateStep{Type: buildsteps.User, Args: []string{s.User.ValueString()}}
 	default:
 		return step, true, errors.New("sets none of run, copy, env, workdir and user")
 	}
