@@ -111,3 +111,13 @@ func IsInvalid(err error) bool { return statusIs(err, http.StatusBadRequest) }
 
 // IsUnauthorized reports whether err is a 401 answer.
 func IsUnauthorized(err error) bool { return statusIs(err, http.StatusUnauthorized) }
+
+// IsBuildGone reports whether err says a build (or its template) does not exist: E2B
+// answers an unknown build with 400 and a "not found" message, not 404.
+func IsBuildGone(err error) bool {
+	if IsNotFound(err) {
+		return true
+	}
+	var apiErr *APIError
+	return IsInvalid(err) && errors.As(err, &apiErr) && strings.Contains(strings.ToLower(apiErr.Message), "not found")
+}

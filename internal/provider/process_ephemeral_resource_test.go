@@ -15,6 +15,7 @@ import (
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/templatebuild"
 )
 
@@ -162,15 +163,13 @@ func processTemplateByAPI(t *testing.T, srv *acctest.Server) string {
 			t.Errorf("deleting template %s: %v", reg.TemplateID, err)
 		}
 	})
-	tpl, err := api.GetTemplate(t.Context(), reg.TemplateID)
+	b, err := templatebuild.Plan(t.Context(), templatebuild.Spec{TemplateID: reg.TemplateID, FromImage: srv.DebianImage,
+		Steps: []templatebuild.Step{{Step: steps.Step{Type: steps.Workdir, Args: []string{"/"}}}}}, tflogLogger{})
 	acctest.Must(t, err)
-	steps := []e2bapi.TemplateStep{
-		{Type: e2bapi.StepWorkdir, Args: []string{"/"}},
+	res, err := templatebuild.Run(t.Context(), api, b, templatebuild.Options{})
+	if err != nil || res.Status != e2bapi.BuildReady {
+		t.Fatalf("building the template: %+v, %v", res, err)
 	}
-	buildID, _, err := templatebuild.Start(t.Context(), api, tpl, templatebuild.Request{Start: e2bapi.TemplateBuildStartV2{FromImage: srv.DebianImage, Steps: steps}}, tflogLogger{})
-	acctest.Must(t, err)
-	if status, err := templatebuild.Follow(t.Context(), api, reg.TemplateID, buildID, steps, func(e2bapi.BuildLogEntry, string) {}); err != nil || status != e2bapi.BuildReady {
-		t.Fatalf("building the template: %s, %v", status, err)
-	}
+	buildID := res.BuildID
 	return name + ":" + buildID
 }

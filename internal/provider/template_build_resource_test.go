@@ -3,13 +3,13 @@ package provider
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
+	"slices"
 	"testing"
-	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -19,8 +19,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 )
 
 // planProvider configures the provider for plan-only tests: planning a
@@ -239,42 +238,54 @@ resource "e2b_template_build" "b" {
 	})
 }
 
-func TestResolveSpecSteps(t *testing.T) {
+// TestBuildSpec converts a configured Dockerfile and steps into the build templatebuild
+// plans: the Dockerfile's context and commands, each step kind in the wire layout.
+func TestBuildSpec(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	acctest.WriteFiles(t, dir, map[string]string{
 		"Dockerfile": "FROM busybox\nCOPY --chown=app a.txt /opt/a.txt\nENV A=1\nCMD [\"sleep\", \"1\"]\n",
 		"a.txt":      "a",
 	})
+	stepType := stepObjectType(t)
+	stepsValue, d := types.ListValueFrom(ctx, stepType, []stepModel{
+		{Run: &runStepModel{Command: types.StringValue("make"), User: types.StringValue("root")}, Env: types.MapNull(types.StringType)},
+		{Copy: &copyStepModel{Src: types.StringValue("a.txt"), Dest: types.StringValue("/a"), User: types.StringNull(),
+			Mode: types.StringValue("755"), ResolveSymlinks: types.BoolValue(true)}, Env: types.MapNull(types.StringType)},
+		{Env: types.MapValueMust(types.StringType, map[string]attr.Value{"B": types.StringValue("2"), "A": types.StringValue("1")})},
+	})
+	if d.HasError() {
+		t.Fatal(d)
+	}
 	m := templateBuildModel{
+		TemplateID: types.StringValue(someTemplateID),
 		Dockerfile: types.StringValue(filepath.Join(dir, "Dockerfile")),
-		Steps:      types.ListNull(stepObjectType(t)),
+		Steps:      stepsValue,
 		Force:      types.BoolValue(true),
+		Tags:       types.SetNull(types.StringType),
+		CPUCount:   types.Int64Value(2),
 	}
-	spec, known, diags := resolveSpec(ctx, &m)
+	spec, known, diags := buildSpec(ctx, &m)
 	if diags.HasError() || !known {
-		t.Fatalf("resolveSpec: known=%v %v", known, diags)
+		t.Fatalf("buildSpec: known=%v %v", known, diags)
 	}
-	if spec.contextDir != dir {
-		t.Errorf("context %q, want the Dockerfile's directory %q", spec.contextDir, dir)
+	want := []steps.Step{
+		{Type: steps.Run, Args: []string{"make", "root"}},
+		{Type: steps.Copy, Args: []string{"a.txt", "/a", "", "0755"}},
+		{Type: steps.Env, Args: []string{"A", "1", "B", "2"}},
 	}
-	if spec.start.FromImage != "busybox" || spec.start.StartCmd != "sleep 1" || !spec.start.Force {
-		t.Errorf("start request %+v", spec.start)
+	for i, s := range spec.Steps {
+		if !slices.Equal(s.Args, want[i].Args) || s.Type != want[i].Type || s.ResolveSymlinks != (i == 1) {
+			t.Errorf("step %d = %+v, want %+v", i+1, s, want[i])
+		}
 	}
-	if len(spec.copies) != 1 || spec.copies[0].src != "a.txt" || spec.copies[0].dest != "/opt/a.txt" {
-		t.Fatalf("copies %+v", spec.copies)
+	if spec.Dockerfile != filepath.Join(dir, "Dockerfile") || !spec.Force || *spec.CPUCount != 2 || spec.MemoryMB != nil {
+		t.Errorf("spec %+v", spec)
 	}
-	got := spec.start.Steps[spec.copies[0].step]
-	if got.Type != e2bapi.StepCopy || got.Args[2] != "app" {
-		t.Errorf("COPY step %+v, want user app", got)
-	}
-	hashes, listings, diags := hashCopies(ctx, spec, hashModePortable)
-	if diags.HasError() || len(hashes) != 1 || len(listings[0].Entries) != 1 {
-		t.Fatalf("hashCopies: %v %v", hashes, diags)
-	}
-	sdk, _, diags := hashCopies(ctx, spec, hashModeSDK)
-	if diags.HasError() || sdk[0] == hashes[0] {
-		t.Errorf("SDK hash %v should differ from the portable %v (%v)", sdk, hashes, diags)
+	var planDiags diag.Diagnostics
+	b := planBuild(ctx, &m, &planDiags)
+	if planDiags.HasError() || b == nil || b.ContextDir != dir || len(b.Copies) != 2 || b.Start.StartCmd != "sleep 1" {
+		t.Fatalf("planBuild: %+v %v", b, planDiags)
 	}
 }
 
@@ -294,30 +305,6 @@ func stepObjectType(t *testing.T) types.ObjectType {
 	return obj
 }
 
-func TestReadDockerfile(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "Dockerfile")
-	acctest.Must(t, os.WriteFile(p, []byte("FROM x\n"), 0o644))
-	if content, d, err := readDockerfile(p); err != nil || content != "FROM x\n" || d != dir {
-		t.Errorf("path: %q %q %v", content, d, err)
-	}
-	if content, d, err := readDockerfile("FROM y\nRUN true\n"); err != nil || !strings.HasPrefix(content, "FROM y") || d != "" {
-		t.Errorf("content: %q %q %v", content, d, err)
-	}
-	if _, _, err := readDockerfile(filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "neither a readable file") {
-		t.Errorf("missing file: %v", err)
-	}
-}
-
-func TestCheckCopySrc(t *testing.T) {
-	for src, ok := range map[string]bool{"a": true, "a/../b": true, "**/*.go": true, ".": true,
-		"..": false, "../a": false, "a/../../b": false, "/etc": false} {
-		if err := checkCopySrc(src); (err == nil) != ok {
-			t.Errorf("checkCopySrc(%q) = %v, want ok=%v", src, err, ok)
-		}
-	}
-}
-
 func schemaOf(t *testing.T, r resource.Resource) schema.Schema {
 	t.Helper()
 	var resp resource.SchemaResponse
@@ -329,38 +316,4 @@ func schemaOf(t *testing.T, r resource.Resource) schema.Schema {
 		t.Fatal(diags)
 	}
 	return resp.Schema
-}
-
-func TestNewestEntries(t *testing.T) {
-	dir := t.TempDir()
-	acctest.WriteFiles(t, dir, map[string]string{"old.txt": "o", "mid.txt": "m", "new.txt": "n", "sub/": ""})
-	base := time.Now().Add(-time.Hour)
-	for i, name := range []string{"old.txt", "mid.txt", "new.txt"} {
-		when := base.Add(time.Duration(i) * time.Minute)
-		acctest.Must(t, os.Chtimes(filepath.Join(dir, name), when, when))
-	}
-	l, err := buildcontext.List(dir, ".", buildcontext.ListOptions{})
-	acctest.Must(t, err)
-	got := newestEntries(l, 2)
-	want := filepath.Join(l.Context, "new.txt") + ", " + filepath.Join(l.Context, "mid.txt")
-	if got != want {
-		t.Errorf("newestEntries = %q, want %q", got, want)
-	}
-}
-
-func TestIsBuildGone(t *testing.T) {
-	for _, c := range []struct {
-		err  error
-		gone bool
-	}{
-		{nil, false},
-		{&e2bapi.APIError{StatusCode: 404}, true},
-		{&e2bapi.APIError{StatusCode: 400, Message: "Build 'x' not found"}, true},
-		{&e2bapi.APIError{StatusCode: 400, Message: "invalid query"}, false},
-		{&e2bapi.APIError{StatusCode: 500, Message: "not found"}, false},
-	} {
-		if got := isBuildGone(c.err); got != c.gone {
-			t.Errorf("isBuildGone(%v) = %v, want %v", c.err, got, c.gone)
-		}
-	}
 }
