@@ -24,6 +24,7 @@ var (
 	tagPattern       = regexp.MustCompile(`^[a-z0-9-_.]+$`)
 	templateIDShape  = regexp.MustCompile(`^[a-z0-9]{20}$`)
 	sandboxIDPattern = regexp.MustCompile(`^[a-z0-9]+$`)
+	apiKeyPattern    = regexp.MustCompile(`^e2b_[0-9a-f]+$`)
 	filesHashPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
 )
 
@@ -145,6 +146,11 @@ func ValidateTemplateID(s string) error {
 	}
 	return nil
 }
+
+// IsAPIKey reports whether s has the API key format the E2B SDK checks: "e2b_"
+// and lower-case hex digits. A self-hosted server may hand out keys of its own,
+// so callers only warn about other formats.
+func IsAPIKey(s string) bool { return apiKeyPattern.MatchString(s) }
 
 // ValidateSandboxID returns an error naming s unless it passes the server's
 // sandbox ID check (a-z and 0-9 only; E2B issues "i" + 20 such characters).

@@ -102,11 +102,47 @@ func TestResolveProviderData(t *testing.T) {
 		},
 		{
 			name:  "domain from config derives api_url even when E2B_API_URL is unset",
-			model: model(func(m *providerModel) { m.Domain = types.StringValue("localhost:3000") }),
+			model: model(func(m *providerModel) { m.Domain = types.StringValue("config.test") }),
 			want: want{data: with(func(d *ProviderData) {
-				d.Domain = "localhost:3000"
-				d.APIURL = "https://api.localhost:3000"
+				d.Domain = "config.test"
+				d.APIURL = "https://api.config.test"
 			})},
+		},
+		{
+			name:  "http to a .localhost name is loopback",
+			model: model(func(m *providerModel) { m.APIURL = types.StringValue("http://api.localhost:3000/") }),
+			want:  want{data: with(func(d *ProviderData) { d.APIURL = "http://api.localhost:3000" })},
+		},
+		{
+			name:  "domain with a port",
+			model: model(func(m *providerModel) { m.Domain = types.StringValue("localhost:3000") }),
+			want:  want{errAttr: "domain", errText: "without scheme, port or path"},
+		},
+		{
+			name:  "domain with a port from the environment names the variable",
+			model: null,
+			env:   map[string]string{EnvDomain: "e2b.app:443"},
+			want:  want{errAttr: "domain", errText: EnvDomain},
+		},
+		{
+			name:  "the local server's E2B_DOMAIN with a port is not used beside both URLs",
+			model: null,
+			env:   map[string]string{EnvDomain: "localhost:40037", EnvAPIURL: "http://127.0.0.1:40037", EnvSandboxURL: "http://127.0.0.1:40037"},
+			want: want{data: with(func(d *ProviderData) {
+				d.Domain = "localhost:40037"
+				d.APIURL = "http://127.0.0.1:40037"
+				d.SandboxURL = "http://127.0.0.1:40037"
+			})},
+		},
+		{
+			name:  "api_url with a query",
+			model: model(func(m *providerModel) { m.APIURL = types.StringValue("https://api.e2b.app/?team=x") }),
+			want:  want{errAttr: "api_url", errText: "query or fragment"},
+		},
+		{
+			name:  "sandbox_url with a fragment",
+			model: model(func(m *providerModel) { m.SandboxURL = types.StringValue("https://envd.example.com#x") }),
+			want:  want{errAttr: "sandbox_url", errText: "query or fragment"},
 		},
 		{
 			name:  "IPv6 loopback over http is accepted",
@@ -399,4 +435,41 @@ resource "e2b_provider_data" "probe" {}
 			ExpectError: regexp.MustCompile(`(?s)Invalid api_url.*ftp://api.example.com`),
 		}},
 	})
+}
+
+// TestAccProvider_configurationRules plans with each kind of provider argument that the
+// credential rule (package safehttp) decides: what validation refuses names the argument,
+// and what it accepts plans.
+func TestAccProvider_configurationRules(t *testing.T) {
+	accPreCheck(t)
+	for name, c := range map[string]struct{ block, err string }{
+		"http to localhost":              {`api_url = "http://localhost:3000"`, ""},
+		"http to a .localhost name":      {`api_url = "http://api.localhost:3000"`, ""},
+		"http sandbox_url to .localhost": {`sandbox_url = "http://sandbox.localhost:49983"`, ""},
+		"http to a remote host":          {`api_url = "http://api.example.com"`, `(?s)Invalid\s+api_url.*clear\s+text`},
+		"api_url with a query":           {`api_url = "https://api.e2b.app/?team=x"`, `(?s)Invalid\s+api_url.*query\s+or\s+fragment`},
+		"api_url with a fragment":        {`api_url = "https://api.e2b.app#x"`, `(?s)Invalid\s+api_url.*query\s+or\s+fragment`},
+		"sandbox_url with a query":       {`sandbox_url = "https://envd.example.com?token=x"`, `(?s)Invalid\s+sandbox_url.*query\s+or\s+fragment`},
+		"api_url with credentials":       {`api_url = "https://me:hunter2@api.e2b.app"`, `(?s)Invalid\s+api_url.*REDACTED`},
+		"domain with a port":             {`domain = "e2b.app:443"`, `(?s)Invalid\s+domain.*without\s+scheme,\s+port\s+or\s+path`},
+		"domain with a scheme":           {`domain = "https://e2b.app"`, `(?s)Invalid\s+domain.*bare\s+DNS\s+name`},
+		"zero request_timeout":           {`request_timeout = "0s"`, `(?s)Invalid\s+request_timeout.*greater\s+than\s+zero`},
+		"too many max_retries":           {`max_retries = 101`, `(?s)max_retries.*between\s+0\s+and\s+100`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			step := tfresource.TestStep{
+				Config:   "provider \"e2b\" {\n  " + c.block + "\n}\n\nresource \"e2b_provider_data\" \"probe\" {}\n",
+				PlanOnly: true,
+			}
+			if c.err != "" {
+				step.ExpectError = regexp.MustCompile(c.err)
+			} else {
+				step.ExpectNonEmptyPlan = true
+			}
+			tfresource.UnitTest(t, tfresource.TestCase{
+				ProtoV6ProviderFactories: protoV6Factories(probeProvider{&e2bProvider{version: "test"}}),
+				Steps:                    []tfresource.TestStep{step},
+			})
+		})
+	}
 }

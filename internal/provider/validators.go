@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/safehttp"
 )
 
 // stringCheck is a plan-time string validator from a description and a
@@ -109,6 +110,20 @@ func sandboxIDValidator() validator.String {
 	return stringCheck{"must be a sandbox ID", e2bapi.ValidateSandboxID}
 }
 
+// domainValidator accepts an E2B domain: a bare DNS name (safehttp.ValidateDomain).
+func domainValidator() validator.String {
+	return stringCheck{"must be a bare DNS name such as e2b.app, without scheme, port or path", safehttp.ValidateDomain}
+}
+
+// baseURLValidator accepts the base URL of a service the provider sends credentials to
+// (safehttp.ParseBaseURL): https, or http to a loopback host; attr names it in errors.
+func baseURLValidator(attr string) validator.String {
+	return stringCheck{"must be an https:// URL, or http:// to a loopback host, without query or fragment", func(s string) error {
+		_, err := safehttp.ParseBaseURL(attr, s)
+		return err
+	}}
+}
+
 // durationValidator accepts a positive Go duration such as "30s".
 func durationValidator() validator.String {
 	return stringCheck{"must be a positive duration such as 30s or 5m", func(s string) error {
@@ -123,7 +138,7 @@ func parsePositiveDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is not a duration such as 30s or 5m", s)
 	}
 	if d <= 0 {
-		return 0, fmt.Errorf("duration %q must be positive", s)
+		return 0, fmt.Errorf("duration %q must be greater than zero", s)
 	}
 	return d, nil
 }
