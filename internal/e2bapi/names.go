@@ -12,8 +12,8 @@ import (
 // provider validates names before it calls the API and the local server
 // validates them as E2B does, so both use these functions.
 
-// MaxNameLength is the longest template name reference E2B accepts.
-const MaxNameLength = 128
+// maxNameLength is the longest template name reference E2B accepts.
+const maxNameLength = 128
 
 // DefaultTag is the tag a name without one refers to; naming it explicitly is
 // the same as naming no tag.
@@ -47,8 +47,8 @@ func ParseName(s string) (Name, error) {
 	if trimmed == "" {
 		return Name{}, fmt.Errorf("template name %q is empty", s)
 	}
-	if len(trimmed) > MaxNameLength {
-		return Name{}, fmt.Errorf("template name %q is %d characters long; at most %d are allowed", s, len(trimmed), MaxNameLength)
+	if len(trimmed) > maxNameLength {
+		return Name{}, fmt.Errorf("template name %q is %d characters long; at most %d are allowed", s, len(trimmed), maxNameLength)
 	}
 	lower := strings.ToLower(trimmed)
 	identifier, tag, hasTag := strings.Cut(lower, ":")
@@ -99,8 +99,8 @@ func NormalizeTag(tag string) (string, error) {
 	if !tagPattern.MatchString(cleaned) {
 		return "", fmt.Errorf("tag %q is invalid: a tag may contain only a-z, 0-9, '-', '_' and '.'", tag)
 	}
-	if len(cleaned) > MaxNameLength {
-		return "", fmt.Errorf("tag %q is %d characters long; at most %d are allowed", tag, len(cleaned), MaxNameLength)
+	if len(cleaned) > maxNameLength {
+		return "", fmt.Errorf("tag %q is %d characters long; at most %d are allowed", tag, len(cleaned), maxNameLength)
 	}
 	if _, err := uuid.Parse(cleaned); err == nil {
 		return "", fmt.Errorf("tag %q is invalid: a tag must not be a UUID (that spelling names a build)", tag)

@@ -428,7 +428,7 @@ func (r *templateBuildResource) Read(ctx context.Context, req resource.ReadReque
 	}
 	ctx = r.data.logContext(ctx)
 	info, err := api.GetBuildStatus(ctx, state.TemplateID.ValueString(), state.BuildID.ValueString(),
-		e2bapi.BuildStatusQuery{LogsOffset: math.MaxInt32})
+		math.MaxInt32)
 	if e2bapi.IsBuildGone(err) {
 		tflog.Warn(ctx, "build no longer exists; removing it from the state", map[string]any{"build_id": state.BuildID.ValueString()})
 		resp.State.RemoveResource(ctx)

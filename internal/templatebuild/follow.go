@@ -73,7 +73,7 @@ func (p poller) follow(ctx context.Context, api *e2bapi.Client, templateID, buil
 	var offset int32
 	var tail []e2bapi.BuildLogEntry
 	for {
-		info, err := api.GetBuildStatus(ctx, templateID, buildID, e2bapi.BuildStatusQuery{LogsOffset: offset})
+		info, err := api.GetBuildStatus(ctx, templateID, buildID, offset)
 		if err != nil {
 			return nil, err
 		}

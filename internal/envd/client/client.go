@@ -1,6 +1,6 @@
 // Package client talks to envd, the daemon inside every E2B sandbox: it runs
-// one command to completion (Run), moves files over /files (Upload,
-// Download), and wraps the few other calls a build needs (Health, Init, Stat).
+// one command to completion (Run), uploads files over /files (Upload), and
+// wraps the few other calls a build needs (Health, Init, Stat).
 // It works against E2B cloud, self-hosted E2B and this project's own envd
 // server alike; the wire facts are in e2b-api.md §5.2 and §6.
 package client
@@ -22,12 +22,8 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/safehttp"
 )
 
-// Port is the port envd listens on inside a sandbox; the E2B edge proxy
-// routes to it by host name or by the E2b-Sandbox-Port header.
-const Port = 49983
-
-// DefaultUserAgent is sent when Config.UserAgent is empty.
-const DefaultUserAgent = "terraform-provider-e2b-envd-client"
+// defaultUserAgent is sent when Config.UserAgent is empty.
+const defaultUserAgent = "terraform-provider-e2b-envd-client"
 
 // maxMessageBytes bounds one Connect message read from envd. envd sends
 // output in chunks of at most 32 KiB, so this only stops a broken or hostile
@@ -52,7 +48,7 @@ type Config struct {
 	// copy (safehttp.Harden): no redirect to another host or from https to
 	// http. The caller's client is not modified.
 	HTTPClient *http.Client
-	// UserAgent defaults to DefaultUserAgent. It must not be connect-python:
+	// UserAgent defaults to defaultUserAgent. It must not be connect-python:
 	// envd answers that agent in a legacy format.
 	UserAgent string
 }
@@ -79,7 +75,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	userAgent := cfg.UserAgent
 	if userAgent == "" {
-		userAgent = DefaultUserAgent
+		userAgent = defaultUserAgent
 	}
 	if strings.Contains(strings.ToLower(userAgent), "connect-python") {
 		return nil, fmt.Errorf("user agent %q is not allowed: envd answers connect-python clients in a legacy format", userAgent)
@@ -136,7 +132,7 @@ type headerClient struct {
 func (h *headerClient) Do(req *http.Request) (*http.Response, error) {
 	if h.sandboxID != "" {
 		req.Header.Set("E2b-Sandbox-Id", h.sandboxID)
-		req.Header.Set("E2b-Sandbox-Port", fmt.Sprint(Port))
+		req.Header.Set("E2b-Sandbox-Port", fmt.Sprint(e2bapi.EnvdPort))
 	}
 	if h.accessToken != "" {
 		req.Header.Set("X-Access-Token", h.accessToken)
