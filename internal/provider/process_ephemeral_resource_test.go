@@ -2,12 +2,14 @@ package provider
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
@@ -21,8 +23,9 @@ import (
 
 // TestProcessSchemasMatchModel checks that the data source and the
 // ephemeral resource, which share processModel and runProcess, have valid
-// schemas with the same attributes, and that a filled model can be stored
-// in both: the ephemeral twin cannot be run by the Terraform 1.8 of the
+// schemas with the same attributes (written out in each file, they must
+// agree also in flags, documentation and validators), and that a filled
+// model can be stored in both: the ephemeral twin cannot be run by the Terraform 1.8 of the
 // acceptance tests.
 func TestProcessSchemasMatchModel(t *testing.T) {
 	ctx := context.Background()
@@ -39,6 +42,45 @@ func TestProcessSchemasMatchModel(t *testing.T) {
 	}
 	if !ds.Schema.Type().Equal(eph.Schema.Type()) {
 		t.Fatalf("schemas differ:\ndata source %s\nephemeral   %s", ds.Schema.Type(), eph.Schema.Type())
+	}
+	// Written out in two files, the attributes must also agree in what the type does
+	// not show: optional or computed, documentation and validation.
+	type validated interface {
+		StringValidators() []validator.String
+	}
+	type validatedInt interface {
+		Int64Validators() []validator.Int64
+	}
+	for name, d := range ds.Schema.Attributes {
+		e := eph.Schema.Attributes[name]
+		if d.IsOptional() != e.IsOptional() || d.IsComputed() != e.IsComputed() || d.IsRequired() != e.IsRequired() ||
+			d.IsSensitive() != e.IsSensitive() || d.GetMarkdownDescription() != e.GetMarkdownDescription() {
+			t.Errorf("attribute %s differs:\ndata source %+v\nephemeral   %+v", name, d, e)
+		}
+		var dv, ev []string
+		if v, ok := d.(validated); ok {
+			for _, x := range v.StringValidators() {
+				dv = append(dv, x.Description(ctx))
+			}
+		}
+		if v, ok := e.(validated); ok {
+			for _, x := range v.StringValidators() {
+				ev = append(ev, x.Description(ctx))
+			}
+		}
+		if v, ok := d.(validatedInt); ok {
+			for _, x := range v.Int64Validators() {
+				dv = append(dv, x.Description(ctx))
+			}
+		}
+		if v, ok := e.(validatedInt); ok {
+			for _, x := range v.Int64Validators() {
+				ev = append(ev, x.Description(ctx))
+			}
+		}
+		if !slices.Equal(dv, ev) {
+			t.Errorf("attribute %s is validated differently: data source %q, ephemeral %q", name, dv, ev)
+		}
 	}
 
 	m := processModel{
