@@ -14,6 +14,12 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
+	"github.com/hashicorp/terraform-plugin-testing/echoprovider"
+	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/hashicorp/terraform-plugin-testing/tfversion"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
@@ -105,11 +111,11 @@ func TestProcessSchemasMatchModel(t *testing.T) {
 	}
 }
 
-// TestAccProcessEphemeralOverProtocol opens the ephemeral resource the way Terraform 1.10+
+// TestAccProcessEphemeralResource_overProtocol opens the ephemeral resource the way Terraform 1.10+
 // does, through the provider's protocol 6 server (schema, provider configuration,
 // validation, open), against the local server: the Terraform 1.8 CLI of the acceptance
-// tests cannot, and no newer CLI can be built here (TestAccProcessEphemeral).
-func TestAccProcessEphemeralOverProtocol(t *testing.T) {
+// tests cannot, and no newer CLI can be built here (TestAccProcessEphemeralResource_echo).
+func TestAccProcessEphemeralResource_overProtocol(t *testing.T) {
 	srv := localServer(t)
 	ctx := t.Context()
 	template := processTemplateByAPI(t, srv)
@@ -214,4 +220,35 @@ func processTemplateByAPI(t *testing.T, srv *acctest.Server) string {
 	}
 	buildID := res.BuildID
 	return name + ":" + buildID
+}
+
+// TestAccProcessEphemeralResource_echo runs the ephemeral twin and hands its output to
+// the echo provider, the one place an ephemeral value can be observed.
+func TestAccProcessEphemeralResource_echo(t *testing.T) {
+	srv := localServer(t)
+	base := processTemplate(srv, uniqueName("acc-eph"))
+	withEcho := factories()
+	withEcho["echo"] = func() (tfprotov6.ProviderServer, error) { return echoprovider.NewProviderServer()() }
+	tfresource.Test(t, tfresource.TestCase{
+		TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_10_0)},
+		ProtoV6ProviderFactories: withEcho,
+		Steps: []tfresource.TestStep{{
+			Config: base + `
+ephemeral "e2b_process" "p" {
+  template = local.run_from
+  command  = "echo secret-output"
+}
+
+provider "echo" {
+  data = ephemeral.e2b_process.p.stdout
+}
+
+resource "echo" "out" {}
+`,
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("echo.out", tfjsonpath.New("data"), knownvalue.StringExact("secret-output\n")),
+				noSandboxLeft(srv),
+			},
+		}},
+	})
 }

@@ -4,17 +4,161 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
+
+// The provider's tests and the helpers of every test of the package: Terraform
+// CLI tests, named TestAcc<Resource>_<case> as in the HashiCorp providers, run
+// with terraform-plugin-testing against the provider served in process; those
+// that need the API use the shared local server (internal/acctest).
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	acctest.StopShared()
+	os.Exit(code)
+}
+
+// envVars are the provider's environment variables; acceptance tests clear
+// them so that a developer's shell does not change their outcome.
+var envVars = []string{EnvAPIKey, EnvDomain, EnvAPIURL, EnvSandboxURL}
+
+// protoV6Factories serves p in-process to the Terraform CLI that
+// terraform-plugin-testing runs, under the name "e2b".
+func protoV6Factories(p provider.Provider) map[string]func() (tfprotov6.ProviderServer, error) {
+	return map[string]func() (tfprotov6.ProviderServer, error){
+		"e2b": providerserver.NewProtocol6WithError(p),
+	}
+}
+
+// factories serve the provider itself.
+func factories() map[string]func() (tfprotov6.ProviderServer, error) {
+	return protoV6Factories(New("test")())
+}
+
+// accPreCheck prepares a Terraform CLI test: it clears the provider's
+// environment variables and makes sure terraform-plugin-testing will find a
+// Terraform CLI without trying to download one, from TF_ACC_TERRAFORM_PATH
+// (set by scripts/test.sh) or PATH; a missing CLI is a missing prerequisite.
+func accPreCheck(t *testing.T) {
+	t.Helper()
+	for _, v := range envVars {
+		t.Setenv(v, "")
+	}
+	if p := os.Getenv("TF_ACC_TERRAFORM_PATH"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("TF_ACC_TERRAFORM_PATH: %v", err)
+		}
+		return
+	}
+	if _, err := exec.LookPath("terraform"); err == nil {
+		return
+	}
+	testutil.Missing(t, "no Terraform CLI: set TF_ACC_TERRAFORM_PATH or put terraform on PATH (scripts/test.sh does)")
+}
+
+// localServer prepares an acceptance test against the shared local server,
+// skipping it (with the reason) where Docker or TF_ACC are missing.
+func localServer(t *testing.T) *acctest.Server {
+	t.Helper()
+	accPreCheck(t)
+	return acctest.Shared(t)
+}
+
+// testAPI is a client of the local server for checks and for changes made
+// "outside Terraform".
+func testAPI(t *testing.T, s *acctest.Server) *e2bapi.Client {
+	t.Helper()
+	c, err := e2bapi.New(e2bapi.Config{BaseURL: s.APIURL, APIKey: s.APIKey, MaxRetries: 2})
+	acctest.Must(t, err)
+	return c
+}
+
+// uniqueName is a template name no other test run uses.
+func uniqueName(prefix string) string {
+	return fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
+}
+
+// planProvider configures the provider for plan-only tests: planning a
+// create calls no API, so the address never has to answer.
+const planProvider = `
+provider "e2b" {
+  api_url = "http://127.0.0.1:9"
+  api_key = "e2b_0123456789abcdef"
+}
+`
+
+const someTemplateID = "abcdefghij0123456789"
+
+// planErrors plans each config (after planProvider) in a test of its own, which
+// must fail matching the regular expression.
+func planErrors(t *testing.T, cases map[string]struct{ config, err string }) {
+	t.Helper()
+	accPreCheck(t)
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			tfresource.UnitTest(t, tfresource.TestCase{
+				ProtoV6ProviderFactories: factories(),
+				Steps: []tfresource.TestStep{{
+					Config:      planProvider + c.config,
+					PlanOnly:    true,
+					ExpectError: regexp.MustCompile(c.err),
+				}},
+			})
+		})
+	}
+}
+
+// stringValue is a knownvalue.Check of a string attribute by a function; capture
+// records values for later steps with it.
+type stringValue struct {
+	what  string
+	check func(string) error
+}
+
+func (c stringValue) String() string { return c.what }
+
+func (c stringValue) CheckValue(v any) error {
+	s, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("%v is not a string", v)
+	}
+	return c.check(s)
+}
+
+// capture stores the attribute's value in into.
+func capture(into *string) knownvalue.Check {
+	return stringValue{"captured", func(s string) error { *into = s; return nil }}
+}
+
+// serverCheck is a state check of what only the server knows.
+type serverCheck func(ctx context.Context) error
+
+func (c serverCheck) CheckState(ctx context.Context, _ statecheck.CheckStateRequest, resp *statecheck.CheckStateResponse) {
+	if err := c(ctx); err != nil {
+		resp.Error = err
+	}
+}
 
 func TestResolveProviderData(t *testing.T) {
 	type want struct {
@@ -348,11 +492,11 @@ func (r *providerDataProbe) Update(context.Context, resource.UpdateRequest, *res
 func (r *providerDataProbe) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {
 }
 
-// TestAccProviderConfiguration runs the Terraform CLI against the provider:
+// TestAccProvider_unknownConfiguration runs the Terraform CLI against the provider:
 // values unknown at plan time (here the output of terraform_data, which is
 // created in the same apply) must not break validation or planning, and
 // must be resolved once known.
-func TestAccProviderConfiguration(t *testing.T) {
+func TestAccProvider_unknownConfiguration(t *testing.T) {
 	accPreCheck(t)
 	t.Setenv(EnvDomain, "env.example.test")
 	t.Setenv(EnvSandboxURL, "http://127.0.0.1:49983")
@@ -384,23 +528,23 @@ resource "e2b_provider_data" "probe" {}
 			},
 			{
 				Config: config,
-				Check: tfresource.ComposeAggregateTestCheckFunc(
-					tfresource.TestCheckResourceAttr("e2b_provider_data.probe", "api_key", "e2b_0123456789abcdef"),
-					tfresource.TestCheckResourceAttr("e2b_provider_data.probe", "request_timeout", "1m30s"),
-					tfresource.TestCheckResourceAttr("e2b_provider_data.probe", "max_retries", "2"),
-					tfresource.TestCheckResourceAttr("e2b_provider_data.probe", "domain", "env.example.test"),
-					tfresource.TestCheckResourceAttr("e2b_provider_data.probe", "api_url", "https://api.env.example.test"),
-					tfresource.TestCheckResourceAttr("e2b_provider_data.probe", "sandbox_url", "http://127.0.0.1:49983"),
-				),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("e2b_provider_data.probe", tfjsonpath.New("api_key"), knownvalue.StringExact("e2b_0123456789abcdef")),
+					statecheck.ExpectKnownValue("e2b_provider_data.probe", tfjsonpath.New("request_timeout"), knownvalue.StringExact("1m30s")),
+					statecheck.ExpectKnownValue("e2b_provider_data.probe", tfjsonpath.New("max_retries"), knownvalue.Int64Exact(2)),
+					statecheck.ExpectKnownValue("e2b_provider_data.probe", tfjsonpath.New("domain"), knownvalue.StringExact("env.example.test")),
+					statecheck.ExpectKnownValue("e2b_provider_data.probe", tfjsonpath.New("api_url"), knownvalue.StringExact("https://api.env.example.test")),
+					statecheck.ExpectKnownValue("e2b_provider_data.probe", tfjsonpath.New("sandbox_url"), knownvalue.StringExact("http://127.0.0.1:49983")),
+				},
 			},
 		},
 	})
 }
 
-// TestAccProviderConfigurationErrors checks that bad values are reported by
+// TestAccProvider_configurationErrors checks that bad values are reported by
 // the CLI with the attribute's name, both when written in the configuration
 // (found by validation) and when they become known only during apply.
-func TestAccProviderConfigurationErrors(t *testing.T) {
+func TestAccProvider_configurationErrors(t *testing.T) {
 	accPreCheck(t)
 	factories := protoV6Factories(probeProvider{&e2bProvider{version: "test"}})
 
