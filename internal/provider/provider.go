@@ -1,5 +1,9 @@
 // Package provider is the Terraform glue of terraform-provider-e2b: the
-// provider configuration here, and one file per resource or data source.
+// provider configuration here, one file per resource, data source and
+// ephemeral resource (schema, model, CRUD), template_build_spec.go between
+// e2b_template_build and package templatebuild, and the attribute validators
+// in validators.go. The use cases themselves are packages templatebuild and
+// sandboxrun (DESIGN.md).
 package provider
 
 import (
