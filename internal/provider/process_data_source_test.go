@@ -21,23 +21,11 @@ import (
 // processTemplate is a template of the Debian test image, which has the bash
 // that sandboxes run shell commands with (bash -l -c).
 func processTemplate(srv *acctest.Server, name string) string {
-	return srv.ProviderConfig() + fmt.Sprintf(`
-resource "e2b_template" "t" {
-  name = %q
-}
-
-resource "e2b_template_build" "b" {
-  template_id = e2b_template.t.id
-  from_image  = %q
-  steps = [
-    { workdir = "/" },
-  ]
-}
-
+	return templateBuild(srv, name, "b", srv.DebianImage, `  steps = [{ workdir = "/" }]`) + `
 locals {
   run_from = "${e2b_template.t.name}:${e2b_template_build.b.build_id}"
 }
-`, name, srv.DebianImage)
+`
 }
 
 // runningSandboxes counts the sandboxes the server runs.

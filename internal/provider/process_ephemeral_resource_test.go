@@ -51,39 +51,13 @@ func TestProcessSchemasMatchModel(t *testing.T) {
 	}
 	// Written out in two files, the attributes must also agree in what the type does
 	// not show: optional or computed, documentation and validation.
-	type validated interface {
-		StringValidators() []validator.String
-	}
-	type validatedInt interface {
-		Int64Validators() []validator.Int64
-	}
 	for name, d := range ds.Schema.Attributes {
 		e := eph.Schema.Attributes[name]
 		if d.IsOptional() != e.IsOptional() || d.IsComputed() != e.IsComputed() || d.IsRequired() != e.IsRequired() ||
 			d.IsSensitive() != e.IsSensitive() || d.GetMarkdownDescription() != e.GetMarkdownDescription() {
 			t.Errorf("attribute %s differs:\ndata source %+v\nephemeral   %+v", name, d, e)
 		}
-		var dv, ev []string
-		if v, ok := d.(validated); ok {
-			for _, x := range v.StringValidators() {
-				dv = append(dv, x.Description(ctx))
-			}
-		}
-		if v, ok := e.(validated); ok {
-			for _, x := range v.StringValidators() {
-				ev = append(ev, x.Description(ctx))
-			}
-		}
-		if v, ok := d.(validatedInt); ok {
-			for _, x := range v.Int64Validators() {
-				dv = append(dv, x.Description(ctx))
-			}
-		}
-		if v, ok := e.(validatedInt); ok {
-			for _, x := range v.Int64Validators() {
-				ev = append(ev, x.Description(ctx))
-			}
-		}
+		dv, ev := validatorDescriptions(ctx, d), validatorDescriptions(ctx, e)
 		if !slices.Equal(dv, ev) {
 			t.Errorf("attribute %s is validated differently: data source %q, ephemeral %q", name, dv, ev)
 		}
@@ -109,6 +83,22 @@ func TestProcessSchemasMatchModel(t *testing.T) {
 	if d := state.Set(ctx, &m); d.HasError() {
 		t.Fatalf("data source state: %v", d)
 	}
+}
+
+// validatorDescriptions describes the string and int64 validators of an attribute.
+func validatorDescriptions(ctx context.Context, a any) []string {
+	var out []string
+	if v, ok := a.(interface{ StringValidators() []validator.String }); ok {
+		for _, x := range v.StringValidators() {
+			out = append(out, x.Description(ctx))
+		}
+	}
+	if v, ok := a.(interface{ Int64Validators() []validator.Int64 }); ok {
+		for _, x := range v.Int64Validators() {
+			out = append(out, x.Description(ctx))
+		}
+	}
+	return out
 }
 
 // TestAccProcessEphemeralResource_overProtocol opens the ephemeral resource the way Terraform 1.10+

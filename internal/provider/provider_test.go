@@ -99,6 +99,22 @@ func uniqueName(prefix string) string {
 	return fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
 }
 
+// templateBuild is srv's provider block, a template named name and a build of it
+// labelled label from image, with the HCL lines of body (steps and the like).
+func templateBuild(srv *acctest.Server, name, label, image, body string) string {
+	return srv.ProviderConfig() + fmt.Sprintf(`
+resource "e2b_template" "t" {
+  name = %q
+}
+
+resource "e2b_template_build" %q {
+  template_id = e2b_template.t.id
+  from_image  = %q
+%s
+}
+`, name, label, image, body)
+}
+
 // planProvider configures the provider for plan-only tests: planning a
 // create calls no API, so the address never has to answer.
 const planProvider = `

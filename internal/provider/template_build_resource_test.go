@@ -53,24 +53,14 @@ func copyContext(t *testing.T, debianImage string) (string, map[string]string) {
 // copyBuild is a template and a build from the base image with COPY (file, directory,
 // glob), WORKDIR and RUN steps.
 func copyBuild(srv *acctest.Server, name, ctxDir string) string {
-	return srv.ProviderConfig() + fmt.Sprintf(`
-resource "e2b_template" "t" {
-  name = %q
-}
-
-resource "e2b_template_build" "v1" {
-  template_id = e2b_template.t.id
-  from_image  = %q
-  context     = %q
+	return templateBuild(srv, name, "v1", srv.DebianImage, fmt.Sprintf(`  context = %q
   steps = [
     { copy = { src = "top.txt", dest = "/opt/top.txt" } },
     { copy = { src = "app", dest = "/opt/app" } },
     { copy = { src = "logs/*.log", dest = "/opt/logs/" } },
     { workdir = "/opt" },
     { run = { command = "cat /opt/top.txt /opt/app/a.txt > /opt/run.txt && echo v1 > /opt/version", user = "root" } },
-  ]
-}
-`, name, srv.DebianImage, ctxDir)
+  ]`, ctxDir))
 }
 
 // buildInputs are the arguments of e2b_template_build that an import
@@ -269,20 +259,10 @@ resource "e2b_template_build" "v2" {
 // step, the reason and the step's log lines.
 func TestAccTemplateBuild_failingRun(t *testing.T) {
 	srv := localServer(t)
-	config := srv.ProviderConfig() + fmt.Sprintf(`
-resource "e2b_template" "t" {
-  name = %q
-}
-
-resource "e2b_template_build" "b" {
-  template_id = e2b_template.t.id
-  from_image  = %q
-  steps = [
+	config := templateBuild(srv, uniqueName("acc-fail"), "b", srv.BaseImage, `  steps = [
     { run = { command = "echo first-step-ran" } },
     { run = { command = "echo about-to-fail; echo to-stderr >&2; exit 7" } },
-  ]
-}
-`, uniqueName("acc-fail"), srv.BaseImage)
+  ]`)
 	tfresource.Test(t, tfresource.TestCase{
 		ProtoV6ProviderFactories: factories(),
 		Steps: []tfresource.TestStep{{
@@ -298,18 +278,8 @@ resource "e2b_template_build" "b" {
 // on top of it then runs.
 func TestAccTemplateBuild_timeout(t *testing.T) {
 	srv := localServer(t)
-	build := srv.ProviderConfig() + fmt.Sprintf(`
-resource "e2b_template" "t" {
-  name = %q
-}
-
-resource "e2b_template_build" "b" {
-  template_id = e2b_template.t.id
-  from_image  = %q
-  steps       = [{ run = { command = "sleep 30" } }]
-  timeouts    = { create = "2s" }
-}
-`, uniqueName("acc-slow"), srv.BaseImage)
+	build := templateBuild(srv, uniqueName("acc-slow"), "b", srv.BaseImage, `  steps    = [{ run = { command = "sleep 30" } }]
+  timeouts = { create = "2s" }`)
 	alias := `
 resource "e2b_alias" "a" {
   template = e2b_template.t.name
