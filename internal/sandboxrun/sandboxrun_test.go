@@ -149,10 +149,12 @@ func TestRunInARunningSandboxLeavesIt(t *testing.T) {
 func TestRunTimeoutKillsTheSandbox(t *testing.T) {
 	f := &fakeAPI{}
 	api, opts, _ := setup(t, f)
-	res, err := Run(t.Context(), api, Request{Template: "base", Run: envd.RunRequest{Command: "echo started >&2; sleep 30", Timeout: 500 * time.Millisecond}}, opts)
+	// No login shell: its start-up could take the whole timeout on a busy machine.
+	run := envd.RunRequest{Cmd: "/bin/sh", Args: []string{"-c", "echo started >&2; sleep 30"}, Timeout: 2 * time.Second}
+	res, err := Run(t.Context(), api, Request{Template: "base", Run: run}, opts)
 	var runErr *Error
 	if !errors.As(err, &runErr) || runErr.Stage != StageRun || runErr.SandboxID != testSandbox ||
-		!strings.Contains(err.Error(), `Command "echo started >&2; sleep 30" did not end within the timeout of 500ms and was killed.`) {
+		!strings.Contains(err.Error(), `Command "/bin/sh -c echo started >&2; sleep 30" did not end within the timeout of 2s and was killed.`) {
 		t.Fatalf("Run error %v, want a timeout naming the command", err)
 	}
 	if !strings.Contains(err.Error(), "stderr:\nstarted") {
