@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 )
 
 // ParseBaseURL parses raw as the base URL of a service reached with credentials and
@@ -127,21 +128,31 @@ func Harden(c *http.Client) *http.Client {
 		}
 		return nil
 	}
-	var t *http.Transport
 	switch rt := hardened.Transport.(type) {
 	case nil:
-		if d, ok := http.DefaultTransport.(*http.Transport); ok {
-			t = d.Clone()
+		if t := sharedTransport(); t != nil {
+			hardened.Transport = t
 		}
 	case *http.Transport:
-		t = rt.Clone()
-	}
-	if t != nil {
+		t := rt.Clone()
 		t.DialContext = loopbackDialer(t.DialContext)
 		hardened.Transport = t
 	}
 	return &hardened
 }
+
+// sharedTransport is Go's default transport dialing localhost names on loopback, one
+// for every client hardened without a transport of its own, so that they share a
+// connection pool as they would sharing http.DefaultTransport.
+var sharedTransport = sync.OnceValue(func() *http.Transport {
+	d, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return nil
+	}
+	t := d.Clone()
+	t.DialContext = loopbackDialer(t.DialContext)
+	return t
+})
 
 // loopbackDialer dials localhost names at 127.0.0.1, then ::1, and everything else with
 // dial (a net.Dialer when nil).
