@@ -1,6 +1,6 @@
 // Package dockerfile converts a Dockerfile into the build steps of an E2B
-// template: a base image, RUN/COPY/ENV/WORKDIR/USER steps in the E2B wire
-// layout, and the start and ready commands. It follows the E2B SDK's
+// template: a base image, RUN/COPY/ENV/WORKDIR/USER steps (package steps),
+// and the start and ready commands. It follows the E2B SDK's
 // fromDockerfile conversion, with Docker's own parser, and rejects what a
 // template cannot express (more than one stage, instructions without an E2B
 // equivalent) with the line at fault instead of dropping it silently.
@@ -16,15 +16,8 @@ import (
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
 	"github.com/moby/buildkit/frontend/dockerfile/shell"
-)
 
-// Step types, as the E2B API spells them.
-const (
-	StepRun     = "RUN"
-	StepCopy    = "COPY"
-	StepEnv     = "ENV"
-	StepWorkdir = "WORKDIR"
-	StepUser    = "USER"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 )
 
 // Defaults the conversion applies, as the E2B SDK does.
@@ -38,20 +31,12 @@ const (
 	ReadyCmdAfterStart = "sleep 20"
 )
 
-// Step is one template build step. Args follow the E2B wire layout:
-// RUN [cmd]; COPY [src, dest, user, mode] (always four, "" when unset, mode
-// a four-digit octal string); ENV [k1, v1, k2, v2, ...]; WORKDIR [path];
-// USER [name].
-type Step struct {
-	Type string
-	Args []string
-}
-
 // Template is the result of a conversion.
 type Template struct {
 	// FromImage is the base image of the single FROM.
 	FromImage string
-	Steps     []Step
+	// Steps are in the E2B wire layout (package steps).
+	Steps []steps.Step
 	// StartCmd is the command CMD/ENTRYPOINT start in every sandbox; empty
 	// when the Dockerfile has neither. ReadyCmd is then ReadyCmdAfterStart.
 	StartCmd string
@@ -133,7 +118,7 @@ func (c *converter) warn(line int, format string, args ...any) {
 }
 
 func (c *converter) step(typ string, args ...string) {
-	c.t.Steps = append(c.t.Steps, Step{Type: typ, Args: args})
+	c.t.Steps = append(c.t.Steps, steps.Step{Type: typ, Args: args})
 }
 
 func (c *converter) instruction(node *parser.Node) error {
@@ -180,10 +165,10 @@ func (c *converter) instruction(node *parser.Node) error {
 		return c.copy("ADD", cmd.SourcesAndDest, cmd.Chown, cmd.Chmod, cmd.ExcludePatterns)
 	case *instructions.WorkdirCommand:
 		c.workdirSet = true
-		c.step(StepWorkdir, cmd.Path)
+		c.step(steps.Workdir, cmd.Path)
 	case *instructions.UserCommand:
 		c.userSet = true
-		c.step(StepUser, cmd.User)
+		c.step(steps.User, cmd.User)
 	case *instructions.EnvCommand:
 		args := make([]string, 0, 2*len(cmd.Env))
 		for _, kv := range cmd.Env {
@@ -193,7 +178,7 @@ func (c *converter) instruction(node *parser.Node) error {
 			}
 			args = append(args, kv.Key, v)
 		}
-		c.step(StepEnv, args...)
+		c.step(steps.Env, args...)
 	case *instructions.ArgCommand:
 		args := make([]string, 0, 2*len(cmd.Args))
 		for _, kv := range cmd.Args {
@@ -205,7 +190,7 @@ func (c *converter) instruction(node *parser.Node) error {
 			}
 			args = append(args, kv.Key, v)
 		}
-		c.step(StepEnv, args...)
+		c.step(steps.Env, args...)
 	case *instructions.CmdCommand:
 		c.cmd = &cmd.ShellDependantCmdLine
 		c.startedFrom = line
@@ -262,8 +247,8 @@ func (c *converter) from(line int, stage *instructions.Stage) error {
 	}
 	c.t.FromImage = image
 	// Docker's defaults, made explicit: the builder's own default is "user".
-	c.step(StepUser, "root")
-	c.step(StepWorkdir, "/")
+	c.step(steps.User, "root")
+	c.step(steps.Workdir, "/")
 	return nil
 }
 
@@ -275,7 +260,7 @@ func (c *converter) run(line int, cmd *instructions.RunCommand) error {
 	if err != nil {
 		return err
 	}
-	c.step(StepRun, command)
+	c.step(steps.Run, command)
 	return nil
 }
 
@@ -333,7 +318,7 @@ func (c *converter) copy(name string, sd instructions.SourcesAndDest, chown, chm
 		mode = fmt.Sprintf("%04o", m)
 	}
 	for _, src := range sd.SourcePaths {
-		c.step(StepCopy, src, sd.DestPath, chown, mode)
+		c.step(steps.Copy, src, sd.DestPath, chown, mode)
 	}
 	return nil
 }
@@ -356,10 +341,10 @@ func (c *converter) finish() (*Template, error) {
 		return nil, &LineError{Line: c.startedFrom, Err: errors.New("CMD/ENTRYPOINT gives an empty start command")}
 	}
 	if !c.userSet {
-		c.step(StepUser, DefaultUser)
+		c.step(steps.User, DefaultUser)
 	}
 	if !c.workdirSet {
-		c.step(StepWorkdir, DefaultWorkdir)
+		c.step(steps.Workdir, DefaultWorkdir)
 	}
 	return c.t, nil
 }

@@ -5,22 +5,24 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 )
 
 // prologue and epilogue are the steps every conversion starts and ends with
 // when the Dockerfile sets no USER or WORKDIR.
 var (
-	prologue = []Step{{StepUser, []string{"root"}}, {StepWorkdir, []string{"/"}}}
-	epilogue = []Step{{StepUser, []string{"user"}}, {StepWorkdir, []string{"/home/user"}}}
+	prologue = []steps.Step{{Type: steps.User, Args: []string{"root"}}, {Type: steps.Workdir, Args: []string{"/"}}}
+	epilogue = []steps.Step{{Type: steps.User, Args: []string{"user"}}, {Type: steps.Workdir, Args: []string{"/home/user"}}}
 )
 
-func steps(middle ...Step) []Step {
-	out := append([]Step{}, prologue...)
+func withDefaults(middle ...steps.Step) []steps.Step {
+	out := append([]steps.Step{}, prologue...)
 	out = append(out, middle...)
 	return append(out, epilogue...)
 }
 
-func run(cmd string) Step { return Step{StepRun, []string{cmd}} }
+func run(cmd string) steps.Step { return steps.Step{Type: steps.Run, Args: []string{cmd}} }
 
 func TestConvert(t *testing.T) {
 	tests := []struct {
@@ -31,7 +33,7 @@ func TestConvert(t *testing.T) {
 		{
 			name:       "base image only",
 			dockerfile: "FROM ubuntu:22.04\n",
-			want:       Template{FromImage: "ubuntu:22.04", Steps: steps()},
+			want:       Template{FromImage: "ubuntu:22.04", Steps: withDefaults()},
 		},
 		{
 			name: "shell form with line continuations and comments",
@@ -40,7 +42,7 @@ func TestConvert(t *testing.T) {
 				"RUN apt-get update && \\\n" +
 				"    # a comment inside the continuation\n" +
 				"    apt-get install -y curl\n",
-			want: Template{FromImage: "python:3.12", Steps: steps(
+			want: Template{FromImage: "python:3.12", Steps: withDefaults(
 				run("apt-get update &&     apt-get install -y curl"),
 			)},
 		},
@@ -49,7 +51,7 @@ func TestConvert(t *testing.T) {
 			dockerfile: "FROM a\n" +
 				`RUN ["pip", "install", "-r", "requirements.txt"]` + "\n" +
 				`RUN ["bash", "-c", "echo it's here"]` + "\n",
-			want: Template{FromImage: "a", Steps: steps(
+			want: Template{FromImage: "a", Steps: withDefaults(
 				run("pip install -r requirements.txt"),
 				run(`bash -c 'echo it'\''s here'`),
 			)},
@@ -57,29 +59,29 @@ func TestConvert(t *testing.T) {
 		{
 			name:       "escape directive",
 			dockerfile: "# escape=`\nFROM a\nRUN echo a `\n  b\n",
-			want:       Template{FromImage: "a", Steps: steps(run("echo a   b"))},
+			want:       Template{FromImage: "a", Steps: withDefaults(run("echo a   b"))},
 		},
 		{
 			name:       "here-document as the script",
 			dockerfile: "FROM a\nRUN <<EOF\nset -e\necho \"$HOME\"\nEOF\n",
-			want:       Template{FromImage: "a", Steps: steps(run("set -e\necho \"$HOME\"\n"))},
+			want:       Template{FromImage: "a", Steps: withDefaults(run("set -e\necho \"$HOME\"\n"))},
 		},
 		{
 			name:       "here-document with tab stripping",
 			dockerfile: "FROM a\nRUN <<-EOF\n\techo one\n\t\techo two\n\tEOF\n",
-			want:       Template{FromImage: "a", Steps: steps(run("echo one\necho two\n"))},
+			want:       Template{FromImage: "a", Steps: withDefaults(run("echo one\necho two\n"))},
 		},
 		{
 			name:       "here-documents read by a command",
 			dockerfile: "FROM a\nRUN cat > /a <<A && cat > /b <<'B'\none\nA\n$two\nB\n",
-			want: Template{FromImage: "a", Steps: steps(
+			want: Template{FromImage: "a", Steps: withDefaults(
 				run("cat > /a <<A && cat > /b <<'B'\none\nA\n$two\nB"),
 			)},
 		},
 		{
 			name:       "here-document with an interpreter line",
 			dockerfile: "FROM a\nRUN <<PY\n#!/usr/bin/env python3\nprint('hi')\nPY\n",
-			want: Template{FromImage: "a", Steps: steps(
+			want: Template{FromImage: "a", Steps: withDefaults(
 				run("/usr/bin/env python3 <<'PY'\nprint('hi')\nPY"),
 			)},
 		},
@@ -90,12 +92,12 @@ func TestConvert(t *testing.T) {
 				"COPY --chmod=0600 secret.txt dir/\n" +
 				`ADD ["with space.txt", "/dst/"]` + "\n" +
 				"COPY --link config.yml /etc/app.yml\n",
-			want: Template{FromImage: "a", Steps: steps(
-				Step{StepCopy, []string{"bin/", "/opt/app/", "app:staff", "0755"}},
-				Step{StepCopy, []string{"lib/*.so", "/opt/app/", "app:staff", "0755"}},
-				Step{StepCopy, []string{"secret.txt", "dir/", "", "0600"}},
-				Step{StepCopy, []string{"with space.txt", "/dst/", "", ""}},
-				Step{StepCopy, []string{"config.yml", "/etc/app.yml", "", ""}},
+			want: Template{FromImage: "a", Steps: withDefaults(
+				steps.Step{Type: steps.Copy, Args: []string{"bin/", "/opt/app/", "app:staff", "0755"}},
+				steps.Step{Type: steps.Copy, Args: []string{"lib/*.so", "/opt/app/", "app:staff", "0755"}},
+				steps.Step{Type: steps.Copy, Args: []string{"secret.txt", "dir/", "", "0600"}},
+				steps.Step{Type: steps.Copy, Args: []string{"with space.txt", "/dst/", "", ""}},
+				steps.Step{Type: steps.Copy, Args: []string{"config.yml", "/etc/app.yml", "", ""}},
 			)},
 		},
 		{
@@ -105,11 +107,11 @@ func TestConvert(t *testing.T) {
 				"ENV LEGACY value with  spaces\n" +
 				"ARG NODEFAULT\n" +
 				"ARG WITH=default\n",
-			want: Template{FromImage: "a", Steps: steps(
-				Step{StepEnv, []string{"A", "1", "B", "two words", "C", "$HOME/bin:${PATH}", "D", "it's"}},
-				Step{StepEnv, []string{"LEGACY", "value with  spaces"}},
-				Step{StepEnv, []string{"NODEFAULT", ""}},
-				Step{StepEnv, []string{"WITH", "default"}},
+			want: Template{FromImage: "a", Steps: withDefaults(
+				steps.Step{Type: steps.Env, Args: []string{"A", "1", "B", "two words", "C", "$HOME/bin:${PATH}", "D", "it's"}},
+				steps.Step{Type: steps.Env, Args: []string{"LEGACY", "value with  spaces"}},
+				steps.Step{Type: steps.Env, Args: []string{"NODEFAULT", ""}},
+				steps.Step{Type: steps.Env, Args: []string{"WITH", "default"}},
 			)},
 		},
 		{
@@ -117,57 +119,57 @@ func TestConvert(t *testing.T) {
 			dockerfile: "ARG PY=\"3.12\"\nARG UNUSED\n" +
 				"FROM python:${PY}-slim\n" +
 				"ARG PY\n",
-			want: Template{FromImage: "python:3.12-slim", Steps: steps(
-				Step{StepEnv, []string{"PY", "3.12"}},
+			want: Template{FromImage: "python:3.12-slim", Steps: withDefaults(
+				steps.Step{Type: steps.Env, Args: []string{"PY", "3.12"}},
 			)},
 		},
 		{
 			name: "USER and WORKDIR replace the defaults",
 			dockerfile: "FROM a\nUSER app\nWORKDIR /srv\nRUN make\n" +
 				"WORKDIR sub\n",
-			want: Template{FromImage: "a", Steps: append(append([]Step{}, prologue...),
-				Step{StepUser, []string{"app"}},
-				Step{StepWorkdir, []string{"/srv"}},
+			want: Template{FromImage: "a", Steps: append(append([]steps.Step{}, prologue...),
+				steps.Step{Type: steps.User, Args: []string{"app"}},
+				steps.Step{Type: steps.Workdir, Args: []string{"/srv"}},
 				run("make"),
-				Step{StepWorkdir, []string{"sub"}},
+				steps.Step{Type: steps.Workdir, Args: []string{"sub"}},
 			)},
 		},
 		{
 			name:       "only USER set: WORKDIR still defaults",
 			dockerfile: "FROM a\nUSER root\n",
-			want: Template{FromImage: "a", Steps: append(append([]Step{}, prologue...),
-				Step{StepUser, []string{"root"}},
-				Step{StepWorkdir, []string{"/home/user"}},
+			want: Template{FromImage: "a", Steps: append(append([]steps.Step{}, prologue...),
+				steps.Step{Type: steps.User, Args: []string{"root"}},
+				steps.Step{Type: steps.Workdir, Args: []string{"/home/user"}},
 			)},
 		},
 		{
 			name:       "CMD exec form",
 			dockerfile: "FROM a\nCMD [\"python\", \"-m\", \"http.server\", \"8000\"]\n",
-			want: Template{FromImage: "a", Steps: steps(),
+			want: Template{FromImage: "a", Steps: withDefaults(),
 				StartCmd: "python -m http.server 8000", ReadyCmd: "sleep 20"},
 		},
 		{
 			name:       "CMD shell form",
 			dockerfile: "FROM a\nCMD npm start > /tmp/log 2>&1\n",
-			want: Template{FromImage: "a", Steps: steps(),
+			want: Template{FromImage: "a", Steps: withDefaults(),
 				StartCmd: "npm start > /tmp/log 2>&1", ReadyCmd: "sleep 20"},
 		},
 		{
 			name:       "exec ENTRYPOINT takes CMD as arguments; the last CMD wins",
 			dockerfile: "FROM a\nCMD [\"old\"]\nENTRYPOINT [\"/entry.sh\"]\nCMD [\"serve\", \"--port=80\"]\n",
-			want: Template{FromImage: "a", Steps: steps(),
+			want: Template{FromImage: "a", Steps: withDefaults(),
 				StartCmd: "/entry.sh serve --port=80", ReadyCmd: "sleep 20"},
 		},
 		{
 			name:       "exec ENTRYPOINT with a shell-form CMD",
 			dockerfile: "FROM a\nENTRYPOINT [\"tini\", \"--\"]\nCMD run $PORT\n",
-			want: Template{FromImage: "a", Steps: steps(),
+			want: Template{FromImage: "a", Steps: withDefaults(),
 				StartCmd: "tini -- /bin/sh -c 'run $PORT'", ReadyCmd: "sleep 20"},
 		},
 		{
 			name:       "shell ENTRYPOINT ignores CMD",
 			dockerfile: "FROM a\nENTRYPOINT exec server\nCMD [\"ignored\"]\n",
-			want: Template{FromImage: "a", Steps: steps(),
+			want: Template{FromImage: "a", Steps: withDefaults(),
 				StartCmd: "exec server", ReadyCmd: "sleep 20"},
 		},
 		{
@@ -176,9 +178,9 @@ func TestConvert(t *testing.T) {
 				"EXPOSE 8080\nVOLUME /data\n" +
 				"RUN --mount=type=cache,target=/root/.cache pip install x\n" +
 				"ADD vendor.tar.gz /opt/\n",
-			want: Template{FromImage: "a", Steps: steps(
+			want: Template{FromImage: "a", Steps: withDefaults(
 				run("pip install x"),
-				Step{StepCopy, []string{"vendor.tar.gz", "/opt/", "", ""}},
+				steps.Step{Type: steps.Copy, Args: []string{"vendor.tar.gz", "/opt/", "", ""}},
 			), Warnings: []string{
 				"line 1: FROM --platform=linux/amd64 ignored; the E2B builder picks the platform",
 				"line 2: LABEL is image metadata a template does not keep; ignored",
@@ -190,7 +192,7 @@ func TestConvert(t *testing.T) {
 		{
 			name:       "lower-case instructions and a byte-order mark",
 			dockerfile: "\ufefffrom a\nrun true\n",
-			want:       Template{FromImage: "a", Steps: steps(run("true"))},
+			want:       Template{FromImage: "a", Steps: withDefaults(run("true"))},
 		},
 	}
 	for _, tc := range tests {
@@ -294,15 +296,15 @@ func FuzzConvert(f *testing.F) {
 		}
 		for _, s := range got.Steps {
 			switch s.Type {
-			case StepRun, StepWorkdir, StepUser:
+			case steps.Run, steps.Workdir, steps.User:
 				if len(s.Args) != 1 {
 					t.Fatalf("%s step with %d args", s.Type, len(s.Args))
 				}
-			case StepCopy:
+			case steps.Copy:
 				if len(s.Args) != 4 {
 					t.Fatalf("COPY step with %d args", len(s.Args))
 				}
-			case StepEnv:
+			case steps.Env:
 				if len(s.Args)%2 != 0 {
 					t.Fatalf("ENV step with an odd number of args: %q", s.Args)
 				}

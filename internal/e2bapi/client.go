@@ -28,11 +28,11 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultUserAgent      = "terraform-provider-e2b/dev"
+	defaultUserAgent      = "terraform-provider-e2b/dev"
 	DefaultRequestTimeout = 60 * time.Second
-	DefaultUploadTimeout  = time.Hour
-	DefaultRetryWaitMin   = 500 * time.Millisecond
-	DefaultRetryWaitMax   = 10 * time.Second
+	defaultUploadTimeout  = time.Hour
+	defaultRetryWaitMin   = 500 * time.Millisecond
+	defaultRetryWaitMax   = 10 * time.Second
 )
 
 // maxRetryAfter bounds how long a Retry-After header can make one retry wait.
@@ -63,20 +63,20 @@ type Config struct {
 	BaseURL string
 	// APIKey is sent as X-API-Key to BaseURL and nowhere else.
 	APIKey string
-	// UserAgent defaults to DefaultUserAgent. E2B keys template build formats
+	// UserAgent defaults to defaultUserAgent. E2B keys template build formats
 	// on SDK user agents, so one is refused.
 	UserAgent string
 	// RequestTimeout bounds each attempt of an API call (DefaultRequestTimeout
 	// when zero).
 	RequestTimeout time.Duration
 	// UploadTimeout bounds each attempt of an archive upload
-	// (DefaultUploadTimeout when zero).
+	// (defaultUploadTimeout when zero).
 	UploadTimeout time.Duration
 	// MaxRetries is the number of retries after the first attempt; 0 means
 	// none.
 	MaxRetries int
 	// RetryWaitMin and RetryWaitMax bound the exponential backoff between
-	// attempts (defaults DefaultRetryWaitMin, DefaultRetryWaitMax); a
+	// attempts (defaults defaultRetryWaitMin, defaultRetryWaitMax); a
 	// Retry-After header takes precedence.
 	RetryWaitMin, RetryWaitMax time.Duration
 	// HTTPClient is optional; its Transport is used, its redirect policy is
@@ -110,7 +110,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	ua := cfg.UserAgent
 	if ua == "" {
-		ua = DefaultUserAgent
+		ua = defaultUserAgent
 	}
 	if strings.Contains(ua, "e2b-js-sdk/") || strings.Contains(ua, "e2b-python-sdk/") {
 		return nil, fmt.Errorf("user agent %q names an E2B SDK; the E2B server picks template build formats by SDK version, so send the provider's own", ua)
@@ -123,7 +123,7 @@ func New(cfg Config) (*Client, error) {
 		c.logger = noopLogger{}
 	}
 	c.api = c.retryingClient(cfg, orDefault(cfg.RequestTimeout, DefaultRequestTimeout))
-	c.upload = c.retryingClient(cfg, orDefault(cfg.UploadTimeout, DefaultUploadTimeout))
+	c.upload = c.retryingClient(cfg, orDefault(cfg.UploadTimeout, defaultUploadTimeout))
 	return c, nil
 }
 
@@ -139,8 +139,8 @@ func (c *Client) retryingClient(cfg Config, timeout time.Duration) *retryablehtt
 	hc.Timeout = timeout
 	return &retryablehttp.Client{
 		HTTPClient:      hc,
-		RetryWaitMin:    orDefault(cfg.RetryWaitMin, DefaultRetryWaitMin),
-		RetryWaitMax:    orDefault(cfg.RetryWaitMax, DefaultRetryWaitMax),
+		RetryWaitMin:    orDefault(cfg.RetryWaitMin, defaultRetryWaitMin),
+		RetryWaitMax:    orDefault(cfg.RetryWaitMax, defaultRetryWaitMax),
 		RetryMax:        cfg.MaxRetries,
 		RequestLogHook:  c.logAttempt,
 		ResponseLogHook: c.logResponse,
@@ -314,7 +314,7 @@ func retryAfter(value string, now time.Time) (time.Duration, bool) {
 // call sends one API request: in, when not nil, as the JSON body; a 2xx
 // JSON answer decoded into out when out is not nil. Any other answer is an
 // *APIError. path is already escaped.
-func (c *Client) call(ctx context.Context, method, path string, query url.Values, in, out any) (http.Header, error) {
+func (c *Client) call(ctx context.Context, method, path string, query url.Values, in, out any) error {
 	target := c.base.String() + path
 	if len(query) > 0 {
 		target += "?" + query.Encode()
@@ -323,14 +323,14 @@ func (c *Client) call(ctx context.Context, method, path string, query url.Values
 	if in != nil {
 		data, err := json.Marshal(in)
 		if err != nil {
-			return nil, fmt.Errorf("encoding the body of %s %s: %w", method, path, err)
+			return fmt.Errorf("encoding the body of %s %s: %w", method, path, err)
 		}
 		body = data
 	}
 	ctx = withCallState(ctx, method, target, "")
 	req, err := retryablehttp.NewRequestWithContext(ctx, method, target, body)
 	if err != nil {
-		return nil, fmt.Errorf("E2B API %s %s: %w", method, path, err)
+		return fmt.Errorf("E2B API %s %s: %w", method, path, err)
 	}
 	req.Header.Set("X-API-Key", c.apiKey)
 	req.Header.Set("User-Agent", c.userAgent)
@@ -340,24 +340,24 @@ func (c *Client) call(ctx context.Context, method, path string, query url.Values
 	}
 	resp, err := c.api.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("E2B API %s %s: %w", method, path, redactedError{c.redact(ctx, err.Error()), err})
+		return fmt.Errorf("E2B API %s %s: %w", method, path, redactedError{c.redact(ctx, err.Error()), err})
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return resp.Header, c.apiError(ctx, method, path, resp)
+		return c.apiError(ctx, method, path, resp)
 	}
 	if out == nil {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBody))
-		return resp.Header, nil
+		return nil
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
 	if err != nil {
-		return nil, fmt.Errorf("E2B API %s %s: reading the %d answer: %w", method, path, resp.StatusCode, err)
+		return fmt.Errorf("E2B API %s %s: reading the %d answer: %w", method, path, resp.StatusCode, err)
 	}
 	if err := json.NewDecoder(bytes.NewReader(data)).Decode(out); err != nil {
-		return nil, fmt.Errorf("E2B API %s %s: the %d answer is not the expected JSON: %w", method, path, resp.StatusCode, err)
+		return fmt.Errorf("E2B API %s %s: the %d answer is not the expected JSON: %w", method, path, resp.StatusCode, err)
 	}
-	return resp.Header, nil
+	return nil
 }
 
 // redactedError prints as its scrubbed text and unwraps to the original, so

@@ -10,25 +10,6 @@ import (
 	"strings"
 )
 
-// Sentinels an *APIError matches with errors.Is, by status code.
-var (
-	ErrInvalid      = errors.New("invalid request (400)")
-	ErrUnauthorized = errors.New("unauthorized (401)")
-	ErrForbidden    = errors.New("forbidden (403)")
-	ErrNotFound     = errors.New("not found (404)")
-	ErrConflict     = errors.New("conflict (409)")
-	ErrRateLimited  = errors.New("rate limited (429)")
-)
-
-var sentinelStatus = map[error]int{
-	ErrInvalid:      http.StatusBadRequest,
-	ErrUnauthorized: http.StatusUnauthorized,
-	ErrForbidden:    http.StatusForbidden,
-	ErrNotFound:     http.StatusNotFound,
-	ErrConflict:     http.StatusConflict,
-	ErrRateLimited:  http.StatusTooManyRequests,
-}
-
 // APIError is an answer outside 2xx. Code, Message and ErrorCode come from
 // the {code, message, error_code} envelope when the body carries one; a body
 // that is not the envelope becomes Message (shortened), an empty body leaves
@@ -64,12 +45,6 @@ func (e *APIError) Error() string {
 	return b.String()
 }
 
-// Is matches the sentinel of the error's status code.
-func (e *APIError) Is(target error) bool {
-	status, ok := sentinelStatus[target]
-	return ok && status == e.StatusCode
-}
-
 // maxErrorMessage bounds the text kept from a body that is not the envelope.
 const maxErrorMessage = 512
 
@@ -89,6 +64,10 @@ func (c *Client) apiError(ctx context.Context, method, path string, resp *http.R
 	return e
 }
 
+// Callers tell answers apart by status code: IsNotFound, IsInvalid and
+// IsBuildGone are the questions this provider asks; anything else is read
+// from APIError.StatusCode.
+
 func statusIs(err error, status int) bool {
 	var apiErr *APIError
 	return errors.As(err, &apiErr) && apiErr.StatusCode == status
@@ -97,17 +76,15 @@ func statusIs(err error, status int) bool {
 // IsNotFound reports whether err is a 404 answer.
 func IsNotFound(err error) bool { return statusIs(err, http.StatusNotFound) }
 
-// IsConflict reports whether err is a 409 answer.
-func IsConflict(err error) bool { return statusIs(err, http.StatusConflict) }
-
-// IsForbidden reports whether err is a 403 answer.
-func IsForbidden(err error) bool { return statusIs(err, http.StatusForbidden) }
-
-// IsRateLimited reports whether err is a 429 answer (after any retries).
-func IsRateLimited(err error) bool { return statusIs(err, http.StatusTooManyRequests) }
-
 // IsInvalid reports whether err is a 400 answer.
 func IsInvalid(err error) bool { return statusIs(err, http.StatusBadRequest) }
 
-// IsUnauthorized reports whether err is a 401 answer.
-func IsUnauthorized(err error) bool { return statusIs(err, http.StatusUnauthorized) }
+// IsBuildGone reports whether err says a build (or its template) does not exist: E2B
+// answers an unknown build with 400 and a "not found" message, not 404.
+func IsBuildGone(err error) bool {
+	if IsNotFound(err) {
+		return true
+	}
+	var apiErr *APIError
+	return IsInvalid(err) && errors.As(err, &apiErr) && strings.Contains(strings.ToLower(apiErr.Message), "not found")
+}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -179,7 +178,7 @@ func TestRetriesRunOut(t *testing.T) {
 	})
 	c, logs := newTestClient(t, srv, nil)
 	_, err := c.GetTemplate(t.Context(), testTemplate)
-	if !IsRateLimited(err) || !errors.Is(err, ErrRateLimited) {
+	if statusOf(err) != http.StatusTooManyRequests {
 		t.Fatalf("error %v, want rate limited", err)
 	}
 	if n := len(srv.requests()); n != 4 {
@@ -305,7 +304,7 @@ func TestErrorEnvelope(t *testing.T) {
 	if *apiErr != want {
 		t.Errorf("APIError %+v, want %+v", *apiErr, want)
 	}
-	if !IsNotFound(err) || !errors.Is(err, ErrNotFound) || IsConflict(err) || errors.Is(err, ErrForbidden) {
+	if !IsNotFound(err) || IsInvalid(err) || IsBuildGone(err) != true {
 		t.Errorf("status helpers misclassify %v", err)
 	}
 	for _, part := range []string{"GET /templates/aliases/nope", "404", "template 'nope' not found", "template_not_found"} {
@@ -349,22 +348,30 @@ func TestStatusOnlyErrors(t *testing.T) {
 }
 
 func TestStatusHelpers(t *testing.T) {
-	helpers := map[int]func(error) bool{400: IsInvalid, 401: IsUnauthorized, 403: IsForbidden, 404: IsNotFound, 409: IsConflict, 429: IsRateLimited}
-	sentinels := map[int]error{400: ErrInvalid, 401: ErrUnauthorized, 403: ErrForbidden, 404: ErrNotFound, 409: ErrConflict, 429: ErrRateLimited}
-	for status := range helpers {
+	helpers := map[int]func(error) bool{400: IsInvalid, 404: IsNotFound}
+	for _, status := range []int{400, 401, 403, 404, 409, 429} {
 		err := fmt.Errorf("wrapped: %w", &APIError{StatusCode: status})
 		for other, is := range helpers {
 			if is(err) != (other == status) {
 				t.Errorf("helper for %d on a %d error = %v", other, status, is(err))
 			}
-			if errors.Is(err, sentinels[other]) != (other == status) {
-				t.Errorf("errors.Is(%d error, sentinel %d) wrong", status, other)
-			}
+		}
+		if statusOf(err) != status {
+			t.Errorf("status of a wrapped %d error = %d", status, statusOf(err))
 		}
 	}
 	if IsNotFound(errors.New("404")) {
 		t.Error("a plain error counts as not found")
 	}
+}
+
+// statusOf is the status code of the *APIError in err, 0 without one.
+func statusOf(err error) int {
+	var apiErr *APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.StatusCode
+	}
+	return 0
 }
 
 func TestAPIKeyNeverLogged(t *testing.T) {
@@ -531,217 +538,6 @@ func TestCreateSandboxTemplateNotFoundIsNotAFallback(t *testing.T) {
 	}
 }
 
-func TestListTemplatesPaging(t *testing.T) {
-	page := func(ids ...string) []Template {
-		var out []Template
-		for _, id := range ids {
-			out = append(out, Template{TemplateID: id, BuildID: testBuildID, CPUCount: 2, MemoryMB: 1024, Aliases: []string{}, Names: []string{}, BuildStatus: BuildReady})
-		}
-		return out
-	}
-	srv := newAPIServer(t, func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Query().Get("nextToken") {
-		case "":
-			w.Header().Set("X-Next-Token", "p2")
-			writeJSON(w, 200, page("a", "b"))
-		case "p2":
-			w.Header().Set("X-Next-Token", "p3")
-			writeJSON(w, 200, page("c"))
-		default:
-			writeJSON(w, 200, page("d"))
-		}
-	})
-	c, _ := newTestClient(t, srv, nil)
-	got, err := c.ListTemplates(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, tpl := range got {
-		ids = append(ids, tpl.TemplateID)
-	}
-	if strings.Join(ids, ",") != "a,b,c,d" {
-		t.Errorf("templates %v, want a,b,c,d", ids)
-	}
-	var queries []string
-	for _, r := range srv.requests() {
-		queries = append(queries, r.Query)
-	}
-	if strings.Join(queries, " ") != "limit=100 limit=100&nextToken=p2 limit=100&nextToken=p3" {
-		t.Errorf("queries %v", queries)
-	}
-}
-
-func TestListTemplatesFallsBackOn404(t *testing.T) {
-	srv := newAPIServer(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v2/templates" {
-			writeJSON(w, 404, Error{Code: 404, Message: "not here"})
-			return
-		}
-		writeJSON(w, 200, []Template{{TemplateID: "old", BuildID: testBuildID, CPUCount: 1, MemoryMB: 512, Aliases: []string{}, Names: []string{}, BuildStatus: BuildReady}})
-	})
-	c, _ := newTestClient(t, srv, nil)
-	got, err := c.ListTemplates(t.Context())
-	if err != nil || len(got) != 1 || got[0].TemplateID != "old" {
-		t.Fatalf("ListTemplates = %v, %v", got, err)
-	}
-	if srv.count("GET", "/templates") != 1 {
-		t.Error("GET /templates was not asked")
-	}
-}
-
-// buildLog simulates a build whose log grows while it runs: poll n sees
-// visible(n) entries and the status status(n).
-type buildLog struct {
-	entries []BuildLogEntry
-	polls   atomic.Int32
-	visible func(poll int) int
-	status  func(poll int) string
-	reason  *BuildStatusReason
-}
-
-func (b *buildLog) handler(t *testing.T) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		poll := int(b.polls.Add(1))
-		offset := 0
-		if _, err := fmt.Sscan(r.URL.Query().Get("logsOffset"), &offset); err != nil {
-			t.Errorf("logsOffset %q: %v", r.URL.Query().Get("logsOffset"), err)
-		}
-		end := min(b.visible(poll), offset+maxLogPage)
-		page := []BuildLogEntry{}
-		if offset < end {
-			page = b.entries[offset:end]
-		}
-		info := TemplateBuildInfo{TemplateID: testTemplate, BuildID: testBuildID, Status: b.status(poll), Logs: []string{}, LogEntries: page}
-		if info.Status == BuildError {
-			info.Reason = b.reason
-		}
-		writeJSON(w, 200, info)
-	}
-}
-
-func newBuildLog(n int) *buildLog {
-	b := &buildLog{}
-	for i := range n {
-		b.entries = append(b.entries, BuildLogEntry{Timestamp: testTime.Add(time.Duration(i) * time.Millisecond), Message: fmt.Sprintf("line %d", i), Level: LogInfo, Step: "1"})
-	}
-	return b
-}
-
-func TestFollowBuildPagesAndDrains(t *testing.T) {
-	b := newBuildLog(250)
-	// Poll 1: building, 30 lines. Poll 2: building, 150. From poll 3 the
-	// build is ready with all 250 lines, more than one page behind.
-	b.visible = func(poll int) int {
-		switch poll {
-		case 1:
-			return 30
-		case 2:
-			return 150
-		}
-		return 250
-	}
-	b.status = func(poll int) string {
-		if poll >= 3 {
-			return BuildReady
-		}
-		return BuildBuilding
-	}
-	srv := newAPIServer(t, b.handler(t))
-	c, _ := newTestClient(t, srv, nil)
-
-	var fakeNow time.Duration
-	var sleeps []time.Duration
-	var logged []string
-	info, err := c.FollowBuild(t.Context(), testTemplate, testBuildID, FollowOptions{
-		PollInterval: time.Second,
-		Sleep: func(ctx context.Context, d time.Duration) error {
-			sleeps = append(sleeps, d)
-			fakeNow += d
-			return nil
-		},
-		OnLog: func(e BuildLogEntry) { logged = append(logged, e.Message) },
-	})
-	if err != nil {
-		t.Fatalf("FollowBuild: %v", err)
-	}
-	if info.Status != BuildReady || len(info.LogEntries) != 0 {
-		t.Errorf("final answer %+v, want ready with no entries (drained)", info)
-	}
-	if len(logged) != 250 {
-		t.Fatalf("%d entries handed over, want 250", len(logged))
-	}
-	for i, m := range logged {
-		if m != fmt.Sprintf("line %d", i) {
-			t.Fatalf("entry %d is %q: entries were lost, repeated or reordered", i, m)
-		}
-	}
-	var offsets []string
-	for _, r := range srv.requests() {
-		q, _ := url.ParseQuery(r.Query)
-		offsets = append(offsets, q.Get("logsOffset"))
-	}
-	// 0 → 30 lines; 30 → a full page; 130 → a full page (ready, draining);
-	// 230 → 20; 250 → none: done.
-	if strings.Join(offsets, ",") != "0,30,130,230,250" {
-		t.Errorf("logsOffsets %v, want 0,30,130,230,250", offsets)
-	}
-	// Full pages are followed at once; otherwise the poll interval passes.
-	if len(sleeps) != 2 || fakeNow != 2*time.Second {
-		t.Errorf("slept %v, want twice the poll interval", sleeps)
-	}
-}
-
-func TestFollowBuildFailure(t *testing.T) {
-	b := newBuildLog(120)
-	b.visible = func(int) int { return 120 }
-	b.status = func(poll int) string {
-		if poll == 1 {
-			return BuildBuilding
-		}
-		return BuildError
-	}
-	b.reason = &BuildStatusReason{Message: "command failed: exit 1", Step: "2"}
-	srv := newAPIServer(t, b.handler(t))
-	c, _ := newTestClient(t, srv, nil)
-	n := 0
-	info, err := c.FollowBuild(t.Context(), testTemplate, testBuildID, FollowOptions{
-		Sleep: func(context.Context, time.Duration) error { return nil },
-		OnLog: func(BuildLogEntry) { n++ },
-	})
-	var failed *BuildFailedError
-	if !errors.As(err, &failed) || failed.Reason == nil || failed.Reason.Message != "command failed: exit 1" {
-		t.Fatalf("error %v, want a *BuildFailedError with the reason", err)
-	}
-	if !strings.Contains(err.Error(), "step 2: command failed: exit 1") {
-		t.Errorf("error text %q lacks the step and reason", err)
-	}
-	if info == nil || info.Status != BuildError {
-		t.Errorf("final answer %+v, want the error status", info)
-	}
-	if n != 120 {
-		t.Errorf("%d entries handed over before failing, want all 120 (drained)", n)
-	}
-}
-
-func TestFollowBuildStopsWithContext(t *testing.T) {
-	b := newBuildLog(0)
-	b.visible = func(int) int { return 0 }
-	b.status = func(int) string { return BuildBuilding }
-	srv := newAPIServer(t, b.handler(t))
-	c, _ := newTestClient(t, srv, nil)
-	ctx, cancel := context.WithCancel(t.Context())
-	_, err := c.FollowBuild(ctx, testTemplate, testBuildID, FollowOptions{
-		Sleep: func(ctx context.Context, d time.Duration) error {
-			cancel()
-			return ctx.Err()
-		},
-	})
-	if !errors.Is(err, context.Canceled) {
-		t.Errorf("error %v, want context.Canceled", err)
-	}
-}
-
 func TestUploadErrorNamesTheStorage(t *testing.T) {
 	storage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -753,7 +549,7 @@ func TestUploadErrorNamesTheStorage(t *testing.T) {
 	api := newAPIServer(t, func(w http.ResponseWriter, r *http.Request) {})
 	c, _ := newTestClient(t, api, nil)
 	err := c.UploadArchive(t.Context(), &TemplateBuildFileUpload{URL: storage.URL + "/b/h.tar?sig=secret"}, strings.NewReader("data"), 4)
-	if !IsForbidden(err) {
+	if statusOf(err) != http.StatusForbidden {
 		t.Fatalf("error %v, want 403", err)
 	}
 	for _, want := range []string{"build context storage at " + strings.TrimPrefix(storage.URL, "http://"), "PUT /b/h.tar", "SignatureDoesNotMatch"} {
@@ -787,5 +583,22 @@ func TestUploadConnectionErrorsHideTheSignature(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "topsecret") || strings.Contains(logs.all(), "topsecret") {
 		t.Errorf("the presigned signature leaked:\nerror: %v\nlogs:\n%s", err, logs.all())
+	}
+}
+
+func TestIsBuildGone(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		gone bool
+	}{
+		{nil, false},
+		{&APIError{StatusCode: 404}, true},
+		{&APIError{StatusCode: 400, Message: "Build 'x' not found"}, true},
+		{&APIError{StatusCode: 400, Message: "invalid query"}, false},
+		{&APIError{StatusCode: 500, Message: "not found"}, false},
+	} {
+		if got := IsBuildGone(c.err); got != c.gone {
+			t.Errorf("IsBuildGone(%v) = %v, want %v", c.err, got, c.gone)
+		}
 	}
 }

@@ -12,8 +12,8 @@ import (
 // provider validates names before it calls the API and the local server
 // validates them as E2B does, so both use these functions.
 
-// MaxNameLength is the longest template name reference E2B accepts.
-const MaxNameLength = 128
+// maxNameLength is the longest template name reference E2B accepts.
+const maxNameLength = 128
 
 // DefaultTag is the tag a name without one refers to; naming it explicitly is
 // the same as naming no tag.
@@ -24,6 +24,7 @@ var (
 	tagPattern       = regexp.MustCompile(`^[a-z0-9-_.]+$`)
 	templateIDShape  = regexp.MustCompile(`^[a-z0-9]{20}$`)
 	sandboxIDPattern = regexp.MustCompile(`^[a-z0-9]+$`)
+	apiKeyPattern    = regexp.MustCompile(`^e2b_[0-9a-f]+$`)
 	filesHashPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
 )
 
@@ -46,8 +47,8 @@ func ParseName(s string) (Name, error) {
 	if trimmed == "" {
 		return Name{}, fmt.Errorf("template name %q is empty", s)
 	}
-	if len(trimmed) > MaxNameLength {
-		return Name{}, fmt.Errorf("template name %q is %d characters long; at most %d are allowed", s, len(trimmed), MaxNameLength)
+	if len(trimmed) > maxNameLength {
+		return Name{}, fmt.Errorf("template name %q is %d characters long; at most %d are allowed", s, len(trimmed), maxNameLength)
 	}
 	lower := strings.ToLower(trimmed)
 	identifier, tag, hasTag := strings.Cut(lower, ":")
@@ -98,8 +99,8 @@ func NormalizeTag(tag string) (string, error) {
 	if !tagPattern.MatchString(cleaned) {
 		return "", fmt.Errorf("tag %q is invalid: a tag may contain only a-z, 0-9, '-', '_' and '.'", tag)
 	}
-	if len(cleaned) > MaxNameLength {
-		return "", fmt.Errorf("tag %q is %d characters long; at most %d are allowed", tag, len(cleaned), MaxNameLength)
+	if len(cleaned) > maxNameLength {
+		return "", fmt.Errorf("tag %q is %d characters long; at most %d are allowed", tag, len(cleaned), maxNameLength)
 	}
 	if _, err := uuid.Parse(cleaned); err == nil {
 		return "", fmt.Errorf("tag %q is invalid: a tag must not be a UUID (that spelling names a build)", tag)
@@ -145,6 +146,11 @@ func ValidateTemplateID(s string) error {
 	}
 	return nil
 }
+
+// IsAPIKey reports whether s has the API key format the E2B SDK checks: "e2b_"
+// and lower-case hex digits. A self-hosted server may hand out keys of its own,
+// so callers only warn about other formats.
+func IsAPIKey(s string) bool { return apiKeyPattern.MatchString(s) }
 
 // ValidateSandboxID returns an error naming s unless it passes the server's
 // sandbox ID check (a-z and 0-9 only; E2B issues "i" + 20 such characters).

@@ -19,7 +19,7 @@ func TestParseName(t *testing.T) {
 		{"Team/Tpl:Prod", Name{Namespace: "team", Alias: "tpl", Tag: "prod"}, "team/tpl:prod"},
 		// A build UUID may stand in the tag position (it pins a build).
 		{"tpl:0b9d3f2e-6c1a-4a8e-9f7d-2e5b8c1d4a6f", Name{Alias: "tpl", Tag: "0b9d3f2e-6c1a-4a8e-9f7d-2e5b8c1d4a6f"}, "tpl:0b9d3f2e-6c1a-4a8e-9f7d-2e5b8c1d4a6f"},
-		{strings.Repeat("a", MaxNameLength), Name{Alias: strings.Repeat("a", MaxNameLength)}, strings.Repeat("a", MaxNameLength)},
+		{strings.Repeat("a", maxNameLength), Name{Alias: strings.Repeat("a", maxNameLength)}, strings.Repeat("a", maxNameLength)},
 	}
 	for _, tc := range valid {
 		got, err := ParseName(tc.in)
@@ -50,7 +50,7 @@ func TestParseName(t *testing.T) {
 		{"ns/a/b", `invalid alias "a/b"`},
 		{"tpl.name", `invalid alias "tpl.name"`},
 		{"ns.x/tpl", `invalid namespace "ns.x"`},
-		{strings.Repeat("a", MaxNameLength+1), "at most 128"},
+		{strings.Repeat("a", maxNameLength+1), "at most 128"},
 	}
 	for _, tc := range invalid {
 		_, err := ParseName(tc.in)
@@ -71,7 +71,7 @@ func TestNormalizeTag(t *testing.T) {
 			t.Errorf("NormalizeTag(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "a b", "a:b", "a/b", "0b9d3f2e-6c1a-4a8e-9f7d-2e5b8c1d4a6f", "0B9D3F2E6C1A4A8E9F7D2E5B8C1D4A6F", strings.Repeat("t", MaxNameLength+1)} {
+	for _, in := range []string{"", "a b", "a:b", "a/b", "0b9d3f2e-6c1a-4a8e-9f7d-2e5b8c1d4a6f", "0B9D3F2E6C1A4A8E9F7D2E5B8C1D4A6F", strings.Repeat("t", maxNameLength+1)} {
 		err := ValidateTag(in)
 		if err == nil {
 			t.Errorf("ValidateTag(%q): expected an error", in)

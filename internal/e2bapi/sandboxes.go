@@ -21,7 +21,7 @@ func (c *Client) CreateSandbox(ctx context.Context, req NewSandbox) (*Sandbox, e
 		v2 := req
 		v2.Secure = nil
 		var out Sandbox
-		_, err := c.call(ctx, http.MethodPost, "/v2/sandboxes", nil, v2, &out)
+		err := c.call(ctx, http.MethodPost, "/v2/sandboxes", nil, v2, &out)
 		if err == nil {
 			return &out, nil
 		}
@@ -46,7 +46,7 @@ func (c *Client) createSandboxV1(ctx context.Context, req NewSandbox) (*Sandbox,
 		req.Timeout = &timeout
 	}
 	var out Sandbox
-	if _, err := c.call(ctx, http.MethodPost, "/sandboxes", nil, req, &out); err != nil {
+	if err := c.call(ctx, http.MethodPost, "/sandboxes", nil, req, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -66,7 +66,7 @@ func (c *Client) GetSandbox(ctx context.Context, sandboxID string) (*SandboxDeta
 		return nil, err
 	}
 	var out SandboxDetail
-	if _, err := c.call(ctx, http.MethodGet, path, nil, nil, &out); err != nil {
+	if err := c.call(ctx, http.MethodGet, path, nil, nil, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -80,17 +80,6 @@ func (c *Client) KillSandbox(ctx context.Context, sandboxID string) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.call(ctx, http.MethodDelete, path, nil, nil, nil)
-	return err
-}
-
-// SetSandboxTimeout makes the sandbox expire seconds from now
-// (POST /sandboxes/{id}/timeout, 204).
-func (c *Client) SetSandboxTimeout(ctx context.Context, sandboxID string, seconds int32) error {
-	path, err := sandboxPath(sandboxID)
-	if err != nil {
-		return err
-	}
-	_, err = c.call(ctx, http.MethodPost, path+"/timeout", nil, SandboxTimeoutRequest{Timeout: seconds}, nil)
+	err = c.call(ctx, http.MethodDelete, path, nil, nil, nil)
 	return err
 }

@@ -28,7 +28,7 @@ func segment(what, value string) (string, error) {
 // creates the template or reuses the one the name resolves to.
 func (c *Client) CreateTemplateBuild(ctx context.Context, req TemplateBuildRequestV3) (*TemplateRequestResponseV3, error) {
 	var out TemplateRequestResponseV3
-	if _, err := c.call(ctx, http.MethodPost, "/v3/templates", nil, req, &out); err != nil {
+	if err := c.call(ctx, http.MethodPost, "/v3/templates", nil, req, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -45,7 +45,7 @@ func (c *Client) GetFileUploadLink(ctx context.Context, templateID, hash string)
 		return nil, err
 	}
 	var out TemplateBuildFileUpload
-	if _, err := c.call(ctx, http.MethodGet, "/templates/"+id+"/files/"+hash, nil, nil, &out); err != nil {
+	if err := c.call(ctx, http.MethodGet, "/templates/"+id+"/files/"+hash, nil, nil, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -123,19 +123,8 @@ func (c *Client) StartBuild(ctx context.Context, templateID, buildID string, req
 		steps[i] = step
 	}
 	req.Steps = steps
-	_, err = c.call(ctx, http.MethodPost, "/v2/templates/"+id+"/builds/"+bid, nil, req, nil)
+	err = c.call(ctx, http.MethodPost, "/v2/templates/"+id+"/builds/"+bid, nil, req, nil)
 	return err
-}
-
-// BuildStatusQuery selects the log entries GetBuildStatus returns.
-type BuildStatusQuery struct {
-	// LogsOffset is the index of the first log entry to return.
-	LogsOffset int32
-	// Limit is at most 100; 0 leaves the server default (100).
-	Limit int32
-	// Level is the minimum level ("debug", "info", "warn", "error"); empty
-	// for all.
-	Level string
 }
 
 func buildPath(templateID, buildID string) (string, error) {
@@ -150,107 +139,21 @@ func buildPath(templateID, buildID string) (string, error) {
 	return "/templates/" + id + "/builds/" + bid, nil
 }
 
-// GetBuildStatus reads a build's status and a page of its log entries
-// (GET /templates/{id}/builds/{bid}/status). E2B answers an unknown build
-// with 400, not 404.
-func (c *Client) GetBuildStatus(ctx context.Context, templateID, buildID string, q BuildStatusQuery) (*TemplateBuildInfo, error) {
+// GetBuildStatus reads a build's status and the page of its log entries
+// that starts at index logsOffset (GET /templates/{id}/builds/{bid}/status);
+// math.MaxInt32 asks for the status alone. E2B answers an unknown build with
+// 400, not 404 (IsBuildGone).
+func (c *Client) GetBuildStatus(ctx context.Context, templateID, buildID string, logsOffset int32) (*TemplateBuildInfo, error) {
 	path, err := buildPath(templateID, buildID)
 	if err != nil {
 		return nil, err
 	}
-	query := url.Values{"logsOffset": {strconv.Itoa(int(q.LogsOffset))}}
-	if q.Limit > 0 {
-		query.Set("limit", strconv.Itoa(int(q.Limit)))
-	}
-	if q.Level != "" {
-		query.Set("level", q.Level)
-	}
+	query := url.Values{"logsOffset": {strconv.Itoa(int(logsOffset))}}
 	var out TemplateBuildInfo
-	if _, err := c.call(ctx, http.MethodGet, path+"/status", query, nil, &out); err != nil {
+	if err := c.call(ctx, http.MethodGet, path+"/status", query, nil, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
-}
-
-// BuildLogsQuery selects the entries GetBuildLogs returns; zero fields are
-// left to the server's defaults.
-type BuildLogsQuery struct {
-	// Cursor is a timestamp in milliseconds since the Unix epoch.
-	Cursor *int64
-	Limit  int32
-	// Direction is "forward" or "backward".
-	Direction string
-	Level     string
-	// Source is "temporary" or "persistent".
-	Source string
-}
-
-// GetBuildLogs reads build log entries by time
-// (GET /templates/{id}/builds/{bid}/logs).
-func (c *Client) GetBuildLogs(ctx context.Context, templateID, buildID string, q BuildLogsQuery) ([]BuildLogEntry, error) {
-	path, err := buildPath(templateID, buildID)
-	if err != nil {
-		return nil, err
-	}
-	query := url.Values{}
-	if q.Cursor != nil {
-		query.Set("cursor", strconv.FormatInt(*q.Cursor, 10))
-	}
-	if q.Limit > 0 {
-		query.Set("limit", strconv.Itoa(int(q.Limit)))
-	}
-	for name, value := range map[string]string{"direction": q.Direction, "level": q.Level, "source": q.Source} {
-		if value != "" {
-			query.Set(name, value)
-		}
-	}
-	var out TemplateBuildLogsResponse
-	if _, err := c.call(ctx, http.MethodGet, path+"/logs", query, nil, &out); err != nil {
-		return nil, err
-	}
-	return out.Logs, nil
-}
-
-// listPageSize is the largest page E2B serves.
-const listPageSize = 100
-
-// ListTemplates lists the team's templates, following X-Next-Token through
-// every page of GET /v2/templates. A server without that endpoint (404 on
-// the first page) is asked GET /templates, which answers in one page.
-func (c *Client) ListTemplates(ctx context.Context) ([]Template, error) {
-	var all []Template
-	seen := map[string]bool{}
-	for token := ""; ; {
-		query := url.Values{"limit": {strconv.Itoa(listPageSize)}}
-		if token != "" {
-			query.Set("nextToken", token)
-		}
-		var page []Template
-		header, err := c.call(ctx, http.MethodGet, "/v2/templates", query, nil, &page)
-		if err != nil {
-			if token == "" && IsNotFound(err) {
-				return c.listTemplatesV1(ctx)
-			}
-			return nil, err
-		}
-		all = append(all, page...)
-		token = header.Get("X-Next-Token")
-		if token == "" {
-			return all, nil
-		}
-		if seen[token] {
-			return nil, fmt.Errorf("E2B API GET /v2/templates returned the page token %q twice; stopping instead of looping", token)
-		}
-		seen[token] = true
-	}
-}
-
-func (c *Client) listTemplatesV1(ctx context.Context) ([]Template, error) {
-	var all []Template
-	if _, err := c.call(ctx, http.MethodGet, "/templates", nil, nil, &all); err != nil {
-		return nil, err
-	}
-	return all, nil
 }
 
 // GetTemplate reads a template and the first page of its builds
@@ -262,7 +165,7 @@ func (c *Client) GetTemplate(ctx context.Context, templateID string) (*TemplateW
 		return nil, err
 	}
 	var out TemplateWithBuilds
-	if _, err := c.call(ctx, http.MethodGet, "/templates/"+id, nil, nil, &out); err != nil {
+	if err := c.call(ctx, http.MethodGet, "/templates/"+id, nil, nil, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -275,7 +178,7 @@ func (c *Client) DeleteTemplate(ctx context.Context, templateIDOrName string) er
 	if err != nil {
 		return err
 	}
-	_, err = c.call(ctx, http.MethodDelete, "/templates/"+id, nil, nil, nil)
+	err = c.call(ctx, http.MethodDelete, "/templates/"+id, nil, nil, nil)
 	return err
 }
 
@@ -287,7 +190,7 @@ func (c *Client) UpdateTemplate(ctx context.Context, templateIDOrName string, re
 		return nil, err
 	}
 	var out TemplateUpdateResponse
-	if _, err := c.call(ctx, http.MethodPatch, "/v2/templates/"+id, nil, req, &out); err != nil {
+	if err := c.call(ctx, http.MethodPatch, "/v2/templates/"+id, nil, req, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -302,7 +205,7 @@ func (c *Client) GetTemplateByAlias(ctx context.Context, name string) (*Template
 		return nil, err
 	}
 	var out TemplateAliasResponse
-	if _, err := c.call(ctx, http.MethodGet, "/templates/aliases/"+alias, nil, nil, &out); err != nil {
+	if err := c.call(ctx, http.MethodGet, "/templates/aliases/"+alias, nil, nil, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -316,7 +219,7 @@ func (c *Client) AssignTags(ctx context.Context, target string, tags []string) (
 	}
 	var out AssignedTemplateTags
 	req := AssignTemplateTagsRequest{Target: target, Tags: nonNil(tags)}
-	if _, err := c.call(ctx, http.MethodPost, "/templates/tags", nil, req, &out); err != nil {
+	if err := c.call(ctx, http.MethodPost, "/templates/tags", nil, req, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -329,7 +232,7 @@ func (c *Client) DeleteTags(ctx context.Context, name string, tags []string) err
 		return errors.New("template name is empty")
 	}
 	req := DeleteTemplateTagsRequest{Name: name, Tags: nonNil(tags)}
-	_, err := c.call(ctx, http.MethodDelete, "/templates/tags", nil, req, nil)
+	err := c.call(ctx, http.MethodDelete, "/templates/tags", nil, req, nil)
 	return err
 }
 
@@ -341,7 +244,7 @@ func (c *Client) ListTags(ctx context.Context, templateIDOrName string) ([]Templ
 		return nil, err
 	}
 	var out []TemplateTag
-	if _, err := c.call(ctx, http.MethodGet, "/templates/"+id+"/tags", nil, nil, &out); err != nil {
+	if err := c.call(ctx, http.MethodGet, "/templates/"+id+"/tags", nil, nil, &out); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -1,6 +1,10 @@
 package e2bapi
 
-import "time"
+import (
+	"time"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
+)
 
 // The JSON bodies of the E2B control-plane API (design/e2b-api.md §1, §4, §5). The
 // client and the local server both use these, so one definition of every body
@@ -43,21 +47,19 @@ type TemplateBuildFileUpload struct {
 	Headers map[string]string `json:"headers,omitempty"`
 }
 
-// TemplateStep is one build step; Args layout per type is design/e2b-api.md §3.1.
-type TemplateStep struct {
-	Type      string   `json:"type"`
-	Args      []string `json:"args"`
-	FilesHash string   `json:"filesHash,omitempty"`
-	Force     bool     `json:"force"`
-}
+// TemplateStep is one build step; its vocabulary and argument layout are
+// package steps'.
+type TemplateStep = steps.Step
 
-// Step types the build API knows.
+// Step types under their wire names. They are package steps' constants,
+// named here for internal/localserver, which has not moved to package
+// steps yet; new code uses steps.Run and the others.
 const (
-	StepRun     = "RUN"
-	StepCopy    = "COPY"
-	StepEnv     = "ENV"
-	StepWorkdir = "WORKDIR"
-	StepUser    = "USER"
+	StepRun     = steps.Run
+	StepCopy    = steps.Copy
+	StepEnv     = steps.Env
+	StepWorkdir = steps.Workdir
+	StepUser    = steps.User
 )
 
 // FromImageRegistry holds private registry credentials; Type is "registry",

@@ -91,8 +91,8 @@ func (r *aliasResource) move(ctx context.Context, api *e2bapi.Client, m *aliasMo
 	if diags.HasError() {
 		return false, diags
 	}
-	info, err := api.GetBuildStatus(ctx, templateID, buildID, e2bapi.BuildStatusQuery{LogsOffset: math.MaxInt32})
-	if isBuildGone(err) {
+	info, err := api.GetBuildStatus(ctx, templateID, buildID, math.MaxInt32)
+	if e2bapi.IsBuildGone(err) {
 		diags.AddAttributeError(path.Root("build_id"), "Build not found",
 			fmt.Sprintf("Template %s has no build %s; the tag %q was not moved.", template, buildID, tag))
 		return false, diags

@@ -2,240 +2,144 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
-	"strings"
 	"testing"
 
-	"github.com/hashicorp/terraform-plugin-testing/config"
+	"github.com/hashicorp/terraform-plugin-testing/compare"
 	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
-	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
-// copyDir copies the regular files and directories below src to dst.
-func copyDir(t *testing.T, src, dst string) {
-	t.Helper()
-	acctest.Must(t, filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, b, info.Mode().Perm())
-	}))
+// aliasConfig is a template with two builds, v1 and then v2, each writing its name to
+// /opt/version, and the tag prod on the build named by build; a sandbox from name:prod
+// reads the version again whenever the tag moves.
+func aliasConfig(srv *acctest.Server, name, build string) string {
+	return srv.ProviderConfig() + fmt.Sprintf(`
+resource "e2b_template" "t" {
+  name = %[1]q
 }
 
-// TestAccPromotionRelease applies the release module of examples/promotion
-// as it is written (the provider configured through the E2B_* environment
-// variables): a passing smoke test moves :prod to the candidate; a
-// candidate whose smoke test fails stops the apply by its postcondition and
-// :prod stays on the build that passed.
-func TestAccPromotionRelease(t *testing.T) {
-	srv := localServer(t)
-	t.Setenv(EnvAPIURL, srv.APIURL)
-	t.Setenv(EnvAPIKey, srv.APIKey)
-	t.Setenv(EnvSandboxURL, srv.SandboxURL)
-	// The module requires e2b-terraform/e2b, the provider's registry address.
-	t.Setenv("TF_ACC_PROVIDER_NAMESPACE", "e2b-terraform")
-	api := testAPI(t, srv)
-	root, err := acctest.ModuleRoot()
-	acctest.Must(t, err)
-	app := filepath.Join(t.TempDir(), "app")
-	copyDir(t, filepath.Join(root, "examples", "promotion", "app"), app)
-	name := uniqueName("acc-promo")
-	vars := config.Variables{
-		"name":            config.StringVariable(name),
-		"base_image":      config.StringVariable(srv.DebianImage),
-		"context":         config.StringVariable(app),
-		"expected_output": config.StringVariable("smoke test passed"),
+resource "e2b_template_build" "v1" {
+  template_id = e2b_template.t.id
+  from_image  = %[2]q
+  steps       = [{ run = { command = "echo v1 > /opt/version", user = "root" } }]
+}
+
+resource "e2b_template_build" "v2" {
+  template_id = e2b_template.t.id
+  from_image  = %[2]q
+  steps       = [{ run = { command = "echo v2 > /opt/version", user = "root" } }]
+  # After v1: a template's first build runs on the build E2B registered with the
+  # template, which a build registered meanwhile would supersede.
+  depends_on = [e2b_template_build.v1]
+}
+
+resource "e2b_alias" "prod" {
+  template = e2b_template.t.name
+  tag      = "prod"
+  build_id = e2b_template_build.%[3]s.build_id
+}
+
+data "e2b_process" "prod" {
+  template = "${e2b_template.t.name}:${e2b_alias.prod.tag}"
+  command  = "cat /opt/version"
+  env      = { BUILD = e2b_alias.prod.build_id }
+}
+`, name, srv.DebianImage, build)
+}
+
+// aliasOn checks that the tag is on build and that a sandbox from name:prod runs it.
+func aliasOn(build, version string) []statecheck.StateCheck {
+	return []statecheck.StateCheck{
+		statecheck.CompareValuePairs("e2b_alias.prod", tfjsonpath.New("build_id"), "e2b_template_build."+build, tfjsonpath.New("build_id"), compare.ValuesSame()),
+		statecheck.ExpectKnownValue("data.e2b_process.prod", tfjsonpath.New("stdout"), knownvalue.StringExact(version+"\n")),
 	}
-	module := config.StaticDirectory(filepath.Join(root, "examples", "promotion", "modules", "release"))
-	var passed string
+}
+
+// TestAccAlias_move points a tag at a build, moves it in place to another (sandboxes from
+// name:tag then run the new build) and imports it.
+func TestAccAlias_move(t *testing.T) {
+	srv := localServer(t)
+	name := uniqueName("acc-alias")
 	tfresource.Test(t, tfresource.TestCase{
-		ProtoV6ProviderFactories: protoV6Factories(New("test")()),
+		ProtoV6ProviderFactories: factories(),
 		Steps: []tfresource.TestStep{
 			{
-				ConfigDirectory: module,
-				ConfigVariables: vars,
-				Check: tfresource.ComposeAggregateTestCheckFunc(
-					tfresource.TestCheckResourceAttrPair("e2b_alias.prod", "build_id", "e2b_template_build.candidate", "build_id"),
-					tfresource.TestMatchResourceAttr("data.e2b_process.smoke", "stdout", regexp.MustCompile(`version 1\.0\.0: smoke test passed`)),
-					func(s *terraform.State) error {
-						passed, err = stateAttr(s, "e2b_alias.prod", "build_id")
-						return err
-					},
-					// The candidate, the template's first build, ran on the
-					// build registered with the template and got its tag.
-					func(s *terraform.State) error {
-						id, err := stateAttr(s, "e2b_template.this", "id")
-						if err != nil {
-							return err
-						}
-						tpl, err := api.GetTemplate(context.Background(), id)
-						if err != nil {
-							return err
-						}
-						if len(tpl.Builds) != 1 || tpl.Builds[0].BuildID != passed {
-							return fmt.Errorf("builds %+v, want only the candidate %s", tpl.Builds, passed)
-						}
-						tags, err := api.ListTags(context.Background(), id)
-						if err != nil {
-							return err
-						}
-						for _, tag := range tags {
-							if tag.Tag == "candidate" && tag.BuildID == passed {
-								return nil
-							}
-						}
-						return fmt.Errorf("tag candidate does not point at %s: %+v", passed, tags)
-					},
-				),
+				Config:            aliasConfig(srv, name, "v1"),
+				ConfigStateChecks: aliasOn("v1", "v1"),
 			},
 			{
-				// A broken candidate: its smoke test fails, :prod stays.
-				PreConfig: func() {
-					acctest.Must(t, os.WriteFile(filepath.Join(app, "version.txt"), nil, 0o644))
-				},
-				ConfigDirectory: module,
-				ConfigVariables: vars,
+				Config: aliasConfig(srv, name, "v2"),
 				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction("e2b_template_build.candidate", plancheck.ResourceActionReplace),
+					plancheck.ExpectResourceAction("e2b_alias.prod", plancheck.ResourceActionUpdate),
 				}},
-				ExpectError: regexp.MustCompile(`(?s)Smoke test of build .* failed`),
+				ConfigStateChecks: aliasOn("v2", "v2"),
 			},
 			{
-				// The tag is where it was, and the broken tree still fails.
-				ConfigDirectory: module,
-				ConfigVariables: vars,
-				PlanOnly:        true,
-				ExpectError:     regexp.MustCompile(`(?s)Smoke test of build .* failed`),
-				PreConfig: func() {
-					tags, err := api.ListTags(context.Background(), name)
-					acctest.Must(t, err)
-					for _, tag := range tags {
-						if tag.Tag == "prod" && tag.BuildID != passed {
-							t.Errorf(":prod points at %s after a failed smoke test; it was %s", tag.BuildID, passed)
-						}
-					}
-				},
+				ResourceName:      "e2b_alias.prod",
+				ImportState:       true,
+				ImportStateId:     name + ":prod",
+				ImportStateVerify: true,
 			},
 		},
 	})
 }
 
-// TestAccPromotionExample applies examples/promotion as a user would, with the Terraform
-// CLI and the provider binary through dev_overrides: the release module in staging (the
-// shared server), then in production (a server of its own), each through its own provider
-// configuration. Each environment ends with its own template, :prod on a build that passed
-// its smoke test; a second plan has nothing to do; destroy removes both templates.
-func TestAccPromotionExample(t *testing.T) {
-	staging := localServer(t)
-	production := acctest.Another(t)
-	terraformCLI := os.Getenv("TF_ACC_TERRAFORM_PATH")
-	if terraformCLI == "" {
-		terraformCLI = "terraform"
-	}
-	root, err := acctest.ModuleRoot()
-	acctest.Must(t, err)
-	work := t.TempDir()
-	example := filepath.Join(work, "promotion")
-	copyDir(t, filepath.Join(root, "examples", "promotion"), example)
-	cliConfig := filepath.Join(work, "terraformrc")
-	acctest.Must(t, os.WriteFile(cliConfig, fmt.Appendf(nil, `provider_installation {
-  dev_overrides {
-    "e2b-terraform/e2b" = %q
-  }
-  direct {}
-}
-`, filepath.Dir(staging.Binary)), 0o600))
-	name := uniqueName("acc-promo-example")
-	vars := fmt.Sprintf(`
-staging            = { api_url = %q, sandbox_url = %q, template_name = %q }
-production         = { api_url = %q, sandbox_url = %q, template_name = %q }
-staging_api_key    = %q
-production_api_key = %q
-base_image         = %q
-`, staging.APIURL, staging.SandboxURL, name, production.APIURL, production.SandboxURL, name, staging.APIKey, production.APIKey, staging.DebianImage)
-	acctest.Must(t, os.WriteFile(filepath.Join(example, "terraform.tfvars"), []byte(vars), 0o600))
-
-	terraform := func(args ...string) (string, error) {
-		// Not t.Context: the cleanup's destroy runs after it ends.
-		cmd := exec.CommandContext(context.Background(), terraformCLI, args...)
-		cmd.Dir = example
-		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+cliConfig, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	mustTerraform := func(args ...string) string {
-		out, err := terraform(args...)
-		if err != nil {
-			t.Fatalf("terraform %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return out
-	}
-	destroyed := false
-	t.Cleanup(func() {
-		if !destroyed {
-			if out, err := terraform("destroy", "-auto-approve", "-input=false", "-no-color"); err != nil {
-				t.Errorf("terraform destroy: %v\n%s", err, out)
-			}
-		}
+// TestAccAlias_drift moves the tag outside Terraform: the plan shows it, the apply moves
+// it back.
+func TestAccAlias_drift(t *testing.T) {
+	srv := localServer(t)
+	api := testAPI(t, srv)
+	name := uniqueName("acc-drift")
+	var v1Build string
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{
+			{
+				Config: aliasConfig(srv, name, "v2"),
+				ConfigStateChecks: append(aliasOn("v2", "v2"),
+					statecheck.ExpectKnownValue("e2b_template_build.v1", tfjsonpath.New("build_id"), capture(&v1Build))),
+			},
+			{
+				PreConfig: func() {
+					_, err := api.AssignTags(context.Background(), name+":"+v1Build, []string{"prod"})
+					acctest.Must(t, err)
+				},
+				Config:             aliasConfig(srv, name, "v2"),
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("e2b_alias.prod", plancheck.ResourceActionUpdate),
+				}},
+			},
+			{
+				Config:            aliasConfig(srv, name, "v2"),
+				ConfigStateChecks: aliasOn("v2", "v2"),
+			},
+		},
 	})
+}
 
-	mustTerraform("get", "-no-color") // the local release module; the provider comes from dev_overrides
-	mustTerraform("apply", "-auto-approve", "-input=false", "-no-color")
-	var outputs map[string]struct{ Value string }
-	acctest.Must(t, json.Unmarshal([]byte(mustTerraform("output", "-json")), &outputs))
-	for env, srv := range map[string]*acctest.Server{"staging": staging, "production": production} {
-		api := testAPI(t, srv)
-		_, err := api.GetTemplateByAlias(t.Context(), name)
-		acctest.Must(t, err)
-		tags, err := api.ListTags(t.Context(), name)
-		acctest.Must(t, err)
-		prod := ""
-		for _, tag := range tags {
-			if tag.Tag == "prod" {
-				prod = tag.BuildID
-			}
-		}
-		if prod == "" || outputs[env].Value != name+":prod -> "+prod {
-			t.Errorf("%s: output %q, :prod on %q (tags %+v)", env, outputs[env].Value, prod, tags)
-		}
-	}
-	if staging.APIURL == production.APIURL || outputs["staging"].Value == outputs["production"].Value {
-		t.Errorf("both environments are one: %s and %s", outputs["staging"].Value, outputs["production"].Value)
-	}
-
-	if out, err := terraform("plan", "-detailed-exitcode", "-input=false", "-no-color"); err != nil {
-		t.Errorf("second plan is not empty (%v):\n%s", err, out)
-	}
-	mustTerraform("destroy", "-auto-approve", "-input=false", "-no-color")
-	destroyed = true
-	for env, srv := range map[string]*acctest.Server{"staging": staging, "production": production} {
-		if _, err := testAPI(t, srv).GetTemplateByAlias(t.Context(), name); !e2bapi.IsNotFound(err) {
-			t.Errorf("%s: template %s after destroy: %v, want not found", env, name, err)
-		}
-	}
+func TestAccAlias_planErrors(t *testing.T) {
+	planErrors(t, map[string]struct{ config, err string }{
+		"alias on the default tag": {`
+resource "e2b_alias" "a" {
+  template = "good"
+  tag      = "default"
+  build_id = "1f0c6f2e-8f5b-4b8e-9a8e-1c2d3e4f5a6b"
+}
+`, `(?s)tag "default" cannot be managed`},
+		"alias with a bad build_id": {`
+resource "e2b_alias" "a" {
+  template = "good"
+  tag      = "prod"
+  build_id = "latest"
+}
+`, `(?s)build_id`},
+	})
 }

@@ -3,41 +3,25 @@ package provider
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/datasourcevalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	dschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
-	eschema "github.com/hashicorp/terraform-plugin-framework/ephemeral/schema"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	envd "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
-)
-
-// Defaults of the process data source and ephemeral resource.
-const (
-	defaultProcessTimeout = 60 * time.Second
-	// sandboxGrace is how much longer than the command a sandbox created for
-	// it may live: if the provider dies before it kills the sandbox, E2B
-	// still ends it soon after.
-	sandboxGrace = 60 * time.Second
-	// killTimeout bounds the cleanup kill, which runs even after the
-	// operation was cancelled.
-	killTimeout = 30 * time.Second
-	// errorOutputBytes is how much of stderr an error message shows.
-	errorOutputBytes = 4096
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/sandboxrun"
 )
 
 // processModel is the data source's and the ephemeral resource's model: the
-// two share one implementation, runProcess.
+// two share one implementation, runProcess, and their schemas, written out in
+// each file, must stay the same (TestProcessSchemasMatchModel).
 type processModel struct {
 	Template         types.String `tfsdk:"template"`
 	SandboxID        types.String `tfsdk:"sandbox_id"`
@@ -58,96 +42,32 @@ type processModel struct {
 	StderrTruncated  types.Bool   `tfsdk:"stderr_truncated"`
 }
 
-// processAttr describes one attribute once for both schemas.
-type processAttr struct {
-	kind        string // "string", "int64", "bool", "list", "map"
-	description string
-	optional    bool
-	computed    bool
-	validators  []validator.String // for kind "string"
-	int64Checks []validator.Int64  // for kind "int64"
-}
-
-var processAttrs = map[string]processAttr{
-	"template": {kind: "string", optional: true, validators: []validator.String{templateRunRefValidator()},
-		description: "Template to start a new sandbox from: `name`, `name:tag`, `name:<build ID>` or a template ID. " +
-			"The sandbox is killed when the command ends, also on error and cancellation. Exactly one of " +
-			"`template` and `sandbox_id` is required."},
-	"sandbox_id": {kind: "string", optional: true, computed: true, validators: []validator.String{sandboxIDValidator()},
-		description: "A running sandbox to run the command in (it is left running). When `template` is given, " +
-			"the ID of the sandbox that was created for the command (and killed since)."},
-	"command": {kind: "string", optional: true,
-		description: "Shell command, run as `/bin/bash -l -c <command>`. Exactly one of `command` and `cmd` is required."},
-	"cmd":  {kind: "string", optional: true, description: "Program to run directly, without a shell; with `args`."},
-	"args": {kind: "list", optional: true, description: "Arguments of `cmd`."},
-	"env":  {kind: "map", optional: true, description: "Environment variables added to the sandbox's."},
-	"cwd":  {kind: "string", optional: true, description: "Working directory; defaults to the template's workdir, else the user's home."},
-	"user": {kind: "string", optional: true, description: "OS user to run as; defaults to the template's user."},
-	"stdin": {kind: "string", optional: true,
-		description: "Text sent to the command's standard input, followed by end of file. Without it the command has no standard input."},
-	"timeout": {kind: "string", optional: true, validators: []validator.String{durationValidator()},
-		description: "How long the command may run, as a duration such as `30s` or `5m` (default `60s`); it is killed then and the read fails."},
-	"max_output_bytes": {kind: "int64", optional: true, int64Checks: []validator.Int64{int64validator.Between(1, 64<<20)},
-		description: "Bytes kept of each of stdout and stderr (default 1 MiB = 1048576); the rest is discarded and flagged in `stdout_truncated` / `stderr_truncated`."},
-	"allow_non_zero_exit": {kind: "bool", optional: true,
-		description: "Accept a non-zero exit code instead of failing with the command's stderr (default `false`)."},
-	"exit_code":        {kind: "int64", computed: true, description: "Exit code of the command."},
-	"stdout":           {kind: "string", computed: true, description: "Standard output (invalid UTF-8 replaced by U+FFFD)."},
-	"stderr":           {kind: "string", computed: true, description: "Standard error (invalid UTF-8 replaced by U+FFFD)."},
-	"stdout_truncated": {kind: "bool", computed: true, description: "Whether stdout exceeded `max_output_bytes`."},
-	"stderr_truncated": {kind: "bool", computed: true, description: "Whether stderr exceeded `max_output_bytes`."},
-}
-
-func processDataSourceAttributes() map[string]dschema.Attribute {
-	out := map[string]dschema.Attribute{}
-	for name, a := range processAttrs {
-		switch a.kind {
-		case "string":
-			out[name] = dschema.StringAttribute{MarkdownDescription: a.description, Optional: a.optional, Computed: a.computed, Validators: a.validators}
-		case "int64":
-			out[name] = dschema.Int64Attribute{MarkdownDescription: a.description, Optional: a.optional, Computed: a.computed, Validators: a.int64Checks}
-		case "bool":
-			out[name] = dschema.BoolAttribute{MarkdownDescription: a.description, Optional: a.optional, Computed: a.computed}
-		case "list":
-			out[name] = dschema.ListAttribute{MarkdownDescription: a.description, Optional: a.optional, ElementType: types.StringType}
-		case "map":
-			out[name] = dschema.MapAttribute{MarkdownDescription: a.description, Optional: a.optional, ElementType: types.StringType}
-		}
-	}
-	return out
-}
-
-func processEphemeralAttributes() map[string]eschema.Attribute {
-	out := map[string]eschema.Attribute{}
-	for name, a := range processAttrs {
-		switch a.kind {
-		case "string":
-			out[name] = eschema.StringAttribute{MarkdownDescription: a.description, Optional: a.optional, Computed: a.computed, Validators: a.validators}
-		case "int64":
-			out[name] = eschema.Int64Attribute{MarkdownDescription: a.description, Optional: a.optional, Computed: a.computed, Validators: a.int64Checks}
-		case "bool":
-			out[name] = eschema.BoolAttribute{MarkdownDescription: a.description, Optional: a.optional, Computed: a.computed}
-		case "list":
-			out[name] = eschema.ListAttribute{MarkdownDescription: a.description, Optional: a.optional, ElementType: types.StringType}
-		case "map":
-			out[name] = eschema.MapAttribute{MarkdownDescription: a.description, Optional: a.optional, ElementType: types.StringType}
-		}
-	}
-	return out
-}
-
 // processExclusive are the pairs of which exactly one must be set.
 var processExclusive = [][]path.Expression{
 	{path.MatchRoot("template"), path.MatchRoot("sandbox_id")},
 	{path.MatchRoot("command"), path.MatchRoot("cmd")},
 }
 
+// The longer descriptions the data source and the ephemeral resource share.
+const (
+	processTemplateDescription = "Template to start a new sandbox from: `name`, `name:tag`, `name:<build ID>` or a template ID. " +
+		"The sandbox is killed when the command ends, also on error and cancellation. Exactly one of " +
+		"`template` and `sandbox_id` is required."
+	processSandboxIDDescription = "A running sandbox to run the command in (it is left running). When `template` is given, " +
+		"the ID of the sandbox that was created for the command (and killed since)."
+	processCommandDescription      = "Shell command, run as `/bin/bash -l -c <command>`. Exactly one of `command` and `cmd` is required."
+	processStdinDescription        = "Text sent to the command's standard input, followed by end of file. Without it the command has no standard input."
+	processTimeoutDescription      = "How long the command may run, as a duration such as `30s` or `5m` (default `60s`); it is killed then and the read fails."
+	processMaxOutputDescription    = "Bytes kept of each of stdout and stderr (default 1 MiB = 1048576); the rest is discarded and flagged in `stdout_truncated` / `stderr_truncated`."
+	processAllowNonZeroDescription = "Accept a non-zero exit code instead of failing with the command's stderr (default `false`)."
+)
+
 const processDescription = "Runs one command in an E2B sandbox and returns its exit code and output: in a new " +
 	"sandbox started from `template` (killed when the command ends, also on error and cancellation), or in the " +
 	"running sandbox `sandbox_id`. A non-zero exit code fails unless `allow_non_zero_exit` is set; the error " +
 	"shows the command's stderr."
 
-// runProcess runs the command m describes and fills its outputs.
+// runProcess runs the command m describes (sandboxrun.Run) and fills its outputs.
 func runProcess(ctx context.Context, data *ProviderData, m *processModel) (diags diag.Diagnostics) {
 	api := apiOrError(data, &diags)
 	if diags.HasError() {
@@ -155,27 +75,27 @@ func runProcess(ctx context.Context, data *ProviderData, m *processModel) (diags
 	}
 	ctx = data.logContext(ctx)
 
-	req := envd.RunRequest{
+	req := sandboxrun.Request{Template: m.Template.ValueString(), SandboxID: m.SandboxID.ValueString(), Run: envd.RunRequest{
 		Command:        m.Command.ValueString(),
 		Cmd:            m.Cmd.ValueString(),
 		Cwd:            m.Cwd.ValueString(),
 		User:           m.User.ValueString(),
-		Timeout:        defaultProcessTimeout,
+		Timeout:        sandboxrun.DefaultTimeout,
 		MaxOutputBytes: envd.DefaultMaxOutputBytes,
-	}
+	}}
 	if !m.Timeout.IsNull() {
 		d, err := parsePositiveDuration(m.Timeout.ValueString())
 		if err != nil {
 			diags.AddAttributeError(path.Root("timeout"), "Invalid timeout", err.Error())
 			return diags
 		}
-		req.Timeout = d
+		req.Run.Timeout = d
 	}
 	if !m.MaxOutputBytes.IsNull() {
-		req.MaxOutputBytes = m.MaxOutputBytes.ValueInt64()
+		req.Run.MaxOutputBytes = m.MaxOutputBytes.ValueInt64()
 	}
-	diags.Append(m.Args.ElementsAs(ctx, &req.Args, false)...)
-	diags.Append(m.Env.ElementsAs(ctx, &req.Env, false)...)
+	diags.Append(m.Args.ElementsAs(ctx, &req.Run.Args, false)...)
+	diags.Append(m.Env.ElementsAs(ctx, &req.Run.Env, false)...)
 	if !m.Args.IsNull() && m.Cmd.IsNull() {
 		diags.AddAttributeError(path.Root("args"), "args without cmd", "args are the arguments of cmd; with command, write them into the shell string.")
 	}
@@ -183,115 +103,44 @@ func runProcess(ctx context.Context, data *ProviderData, m *processModel) (diags
 		return diags
 	}
 	if !m.Stdin.IsNull() {
-		req.Stdin = strings.NewReader(m.Stdin.ValueString())
+		req.Run.Stdin = strings.NewReader(m.Stdin.ValueString())
 	}
 
-	var sb *e2bapi.Sandbox
-	if !m.Template.IsNull() {
-		ttl := int32((req.Timeout + sandboxGrace + time.Second - 1) / time.Second)
-		created, err := api.CreateSandbox(ctx, e2bapi.NewSandbox{TemplateID: m.Template.ValueString(), Timeout: &ttl})
-		if err != nil {
-			diags.AddAttributeError(path.Root("template"), "Starting a sandbox from "+m.Template.ValueString(), err.Error())
-			return diags
-		}
-		sb = created
-		tflog.Info(ctx, "sandbox started", map[string]any{"sandbox_id": sb.SandboxID, "template": m.Template.ValueString()})
-		defer func() { diags.Append(killSandbox(ctx, api, sb.SandboxID)...) }()
-	} else {
-		det, err := api.GetSandbox(ctx, m.SandboxID.ValueString())
-		if err != nil {
-			diags.AddAttributeError(path.Root("sandbox_id"), "Reading sandbox "+m.SandboxID.ValueString(), err.Error())
-			return diags
-		}
-		sb = &e2bapi.Sandbox{SandboxID: det.SandboxID, TemplateID: det.TemplateID, EnvdVersion: det.EnvdVersion,
-			EnvdAccessToken: det.EnvdAccessToken, Domain: det.Domain}
-	}
-	m.SandboxID = types.StringValue(sb.SandboxID)
-	if sb.EnvdAccessToken != "" {
-		ctx = tflog.MaskMessageStrings(ctx, sb.EnvdAccessToken)
-	}
-
-	client, err := data.Envd(sb)
-	if err != nil {
-		diags.AddError("Reaching sandbox "+sb.SandboxID, err.Error())
-		return diags
-	}
-	started := time.Now()
-	res, err := client.Run(ctx, req)
-	what := describeCommand(req)
-	if err != nil {
-		var pe *envd.ProcessError
-		detail := err.Error()
-		switch {
-		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
-			detail = fmt.Sprintf("%s did not end within the timeout of %s and was killed.", what, req.Timeout)
-		case errors.As(err, &pe):
-			detail = fmt.Sprintf("%s did not exit normally: %s.", what, pe.Status)
-		}
-		if res != nil {
-			detail += outputTail("stderr", res.Stderr)
-		}
-		diags.AddError("Running a command in sandbox "+sb.SandboxID, detail)
-		return diags
-	}
-	tflog.Info(ctx, "command ended", map[string]any{
-		"sandbox_id": sb.SandboxID, "exit_code": res.ExitCode, "stdout_bytes": len(res.Stdout),
-		"stderr_bytes": len(res.Stderr), "duration_ms": time.Since(started).Milliseconds(),
+	res, err := sandboxrun.Run(ctx, api, req, sandboxrun.Options{
+		Connect: data.Envd,
+		Logger:  tflogLogger{},
+		Secret:  func(ctx context.Context, token string) context.Context { return tflog.MaskMessageStrings(ctx, token) },
 	})
-	if res.StdinError != "" {
-		tflog.Warn(ctx, "not all of stdin was delivered", map[string]any{"reason": res.StdinError})
+	for _, w := range res.Warnings {
+		diags.AddWarning("Sandbox not killed", w)
 	}
-	m.ExitCode = types.Int64Value(int64(res.ExitCode))
-	m.Stdout = types.StringValue(strings.ToValidUTF8(string(res.Stdout), "\uFFFD"))
-	m.Stderr = types.StringValue(strings.ToValidUTF8(string(res.Stderr), "\uFFFD"))
-	m.StdoutTruncated = types.BoolValue(res.StdoutTruncated)
-	m.StderrTruncated = types.BoolValue(res.StderrTruncated)
-	if res.ExitCode != 0 && !m.AllowNonZeroExit.ValueBool() {
-		diags.AddError("Command failed",
-			fmt.Sprintf("%s exited with code %d in sandbox %s. Set allow_non_zero_exit to accept that.%s",
-				what, res.ExitCode, sb.SandboxID, outputTail("stderr", res.Stderr)))
-	}
-	return diags
-}
-
-// killSandbox ends a sandbox created for a command, also when ctx was
-// cancelled: a sandbox left running would cost money until its timeout.
-func killSandbox(ctx context.Context, api *e2bapi.Client, sandboxID string) diag.Diagnostics {
-	var diags diag.Diagnostics
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killTimeout)
-	defer cancel()
-	err := api.KillSandbox(ctx, sandboxID)
-	if err != nil && !e2bapi.IsNotFound(err) {
-		diags.AddWarning("Sandbox not killed",
-			fmt.Sprintf("Sandbox %s, started for the command, could not be killed: %v. It ends by itself when its timeout passes.", sandboxID, err))
+	var runErr *sandboxrun.Error
+	switch {
+	case err == nil:
+	case errors.As(err, &runErr) && runErr.Stage == sandboxrun.StageCreate:
+		diags.AddAttributeError(path.Root("template"), "Starting a sandbox from "+req.Template, err.Error())
+		return diags
+	case errors.As(err, &runErr) && runErr.Stage == sandboxrun.StageGet:
+		diags.AddAttributeError(path.Root("sandbox_id"), "Reading sandbox "+req.SandboxID, err.Error())
+		return diags
+	case errors.As(err, &runErr) && runErr.Stage == sandboxrun.StageConnect:
+		diags.AddError("Reaching sandbox "+res.SandboxID, err.Error())
+		return diags
+	default:
+		diags.AddError("Running a command in sandbox "+res.SandboxID, err.Error())
 		return diags
 	}
-	tflog.Info(ctx, "sandbox killed", map[string]any{"sandbox_id": sandboxID})
+	out := res.Output
+	m.SandboxID = types.StringValue(res.SandboxID)
+	m.ExitCode = types.Int64Value(int64(out.ExitCode))
+	m.Stdout = types.StringValue(strings.ToValidUTF8(string(out.Stdout), "\uFFFD"))
+	m.Stderr = types.StringValue(strings.ToValidUTF8(string(out.Stderr), "\uFFFD"))
+	m.StdoutTruncated = types.BoolValue(out.StdoutTruncated)
+	m.StderrTruncated = types.BoolValue(out.StderrTruncated)
+	if out.ExitCode != 0 && !m.AllowNonZeroExit.ValueBool() {
+		diags.AddError("Command failed", sandboxrun.ExitMessage(req, res, "Set allow_non_zero_exit to accept that."))
+	}
 	return diags
-}
-
-func describeCommand(req envd.RunRequest) string {
-	s := req.Command
-	if req.Cmd != "" {
-		s = strings.Join(append([]string{req.Cmd}, req.Args...), " ")
-	}
-	if len(s) > 120 {
-		s = s[:117] + "..."
-	}
-	return fmt.Sprintf("Command %q", s)
-}
-
-// outputTail is the end of a stream for an error message.
-func outputTail(name string, b []byte) string {
-	if len(b) == 0 {
-		return fmt.Sprintf("\n\n(%s is empty)", name)
-	}
-	cut := ""
-	if len(b) > errorOutputBytes {
-		b = b[len(b)-errorOutputBytes:]
-		cut = "last bytes of "
-	}
-	return fmt.Sprintf("\n\n%s%s:\n%s", cut, name, strings.ToValidUTF8(string(b), "\uFFFD"))
 }
 
 var (
@@ -314,7 +163,38 @@ func (d *processDataSource) Schema(_ context.Context, _ datasource.SchemaRequest
 	resp.Schema = dschema.Schema{
 		MarkdownDescription: processDescription + " The output is stored in the state; the ephemeral resource " +
 			"`e2b_process` (Terraform 1.10 and later) keeps it out.\n\nThe command runs on every plan and apply that reads this data source.",
-		Attributes: processDataSourceAttributes(),
+		Attributes: map[string]dschema.Attribute{
+			"template": dschema.StringAttribute{
+				MarkdownDescription: processTemplateDescription,
+				Optional:            true,
+				Validators:          []validator.String{templateRunRefValidator()},
+			},
+			"sandbox_id": dschema.StringAttribute{
+				MarkdownDescription: processSandboxIDDescription,
+				Optional:            true,
+				Computed:            true,
+				Validators:          []validator.String{sandboxIDValidator()},
+			},
+			"command": dschema.StringAttribute{MarkdownDescription: processCommandDescription, Optional: true},
+			"cmd":     dschema.StringAttribute{MarkdownDescription: "Program to run directly, without a shell; with `args`.", Optional: true},
+			"args":    dschema.ListAttribute{MarkdownDescription: "Arguments of `cmd`.", Optional: true, ElementType: types.StringType},
+			"env":     dschema.MapAttribute{MarkdownDescription: "Environment variables added to the sandbox's.", Optional: true, ElementType: types.StringType},
+			"cwd":     dschema.StringAttribute{MarkdownDescription: "Working directory; defaults to the template's workdir, else the user's home.", Optional: true},
+			"user":    dschema.StringAttribute{MarkdownDescription: "OS user to run as; defaults to the template's user.", Optional: true},
+			"stdin":   dschema.StringAttribute{MarkdownDescription: processStdinDescription, Optional: true},
+			"timeout": dschema.StringAttribute{MarkdownDescription: processTimeoutDescription, Optional: true, Validators: []validator.String{durationValidator()}},
+			"max_output_bytes": dschema.Int64Attribute{
+				MarkdownDescription: processMaxOutputDescription,
+				Optional:            true,
+				Validators:          []validator.Int64{int64validator.Between(1, 64<<20)},
+			},
+			"allow_non_zero_exit": dschema.BoolAttribute{MarkdownDescription: processAllowNonZeroDescription, Optional: true},
+			"exit_code":           dschema.Int64Attribute{MarkdownDescription: "Exit code of the command.", Computed: true},
+			"stdout":              dschema.StringAttribute{MarkdownDescription: "Standard output (invalid UTF-8 replaced by U+FFFD).", Computed: true},
+			"stderr":              dschema.StringAttribute{MarkdownDescription: "Standard error (invalid UTF-8 replaced by U+FFFD).", Computed: true},
+			"stdout_truncated":    dschema.BoolAttribute{MarkdownDescription: "Whether stdout exceeded `max_output_bytes`.", Computed: true},
+			"stderr_truncated":    dschema.BoolAttribute{MarkdownDescription: "Whether stderr exceeded `max_output_bytes`.", Computed: true},
+		},
 	}
 }
 

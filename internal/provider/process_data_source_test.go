@@ -9,14 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
-	"github.com/hashicorp/terraform-plugin-testing/echoprovider"
 	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
-	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
-	"github.com/hashicorp/terraform-plugin-testing/tfversion"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
@@ -25,23 +21,11 @@ import (
 // processTemplate is a template of the Debian test image, which has the bash
 // that sandboxes run shell commands with (bash -l -c).
 func processTemplate(srv *acctest.Server, name string) string {
-	return srv.ProviderConfig() + fmt.Sprintf(`
-resource "e2b_template" "t" {
-  name = %q
-}
-
-resource "e2b_template_build" "b" {
-  template_id = e2b_template.t.id
-  from_image  = %q
-  steps = [
-    { workdir = "/" },
-  ]
-}
-
+	return templateBuild(srv, name, "b", srv.DebianImage, `  steps = [{ workdir = "/" }]`) + `
 locals {
   run_from = "${e2b_template.t.name}:${e2b_template_build.b.build_id}"
 }
-`, name, srv.DebianImage)
+`
 }
 
 // runningSandboxes counts the sandboxes the server runs.
@@ -66,9 +50,10 @@ func runningSandboxes(ctx context.Context, srv *acctest.Server) (int, error) {
 	return len(list), nil
 }
 
-func noSandboxLeft(srv *acctest.Server) tfresource.TestCheckFunc {
-	return func(*terraform.State) error {
-		n, err := runningSandboxes(context.Background(), srv)
+// noSandboxLeft checks that e2b_process killed the sandboxes it started.
+func noSandboxLeft(srv *acctest.Server) statecheck.StateCheck {
+	return serverCheck(func(ctx context.Context) error {
+		n, err := runningSandboxes(ctx, srv)
 		if err != nil {
 			return err
 		}
@@ -76,33 +61,14 @@ func noSandboxLeft(srv *acctest.Server) tfresource.TestCheckFunc {
 			return fmt.Errorf("%d sandboxes still run: e2b_process must kill the sandboxes it starts", n)
 		}
 		return nil
-	}
-}
-
-// TestAccProcess runs commands through the data source: exit codes,
-// truncation, stdin, cmd+args, env, cwd, user, a failing exit, a timeout,
-// and no sandbox left behind.
-func TestAccProcess(t *testing.T) {
-	srv := localServer(t)
-	api := testAPI(t, srv)
-	name := uniqueName("acc-proc")
-	base := processTemplate(srv, name)
-	var sandboxID string
-	t.Cleanup(func() {
-		if sandboxID != "" {
-			_ = api.KillSandbox(context.Background(), sandboxID)
-		}
 	})
-	inSandbox := `
-variable "sandbox_id" {
-  type = string
 }
 
-data "e2b_process" "in_sandbox" {
-  sandbox_id = var.sandbox_id
-  command    = "echo kept > /tmp/mark; cat /tmp/mark"
-}
-`
+// TestAccProcessDataSource_outputs runs commands through the data source: exit codes,
+// truncation, stdin, cmd+args, env, cwd and user; no sandbox is left behind.
+func TestAccProcessDataSource_outputs(t *testing.T) {
+	srv := localServer(t)
+	base := processTemplate(srv, uniqueName("acc-proc"))
 	reads := `
 data "e2b_process" "exit" {
   template            = local.run_from
@@ -137,25 +103,35 @@ data "e2b_process" "env" {
 }
 `
 	tfresource.Test(t, tfresource.TestCase{
-		ProtoV6ProviderFactories: protoV6Factories(New("test")()),
-		Steps: []tfresource.TestStep{
-			{
-				Config: base + reads,
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue("data.e2b_process.exit", tfjsonpath.New("exit_code"), knownvalue.Int64Exact(3)),
-					statecheck.ExpectKnownValue("data.e2b_process.exit", tfjsonpath.New("stdout"), knownvalue.StringExact("out\n")),
-					statecheck.ExpectKnownValue("data.e2b_process.exit", tfjsonpath.New("stderr"), knownvalue.StringExact("err\n")),
-					statecheck.ExpectKnownValue("data.e2b_process.exit", tfjsonpath.New("sandbox_id"), knownvalue.StringRegexp(regexp.MustCompile(`^[a-z0-9]+$`))),
-					statecheck.ExpectKnownValue("data.e2b_process.truncated", tfjsonpath.New("stdout"), knownvalue.StringExact(strings.Repeat("0123456789\n", 10)[:100])),
-					statecheck.ExpectKnownValue("data.e2b_process.truncated", tfjsonpath.New("stdout_truncated"), knownvalue.Bool(true)),
-					statecheck.ExpectKnownValue("data.e2b_process.truncated", tfjsonpath.New("stderr_truncated"), knownvalue.Bool(false)),
-					statecheck.ExpectKnownValue("data.e2b_process.truncated", tfjsonpath.New("stderr"), knownvalue.StringExact("short\n")),
-					statecheck.ExpectKnownValue("data.e2b_process.stdin", tfjsonpath.New("stdout"), knownvalue.StringExact("piped text\n")),
-					statecheck.ExpectKnownValue("data.e2b_process.args", tfjsonpath.New("stdout"), knownvalue.StringExact("a b  c\n")),
-					statecheck.ExpectKnownValue("data.e2b_process.env", tfjsonpath.New("stdout"), knownvalue.StringExact("bar\n/tmp\n0\n")),
-				},
-				Check: noSandboxLeft(srv),
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{{
+			Config: base + reads,
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("data.e2b_process.exit", tfjsonpath.New("exit_code"), knownvalue.Int64Exact(3)),
+				statecheck.ExpectKnownValue("data.e2b_process.exit", tfjsonpath.New("stdout"), knownvalue.StringExact("out\n")),
+				statecheck.ExpectKnownValue("data.e2b_process.exit", tfjsonpath.New("stderr"), knownvalue.StringExact("err\n")),
+				statecheck.ExpectKnownValue("data.e2b_process.exit", tfjsonpath.New("sandbox_id"), knownvalue.StringRegexp(regexp.MustCompile(`^[a-z0-9]+$`))),
+				statecheck.ExpectKnownValue("data.e2b_process.truncated", tfjsonpath.New("stdout"), knownvalue.StringExact(strings.Repeat("0123456789\n", 10)[:100])),
+				statecheck.ExpectKnownValue("data.e2b_process.truncated", tfjsonpath.New("stdout_truncated"), knownvalue.Bool(true)),
+				statecheck.ExpectKnownValue("data.e2b_process.truncated", tfjsonpath.New("stderr_truncated"), knownvalue.Bool(false)),
+				statecheck.ExpectKnownValue("data.e2b_process.truncated", tfjsonpath.New("stderr"), knownvalue.StringExact("short\n")),
+				statecheck.ExpectKnownValue("data.e2b_process.stdin", tfjsonpath.New("stdout"), knownvalue.StringExact("piped text\n")),
+				statecheck.ExpectKnownValue("data.e2b_process.args", tfjsonpath.New("stdout"), knownvalue.StringExact("a b  c\n")),
+				statecheck.ExpectKnownValue("data.e2b_process.env", tfjsonpath.New("stdout"), knownvalue.StringExact("bar\n/tmp\n0\n")),
+				noSandboxLeft(srv),
 			},
+		}},
+	})
+}
+
+// TestAccProcessDataSource_failures fails on a non-zero exit, with the command's stderr,
+// and on a timeout; the sandboxes are killed either way.
+func TestAccProcessDataSource_failures(t *testing.T) {
+	srv := localServer(t)
+	base := processTemplate(srv, uniqueName("acc-proc-fail"))
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{
 			{
 				Config: base + `
 data "e2b_process" "fails" {
@@ -176,12 +152,45 @@ data "e2b_process" "slow" {
 				ExpectError: regexp.MustCompile(`(?s)did not end within the timeout of 2s`),
 			},
 			{
+				Config:            base,
+				ConfigStateChecks: []statecheck.StateCheck{noSandboxLeft(srv)},
+			},
+		},
+	})
+}
+
+// TestAccProcessDataSource_runningSandbox runs a command in a running sandbox (started
+// from name, the build's default tag), which is left running; while it runs, E2B refuses
+// to delete the template.
+func TestAccProcessDataSource_runningSandbox(t *testing.T) {
+	srv := localServer(t)
+	api := testAPI(t, srv)
+	name := uniqueName("acc-proc-sb")
+	base := processTemplate(srv, name)
+	var sandboxID string
+	t.Cleanup(func() {
+		if sandboxID != "" {
+			_ = api.KillSandbox(context.Background(), sandboxID)
+		}
+	})
+	inSandbox := `
+variable "sandbox_id" {
+  type = string
+}
+
+data "e2b_process" "in_sandbox" {
+  sandbox_id = var.sandbox_id
+  command    = "echo kept > /tmp/mark; cat /tmp/mark"
+}
+`
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{
+			{
+				// The template the sandbox starts from.
 				Config: base,
-				Check:  noSandboxLeft(srv),
 			},
 			{
-				// A running sandbox (started from name, the build's default
-				// tag) is used and left running.
 				PreConfig: func() {
 					sb, err := api.CreateSandbox(context.Background(), e2bapi.NewSandbox{TemplateID: name})
 					acctest.Must(t, err)
@@ -189,18 +198,17 @@ data "e2b_process" "slow" {
 					t.Setenv("TF_VAR_sandbox_id", sandboxID)
 				},
 				Config: base + inSandbox,
-				Check: tfresource.ComposeAggregateTestCheckFunc(
-					tfresource.TestCheckResourceAttr("data.e2b_process.in_sandbox", "stdout", "kept\n"),
-					func(*terraform.State) error {
-						if _, err := api.GetSandbox(context.Background(), sandboxID); err != nil {
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("data.e2b_process.in_sandbox", tfjsonpath.New("stdout"), knownvalue.StringExact("kept\n")),
+					serverCheck(func(ctx context.Context) error {
+						if _, err := api.GetSandbox(ctx, sandboxID); err != nil {
 							return fmt.Errorf("the sandbox given by sandbox_id is gone: %w", err)
 						}
 						return nil
-					},
-				),
+					}),
+				},
 			},
 			{
-				// While it runs, E2B refuses to delete the template.
 				Config:      base + inSandbox,
 				Destroy:     true,
 				ExpectError: regexp.MustCompile(`(?s)Cannot delete template.*sandboxes`),
@@ -216,33 +224,26 @@ data "e2b_process" "slow" {
 	})
 }
 
-// TestAccProcessEphemeral runs the ephemeral twin and hands its output to
-// the echo provider, the one place an ephemeral value can be observed.
-func TestAccProcessEphemeral(t *testing.T) {
-	srv := localServer(t)
-	base := processTemplate(srv, uniqueName("acc-eph"))
-	factories := protoV6Factories(New("test")())
-	factories["echo"] = func() (tfprotov6.ProviderServer, error) { return echoprovider.NewProviderServer()() }
-	tfresource.Test(t, tfresource.TestCase{
-		TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_10_0)},
-		ProtoV6ProviderFactories: factories,
-		Steps: []tfresource.TestStep{{
-			Config: base + `
-ephemeral "e2b_process" "p" {
-  template = local.run_from
-  command  = "echo secret-output"
+func TestAccProcessDataSource_planErrors(t *testing.T) {
+	planErrors(t, map[string]struct{ config, err string }{
+		"process with template and sandbox_id": {`
+data "e2b_process" "p" {
+  template   = "good"
+  sandbox_id = "iabc"
+  command    = "true"
 }
-
-provider "echo" {
-  data = ephemeral.e2b_process.p.stdout
+`, `(?s)Invalid Attribute Combination`},
+		"process without command": {`
+data "e2b_process" "p" {
+  template = "good"
 }
-
-resource "echo" "out" {}
-`,
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue("echo.out", tfjsonpath.New("data"), knownvalue.StringExact("secret-output\n")),
-			},
-			Check: noSandboxLeft(srv),
-		}},
+`, `(?s)Missing Attribute Configuration.*command,cmd`},
+		"process with a bad timeout": {`
+data "e2b_process" "p" {
+  template = "good"
+  command  = "true"
+  timeout  = "soon"
+}
+`, `(?s)not a duration`},
 	})
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/ephemeralvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
 	eschema "github.com/hashicorp/terraform-plugin-framework/ephemeral/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 )
 
 var (
@@ -29,7 +32,38 @@ func (r *processEphemeralResource) Schema(_ context.Context, _ ephemeral.SchemaR
 	resp.Schema = eschema.Schema{
 		MarkdownDescription: processDescription + " Being ephemeral (Terraform 1.10 and later), its output is " +
 			"never stored in the plan or the state: use it for commands whose output is secret.",
-		Attributes: processEphemeralAttributes(),
+		Attributes: map[string]eschema.Attribute{
+			"template": eschema.StringAttribute{
+				MarkdownDescription: processTemplateDescription,
+				Optional:            true,
+				Validators:          []validator.String{templateRunRefValidator()},
+			},
+			"sandbox_id": eschema.StringAttribute{
+				MarkdownDescription: processSandboxIDDescription,
+				Optional:            true,
+				Computed:            true,
+				Validators:          []validator.String{sandboxIDValidator()},
+			},
+			"command": eschema.StringAttribute{MarkdownDescription: processCommandDescription, Optional: true},
+			"cmd":     eschema.StringAttribute{MarkdownDescription: "Program to run directly, without a shell; with `args`.", Optional: true},
+			"args":    eschema.ListAttribute{MarkdownDescription: "Arguments of `cmd`.", Optional: true, ElementType: types.StringType},
+			"env":     eschema.MapAttribute{MarkdownDescription: "Environment variables added to the sandbox's.", Optional: true, ElementType: types.StringType},
+			"cwd":     eschema.StringAttribute{MarkdownDescription: "Working directory; defaults to the template's workdir, else the user's home.", Optional: true},
+			"user":    eschema.StringAttribute{MarkdownDescription: "OS user to run as; defaults to the template's user.", Optional: true},
+			"stdin":   eschema.StringAttribute{MarkdownDescription: processStdinDescription, Optional: true},
+			"timeout": eschema.StringAttribute{MarkdownDescription: processTimeoutDescription, Optional: true, Validators: []validator.String{durationValidator()}},
+			"max_output_bytes": eschema.Int64Attribute{
+				MarkdownDescription: processMaxOutputDescription,
+				Optional:            true,
+				Validators:          []validator.Int64{int64validator.Between(1, 64<<20)},
+			},
+			"allow_non_zero_exit": eschema.BoolAttribute{MarkdownDescription: processAllowNonZeroDescription, Optional: true},
+			"exit_code":           eschema.Int64Attribute{MarkdownDescription: "Exit code of the command.", Computed: true},
+			"stdout":              eschema.StringAttribute{MarkdownDescription: "Standard output (invalid UTF-8 replaced by U+FFFD).", Computed: true},
+			"stderr":              eschema.StringAttribute{MarkdownDescription: "Standard error (invalid UTF-8 replaced by U+FFFD).", Computed: true},
+			"stdout_truncated":    eschema.BoolAttribute{MarkdownDescription: "Whether stdout exceeded `max_output_bytes`.", Computed: true},
+			"stderr_truncated":    eschema.BoolAttribute{MarkdownDescription: "Whether stderr exceeded `max_output_bytes`.", Computed: true},
+		},
 	}
 }
 

@@ -2,26 +2,36 @@ package provider
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
+	"github.com/hashicorp/terraform-plugin-testing/echoprovider"
+	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/hashicorp/terraform-plugin-testing/tfversion"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/templatebuild"
 )
 
 // TestProcessSchemasMatchModel checks that the data source and the
 // ephemeral resource, which share processModel and runProcess, have valid
-// schemas with the same attributes, and that a filled model can be stored
-// in both: the ephemeral twin cannot be run by the Terraform 1.8 of the
+// schemas with the same attributes (written out in each file, they must
+// agree also in flags, documentation and validators), and that a filled
+// model can be stored in both: the ephemeral twin cannot be run by the Terraform 1.8 of the
 // acceptance tests.
 func TestProcessSchemasMatchModel(t *testing.T) {
 	ctx := context.Background()
@@ -38,6 +48,19 @@ func TestProcessSchemasMatchModel(t *testing.T) {
 	}
 	if !ds.Schema.Type().Equal(eph.Schema.Type()) {
 		t.Fatalf("schemas differ:\ndata source %s\nephemeral   %s", ds.Schema.Type(), eph.Schema.Type())
+	}
+	// Written out in two files, the attributes must also agree in what the type does
+	// not show: optional or computed, documentation and validation.
+	for name, d := range ds.Schema.Attributes {
+		e := eph.Schema.Attributes[name]
+		if d.IsOptional() != e.IsOptional() || d.IsComputed() != e.IsComputed() || d.IsRequired() != e.IsRequired() ||
+			d.IsSensitive() != e.IsSensitive() || d.GetMarkdownDescription() != e.GetMarkdownDescription() {
+			t.Errorf("attribute %s differs:\ndata source %+v\nephemeral   %+v", name, d, e)
+		}
+		dv, ev := validatorDescriptions(ctx, d), validatorDescriptions(ctx, e)
+		if !slices.Equal(dv, ev) {
+			t.Errorf("attribute %s is validated differently: data source %q, ephemeral %q", name, dv, ev)
+		}
 	}
 
 	m := processModel{
@@ -62,11 +85,27 @@ func TestProcessSchemasMatchModel(t *testing.T) {
 	}
 }
 
-// TestAccProcessEphemeralOverProtocol opens the ephemeral resource the way Terraform 1.10+
+// validatorDescriptions describes the string and int64 validators of an attribute.
+func validatorDescriptions(ctx context.Context, a any) []string {
+	var out []string
+	if v, ok := a.(interface{ StringValidators() []validator.String }); ok {
+		for _, x := range v.StringValidators() {
+			out = append(out, x.Description(ctx))
+		}
+	}
+	if v, ok := a.(interface{ Int64Validators() []validator.Int64 }); ok {
+		for _, x := range v.Int64Validators() {
+			out = append(out, x.Description(ctx))
+		}
+	}
+	return out
+}
+
+// TestAccProcessEphemeralResource_overProtocol opens the ephemeral resource the way Terraform 1.10+
 // does, through the provider's protocol 6 server (schema, provider configuration,
 // validation, open), against the local server: the Terraform 1.8 CLI of the acceptance
-// tests cannot, and no newer CLI can be built here (TestAccProcessEphemeral).
-func TestAccProcessEphemeralOverProtocol(t *testing.T) {
+// tests cannot, and no newer CLI can be built here (TestAccProcessEphemeralResource_echo).
+func TestAccProcessEphemeralResource_overProtocol(t *testing.T) {
 	srv := localServer(t)
 	ctx := t.Context()
 	template := processTemplateByAPI(t, srv)
@@ -162,15 +201,44 @@ func processTemplateByAPI(t *testing.T, srv *acctest.Server) string {
 			t.Errorf("deleting template %s: %v", reg.TemplateID, err)
 		}
 	})
-	tpl, err := api.GetTemplate(t.Context(), reg.TemplateID)
+	b, err := templatebuild.Plan(t.Context(), templatebuild.Spec{TemplateID: reg.TemplateID, FromImage: srv.DebianImage,
+		Steps: []templatebuild.Step{{Step: steps.Step{Type: steps.Workdir, Args: []string{"/"}}}}}, tflogLogger{})
 	acctest.Must(t, err)
-	steps := []e2bapi.TemplateStep{
-		{Type: e2bapi.StepWorkdir, Args: []string{"/"}},
+	res, err := templatebuild.Run(t.Context(), api, b, templatebuild.Options{})
+	if err != nil || res.Status != e2bapi.BuildReady {
+		t.Fatalf("building the template: %+v, %v", res, err)
 	}
-	buildID, _, err := templatebuild.Start(t.Context(), api, tpl, templatebuild.Request{Start: e2bapi.TemplateBuildStartV2{FromImage: srv.DebianImage, Steps: steps}}, tflogLogger{})
-	acctest.Must(t, err)
-	if status, err := templatebuild.Follow(t.Context(), api, reg.TemplateID, buildID, steps, func(e2bapi.BuildLogEntry, string) {}); err != nil || status != e2bapi.BuildReady {
-		t.Fatalf("building the template: %s, %v", status, err)
-	}
+	buildID := res.BuildID
 	return name + ":" + buildID
+}
+
+// TestAccProcessEphemeralResource_echo runs the ephemeral twin and hands its output to
+// the echo provider, the one place an ephemeral value can be observed.
+func TestAccProcessEphemeralResource_echo(t *testing.T) {
+	srv := localServer(t)
+	base := processTemplate(srv, uniqueName("acc-eph"))
+	withEcho := factories()
+	withEcho["echo"] = func() (tfprotov6.ProviderServer, error) { return echoprovider.NewProviderServer()() }
+	tfresource.Test(t, tfresource.TestCase{
+		TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_10_0)},
+		ProtoV6ProviderFactories: withEcho,
+		Steps: []tfresource.TestStep{{
+			Config: base + `
+ephemeral "e2b_process" "p" {
+  template = local.run_from
+  command  = "echo secret-output"
+}
+
+provider "echo" {
+  data = ephemeral.e2b_process.p.stdout
+}
+
+resource "echo" "out" {}
+`,
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("echo.out", tfjsonpath.New("data"), knownvalue.StringExact("secret-output\n")),
+				noSandboxLeft(srv),
+			},
+		}},
+	})
 }

@@ -1,18 +1,19 @@
 // Package provider is the Terraform glue of terraform-provider-e2b: the
-// provider configuration here, and one file per resource or data source.
+// provider configuration here, one file per resource, data source and
+// ephemeral resource (schema, model, CRUD), template_build_spec.go between
+// e2b_template_build and package templatebuild, and the attribute validators
+// in validators.go. The use cases themselves are packages templatebuild and
+// sandboxrun (DESIGN.md).
 package provider
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"os"
-	"regexp"
-	"strings"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
@@ -20,14 +21,18 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/safehttp"
 )
 
 // Defaults and environment variables of the provider configuration. The
 // variable names are the E2B SDK's, so a shell set up for the SDK works here.
 const (
 	DefaultDomain         = "e2b.app"
-	DefaultRequestTimeout = 60 * time.Second
+	DefaultRequestTimeout = e2bapi.DefaultRequestTimeout
 	DefaultMaxRetries     = 4
 
 	// maxMaxRetries bounds max_retries: more attempts than this with backoff
@@ -39,10 +44,6 @@ const (
 	EnvAPIURL     = "E2B_API_URL"
 	EnvSandboxURL = "E2B_SANDBOX_URL"
 )
-
-// apiKeyPattern is the key format the E2B SDK checks. Other formats are only
-// warned about: a self-hosted server may hand out keys of its own.
-var apiKeyPattern = regexp.MustCompile(`^e2b_[0-9a-f]+$`)
 
 // ErrMissingAPIKey is returned by ProviderData.RequireAPIKey.
 var ErrMissingAPIKey = errors.New("no E2B API key: set api_key in the provider block or the " + EnvAPIKey + " environment variable")
@@ -59,8 +60,8 @@ type ProviderData struct {
 	APIKey string
 	Domain string
 	// SandboxURL, when set, is the fixed envd base URL for every sandbox
-	// (without a trailing slash); empty means the E2B addressing rule
-	// https://<port>-<sandboxID>.<Domain>.
+	// (without a trailing slash); empty means E2B's shared sandbox host
+	// https://sandbox.<domain>, which routes by request headers (Envd).
 	SandboxURL     string
 	RequestTimeout time.Duration
 	MaxRetries     int
@@ -82,7 +83,6 @@ func (d *ProviderData) RequireAPIKey() error {
 var (
 	_ provider.Provider                       = (*e2bProvider)(nil)
 	_ provider.ProviderWithEphemeralResources = (*e2bProvider)(nil)
-	_ provider.ProviderWithValidateConfig     = (*e2bProvider)(nil)
 )
 
 type e2bProvider struct {
@@ -126,9 +126,13 @@ func (p *e2bProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *
 				Sensitive: true,
 			},
 			"domain": schema.StringAttribute{
-				MarkdownDescription: "E2B domain; the API URL is `https://api.<domain>` unless `api_url` is set. " +
-					"Defaults to the `" + EnvDomain + "` environment variable, then `" + DefaultDomain + "`.",
-				Optional: true,
+				MarkdownDescription: "E2B domain, a bare DNS name without scheme, port or path; the API URL is " +
+					"`https://api.<domain>` unless `api_url` is set, and sandboxes are reached at " +
+					"`https://sandbox.<domain>` unless `sandbox_url` is set. Defaults to the `" + EnvDomain +
+					"` environment variable (used, and checked, only when one of those addresses is derived " +
+					"from it), then `" + DefaultDomain + "`.",
+				Optional:   true,
+				Validators: []validator.String{domainValidator()},
 			},
 			"api_url": schema.StringAttribute{
 				MarkdownDescription: "Control-plane API base URL, overriding the one derived from `domain` " +
@@ -138,58 +142,36 @@ func (p *e2bProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *
 				Optional: true,
 			},
 			"sandbox_url": schema.StringAttribute{
-				MarkdownDescription: "Fixed base URL of envd, the daemon inside every sandbox, instead of the E2B " +
-					"addressing rule `https://<port>-<sandbox id>.<domain>`. Defaults to the `" + EnvSandboxURL +
-					"` environment variable. `http://` is accepted only for loopback hosts.",
-				Optional: true,
+				MarkdownDescription: "Fixed base URL of envd, the daemon inside every sandbox, instead of E2B's " +
+					"shared sandbox host `https://sandbox.<domain>` (requests name the sandbox in the " +
+					"`E2b-Sandbox-Id` and `E2b-Sandbox-Port` headers either way). Defaults to the `" + EnvSandboxURL +
+					"` environment variable. `http://` is accepted only for loopback hosts, as for `api_url`; " +
+					"a query or fragment is refused.",
+				Optional:   true,
+				Validators: []validator.String{baseURLValidator("sandbox_url")},
 			},
 			"request_timeout": schema.StringAttribute{
 				MarkdownDescription: "Time limit of one HTTP request to the API, as a Go duration such as `60s` " +
 					"or `2m`. Defaults to `60s`. Long operations such as template builds are limited by the " +
 					"resources' own timeouts, not by this.",
-				Optional: true,
+				Optional:   true,
+				Validators: []validator.String{durationValidator()},
 			},
 			"max_retries": schema.Int64Attribute{
 				MarkdownDescription: fmt.Sprintf("How many times a failed API request is retried when retrying "+
 					"is safe (connection errors, 429, 502, 503, 504), with backoff that honours `Retry-After`. "+
 					"From 0 to %d; defaults to %d.", maxMaxRetries, DefaultMaxRetries),
-				Optional: true,
+				Optional:   true,
+				Validators: []validator.Int64{int64validator.Between(0, maxMaxRetries)},
 			},
 		},
 	}
 }
 
-// ValidateConfig checks the values written in the provider block, so that
-// `terraform validate` reports them. Unknown values (from other resources)
-// are checked later, in Configure, once they are known. The api_key format
-// warning is left to Configure, which would otherwise repeat it.
-func (p *e2bProvider) ValidateConfig(ctx context.Context, req provider.ValidateConfigRequest, resp *provider.ValidateConfigResponse) {
-	var m providerModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	fromConfig := func(v types.String) (string, bool) {
-		return v.ValueString(), !v.IsNull() && !v.IsUnknown()
-	}
-	if v, ok := fromConfig(m.Domain); ok {
-		addErr(&resp.Diagnostics, "domain", "", checkDomain(v))
-	}
-	if v, ok := fromConfig(m.APIURL); ok {
-		addErr(&resp.Diagnostics, "api_url", "", checkBaseURL(v))
-	}
-	if v, ok := fromConfig(m.SandboxURL); ok {
-		addErr(&resp.Diagnostics, "sandbox_url", "", checkBaseURL(v))
-	}
-	if v, ok := fromConfig(m.RequestTimeout); ok {
-		_, err := parseRequestTimeout(v)
-		addErr(&resp.Diagnostics, "request_timeout", "", err)
-	}
-	if !m.MaxRetries.IsNull() && !m.MaxRetries.IsUnknown() {
-		_, err := checkMaxRetries(m.MaxRetries.ValueInt64())
-		addErr(&resp.Diagnostics, "max_retries", "", err)
-	}
-}
+// The values written in the provider block are checked by the attributes'
+// validators, so that `terraform validate` reports them; values unknown then
+// (from other resources) and values from the environment are checked by
+// Configure with the same rules, once they are known.
 
 // Configure resolves the configuration into a ProviderData. When any value
 // is still unknown (it comes from a resource not yet created) it returns
@@ -254,28 +236,32 @@ func resolveProviderData(m providerModel, getenv func(string) string, version st
 	}
 
 	var ok bool
-	if data.Domain, from, ok = pick(m.Domain, EnvDomain); !ok {
+	domainFrom := ""
+	if data.Domain, domainFrom, ok = pick(m.Domain, EnvDomain); !ok {
 		data.Domain = DefaultDomain
 	}
-	addErr(&diags, "domain", from, checkDomain(data.Domain))
-
-	apiURL, from, ok := pick(m.APIURL, EnvAPIURL)
-	if ok {
-		addErr(&diags, "api_url", from, checkBaseURL(apiURL))
-	} else {
-		// checkDomain has made sure this is a valid https URL.
-		apiURL = "https://api." + data.Domain
+	apiURL, apiFrom, hasAPIURL := pick(m.APIURL, EnvAPIURL)
+	sandboxURL, sandboxFrom, hasSandboxURL := pick(m.SandboxURL, EnvSandboxURL)
+	// The domain is checked where an address is derived from it. With both URLs set it
+	// is not: E2B_DOMAIN is the SDKs' variable too, and the local server prints
+	// E2B_DOMAIN=localhost:<port> for them beside E2B_API_URL and E2B_SANDBOX_URL. In
+	// the provider block the attribute's validator checks it always.
+	if !hasAPIURL || !hasSandboxURL {
+		addErr(&diags, "domain", domainFrom, safehttp.ValidateDomain(data.Domain))
 	}
-	data.APIURL = strings.TrimRight(apiURL, "/")
-
-	if sandboxURL, from, ok := pick(m.SandboxURL, EnvSandboxURL); ok {
-		addErr(&diags, "sandbox_url", from, checkBaseURL(sandboxURL))
-		data.SandboxURL = strings.TrimRight(sandboxURL, "/")
+	if hasAPIURL {
+		data.APIURL = baseURL(&diags, "api_url", apiFrom, apiURL)
+	} else {
+		// A valid domain makes this a valid https URL.
+		data.APIURL = "https://api." + data.Domain
+	}
+	if hasSandboxURL {
+		data.SandboxURL = baseURL(&diags, "sandbox_url", sandboxFrom, sandboxURL)
 	}
 
 	data.RequestTimeout = DefaultRequestTimeout
 	if !m.RequestTimeout.IsNull() {
-		d, err := parseRequestTimeout(m.RequestTimeout.ValueString())
+		d, err := parsePositiveDuration(m.RequestTimeout.ValueString())
 		addErr(&diags, "request_timeout", "", err)
 		data.RequestTimeout = d
 	}
@@ -306,9 +292,19 @@ func addErr(diags *diag.Diagnostics, attr, fromEnv string, err error) {
 	diags.AddAttributeError(path.Root(attr), "Invalid "+attr, detail)
 }
 
+// baseURL is raw without a trailing slash when it follows safehttp's rule.
+func baseURL(diags *diag.Diagnostics, attr, fromEnv, raw string) string {
+	u, err := safehttp.ParseBaseURL(attr, raw)
+	if err != nil {
+		addErr(diags, attr, fromEnv, err)
+		return ""
+	}
+	return u.String()
+}
+
 func checkAPIKey(key, fromEnv string) diag.Diagnostics {
 	var diags diag.Diagnostics
-	if apiKeyPattern.MatchString(key) {
+	if e2bapi.IsAPIKey(key) {
 		return diags
 	}
 	detail := "api_key does not look like an E2B API key (e2b_ followed by lower-case hex digits); it is used as given."
@@ -317,70 +313,6 @@ func checkAPIKey(key, fromEnv string) diag.Diagnostics {
 	}
 	diags.AddAttributeWarning(path.Root("api_key"), "Unusual api_key format", detail)
 	return diags
-}
-
-// checkDomain accepts a host name, optionally with a port, the way the E2B
-// SDK uses E2B_DOMAIN: the API lives at https://api.<domain>.
-func checkDomain(domain string) error {
-	if domain == "" {
-		return errors.New("domain is empty")
-	}
-	if strings.ContainsAny(domain, "/ \t\r\n@?#") {
-		return fmt.Errorf("domain %q must be a host name such as %q, without scheme or path", domain, DefaultDomain)
-	}
-	u, err := url.Parse("https://api." + domain)
-	if err != nil || u.Hostname() == "" {
-		return fmt.Errorf("domain %q is not a valid host name", domain)
-	}
-	return nil
-}
-
-// checkBaseURL accepts absolute https URLs, and http URLs to loopback hosts
-// only: an API key sent over plain HTTP to another machine could be read by
-// anyone on the way.
-func checkBaseURL(raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return fmt.Errorf("%q is not a valid URL: %v", raw, err)
-	}
-	if u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return fmt.Errorf("%q must be an absolute http:// or https:// URL", raw)
-	}
-	if u.User != nil {
-		return fmt.Errorf("%q must not carry credentials; use api_key", redactUserinfo(u))
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("%q must not have a query or fragment", raw)
-	}
-	if u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
-		return fmt.Errorf("%q uses http:// to a host that is not loopback; the API key would travel in clear text, use https://", raw)
-	}
-	return nil
-}
-
-func redactUserinfo(u *url.URL) string {
-	c := *u
-	c.User = url.User("REDACTED")
-	return c.String()
-}
-
-func isLoopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-func parseRequestTimeout(s string) (time.Duration, error) {
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("request_timeout %q is not a duration such as \"60s\" or \"2m\"", s)
-	}
-	if d <= 0 {
-		return 0, fmt.Errorf("request_timeout %q must be greater than zero", s)
-	}
-	return d, nil
 }
 
 func checkMaxRetries(n int64) (int, error) {

@@ -49,8 +49,9 @@ func (d *ProviderData) API() (*e2bapi.Client, error) {
 }
 
 // Envd returns a client for the envd of one sandbox: at sandbox_url when
-// configured, else at the E2B address derived from the sandbox's domain
-// (or the provider's when the sandbox names none).
+// configured, else at E2B's shared sandbox host https://sandbox.<domain> of
+// the sandbox's domain (or the provider's when the sandbox names none); the
+// client names the sandbox in request headers either way.
 func (d *ProviderData) Envd(sb *e2bapi.Sandbox) (*envd.Client, error) {
 	domain := d.Domain
 	if sb.Domain != nil && *sb.Domain != "" {

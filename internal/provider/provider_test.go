@@ -4,17 +4,177 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
+
+// The provider's tests and the helpers of every test of the package: Terraform
+// CLI tests, named TestAcc<Resource>_<case> as in the HashiCorp providers, run
+// with terraform-plugin-testing against the provider served in process; those
+// that need the API use the shared local server (internal/acctest).
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	acctest.StopShared()
+	os.Exit(code)
+}
+
+// envVars are the provider's environment variables; acceptance tests clear
+// them so that a developer's shell does not change their outcome.
+var envVars = []string{EnvAPIKey, EnvDomain, EnvAPIURL, EnvSandboxURL}
+
+// protoV6Factories serves p in-process to the Terraform CLI that
+// terraform-plugin-testing runs, under the name "e2b".
+func protoV6Factories(p provider.Provider) map[string]func() (tfprotov6.ProviderServer, error) {
+	return map[string]func() (tfprotov6.ProviderServer, error){
+		"e2b": providerserver.NewProtocol6WithError(p),
+	}
+}
+
+// factories serve the provider itself.
+func factories() map[string]func() (tfprotov6.ProviderServer, error) {
+	return protoV6Factories(New("test")())
+}
+
+// accPreCheck prepares a Terraform CLI test: it clears the provider's
+// environment variables and makes sure terraform-plugin-testing will find a
+// Terraform CLI without trying to download one, from TF_ACC_TERRAFORM_PATH
+// (set by scripts/test.sh) or PATH; a missing CLI is a missing prerequisite.
+func accPreCheck(t *testing.T) {
+	t.Helper()
+	for _, v := range envVars {
+		t.Setenv(v, "")
+	}
+	if p := os.Getenv("TF_ACC_TERRAFORM_PATH"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("TF_ACC_TERRAFORM_PATH: %v", err)
+		}
+		return
+	}
+	if _, err := exec.LookPath("terraform"); err == nil {
+		return
+	}
+	testutil.Missing(t, "no Terraform CLI: set TF_ACC_TERRAFORM_PATH or put terraform on PATH (scripts/test.sh does)")
+}
+
+// localServer prepares an acceptance test against the shared local server,
+// skipping it (with the reason) where Docker or TF_ACC are missing.
+func localServer(t *testing.T) *acctest.Server {
+	t.Helper()
+	accPreCheck(t)
+	return acctest.Shared(t)
+}
+
+// testAPI is a client of the local server for checks and for changes made
+// "outside Terraform".
+func testAPI(t *testing.T, s *acctest.Server) *e2bapi.Client {
+	t.Helper()
+	c, err := e2bapi.New(e2bapi.Config{BaseURL: s.APIURL, APIKey: s.APIKey, MaxRetries: 2})
+	acctest.Must(t, err)
+	return c
+}
+
+// uniqueName is a template name no other test run uses.
+func uniqueName(prefix string) string {
+	return fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano())
+}
+
+// templateBuild is srv's provider block, a template named name and a build of it
+// labelled label from image, with the HCL lines of body (steps and the like).
+func templateBuild(srv *acctest.Server, name, label, image, body string) string {
+	return srv.ProviderConfig() + fmt.Sprintf(`
+resource "e2b_template" "t" {
+  name = %q
+}
+
+resource "e2b_template_build" %q {
+  template_id = e2b_template.t.id
+  from_image  = %q
+%s
+}
+`, name, label, image, body)
+}
+
+// planProvider configures the provider for plan-only tests: planning a
+// create calls no API, so the address never has to answer.
+const planProvider = `
+provider "e2b" {
+  api_url = "http://127.0.0.1:9"
+  api_key = "e2b_0123456789abcdef"
+}
+`
+
+const someTemplateID = "abcdefghij0123456789"
+
+// planErrors plans each config (after planProvider) in a test of its own, which
+// must fail matching the regular expression.
+func planErrors(t *testing.T, cases map[string]struct{ config, err string }) {
+	t.Helper()
+	accPreCheck(t)
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			tfresource.UnitTest(t, tfresource.TestCase{
+				ProtoV6ProviderFactories: factories(),
+				Steps: []tfresource.TestStep{{
+					Config:      planProvider + c.config,
+					PlanOnly:    true,
+					ExpectError: regexp.MustCompile(c.err),
+				}},
+			})
+		})
+	}
+}
+
+// stringValue is a knownvalue.Check of a string attribute by a function; capture
+// records values for later steps with it.
+type stringValue struct {
+	what  string
+	check func(string) error
+}
+
+func (c stringValue) String() string { return c.what }
+
+func (c stringValue) CheckValue(v any) error {
+	s, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("%v is not a string", v)
+	}
+	return c.check(s)
+}
+
+// capture stores the attribute's value in into.
+func capture(into *string) knownvalue.Check {
+	return stringValue{"captured", func(s string) error { *into = s; return nil }}
+}
+
+// serverCheck is a state check of what only the server knows.
+type serverCheck func(ctx context.Context) error
+
+func (c serverCheck) CheckState(ctx context.Context, _ statecheck.CheckStateRequest, resp *statecheck.CheckStateResponse) {
+	if err := c(ctx); err != nil {
+		resp.Error = err
+	}
+}
 
 func TestResolveProviderData(t *testing.T) {
 	type want struct {
@@ -102,11 +262,47 @@ func TestResolveProviderData(t *testing.T) {
 		},
 		{
 			name:  "domain from config derives api_url even when E2B_API_URL is unset",
-			model: model(func(m *providerModel) { m.Domain = types.StringValue("localhost:3000") }),
+			model: model(func(m *providerModel) { m.Domain = types.StringValue("config.test") }),
 			want: want{data: with(func(d *ProviderData) {
-				d.Domain = "localhost:3000"
-				d.APIURL = "https://api.localhost:3000"
+				d.Domain = "config.test"
+				d.APIURL = "https://api.config.test"
 			})},
+		},
+		{
+			name:  "http to a .localhost name is loopback",
+			model: model(func(m *providerModel) { m.APIURL = types.StringValue("http://api.localhost:3000/") }),
+			want:  want{data: with(func(d *ProviderData) { d.APIURL = "http://api.localhost:3000" })},
+		},
+		{
+			name:  "domain with a port",
+			model: model(func(m *providerModel) { m.Domain = types.StringValue("localhost:3000") }),
+			want:  want{errAttr: "domain", errText: "without scheme, port or path"},
+		},
+		{
+			name:  "domain with a port from the environment names the variable",
+			model: null,
+			env:   map[string]string{EnvDomain: "e2b.app:443"},
+			want:  want{errAttr: "domain", errText: EnvDomain},
+		},
+		{
+			name:  "the local server's E2B_DOMAIN with a port is not used beside both URLs",
+			model: null,
+			env:   map[string]string{EnvDomain: "localhost:40037", EnvAPIURL: "http://127.0.0.1:40037", EnvSandboxURL: "http://127.0.0.1:40037"},
+			want: want{data: with(func(d *ProviderData) {
+				d.Domain = "localhost:40037"
+				d.APIURL = "http://127.0.0.1:40037"
+				d.SandboxURL = "http://127.0.0.1:40037"
+			})},
+		},
+		{
+			name:  "api_url with a query",
+			model: model(func(m *providerModel) { m.APIURL = types.StringValue("https://api.e2b.app/?team=x") }),
+			want:  want{errAttr: "api_url", errText: "query or fragment"},
+		},
+		{
+			name:  "sandbox_url with a fragment",
+			model: model(func(m *providerModel) { m.SandboxURL = types.StringValue("https://envd.example.com#x") }),
+			want:  want{errAttr: "sandbox_url", errText: "query or fragment"},
 		},
 		{
 			name:  "IPv6 loopback over http is accepted",
@@ -312,11 +508,11 @@ func (r *providerDataProbe) Update(context.Context, resource.UpdateRequest, *res
 func (r *providerDataProbe) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {
 }
 
-// TestAccProviderConfiguration runs the Terraform CLI against the provider:
+// TestAccProvider_unknownConfiguration runs the Terraform CLI against the provider:
 // values unknown at plan time (here the output of terraform_data, which is
 // created in the same apply) must not break validation or planning, and
 // must be resolved once known.
-func TestAccProviderConfiguration(t *testing.T) {
+func TestAccProvider_unknownConfiguration(t *testing.T) {
 	accPreCheck(t)
 	t.Setenv(EnvDomain, "env.example.test")
 	t.Setenv(EnvSandboxURL, "http://127.0.0.1:49983")
@@ -348,23 +544,23 @@ resource "e2b_provider_data" "probe" {}
 			},
 			{
 				Config: config,
-				Check: tfresource.ComposeAggregateTestCheckFunc(
-					tfresource.TestCheckResourceAttr("e2b_provider_data.probe", "api_key", "e2b_0123456789abcdef"),
-					tfresource.TestCheckResourceAttr("e2b_provider_data.probe", "request_timeout", "1m30s"),
-					tfresource.TestCheckResourceAttr("e2b_provider_data.probe", "max_retries", "2"),
-					tfresource.TestCheckResourceAttr("e2b_provider_data.probe", "domain", "env.example.test"),
-					tfresource.TestCheckResourceAttr("e2b_provider_data.probe", "api_url", "https://api.env.example.test"),
-					tfresource.TestCheckResourceAttr("e2b_provider_data.probe", "sandbox_url", "http://127.0.0.1:49983"),
-				),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("e2b_provider_data.probe", tfjsonpath.New("api_key"), knownvalue.StringExact("e2b_0123456789abcdef")),
+					statecheck.ExpectKnownValue("e2b_provider_data.probe", tfjsonpath.New("request_timeout"), knownvalue.StringExact("1m30s")),
+					statecheck.ExpectKnownValue("e2b_provider_data.probe", tfjsonpath.New("max_retries"), knownvalue.Int64Exact(2)),
+					statecheck.ExpectKnownValue("e2b_provider_data.probe", tfjsonpath.New("domain"), knownvalue.StringExact("env.example.test")),
+					statecheck.ExpectKnownValue("e2b_provider_data.probe", tfjsonpath.New("api_url"), knownvalue.StringExact("https://api.env.example.test")),
+					statecheck.ExpectKnownValue("e2b_provider_data.probe", tfjsonpath.New("sandbox_url"), knownvalue.StringExact("http://127.0.0.1:49983")),
+				},
 			},
 		},
 	})
 }
 
-// TestAccProviderConfigurationErrors checks that bad values are reported by
+// TestAccProvider_configurationErrors checks that bad values are reported by
 // the CLI with the attribute's name, both when written in the configuration
 // (found by validation) and when they become known only during apply.
-func TestAccProviderConfigurationErrors(t *testing.T) {
+func TestAccProvider_configurationErrors(t *testing.T) {
 	accPreCheck(t)
 	factories := protoV6Factories(probeProvider{&e2bProvider{version: "test"}})
 
@@ -399,4 +595,41 @@ resource "e2b_provider_data" "probe" {}
 			ExpectError: regexp.MustCompile(`(?s)Invalid api_url.*ftp://api.example.com`),
 		}},
 	})
+}
+
+// TestAccProvider_configurationRules plans with each kind of provider argument that the
+// credential rule (package safehttp) decides: what validation refuses names the argument,
+// and what it accepts plans.
+func TestAccProvider_configurationRules(t *testing.T) {
+	accPreCheck(t)
+	for name, c := range map[string]struct{ block, err string }{
+		"http to localhost":              {`api_url = "http://localhost:3000"`, ""},
+		"http to a .localhost name":      {`api_url = "http://api.localhost:3000"`, ""},
+		"http sandbox_url to .localhost": {`sandbox_url = "http://sandbox.localhost:49983"`, ""},
+		"http to a remote host":          {`api_url = "http://api.example.com"`, `(?s)Invalid\s+api_url.*clear\s+text`},
+		"api_url with a query":           {`api_url = "https://api.e2b.app/?team=x"`, `(?s)Invalid\s+api_url.*query\s+or\s+fragment`},
+		"api_url with a fragment":        {`api_url = "https://api.e2b.app#x"`, `(?s)Invalid\s+api_url.*query\s+or\s+fragment`},
+		"sandbox_url with a query":       {`sandbox_url = "https://envd.example.com?token=x"`, `(?s)Invalid\s+sandbox_url.*query\s+or\s+fragment`},
+		"api_url with credentials":       {`api_url = "https://me:hunter2@api.e2b.app"`, `(?s)Invalid\s+api_url.*REDACTED`},
+		"domain with a port":             {`domain = "e2b.app:443"`, `(?s)Invalid\s+domain.*without\s+scheme,\s+port\s+or\s+path`},
+		"domain with a scheme":           {`domain = "https://e2b.app"`, `(?s)Invalid\s+domain.*bare\s+DNS\s+name`},
+		"zero request_timeout":           {`request_timeout = "0s"`, `(?s)Invalid\s+request_timeout.*greater\s+than\s+zero`},
+		"too many max_retries":           {`max_retries = 101`, `(?s)max_retries.*between\s+0\s+and\s+100`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			step := tfresource.TestStep{
+				Config:   "provider \"e2b\" {\n  " + c.block + "\n}\n\nresource \"e2b_provider_data\" \"probe\" {}\n",
+				PlanOnly: true,
+			}
+			if c.err != "" {
+				step.ExpectError = regexp.MustCompile(c.err)
+			} else {
+				step.ExpectNonEmptyPlan = true
+			}
+			tfresource.UnitTest(t, tfresource.TestCase{
+				ProtoV6ProviderFactories: protoV6Factories(probeProvider{&e2bProvider{version: "test"}}),
+				Steps:                    []tfresource.TestStep{step},
+			})
+		})
+	}
 }

@@ -5,12 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"regexp"
-	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,7 +15,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
-	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -39,25 +33,17 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/dockerfile"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/templatebuild"
 )
 
-// Defaults of e2b_template_build.
-const (
-	defaultBuildTimeout = 60 * time.Minute
-
-	hashModePortable = "portable"
-	hashModeSDK      = "e2b-sdk"
-)
+// defaultBuildTimeout is how long e2b_template_build waits for a build.
+const defaultBuildTimeout = 60 * time.Minute
 
 var (
 	_ resource.ResourceWithConfigure        = (*templateBuildResource)(nil)
 	_ resource.ResourceWithImportState      = (*templateBuildResource)(nil)
 	_ resource.ResourceWithModifyPlan       = (*templateBuildResource)(nil)
-	_ resource.ResourceWithValidateConfig   = (*templateBuildResource)(nil)
 	_ resource.ResourceWithConfigValidators = (*templateBuildResource)(nil)
 )
 
@@ -231,7 +217,7 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 							"src": schema.StringAttribute{
 								MarkdownDescription: "Source relative to `context`: a file, a directory or a glob (`*`, `?`, `[...]`, `**`). It must stay inside the context.",
 								Required:            true,
-								Validators:          []validator.String{stringCheck{"must be a relative path inside the context", checkCopySrc}},
+								Validators:          []validator.String{stringCheck{"must be a relative path inside the context", templatebuild.CheckCopySource}},
 							},
 							"dest": schema.StringAttribute{MarkdownDescription: "Destination; a trailing `/` copies into that directory.", Required: true},
 							"user": schema.StringAttribute{MarkdownDescription: "Owner (`user` or `user:group`) of the copied files; defaults to the current user.", Optional: true},
@@ -254,7 +240,7 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 					"workdir": schema.StringAttribute{MarkdownDescription: "Working directory for later steps and sandboxes; created when missing.", Optional: true},
 					"user":    schema.StringAttribute{MarkdownDescription: "User for later steps and sandboxes; created when missing.", Optional: true},
 				}},
-				Validators:    []validator.List{listvalidator.SizeAtLeast(1)},
+				Validators:    []validator.List{listvalidator.SizeAtLeast(1), oneStepKind{}},
 				PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplace()},
 			},
 			"start_cmd": schema.StringAttribute{
@@ -300,8 +286,8 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 					"your team; depends on directory sizes, so not portable across filesystems).",
 				Optional:      true,
 				Computed:      true,
-				Default:       stringdefault.StaticString(hashModePortable),
-				Validators:    []validator.String{stringvalidator.OneOf(hashModePortable, hashModeSDK)},
+				Default:       stringdefault.StaticString(templatebuild.HashPortable),
+				Validators:    []validator.String{stringvalidator.OneOf(templatebuild.HashPortable, templatebuild.HashSDK)},
 				PlanModifiers: replaceString,
 			},
 			"triggers": schema.MapAttribute{
@@ -338,326 +324,8 @@ func (r *templateBuildResource) ConfigValidators(context.Context) []resource.Con
 	}
 }
 
-// ValidateConfig checks the shape of each step: exactly one kind per step.
-func (r *templateBuildResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	var steps types.List
-	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("steps"), &steps)...)
-	if resp.Diagnostics.HasError() || steps.IsNull() || steps.IsUnknown() {
-		return
-	}
-	for i, el := range steps.Elements() {
-		obj, ok := el.(types.Object)
-		if !ok || obj.IsUnknown() || obj.IsNull() {
-			continue
-		}
-		var set []string
-		for _, k := range []string{"run", "copy", "env", "workdir", "user"} {
-			if v := obj.Attributes()[k]; v != nil && !v.IsNull() {
-				set = append(set, k)
-			}
-		}
-		if len(set) != 1 {
-			resp.Diagnostics.AddAttributeError(path.Root("steps").AtListIndex(i), "Invalid build step",
-				fmt.Sprintf("Step %d must set exactly one of run, copy, env, workdir and user; it sets %s.",
-					i+1, describeSet(set)))
-		}
-	}
-}
-
-func describeSet(set []string) string {
-	if len(set) == 0 {
-		return "none"
-	}
-	return strings.Join(set, " and ")
-}
-
-// checkCopySrc rejects COPY sources that are absolute or climb out of the
-// context; what exists is checked at plan time by the listing.
-func checkCopySrc(src string) error {
-	if filepath.IsAbs(src) || strings.HasPrefix(src, "/") {
-		return fmt.Errorf("COPY source %q is absolute; it must be relative to the context", src)
-	}
-	clean := filepath.ToSlash(filepath.Clean(src))
-	if clean == ".." || strings.HasPrefix(clean, "../") {
-		return fmt.Errorf("COPY source %q escapes the context", src)
-	}
-	return nil
-}
-
-type cpuCountValidator struct{}
-
-func (cpuCountValidator) Description(context.Context) string {
-	return "must be 1 or an even number up to 32"
-}
-func (v cpuCountValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-func (v cpuCountValidator) ValidateInt64(_ context.Context, req validator.Int64Request, resp *validator.Int64Response) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	n := req.ConfigValue.ValueInt64()
-	if n < 1 || n > 32 || (n != 1 && n%2 != 0) {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid cpu_count", fmt.Sprintf("cpu_count is %d; it must be 1 or an even number up to 32.", n))
-	}
-}
-
-type evenValidator struct{}
-
-func (evenValidator) Description(context.Context) string               { return "must be even" }
-func (v evenValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-func (v evenValidator) ValidateInt64(_ context.Context, req validator.Int64Request, resp *validator.Int64Response) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	if n := req.ConfigValue.ValueInt64(); n%2 != 0 {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid "+req.Path.String(), fmt.Sprintf("%s is %d; it must be an even number.", req.Path, n))
-	}
-}
-
 func (r *templateBuildResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
 	r.data, resp.Diagnostics = providerDataFrom(req.ProviderData)
-}
-
-// buildSpec is a build resolved from the configuration: the start request
-// without files hashes, and where each COPY takes its files from.
-type buildSpec struct {
-	start      e2bapi.TemplateBuildStartV2
-	contextDir string
-	copies     []copySource
-}
-
-// copySource is one COPY step: its index in start.Steps and its listing
-// options.
-type copySource struct {
-	step         int
-	src, dest    string
-	resolveLinks bool
-}
-
-// resolveSpec turns the configuration into a buildSpec. ok is false when a
-// value it needs is not known yet (the plan then leaves the hashes unknown).
-func resolveSpec(ctx context.Context, m *templateBuildModel) (spec *buildSpec, ok bool, diags diag.Diagnostics) {
-	for _, v := range []attr.Value{m.FromImage, m.FromTemplate, m.Dockerfile, m.Context, m.Steps, m.StartCmd, m.ReadyCmd} {
-		if v.IsUnknown() {
-			return nil, false, nil
-		}
-	}
-	spec = &buildSpec{}
-	spec.start.FromImage = m.FromImage.ValueString()
-	spec.start.FromTemplate = m.FromTemplate.ValueString()
-	spec.start.Force = m.Force.ValueBool()
-	spec.start.StartCmd = m.StartCmd.ValueString()
-	spec.start.ReadyCmd = m.ReadyCmd.ValueString()
-	if reg := m.FromImageRegistry; reg != nil {
-		spec.start.FromImageRegistry = &e2bapi.FromImageRegistry{
-			Type: reg.Type.ValueString(), Username: reg.Username.ValueString(), Password: reg.Password.ValueString(),
-			AWSAccessKeyID: reg.AWSAccessKeyID.ValueString(), AWSSecretAccessKey: reg.AWSSecretAccessKey.ValueString(),
-			AWSRegion: reg.AWSRegion.ValueString(), ServiceAccountJSON: reg.ServiceAccountJSON.ValueString(),
-		}
-	}
-
-	contextDir := "."
-	var steps []e2bapi.TemplateStep
-	if !m.Dockerfile.IsNull() {
-		content, dir, err := readDockerfile(m.Dockerfile.ValueString())
-		if err != nil {
-			diags.AddAttributeError(path.Root("dockerfile"), "Invalid dockerfile", err.Error())
-			return nil, true, diags
-		}
-		if dir != "" {
-			contextDir = dir
-		}
-		t, err := dockerfile.Convert(content)
-		if err != nil {
-			diags.AddAttributeError(path.Root("dockerfile"), "Invalid dockerfile", err.Error())
-			return nil, true, diags
-		}
-		for _, w := range t.Warnings {
-			diags.AddAttributeWarning(path.Root("dockerfile"), "Dockerfile instruction ignored", w)
-		}
-		spec.start.FromImage = t.FromImage
-		if spec.start.StartCmd == "" {
-			spec.start.StartCmd = t.StartCmd
-		}
-		if spec.start.ReadyCmd == "" {
-			spec.start.ReadyCmd = t.ReadyCmd
-		}
-		for _, s := range t.Steps {
-			steps = append(steps, e2bapi.TemplateStep{Type: s.Type, Args: slices.Clone(s.Args)})
-			if s.Type == dockerfile.StepCopy {
-				spec.copies = append(spec.copies, copySource{step: len(steps) - 1, src: s.Args[0], dest: s.Args[1]})
-			}
-		}
-	}
-	if !m.Context.IsNull() {
-		contextDir = m.Context.ValueString()
-	}
-
-	if !m.Steps.IsNull() {
-		var models []stepModel
-		if d := m.Steps.ElementsAs(ctx, &models, false); d.HasError() {
-			// An element not known yet (a whole step from another resource).
-			return nil, false, nil
-		}
-		for i, s := range models {
-			step, known, err := stepFromModel(ctx, s)
-			if !known {
-				return nil, false, nil
-			}
-			if err != nil {
-				diags.AddAttributeError(path.Root("steps").AtListIndex(i), "Invalid build step", fmt.Sprintf("Step %d: %v", i+1, err))
-				continue
-			}
-			steps = append(steps, step)
-			if s.Copy != nil {
-				spec.copies = append(spec.copies, copySource{
-					step: len(steps) - 1, src: s.Copy.Src.ValueString(), dest: s.Copy.Dest.ValueString(),
-					resolveLinks: s.Copy.ResolveSymlinks.ValueBool(),
-				})
-			}
-		}
-	}
-	if steps == nil {
-		steps = []e2bapi.TemplateStep{}
-	}
-	spec.start.Steps = steps
-
-	abs, err := filepath.Abs(contextDir)
-	if err != nil {
-		diags.AddAttributeError(path.Root("context"), "Invalid context", err.Error())
-		return nil, true, diags
-	}
-	spec.contextDir = abs
-	if len(spec.copies) > 0 {
-		if st, err := os.Stat(abs); err != nil {
-			diags.AddAttributeError(path.Root("context"), "Missing build context",
-				fmt.Sprintf("The build context directory %s does not exist or cannot be read: %v", abs, err))
-		} else if !st.IsDir() {
-			diags.AddAttributeError(path.Root("context"), "Invalid build context", fmt.Sprintf("%s is not a directory.", abs))
-		}
-	}
-	return spec, true, diags
-}
-
-// readDockerfile returns the Dockerfile's content and, when the value is a
-// path to a file, its directory.
-func readDockerfile(v string) (content, dir string, err error) {
-	if !strings.ContainsAny(v, "\n") {
-		if st, statErr := os.Stat(v); statErr == nil && st.Mode().IsRegular() {
-			b, err := os.ReadFile(v)
-			if err != nil {
-				return "", "", err
-			}
-			return string(b), filepath.Dir(v), nil
-		}
-		if !strings.HasPrefix(strings.ToUpper(strings.TrimSpace(v)), "FROM") {
-			return "", "", fmt.Errorf("dockerfile %q is neither a readable file nor Dockerfile content (which starts with FROM)", v)
-		}
-	}
-	return v, "", nil
-}
-
-// stepFromModel converts one configured step; known is false when one of
-// its values is not known yet.
-func stepFromModel(ctx context.Context, s stepModel) (step e2bapi.TemplateStep, known bool, err error) {
-	switch {
-	case s.Run != nil:
-		if s.Run.Command.IsUnknown() || s.Run.User.IsUnknown() {
-			return step, false, nil
-		}
-		step = e2bapi.TemplateStep{Type: e2bapi.StepRun, Args: []string{s.Run.Command.ValueString()}}
-		if u := s.Run.User.ValueString(); u != "" {
-			step.Args = append(step.Args, u)
-		}
-	case s.Copy != nil:
-		c := s.Copy
-		for _, v := range []attr.Value{c.Src, c.Dest, c.User, c.Mode, c.ResolveSymlinks} {
-			if v.IsUnknown() {
-				return step, false, nil
-			}
-		}
-		mode := c.Mode.ValueString()
-		if mode != "" && len(mode) == 3 {
-			mode = "0" + mode
-		}
-		step = e2bapi.TemplateStep{Type: e2bapi.StepCopy, Args: []string{c.Src.ValueString(), c.Dest.ValueString(), c.User.ValueString(), mode}}
-	case !s.Env.IsNull():
-		if s.Env.IsUnknown() {
-			return step, false, nil
-		}
-		var env map[string]types.String
-		if d := s.Env.ElementsAs(ctx, &env, false); d.HasError() {
-			return step, false, nil
-		}
-		keys := make([]string, 0, len(env))
-		for k, v := range env {
-			if v.IsUnknown() {
-				return step, false, nil
-			}
-			keys = append(keys, k)
-		}
-		if len(keys) == 0 {
-			return step, true, errors.New("env is empty")
-		}
-		sort.Strings(keys)
-		step = e2bapi.TemplateStep{Type: e2bapi.StepEnv}
-		for _, k := range keys {
-			step.Args = append(step.Args, k, env[k].ValueString())
-		}
-	case !s.Workdir.IsNull():
-		if s.Workdir.IsUnknown() {
-			return step, false, nil
-		}
-		step = e2bapi.TemplateStep{Type: e2bapi.StepWorkdir, Args: []string{s.Workdir.ValueString()}}
-	case !s.User.IsNull():
-		if s.User.IsUnknown() {
-			return step, false, nil
-		}
-		step = e2bapi.TemplateStep{Type: e2bapi.StepUser, Args: []string{s.User.ValueString()}}
-	default:
-		return step, true, errors.New("sets none of run, copy, env, workdir and user")
-	}
-	return step, true, nil
-}
-
-// hashCopies lists and hashes every COPY source. The listings are returned
-// too: they carry the file digests the archives are checked against.
-func hashCopies(ctx context.Context, spec *buildSpec, mode string) ([]string, []*buildcontext.Listing, diag.Diagnostics) {
-	var diags diag.Diagnostics
-	var cache *buildcontext.StatCache
-	if p, err := buildcontext.DefaultStatCachePath(); err == nil {
-		cache = buildcontext.OpenStatCache(p)
-	} else {
-		tflog.Debug(ctx, "no stat cache", map[string]any{"error": err.Error()})
-	}
-	hashes := make([]string, len(spec.copies))
-	listings := make([]*buildcontext.Listing, len(spec.copies))
-	for i, c := range spec.copies {
-		started := time.Now()
-		l, err := buildcontext.List(spec.contextDir, c.src, buildcontext.ListOptions{ResolveLinks: c.resolveLinks})
-		if err == nil {
-			if mode == hashModeSDK {
-				hashes[i], err = l.SDKHash(ctx, c.dest)
-			} else {
-				hashes[i], err = l.PortableHash(ctx, c.dest, buildcontext.HashOptions{Cache: cache})
-			}
-		}
-		if err != nil {
-			diags.AddError("Build context of step "+strconv.Itoa(c.step+1),
-				fmt.Sprintf("COPY %s %s (step %d, context %s): %v", c.src, c.dest, c.step+1, spec.contextDir, err))
-			continue
-		}
-		listings[i] = l
-		tflog.Debug(ctx, "hashed COPY source", map[string]any{
-			"step": c.step + 1, "src": c.src, "entries": len(l.Entries), "files_hash": hashes[i],
-			"duration_ms": time.Since(started).Milliseconds(),
-		})
-	}
-	if cache != nil {
-		if err := cache.Save(); err != nil {
-			tflog.Warn(ctx, "could not save the stat cache", map[string]any{"path": cache.Path(), "error": err.Error()})
-		}
-	}
-	return hashes, listings, diags
 }
 
 func (r *templateBuildResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
@@ -666,42 +334,30 @@ func (r *templateBuildResource) ModifyPlan(ctx context.Context, req resource.Mod
 	}
 	var plan templateBuildModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
 	var state *templateBuildModel
 	if !req.State.Raw.IsNull() {
 		state = &templateBuildModel{}
 		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
-		if resp.Diagnostics.HasError() {
-			return
-		}
 	}
-
-	spec, known, diags := resolveSpec(ctx, &plan)
-	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
 	hashes := types.ListUnknown(types.StringType)
-	if known {
-		list, _, diags := hashCopies(ctx, spec, plan.FilesHash.ValueString())
-		resp.Diagnostics.Append(diags...)
-		if resp.Diagnostics.HasError() {
-			return
-		}
-		hashes, diags = types.ListValueFrom(ctx, types.StringType, list)
-		resp.Diagnostics.Append(diags...)
+	if b := planBuild(ctx, &plan, &resp.Diagnostics); b != nil {
+		var d diag.Diagnostics
+		hashes, d = types.ListValueFrom(ctx, types.StringType, b.Hashes())
+		resp.Diagnostics.Append(d...)
+	}
+	if resp.Diagnostics.HasError() {
+		return
 	}
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("copy_hashes"), hashes)...)
-
 	if state == nil {
 		return
 	}
-	replace := !hashes.Equal(state.CopyHashes)
-	// An imported build has no hashes in its state: a known tree then
-	// replaces it too, since nothing says it matches.
-	if replace {
+	// An imported build has no hashes in its state: a known tree then replaces it too,
+	// since nothing says it matches.
+	if !hashes.Equal(state.CopyHashes) {
 		resp.RequiresReplace = append(resp.RequiresReplace, path.Root("copy_hashes"))
 		return
 	}
@@ -710,6 +366,9 @@ func (r *templateBuildResource) ModifyPlan(ctx context.Context, req resource.Mod
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("status"), types.StringUnknown())...)
 	}
 }
+
+// errStateNotSaved stops a run whose build ID could not be saved in the state.
+var errStateNotSaved = errors.New("the build ID could not be saved in the state")
 
 func (r *templateBuildResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	var plan templateBuildModel
@@ -721,153 +380,43 @@ func (r *templateBuildResource) Create(ctx context.Context, req resource.CreateR
 	ctx = r.data.logContext(ctx)
 	timeout, d := plan.Timeouts.Create(ctx, defaultBuildTimeout)
 	resp.Diagnostics.Append(d...)
+	// Planned again: the tree must be the one the plan showed.
+	b := planBuild(ctx, &plan, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	waitCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-
-	spec, known, diags := resolveSpec(ctx, &plan)
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if !known {
+	if b == nil {
 		resp.Diagnostics.AddError("Build configuration not known", "A value of the build is still unknown during apply; this is a bug in Terraform or the provider.")
-		return
-	}
-	// Re-list and re-hash: the tree must be the one the plan showed.
-	hashes, listings, diags := hashCopies(ctx, spec, plan.FilesHash.ValueString())
-	resp.Diagnostics.Append(diags...)
-	if resp.Diagnostics.HasError() {
 		return
 	}
 	if !plan.CopyHashes.IsUnknown() {
 		var planned []string
 		resp.Diagnostics.Append(plan.CopyHashes.ElementsAs(ctx, &planned, false)...)
-		for i, h := range hashes {
-			if i < len(planned) && planned[i] != h {
-				c := spec.copies[i]
-				resp.Diagnostics.AddError("Build context changed since plan",
-					fmt.Sprintf("The files of COPY %s %s (step %d) changed after the plan: files hash %s at plan, %s now. "+
-						"Most recently modified: %s. Run terraform plan again.",
-						c.src, c.dest, c.step+1, planned[i], h, newestEntries(listings[i], 3)))
-			}
-		}
+		addIssues(&resp.Diagnostics, b.CheckHashes(planned))
 		if resp.Diagnostics.HasError() {
 			return
 		}
 	}
-	for i, c := range spec.copies {
-		spec.start.Steps[c.step].FilesHash = hashes[i]
-	}
-	hashList, d := types.ListValueFrom(ctx, types.StringType, hashes)
+	plan.CopyHashes, d = types.ListValueFrom(ctx, types.StringType, b.Hashes())
 	resp.Diagnostics.Append(d...)
-	plan.CopyHashes = hashList
 
-	templateID := plan.TemplateID.ValueString()
-	tpl, err := api.GetTemplate(ctx, templateID)
-	if err != nil {
-		resp.Diagnostics.AddAttributeError(path.Root("template_id"), "Reading template "+templateID, err.Error())
-		return
-	}
-
-	copies := make([]templatebuild.Copy, len(spec.copies))
-	for i, c := range spec.copies {
-		copies[i] = templatebuild.Copy{Name: fmt.Sprintf("COPY %s %s (step %d)", c.src, c.dest, c.step+1), Listing: listings[i], Hash: hashes[i]}
-	}
-	if err := templatebuild.UploadMissing(waitCtx, api, templateID, copies, tflogLogger{}); err != nil {
-		resp.Diagnostics.AddError("Uploading the build context", err.Error())
-		return
-	}
-
-	start := templatebuild.Request{CPUCount: optionalInt32(plan.CPUCount), MemoryMB: optionalInt32(plan.MemoryMB), Start: spec.start}
-	resp.Diagnostics.Append(plan.Tags.ElementsAs(ctx, &start.Tags, false)...)
-	buildID, onWaiting, err := templatebuild.Start(ctx, api, tpl, start, tflogLogger{})
-	if err != nil {
-		resp.Diagnostics.AddError("Starting build of template "+templateID, err.Error())
-		return
-	}
-	plan.ID = types.StringValue(buildID)
-	plan.BuildID = types.StringValue(buildID)
-	plan.Status = types.StringValue(e2bapi.BuildBuilding)
-	// Saved before waiting: an apply that stops now still tracks the build.
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	plan.Status, diags = followBuild(waitCtx, ctx, api, templateID, buildID, spec.start.Steps)
-	resp.Diagnostics.Append(diags...)
-	if onWaiting && plan.Status.ValueString() == e2bapi.BuildReady {
-		resp.Diagnostics.Append(assignTags(ctx, api, templateID, buildID, start.Tags)...)
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-}
-
-// newestEntries names the n most recently modified files of a listing,
-// the likely culprits of a change.
-func newestEntries(l *buildcontext.Listing, n int) string {
-	entries := slices.Clone(l.Entries)
-	sort.SliceStable(entries, func(i, j int) bool { return entries[i].ID.MtimeNs > entries[j].ID.MtimeNs })
-	var names []string
-	for _, e := range entries {
-		if e.Kind == buildcontext.KindFile && len(names) < n {
-			names = append(names, filepath.Join(l.Context, filepath.FromSlash(e.Path)))
+	res, err := templatebuild.Run(ctx, api, b, runOptions(ctx, timeout, func(buildID string) error {
+		plan.ID, plan.BuildID, plan.Status = types.StringValue(buildID), types.StringValue(buildID), types.StringValue(e2bapi.BuildBuilding)
+		// Saved before waiting: an apply that stops now still tracks the build.
+		if resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...); resp.Diagnostics.HasError() {
+			return errStateNotSaved
 		}
-	}
-	if len(names) == 0 {
-		return "(no files)"
-	}
-	return strings.Join(names, ", ")
-}
-
-// optionalInt32 is v as the API's optional int32 (the schema bounds it).
-func optionalInt32(v types.Int64) *int32 {
-	if v.IsNull() || v.IsUnknown() {
 		return nil
+	}))
+	if errors.Is(err, errStateNotSaved) {
+		return
 	}
-	n := int32(v.ValueInt64()) //nolint:gosec // validated to a small range by the schema
-	return &n
-}
-
-// assignTags gives a build started on the template's waiting build its tags
-// (templatebuild.AssignMissingTags).
-func assignTags(ctx context.Context, api *e2bapi.Client, templateID, buildID string, tags []string) diag.Diagnostics {
-	var diags diag.Diagnostics
-	if err := templatebuild.AssignMissingTags(ctx, api, templateID, buildID, tags); err != nil {
-		diags.AddAttributeError(path.Root("tags"), "Tagging build "+buildID, err.Error())
+	addRunError(&resp.Diagnostics, err, plan.TemplateID.ValueString(), res.BuildID)
+	if res.BuildID == "" {
+		return
 	}
-	return diags
-}
-
-// followBuild waits for the build under waitCtx and returns its status.
-// When waitCtx's deadline passes first the build goes on: the status is
-// "building" with a warning, so the state keeps tracking it. logCtx
-// carries the logging setup and outlives waitCtx.
-func followBuild(waitCtx, logCtx context.Context, api *e2bapi.Client, templateID, buildID string, steps []e2bapi.TemplateStep) (types.String, diag.Diagnostics) {
-	var diags diag.Diagnostics
-	status, err := templatebuild.Follow(waitCtx, api, templateID, buildID, steps, func(e e2bapi.BuildLogEntry, step string) {
-		tflog.Info(logCtx, "build log: "+e.Message, map[string]any{
-			"build_id": buildID, "step": e.Step, "level": e.Level, "step_description": step,
-		})
-	})
-	var failed *templatebuild.FailedError
-	switch {
-	case err == nil:
-		return types.StringValue(status), diags
-	case errors.As(err, &failed):
-		diags.AddError("Build failed", failed.Error())
-		return types.StringValue(e2bapi.BuildError), diags
-	case errors.Is(err, context.DeadlineExceeded) && logCtx.Err() == nil:
-		diags.AddWarning("Build still running",
-			fmt.Sprintf("Build %s of template %s did not finish within the create timeout; it goes on. The state "+
-				"records it with status \"building\": the next plan refreshes it, and apply waits for it again.", buildID, templateID))
-		return types.StringValue(e2bapi.BuildBuilding), diags
-	default:
-		diags.AddError("Following build "+buildID,
-			fmt.Sprintf("%v. The build may go on; the state records it and the next plan refreshes its status.", err))
-		return types.StringValue(e2bapi.BuildBuilding), diags
-	}
+	plan.Status = types.StringValue(res.Status)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
 func (r *templateBuildResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -879,8 +428,8 @@ func (r *templateBuildResource) Read(ctx context.Context, req resource.ReadReque
 	}
 	ctx = r.data.logContext(ctx)
 	info, err := api.GetBuildStatus(ctx, state.TemplateID.ValueString(), state.BuildID.ValueString(),
-		e2bapi.BuildStatusQuery{LogsOffset: math.MaxInt32})
-	if isBuildGone(err) {
+		math.MaxInt32)
+	if e2bapi.IsBuildGone(err) {
 		tflog.Warn(ctx, "build no longer exists; removing it from the state", map[string]any{"build_id": state.BuildID.ValueString()})
 		resp.State.RemoveResource(ctx)
 		return
@@ -891,14 +440,12 @@ func (r *templateBuildResource) Read(ctx context.Context, req resource.ReadReque
 	}
 	switch info.Status {
 	case e2bapi.BuildError:
-		// A build that failed after its apply stopped waiting: the next
-		// apply makes a new one.
+		// A build that failed after its apply stopped waiting: the next apply makes a new one.
 		tflog.Warn(ctx, "build failed; removing it from the state so that the next apply builds again", map[string]any{"build_id": state.BuildID.ValueString()})
 		resp.State.RemoveResource(ctx)
 		return
 	case e2bapi.BuildWaiting:
-		// Registered but never started (an apply stopped in between):
-		// nothing will ever run it.
+		// Registered but never started (an apply stopped in between): nothing will ever run it.
 		resp.State.RemoveResource(ctx)
 		return
 	}
@@ -910,21 +457,8 @@ func (r *templateBuildResource) Read(ctx context.Context, req resource.ReadReque
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
-// isBuildGone reports whether err says the build (or its template) does not
-// exist: E2B answers an unknown build with 400, not 404.
-func isBuildGone(err error) bool {
-	if err == nil {
-		return false
-	}
-	if e2bapi.IsNotFound(err) {
-		return true
-	}
-	var apiErr *e2bapi.APIError
-	return e2bapi.IsInvalid(err) && errors.As(err, &apiErr) && strings.Contains(strings.ToLower(apiErr.Message), "not found")
-}
-
-// Update changes nothing on E2B (every argument replaces the build); it
-// waits for a build an earlier apply left running.
+// Update changes nothing on E2B (every argument replaces the build); it waits for a build
+// an earlier apply left running.
 func (r *templateBuildResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	var plan, state templateBuildModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
@@ -941,17 +475,12 @@ func (r *templateBuildResource) Update(ctx context.Context, req resource.UpdateR
 		ctx = r.data.logContext(ctx)
 		timeout, d := plan.Timeouts.Update(ctx, defaultBuildTimeout)
 		resp.Diagnostics.Append(d...)
-		waitCtx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		var diags diag.Diagnostics
-		// The steps are not needed to follow; log lines name step numbers.
-		plan.Status, diags = followBuild(waitCtx, ctx, api, state.TemplateID.ValueString(), state.BuildID.ValueString(), nil)
-		resp.Diagnostics.Append(diags...)
-		if plan.Status.ValueString() == e2bapi.BuildReady {
-			var tags []string
-			resp.Diagnostics.Append(plan.Tags.ElementsAs(ctx, &tags, false)...)
-			resp.Diagnostics.Append(assignTags(ctx, api, state.TemplateID.ValueString(), state.BuildID.ValueString(), tags)...)
-		}
+		var tags []string
+		resp.Diagnostics.Append(plan.Tags.ElementsAs(ctx, &tags, false)...)
+		templateID, buildID := state.TemplateID.ValueString(), state.BuildID.ValueString()
+		status, err := templatebuild.Wait(ctx, api, templateID, buildID, tags, runOptions(tflog.SetField(ctx, "build_id", buildID), timeout, nil))
+		addRunError(&resp.Diagnostics, err, templateID, buildID)
+		plan.Status = types.StringValue(status)
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
@@ -975,6 +504,6 @@ func (r *templateBuildResource) ImportState(ctx context.Context, req resource.Im
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("template_id"), templateID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("build_id"), buildID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), buildID)...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("files_hash"), hashModePortable)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("files_hash"), templatebuild.HashPortable)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("force"), false)...)
 }

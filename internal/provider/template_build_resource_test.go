@@ -6,56 +6,320 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-testing/compare"
 	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 )
 
-// planProvider configures the provider for plan-only tests: planning a
-// create calls no API, so the address never has to answer.
-const planProvider = `
-provider "e2b" {
-  api_url = "http://127.0.0.1:9"
-  api_key = "e2b_0123456789abcdef"
-}
-`
-
-const someTemplateID = "abcdefghij0123456789"
-
-// planOnly runs configs as plan-only steps that must fail with errs.
-func planOnlyErrors(t *testing.T, cases map[string]struct {
-	config string
-	err    string
-}) {
+// copyContext writes the build context of the COPY tests: files for each kind of COPY
+// source (a file, a directory, a glob), an ignored file and a Dockerfile with the same
+// COPY steps. It returns the directory and the files.
+func copyContext(t *testing.T, debianImage string) (string, map[string]string) {
 	t.Helper()
-	accPreCheck(t)
-	for name, c := range cases {
-		t.Run(name, func(t *testing.T) {
-			tfresource.UnitTest(t, tfresource.TestCase{
-				ProtoV6ProviderFactories: protoV6Factories(New("test")()),
-				Steps: []tfresource.TestStep{{
-					Config:      planProvider + c.config,
-					PlanOnly:    true,
-					ExpectError: regexp.MustCompile(c.err),
-				}},
-			})
-		})
+	dir := filepath.Join(t.TempDir(), "context")
+	files := map[string]string{
+		"top.txt":          "top file\n",
+		"app/a.txt":        "hello\n",
+		"app/sub/b.txt":    "world\n",
+		"logs/one.log":     "one\n",
+		"logs/two.log":     "two\n",
+		"logs/skip.txt":    "not a log\n",
+		"ignored.txt":      "ignored\n",
+		".dockerignore":    "ignored.txt\nDockerfile\n",
+		"Dockerfile":       "FROM " + debianImage + "\nCOPY top.txt /opt/top.txt\nCOPY app /opt/app\nRUN echo v2 > /opt/version\n",
+		"app/sub/keep.txt": "",
+	}
+	acctest.WriteFiles(t, dir, files)
+	return dir, files
+}
+
+// copyBuild is a template and a build from the base image with COPY (file, directory,
+// glob), WORKDIR and RUN steps.
+func copyBuild(srv *acctest.Server, name, ctxDir string) string {
+	return templateBuild(srv, name, "v1", srv.DebianImage, fmt.Sprintf(`  context = %q
+  steps = [
+    { copy = { src = "top.txt", dest = "/opt/top.txt" } },
+    { copy = { src = "app", dest = "/opt/app" } },
+    { copy = { src = "logs/*.log", dest = "/opt/logs/" } },
+    { workdir = "/opt" },
+    { run = { command = "cat /opt/top.txt /opt/app/a.txt > /opt/run.txt && echo v1 > /opt/version", user = "root" } },
+  ]`, ctxDir))
+}
+
+// buildInputs are the arguments of e2b_template_build that an import
+// cannot know: E2B does not return a build's steps.
+var buildInputs = []string{"from_image", "context", "steps", "copy_hashes", "dockerfile", "timeouts", "files_hash", "force"}
+
+// buildImportID is the import ID (template_id/build_id) of a build in the state.
+func buildImportID(resource string) tfresource.ImportStateIdFunc {
+	return func(s *terraform.State) (string, error) {
+		rs, ok := s.RootModule().Resources[resource]
+		if !ok {
+			return "", fmt.Errorf("%s not in the state", resource)
+		}
+		return rs.Primary.Attributes["template_id"] + "/" + rs.Primary.Attributes["build_id"], nil
 	}
 }
 
-func TestTemplateBuildPlanErrors(t *testing.T) {
+// uploads are the archives the server counted.
+func uploads(ctx context.Context, srv *acctest.Server) (int64, error) {
+	st, err := srv.Stats(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return st.Uploads, nil
+}
+
+// TestAccTemplateBuild_copy builds with every kind of COPY source and RUN, reads the
+// result back through e2b_process, and imports the build.
+func TestAccTemplateBuild_copy(t *testing.T) {
+	srv := localServer(t)
+	ctxDir, _ := copyContext(t, srv.DebianImage)
+	config := copyBuild(srv, uniqueName("acc-copy"), ctxDir) + `
+data "e2b_process" "v1" {
+  template = "${e2b_template.t.name}:${e2b_template_build.v1.build_id}"
+  command  = "cat /opt/run.txt /opt/app/sub/b.txt; ls /opt/logs"
+}
+`
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{
+			{
+				Config: config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("e2b_template_build.v1", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+					statecheck.ExpectKnownValue("e2b_template_build.v1", tfjsonpath.New("copy_hashes"), knownvalue.ListSizeExact(3)),
+					statecheck.ExpectKnownValue("data.e2b_process.v1", tfjsonpath.New("exit_code"), knownvalue.Int64Exact(0)),
+					statecheck.ExpectKnownValue("data.e2b_process.v1", tfjsonpath.New("stdout"),
+						knownvalue.StringExact("top file\nhello\nworld\none.log\ntwo.log\n")),
+					serverCheck(func(ctx context.Context) error {
+						if n, err := uploads(ctx, srv); err != nil || n < 3 {
+							return fmt.Errorf("the server counted %d uploads (%v) after the build, want at least 3", n, err)
+						}
+						return nil
+					}),
+				},
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+			{
+				ResourceName:            "e2b_template_build.v1",
+				ImportState:             true,
+				ImportStateIdFunc:       buildImportID("e2b_template_build.v1"),
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: buildInputs,
+			},
+		},
+	})
+}
+
+// TestAccTemplateBuild_unchangedContext plans nothing after an ignored file changed, nor
+// from the same tree written again with other modification times and umask.
+func TestAccTemplateBuild_unchangedContext(t *testing.T) {
+	srv := localServer(t)
+	ctxDir, files := copyContext(t, srv.DebianImage)
+	config := copyBuild(srv, uniqueName("acc-same"), ctxDir)
+	emptyPlan := tfresource.ConfigPlanChecks{PostApplyPreRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}}
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{
+			{
+				Config: config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("e2b_template_build.v1", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+				},
+			},
+			{
+				PreConfig: func() {
+					acctest.Must(t, os.WriteFile(filepath.Join(ctxDir, "ignored.txt"), []byte("changed\n"), 0o644))
+				},
+				Config:           config,
+				PlanOnly:         true,
+				ConfigPlanChecks: emptyPlan,
+			},
+			{
+				// 0600 files, 0700 directories, three days old.
+				PreConfig: func() {
+					acctest.Must(t, os.RemoveAll(ctxDir))
+					for rel, content := range files {
+						p := filepath.Join(ctxDir, filepath.FromSlash(rel))
+						acctest.Must(t, os.MkdirAll(filepath.Dir(p), 0o700))
+						acctest.Must(t, os.WriteFile(p, []byte(content), 0o600))
+						old := time.Now().Add(-72 * time.Hour)
+						acctest.Must(t, os.Chtimes(p, old, old))
+					}
+				},
+				Config:           config,
+				PlanOnly:         true,
+				ConfigPlanChecks: emptyPlan,
+			},
+		},
+	})
+}
+
+// TestAccTemplateBuild_dockerfile builds a Dockerfile with the COPY steps of an earlier
+// build: every archive is on the server already, so nothing is uploaded. The first build
+// ran on the build the template registered: two builds, none left waiting. An edited
+// context file then replaces both builds.
+func TestAccTemplateBuild_dockerfile(t *testing.T) {
+	srv := localServer(t)
+	api := testAPI(t, srv)
+	ctxDir, _ := copyContext(t, srv.DebianImage)
+	name := uniqueName("acc-dockerfile")
+	base := copyBuild(srv, name, ctxDir)
+	v2 := base + fmt.Sprintf(`
+resource "e2b_template_build" "v2" {
+  template_id = e2b_template.t.id
+  dockerfile  = %q
+  tags        = ["candidate"]
+}
+`, filepath.Join(ctxDir, "Dockerfile"))
+	var uploadsAfterV1 int64
+	var templateID, v2Build string
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{
+			{
+				Config: base,
+				ConfigStateChecks: []statecheck.StateCheck{
+					serverCheck(func(ctx context.Context) (err error) {
+						uploadsAfterV1, err = uploads(ctx, srv)
+						return err
+					}),
+				},
+			},
+			{
+				Config: v2,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("e2b_template_build.v2", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+					statecheck.ExpectKnownValue("e2b_template.t", tfjsonpath.New("id"), capture(&templateID)),
+					statecheck.ExpectKnownValue("e2b_template_build.v2", tfjsonpath.New("build_id"), capture(&v2Build)),
+					serverCheck(func(ctx context.Context) error {
+						if n, err := uploads(ctx, srv); err != nil || n != uploadsAfterV1 {
+							return fmt.Errorf("the server counted %d uploads (%v), %d before the second build: it uploaded again", n, err, uploadsAfterV1)
+						}
+						tpl, err := api.GetTemplate(ctx, templateID)
+						if err != nil {
+							return err
+						}
+						if len(tpl.Builds) != 2 {
+							return fmt.Errorf("template has %d builds, want 2: %+v", len(tpl.Builds), tpl.Builds)
+						}
+						for _, b := range tpl.Builds {
+							if b.Status != e2bapi.BuildReady {
+								return fmt.Errorf("build %s is %s, want every build ready", b.BuildID, b.Status)
+							}
+						}
+						tags, err := api.ListTags(ctx, name)
+						if err != nil {
+							return err
+						}
+						for _, tag := range tags {
+							if tag.Tag == "candidate" && tag.BuildID == v2Build {
+								return nil
+							}
+						}
+						return fmt.Errorf("tag candidate does not point at build %s: %+v", v2Build, tags)
+					}),
+				},
+			},
+			{
+				PreConfig: func() {
+					acctest.Must(t, os.WriteFile(filepath.Join(ctxDir, "app", "a.txt"), []byte("edited\n"), 0o644))
+				},
+				Config:             v2,
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PostApplyPreRefresh: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("e2b_template_build.v1", plancheck.ResourceActionReplace),
+					plancheck.ExpectResourceAction("e2b_template_build.v2", plancheck.ResourceActionReplace),
+				}},
+			},
+		},
+	})
+}
+
+// TestAccTemplateBuild_failingRun checks that a failing RUN step fails the apply with the
+// step, the reason and the step's log lines.
+func TestAccTemplateBuild_failingRun(t *testing.T) {
+	srv := localServer(t)
+	config := templateBuild(srv, uniqueName("acc-fail"), "b", srv.BaseImage, `  steps = [
+    { run = { command = "echo first-step-ran" } },
+    { run = { command = "echo about-to-fail; echo to-stderr >&2; exit 7" } },
+  ]`)
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{{
+			Config:      config,
+			ExpectError: regexp.MustCompile(`(?s)Build failed.*step 2 \(RUN echo about-to-fail.*Last \d+ log lines.*about-to-fail`),
+		}},
+	})
+}
+
+// TestAccTemplateBuild_timeout checks that a build whose apply stops waiting (create
+// timeout) stays in the state as "building"; an alias refuses it as not ready before
+// moving anything; the next apply waits for it and finds it ready; a build from_template
+// on top of it then runs.
+func TestAccTemplateBuild_timeout(t *testing.T) {
+	srv := localServer(t)
+	build := templateBuild(srv, uniqueName("acc-slow"), "b", srv.BaseImage, `  steps    = [{ run = { command = "sleep 30" } }]
+  timeouts = { create = "2s" }`)
+	alias := `
+resource "e2b_alias" "a" {
+  template = e2b_template.t.name
+  tag      = "slow"
+  build_id = e2b_template_build.b.build_id
+}
+`
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{
+			{
+				Config:      build + alias,
+				ExpectError: regexp.MustCompile(`(?s)Build not ready.*"building"`),
+			},
+			{
+				Config:           build,
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction("e2b_template_build.b", plancheck.ResourceActionUpdate)}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+				},
+			},
+			{
+				// A build on top of that one (from_template with a pinned build).
+				Config: build + alias + `
+resource "e2b_template_build" "child" {
+  template_id   = e2b_template.t.id
+  from_template = "${e2b_template.t.name}:${e2b_template_build.b.build_id}"
+  steps         = [{ workdir = "/child" }]
+}
+`,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.CompareValuePairs("e2b_alias.a", tfjsonpath.New("build_id"), "e2b_template_build.b", tfjsonpath.New("build_id"), compare.ValuesSame()),
+					statecheck.ExpectKnownValue("e2b_template_build.child", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+				},
+			},
+		},
+	})
+}
+
+func TestAccTemplateBuild_planErrors(t *testing.T) {
 	ctxDir := t.TempDir()
 	acctest.WriteFiles(t, ctxDir, map[string]string{"a.txt": "a"})
 	dockerDir := t.TempDir()
@@ -69,10 +333,7 @@ resource "e2b_template_build" "b" {
 }
 `, someTemplateID, body)
 	}
-	planOnlyErrors(t, map[string]struct {
-		config string
-		err    string
-	}{
+	planErrors(t, map[string]struct{ config, err string }{
 		"escaping COPY source": {build(fmt.Sprintf(`
   from_image = "busybox"
   context    = %q
@@ -134,56 +395,13 @@ resource "e2b_template_build" "b" {
   from_image  = "busybox"
 }
 `, `(?s)template_id`},
-		"bad template name": {`
-resource "e2b_template" "t" {
-  name = "Bad Name!"
-}
-`, `(?s)Invalid name.*invalid alias`},
-		"template name with a tag": {`
-resource "e2b_template" "t" {
-  name = "good:v1"
-}
-`, `(?s)must not carry a tag`},
-		"alias on the default tag": {`
-resource "e2b_alias" "a" {
-  template = "good"
-  tag      = "default"
-  build_id = "1f0c6f2e-8f5b-4b8e-9a8e-1c2d3e4f5a6b"
-}
-`, `(?s)tag "default" cannot be managed`},
-		"alias with a bad build_id": {`
-resource "e2b_alias" "a" {
-  template = "good"
-  tag      = "prod"
-  build_id = "latest"
-}
-`, `(?s)build_id`},
-		"process with template and sandbox_id": {`
-data "e2b_process" "p" {
-  template   = "good"
-  sandbox_id = "iabc"
-  command    = "true"
-}
-`, `(?s)Invalid Attribute Combination`},
-		"process without command": {`
-data "e2b_process" "p" {
-  template = "good"
-}
-`, `(?s)Missing Attribute Configuration.*command,cmd`},
-		"process with a bad timeout": {`
-data "e2b_process" "p" {
-  template = "good"
-  command  = "true"
-  timeout  = "soon"
-}
-`, `(?s)not a duration`},
 	})
 }
 
-// TestTemplateBuildPlanHashes plans builds without a server: the hashes are
+// TestAccTemplateBuild_planHashes plans builds without a server: the hashes are
 // known at plan for a known context and unknown for one that is not known
 // yet, and nothing fails.
-func TestTemplateBuildPlanHashes(t *testing.T) {
+func TestAccTemplateBuild_planHashes(t *testing.T) {
 	accPreCheck(t)
 	ctxDir := t.TempDir()
 	acctest.WriteFiles(t, ctxDir, map[string]string{"a.txt": "a", "d/b.txt": "b"})
@@ -195,7 +413,7 @@ func TestTemplateBuildPlanHashes(t *testing.T) {
   ]
 `
 	tfresource.UnitTest(t, tfresource.TestCase{
-		ProtoV6ProviderFactories: protoV6Factories(New("test")()),
+		ProtoV6ProviderFactories: factories(),
 		Steps: []tfresource.TestStep{
 			{
 				Config: planProvider + fmt.Sprintf(`
@@ -239,42 +457,54 @@ resource "e2b_template_build" "b" {
 	})
 }
 
-func TestResolveSpecSteps(t *testing.T) {
+// TestBuildSpec converts a configured Dockerfile and steps into the build templatebuild
+// plans: the Dockerfile's context and commands, each step kind in the wire layout.
+func TestBuildSpec(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	acctest.WriteFiles(t, dir, map[string]string{
 		"Dockerfile": "FROM busybox\nCOPY --chown=app a.txt /opt/a.txt\nENV A=1\nCMD [\"sleep\", \"1\"]\n",
 		"a.txt":      "a",
 	})
+	stepType := stepObjectType(t)
+	stepsValue, d := types.ListValueFrom(ctx, stepType, []stepModel{
+		{Run: &runStepModel{Command: types.StringValue("make"), User: types.StringValue("root")}, Env: types.MapNull(types.StringType)},
+		{Copy: &copyStepModel{Src: types.StringValue("a.txt"), Dest: types.StringValue("/a"), User: types.StringNull(),
+			Mode: types.StringValue("755"), ResolveSymlinks: types.BoolValue(true)}, Env: types.MapNull(types.StringType)},
+		{Env: types.MapValueMust(types.StringType, map[string]attr.Value{"B": types.StringValue("2"), "A": types.StringValue("1")})},
+	})
+	if d.HasError() {
+		t.Fatal(d)
+	}
 	m := templateBuildModel{
+		TemplateID: types.StringValue(someTemplateID),
 		Dockerfile: types.StringValue(filepath.Join(dir, "Dockerfile")),
-		Steps:      types.ListNull(stepObjectType(t)),
+		Steps:      stepsValue,
 		Force:      types.BoolValue(true),
+		Tags:       types.SetNull(types.StringType),
+		CPUCount:   types.Int64Value(2),
 	}
-	spec, known, diags := resolveSpec(ctx, &m)
+	spec, known, diags := buildSpec(ctx, &m)
 	if diags.HasError() || !known {
-		t.Fatalf("resolveSpec: known=%v %v", known, diags)
+		t.Fatalf("buildSpec: known=%v %v", known, diags)
 	}
-	if spec.contextDir != dir {
-		t.Errorf("context %q, want the Dockerfile's directory %q", spec.contextDir, dir)
+	want := []steps.Step{
+		{Type: steps.Run, Args: []string{"make", "root"}},
+		{Type: steps.Copy, Args: []string{"a.txt", "/a", "", "0755"}},
+		{Type: steps.Env, Args: []string{"A", "1", "B", "2"}},
 	}
-	if spec.start.FromImage != "busybox" || spec.start.StartCmd != "sleep 1" || !spec.start.Force {
-		t.Errorf("start request %+v", spec.start)
+	for i, s := range spec.Steps {
+		if !slices.Equal(s.Args, want[i].Args) || s.Type != want[i].Type || s.ResolveSymlinks != (i == 1) {
+			t.Errorf("step %d = %+v, want %+v", i+1, s, want[i])
+		}
 	}
-	if len(spec.copies) != 1 || spec.copies[0].src != "a.txt" || spec.copies[0].dest != "/opt/a.txt" {
-		t.Fatalf("copies %+v", spec.copies)
+	if spec.Dockerfile != filepath.Join(dir, "Dockerfile") || !spec.Force || *spec.CPUCount != 2 || spec.MemoryMB != nil {
+		t.Errorf("spec %+v", spec)
 	}
-	got := spec.start.Steps[spec.copies[0].step]
-	if got.Type != e2bapi.StepCopy || got.Args[2] != "app" {
-		t.Errorf("COPY step %+v, want user app", got)
-	}
-	hashes, listings, diags := hashCopies(ctx, spec, hashModePortable)
-	if diags.HasError() || len(hashes) != 1 || len(listings[0].Entries) != 1 {
-		t.Fatalf("hashCopies: %v %v", hashes, diags)
-	}
-	sdk, _, diags := hashCopies(ctx, spec, hashModeSDK)
-	if diags.HasError() || sdk[0] == hashes[0] {
-		t.Errorf("SDK hash %v should differ from the portable %v (%v)", sdk, hashes, diags)
+	var planDiags diag.Diagnostics
+	b := planBuild(ctx, &m, &planDiags)
+	if planDiags.HasError() || b == nil || b.ContextDir != dir || len(b.Copies) != 2 || b.Start.StartCmd != "sleep 1" {
+		t.Fatalf("planBuild: %+v %v", b, planDiags)
 	}
 }
 
@@ -294,30 +524,6 @@ func stepObjectType(t *testing.T) types.ObjectType {
 	return obj
 }
 
-func TestReadDockerfile(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "Dockerfile")
-	acctest.Must(t, os.WriteFile(p, []byte("FROM x\n"), 0o644))
-	if content, d, err := readDockerfile(p); err != nil || content != "FROM x\n" || d != dir {
-		t.Errorf("path: %q %q %v", content, d, err)
-	}
-	if content, d, err := readDockerfile("FROM y\nRUN true\n"); err != nil || !strings.HasPrefix(content, "FROM y") || d != "" {
-		t.Errorf("content: %q %q %v", content, d, err)
-	}
-	if _, _, err := readDockerfile(filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "neither a readable file") {
-		t.Errorf("missing file: %v", err)
-	}
-}
-
-func TestCheckCopySrc(t *testing.T) {
-	for src, ok := range map[string]bool{"a": true, "a/../b": true, "**/*.go": true, ".": true,
-		"..": false, "../a": false, "a/../../b": false, "/etc": false} {
-		if err := checkCopySrc(src); (err == nil) != ok {
-			t.Errorf("checkCopySrc(%q) = %v, want ok=%v", src, err, ok)
-		}
-	}
-}
-
 func schemaOf(t *testing.T, r resource.Resource) schema.Schema {
 	t.Helper()
 	var resp resource.SchemaResponse
@@ -329,38 +535,4 @@ func schemaOf(t *testing.T, r resource.Resource) schema.Schema {
 		t.Fatal(diags)
 	}
 	return resp.Schema
-}
-
-func TestNewestEntries(t *testing.T) {
-	dir := t.TempDir()
-	acctest.WriteFiles(t, dir, map[string]string{"old.txt": "o", "mid.txt": "m", "new.txt": "n", "sub/": ""})
-	base := time.Now().Add(-time.Hour)
-	for i, name := range []string{"old.txt", "mid.txt", "new.txt"} {
-		when := base.Add(time.Duration(i) * time.Minute)
-		acctest.Must(t, os.Chtimes(filepath.Join(dir, name), when, when))
-	}
-	l, err := buildcontext.List(dir, ".", buildcontext.ListOptions{})
-	acctest.Must(t, err)
-	got := newestEntries(l, 2)
-	want := filepath.Join(l.Context, "new.txt") + ", " + filepath.Join(l.Context, "mid.txt")
-	if got != want {
-		t.Errorf("newestEntries = %q, want %q", got, want)
-	}
-}
-
-func TestIsBuildGone(t *testing.T) {
-	for _, c := range []struct {
-		err  error
-		gone bool
-	}{
-		{nil, false},
-		{&e2bapi.APIError{StatusCode: 404}, true},
-		{&e2bapi.APIError{StatusCode: 400, Message: "Build 'x' not found"}, true},
-		{&e2bapi.APIError{StatusCode: 400, Message: "invalid query"}, false},
-		{&e2bapi.APIError{StatusCode: 500, Message: "not found"}, false},
-	} {
-		if got := isBuildGone(c.err); got != c.gone {
-			t.Errorf("isBuildGone(%v) = %v, want %v", c.err, got, c.gone)
-		}
-	}
 }

@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/safehttp"
 )
 
 // stringCheck is a plan-time string validator from a description and a
@@ -108,6 +110,20 @@ func sandboxIDValidator() validator.String {
 	return stringCheck{"must be a sandbox ID", e2bapi.ValidateSandboxID}
 }
 
+// domainValidator accepts an E2B domain: a bare DNS name (safehttp.ValidateDomain).
+func domainValidator() validator.String {
+	return stringCheck{"must be a bare DNS name such as e2b.app, without scheme, port or path", safehttp.ValidateDomain}
+}
+
+// baseURLValidator accepts the base URL of a service the provider sends credentials to
+// (safehttp.ParseBaseURL): https, or http to a loopback host; attr names it in errors.
+func baseURLValidator(attr string) validator.String {
+	return stringCheck{"must be an https:// URL, or http:// to a loopback host, without query or fragment", func(s string) error {
+		_, err := safehttp.ParseBaseURL(attr, s)
+		return err
+	}}
+}
+
 // durationValidator accepts a positive Go duration such as "30s".
 func durationValidator() validator.String {
 	return stringCheck{"must be a positive duration such as 30s or 5m", func(s string) error {
@@ -122,7 +138,70 @@ func parsePositiveDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is not a duration such as 30s or 5m", s)
 	}
 	if d <= 0 {
-		return 0, fmt.Errorf("duration %q must be positive", s)
+		return 0, fmt.Errorf("duration %q must be greater than zero", s)
 	}
 	return d, nil
+}
+
+type cpuCountValidator struct{}
+
+func (cpuCountValidator) Description(context.Context) string {
+	return "must be 1 or an even number up to 32"
+}
+func (v cpuCountValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+func (v cpuCountValidator) ValidateInt64(_ context.Context, req validator.Int64Request, resp *validator.Int64Response) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	n := req.ConfigValue.ValueInt64()
+	if n < 1 || n > 32 || (n != 1 && n%2 != 0) {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid cpu_count", fmt.Sprintf("cpu_count is %d; it must be 1 or an even number up to 32.", n))
+	}
+}
+
+type evenValidator struct{}
+
+func (evenValidator) Description(context.Context) string               { return "must be even" }
+func (v evenValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+func (v evenValidator) ValidateInt64(_ context.Context, req validator.Int64Request, resp *validator.Int64Response) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if n := req.ConfigValue.ValueInt64(); n%2 != 0 {
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid "+req.Path.String(), fmt.Sprintf("%s is %d; it must be an even number.", req.Path, n))
+	}
+}
+
+// oneStepKind checks the shape of each build step: exactly one kind per step.
+type oneStepKind struct{}
+
+func (oneStepKind) Description(context.Context) string {
+	return "each step must set exactly one of run, copy, env, workdir and user"
+}
+func (v oneStepKind) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
+
+func (oneStepKind) ValidateList(_ context.Context, req validator.ListRequest, resp *validator.ListResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	for i, el := range req.ConfigValue.Elements() {
+		obj, ok := el.(types.Object)
+		if !ok || obj.IsUnknown() || obj.IsNull() {
+			continue
+		}
+		var set []string
+		for _, k := range []string{"run", "copy", "env", "workdir", "user"} {
+			if v := obj.Attributes()[k]; v != nil && !v.IsNull() {
+				set = append(set, k)
+			}
+		}
+		if len(set) != 1 {
+			described := "none"
+			if len(set) > 0 {
+				described = strings.Join(set, " and ")
+			}
+			resp.Diagnostics.AddAttributeError(req.Path.AtListIndex(i), "Invalid build step",
+				fmt.Sprintf("Step %d must set exactly one of run, copy, env, workdir and user; it sets %s.", i+1, described))
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -26,8 +27,20 @@ func TestParseBaseURL(t *testing.T) {
 		{raw: "api.e2b.app", wantErr: "no host"},
 		{raw: "https://user:pw@api.e2b.app", wantErr: "user information"},
 		{raw: "https://%zz", wantErr: "not a valid URL"},
+		{raw: "http://api.localhost:3000", want: "http://api.localhost:3000"},
+		{raw: "http://LOCALHOST.:3000", want: "http://LOCALHOST.:3000"},
+		{raw: "http://localhost.example.com", wantErr: "clear text"},
+		{raw: "http://[::2]:3000", wantErr: "clear text"},
+		{raw: "https://api.e2b.app?team=x", wantErr: "query or fragment"},
+		{raw: "https://api.e2b.app/?", wantErr: "query or fragment"},
+		{raw: "https://api.e2b.app#top", wantErr: "query or fragment"},
+		{raw: "https://me:hunter2@api.e2b.app", wantErr: "REDACTED"},
+		{raw: "/relative/path", wantErr: "absolute URL"},
 	} {
 		u, err := ParseBaseURL("api_url", tc.raw)
+		if err != nil && strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("ParseBaseURL(%q) error repeats the password: %v", tc.raw, err)
+		}
 		if tc.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "api_url") {
 				t.Errorf("ParseBaseURL(%q) error = %v, want one naming api_url and containing %q", tc.raw, err, tc.wantErr)
@@ -41,6 +54,67 @@ func TestParseBaseURL(t *testing.T) {
 		if u.String() != tc.want {
 			t.Errorf("ParseBaseURL(%q) = %q, want %q", tc.raw, u, tc.want)
 		}
+	}
+}
+
+func TestIsLoopbackHost(t *testing.T) {
+	for host, want := range map[string]bool{
+		"localhost": true, "LocalHost": true, "localhost.": true, "api.localhost": true, "a.b.localhost": true,
+		"127.0.0.1": true, "127.1.2.3": true, "::1": true, "[::1]": true,
+		"": false, "localhost.example.com": false, "notlocalhost": false, "10.0.0.1": false, "::2": false, "e2b.app": false,
+	} {
+		if got := IsLoopbackHost(host); got != want {
+			t.Errorf("IsLoopbackHost(%q) = %v, want %v", host, got, want)
+		}
+	}
+}
+
+func TestValidateDomain(t *testing.T) {
+	for domain, wantErr := range map[string]string{
+		"e2b.app": "", "my-team.e2b.dev": "", "localhost": "", "a_b.example": "", "E2B.APP": "",
+		"":                "empty",
+		"https://e2b.app": "bare DNS name",
+		"e2b.app/x":       "bare DNS name",
+		"localhost:3000":  "without scheme, port or path",
+		"user@e2b.app":    "bare DNS name",
+		"e2b.app?x":       "bare DNS name",
+		"e2b..app":        "bare DNS name",
+		".e2b.app":        "bare DNS name",
+		"e2b.app.":        "bare DNS name",
+		"[::1]":           "bare DNS name",
+		"e2b app":         "bare DNS name",
+	} {
+		err := ValidateDomain(domain)
+		if wantErr == "" {
+			if err != nil {
+				t.Errorf("ValidateDomain(%q): %v", domain, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Errorf("ValidateDomain(%q) = %v, want an error containing %q", domain, err, wantErr)
+		}
+	}
+}
+
+// A localhost name reaches loopback whatever the resolver says: the hardened client
+// never asks it.
+func TestHardenDialsLocalhostNamesOnLoopback(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := Harden(nil).Get("http://api.e2b-test.localhost:" + u.Port() + "/")
+	if err != nil {
+		t.Fatalf("GET through a .localhost name: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Errorf("status %d, want 204 from the loopback server", resp.StatusCode)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 )
 
 func TestMain(m *testing.M) {
@@ -83,13 +84,13 @@ func TestUploadMissing(t *testing.T) {
 	dir := t.TempDir()
 	acctest.WriteFiles(t, dir, map[string]string{"a.txt": "a", "sub/b.txt": "b"})
 	l, hash := hashedListing(t, dir)
-	copies := []Copy{{Name: "COPY . /app (step 1)", Listing: l, Hash: hash}, {Name: "COPY . /app (step 3)", Listing: l, Hash: hash}}
+	copies := []Copy{{Step: 0, Src: ".", Dest: "/app", Listing: l, Hash: hash}, {Step: 2, Src: ".", Dest: "/app", Listing: l, Hash: hash}}
 
 	before, err := srv.Stats(t.Context())
 	acctest.Must(t, err)
 	var log recorder
-	acctest.Must(t, UploadMissing(t.Context(), api, reg.TemplateID, copies, &log))
-	acctest.Must(t, UploadMissing(t.Context(), api, reg.TemplateID, copies, &log))
+	acctest.Must(t, uploadMissing(t.Context(), api, reg.TemplateID, copies, &log))
+	acctest.Must(t, uploadMissing(t.Context(), api, reg.TemplateID, copies, &log))
 	after, err := srv.Stats(t.Context())
 	acctest.Must(t, err)
 	if n := after.Uploads - before.Uploads; n != 1 {
@@ -103,49 +104,52 @@ func TestUploadMissing(t *testing.T) {
 	acctest.WriteFiles(t, changedDir, map[string]string{"c.txt": "before"})
 	changed, changedHash := hashedListing(t, changedDir)
 	acctest.WriteFiles(t, changedDir, map[string]string{"c.txt": "after!"})
-	err = UploadMissing(t.Context(), api, reg.TemplateID, []Copy{{Name: "COPY . /app (step 2)", Listing: changed, Hash: changedHash}}, &log)
+	err = uploadMissing(t.Context(), api, reg.TemplateID, []Copy{{Step: 1, Src: ".", Dest: "/app", Listing: changed, Hash: changedHash}}, &log)
 	if !errors.Is(err, buildcontext.ErrChanged) || !strings.Contains(err.Error(), "COPY . /app (step 2)") || !strings.Contains(err.Error(), "c.txt") {
 		t.Errorf("upload of a changed tree: %v, want ErrChanged naming the step and the file", err)
 	}
 }
 
-// TestStartAndFollow starts the first build on the template's waiting build, gives it its
-// tags once ready, then registers a new build for the next one.
-func TestStartAndFollow(t *testing.T) {
+// TestRunOnTheWaitingBuildThenANewOne runs the first build on the template's waiting
+// build and gives it its tags once ready, then registers a new build for the next one.
+func TestRunOnTheWaitingBuildThenANewOne(t *testing.T) {
 	srv, api, reg := newTemplate(t)
 	ctx := t.Context()
-	tpl, err := api.GetTemplate(ctx, reg.TemplateID)
+	spec := Spec{TemplateID: reg.TemplateID, FromImage: srv.BaseImage, Tags: []string{"v1"},
+		Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{"echo first build"}}}}}
+	b, err := Plan(ctx, spec, &recorder{})
 	acctest.Must(t, err)
-	steps := []e2bapi.TemplateStep{{Type: e2bapi.StepRun, Args: []string{"echo first build"}}}
 	var log recorder
-	first, onWaiting, err := Start(ctx, api, tpl, Request{Tags: []string{"v1"}, Start: e2bapi.TemplateBuildStartV2{FromImage: srv.BaseImage, Steps: steps}}, &log)
-	acctest.Must(t, err)
-	if first != reg.BuildID || !onWaiting {
-		t.Fatalf("first build %s (on waiting build: %v), want the waiting build %s", first, onWaiting, reg.BuildID)
-	}
 	var described []string
-	status, err := Follow(ctx, api, reg.TemplateID, first, steps, func(_ e2bapi.BuildLogEntry, step string) { described = append(described, step) })
-	if err != nil || status != e2bapi.BuildReady {
-		t.Fatalf("first build: %s, %v", status, err)
+	var started string
+	first, err := Run(ctx, api, b, Options{
+		Logger:  &log,
+		Started: func(id string) error { started = id; return nil },
+		OnLog:   func(_ e2bapi.BuildLogEntry, step string) { described = append(described, step) },
+	})
+	if err != nil || first.Status != e2bapi.BuildReady {
+		t.Fatalf("first build: %+v, %v", first, err)
+	}
+	if first.BuildID != reg.BuildID || started != first.BuildID || log.count("build started on the template's waiting build") != 1 {
+		t.Fatalf("first build %s (Started saw %q), want the waiting build %s; log %q", first.BuildID, started, reg.BuildID, log.msgs)
 	}
 	if !slices.Contains(described, "step 1 (RUN echo first build)") {
 		t.Errorf("log lines' steps %q do not describe step 1", described)
 	}
-	acctest.Must(t, AssignMissingTags(ctx, api, reg.TemplateID, first, []string{"v1", e2bapi.DefaultTag}))
 
-	tpl, err = api.GetTemplate(ctx, reg.TemplateID)
+	spec.Tags = []string{"v2"}
+	b, err = Plan(ctx, spec, &recorder{})
 	acctest.Must(t, err)
-	second, onWaiting, err := Start(ctx, api, tpl, Request{Tags: []string{"v2"}, Start: e2bapi.TemplateBuildStartV2{FromImage: srv.BaseImage, Steps: steps}}, &log)
-	acctest.Must(t, err)
-	if second == first || onWaiting {
-		t.Fatalf("second build %s (on waiting build: %v), want a newly registered one", second, onWaiting)
+	second, err := Run(ctx, api, b, Options{Logger: &log})
+	if err != nil || second.Status != e2bapi.BuildReady {
+		t.Fatalf("second build: %+v, %v", second, err)
 	}
-	if status, err := Follow(ctx, api, reg.TemplateID, second, nil, func(e2bapi.BuildLogEntry, string) {}); err != nil || status != e2bapi.BuildReady {
-		t.Fatalf("second build: %s, %v", status, err)
+	if second.BuildID == first.BuildID || log.count("build started") != 1 {
+		t.Fatalf("second build %s, want a newly registered one; log %q", second.BuildID, log.msgs)
 	}
 	tags, err := api.ListTags(ctx, reg.TemplateID)
 	acctest.Must(t, err)
-	want := map[string]string{"v1": first, "v2": second}
+	want := map[string]string{"v1": first.BuildID, "v2": second.BuildID}
 	for _, tag := range tags {
 		if id, ok := want[tag.Tag]; ok && id != tag.BuildID {
 			t.Errorf("tag %s points at %s, want %s", tag.Tag, tag.BuildID, id)
@@ -157,57 +161,21 @@ func TestStartAndFollow(t *testing.T) {
 	}
 }
 
-// TestFollowFailedBuild checks the error of a failed build names its step and shows its
+// TestRunFailedBuild checks the error of a failed build names its step and shows its
 // last log lines.
-func TestFollowFailedBuild(t *testing.T) {
+func TestRunFailedBuild(t *testing.T) {
 	srv, api, reg := newTemplate(t)
-	tpl, err := api.GetTemplate(t.Context(), reg.TemplateID)
+	b, err := Plan(t.Context(), Spec{TemplateID: reg.TemplateID, FromImage: srv.BaseImage,
+		Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{"echo about to fail; exit 7"}}}}}, &recorder{})
 	acctest.Must(t, err)
-	steps := []e2bapi.TemplateStep{{Type: e2bapi.StepRun, Args: []string{"echo about to fail; exit 7"}}}
-	buildID, _, err := Start(t.Context(), api, tpl, Request{Start: e2bapi.TemplateBuildStartV2{FromImage: srv.BaseImage, Steps: steps}}, &recorder{})
-	acctest.Must(t, err)
-	status, err := Follow(t.Context(), api, reg.TemplateID, buildID, steps, func(e2bapi.BuildLogEntry, string) {})
+	res, err := Run(t.Context(), api, b, Options{})
 	var failed *FailedError
-	if status != e2bapi.BuildError || !errors.As(err, &failed) {
-		t.Fatalf("Follow = %s, %v; want status error and a FailedError", status, err)
+	if res.Status != e2bapi.BuildError || !errors.As(err, &failed) {
+		t.Fatalf("Run = %+v, %v; want status error and a FailedError", res, err)
 	}
-	for _, want := range []string{"Build " + buildID + " of template " + reg.TemplateID + " failed at step 1 (RUN echo about to fail; exit 7)", "log lines:", "about to fail"} {
+	for _, want := range []string{"Build " + res.BuildID + " of template " + reg.TemplateID + " failed at step 1 (RUN echo about to fail; exit 7)", "log lines:", "about to fail"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
-		}
-	}
-}
-
-func TestFailedErrorShowsTheTail(t *testing.T) {
-	steps := []e2bapi.TemplateStep{{Type: "RUN", Args: []string{"true"}}, {Type: "RUN", Args: []string{"exit 7"}}}
-	var tail []e2bapi.BuildLogEntry
-	for i := range 40 {
-		tail = append(tail, e2bapi.BuildLogEntry{Message: fmt.Sprintf("line %d", i), Step: "2"})
-	}
-	tail = append(tail, e2bapi.BuildLogEntry{Message: "no step\n"})
-	err := &FailedError{TemplateID: "tpl", BuildID: "bid", Reason: &e2bapi.BuildStatusReason{Message: "exit status 7", Step: "2"}, Steps: steps, Tail: tail[11:]}
-	got := err.Error()
-	for _, want := range []string{"Build bid of template tpl failed at step 2 (RUN exit 7): exit status 7.", "Last 30 log lines", "[2] line 11", "[2] line 39", "[-] no step\n"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("message lacks %q:\n%s", want, got)
-		}
-	}
-	if strings.Contains(got, "line 10\n") {
-		t.Errorf("message has more than the tail:\n%s", got)
-	}
-}
-
-func TestDescribeStep(t *testing.T) {
-	steps := []e2bapi.TemplateStep{{Type: "COPY", Args: []string{"app", "/app"}}, {Type: "RUN", Args: []string{strings.Repeat("x", 100)}}}
-	for step, want := range map[string]string{
-		"1":        "step 1 (COPY app /app)",
-		"2":        "step 2 (RUN " + strings.Repeat("x", 77) + "...)",
-		"3":        "3",
-		"base":     "base",
-		"finalize": "finalize",
-	} {
-		if got := DescribeStep(steps, step); got != want {
-			t.Errorf("DescribeStep(%q) = %q, want %q", step, got, want)
 		}
 	}
 }
@@ -218,8 +186,8 @@ func TestTemplateName(t *testing.T) {
 		"app":      {TemplateID: "id", Aliases: []string{"app"}},
 		"id":       {TemplateID: "id"},
 	} {
-		if got := TemplateName(tpl); got != want {
-			t.Errorf("TemplateName(%+v) = %q, want %q", tpl, got, want)
+		if got := templateName(tpl); got != want {
+			t.Errorf("templateName(%+v) = %q, want %q", tpl, got, want)
 		}
 	}
 }

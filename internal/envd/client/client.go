@@ -1,6 +1,6 @@
 // Package client talks to envd, the daemon inside every E2B sandbox: it runs
-// one command to completion (Run), moves files over /files (Upload,
-// Download), and wraps the few other calls a build needs (Health, Init, Stat).
+// one command to completion (Run), uploads files over /files (Upload), and
+// wraps the few other calls a build needs (Health, Init, Stat).
 // It works against E2B cloud, self-hosted E2B and this project's own envd
 // server alike; the wire facts are in design/e2b-api.md §5.2 and §6.
 package client
@@ -11,24 +11,19 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
-	"regexp"
 	"strings"
 
 	"connectrpc.com/connect"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/filesystem"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/filesystem/filesystemconnect"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/process/processconnect"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/safehttp"
 )
 
-// Port is the port envd listens on inside a sandbox; the E2B edge proxy
-// routes to it by host name or by the E2b-Sandbox-Port header.
-const Port = 49983
-
-// DefaultUserAgent is sent when Config.UserAgent is empty.
-const DefaultUserAgent = "terraform-provider-e2b-envd-client"
+// defaultUserAgent is sent when Config.UserAgent is empty.
+const defaultUserAgent = "terraform-provider-e2b-envd-client"
 
 // maxMessageBytes bounds one Connect message read from envd. envd sends
 // output in chunks of at most 32 KiB, so this only stops a broken or hostile
@@ -40,12 +35,10 @@ type Config struct {
 	// BaseURL is an explicit base URL (E2B_SANDBOX_URL, or the local server's
 	// sandbox URL). When empty it is derived from Domain.
 	BaseURL string
-	// Domain is the E2B domain, e.g. "e2b.app". Without PerSandboxHost the
-	// client uses the shared host https://sandbox.<domain> and routes with the
-	// E2b-Sandbox-Id and E2b-Sandbox-Port headers (the SDK's default); with it,
-	// the per-sandbox host https://49983-<id>.<domain>.
-	Domain         string
-	PerSandboxHost bool
+	// Domain is the E2B domain, e.g. "e2b.app": the client then uses the shared
+	// host https://sandbox.<domain> and routes with the E2b-Sandbox-Id and
+	// E2b-Sandbox-Port headers, as the SDK does by default.
+	Domain string
 	// SandboxID is sent as E2b-Sandbox-Id (with E2b-Sandbox-Port: 49983) on
 	// every request, as the SDK does.
 	SandboxID string
@@ -55,7 +48,7 @@ type Config struct {
 	// copy (safehttp.Harden): no redirect to another host or from https to
 	// http. The caller's client is not modified.
 	HTTPClient *http.Client
-	// UserAgent defaults to DefaultUserAgent. It must not be connect-python:
+	// UserAgent defaults to defaultUserAgent. It must not be connect-python:
 	// envd answers that agent in a legacy format.
 	UserAgent string
 }
@@ -68,14 +61,13 @@ type Client struct {
 	filesystem filesystemconnect.FilesystemClient
 }
 
-// sandboxIDPattern is the grammar E2B's API validates sandbox IDs against. A
-// sandbox ID ends up in a host name or a header, so nothing else is accepted.
-var sandboxIDPattern = regexp.MustCompile(`^[a-z0-9]+$`)
-
 // New checks cfg and returns a client. It does not contact envd.
 func New(cfg Config) (*Client, error) {
-	if cfg.SandboxID != "" && !sandboxIDPattern.MatchString(cfg.SandboxID) {
-		return nil, fmt.Errorf("sandbox ID %q is not valid: only lower-case letters and digits are allowed", cfg.SandboxID)
+	// The sandbox ID ends up in a header, so only E2B's grammar is accepted.
+	if cfg.SandboxID != "" {
+		if err := e2bapi.ValidateSandboxID(cfg.SandboxID); err != nil {
+			return nil, fmt.Errorf("sandbox ID is not valid: %w", err)
+		}
 	}
 	base, err := baseURL(cfg)
 	if err != nil {
@@ -83,7 +75,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	userAgent := cfg.UserAgent
 	if userAgent == "" {
-		userAgent = DefaultUserAgent
+		userAgent = defaultUserAgent
 	}
 	if strings.Contains(strings.ToLower(userAgent), "connect-python") {
 		return nil, fmt.Errorf("user agent %q is not allowed: envd answers connect-python clients in a legacy format", userAgent)
@@ -108,7 +100,8 @@ func New(cfg Config) (*Client, error) {
 	}, nil
 }
 
-// baseURL picks the address per design/e2b-api.md §5.2.
+// baseURL picks the address per design/e2b-api.md §5.2: BaseURL, else the shared sandbox
+// host of Domain. Both follow safehttp's rule.
 func baseURL(cfg Config) (string, error) {
 	if cfg.BaseURL != "" {
 		u, err := safehttp.ParseBaseURL("sandbox_url", cfg.BaseURL)
@@ -120,21 +113,10 @@ func baseURL(cfg Config) (string, error) {
 	if cfg.Domain == "" {
 		return "", errors.New("envd client needs either a sandbox URL or a domain")
 	}
-	if strings.ContainsAny(cfg.Domain, "/:@?#[] ") {
-		return "", fmt.Errorf("domain %q must be a bare DNS name such as e2b.app", cfg.Domain)
-	}
-	host := "sandbox." + cfg.Domain
-	if cfg.PerSandboxHost {
-		if cfg.SandboxID == "" {
-			return "", errors.New("a per-sandbox host needs the sandbox ID")
-		}
-		host = fmt.Sprintf("%d-%s.%s", Port, cfg.SandboxID, cfg.Domain)
-	}
-	u, err := safehttp.ParseBaseURL("domain", (&url.URL{Scheme: "https", Host: host}).String())
-	if err != nil {
+	if err := safehttp.ValidateDomain(cfg.Domain); err != nil {
 		return "", err
 	}
-	return u.String(), nil
+	return "https://sandbox." + cfg.Domain, nil
 }
 
 // headerClient adds the headers every envd request carries (routing, access
@@ -150,7 +132,7 @@ type headerClient struct {
 func (h *headerClient) Do(req *http.Request) (*http.Response, error) {
 	if h.sandboxID != "" {
 		req.Header.Set("E2b-Sandbox-Id", h.sandboxID)
-		req.Header.Set("E2b-Sandbox-Port", fmt.Sprint(Port))
+		req.Header.Set("E2b-Sandbox-Port", fmt.Sprint(e2bapi.EnvdPort))
 	}
 	if h.accessToken != "" {
 		req.Header.Set("X-Access-Token", h.accessToken)

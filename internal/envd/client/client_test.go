@@ -18,15 +18,16 @@ func TestNewAddressing(t *testing.T) {
 		wantErr string
 	}{
 		{name: "shared host", cfg: Config{Domain: "e2b.app", SandboxID: "iabc123"}, want: "https://sandbox.e2b.app"},
-		{name: "per-sandbox host", cfg: Config{Domain: "e2b.app", SandboxID: "iabc123", PerSandboxHost: true}, want: "https://49983-iabc123.e2b.app"},
 		{name: "explicit URL wins", cfg: Config{BaseURL: "http://127.0.0.1:8080/sandboxes/x/", Domain: "e2b.app"}, want: "http://127.0.0.1:8080/sandboxes/x"},
 		{name: "explicit https", cfg: Config{BaseURL: "https://envd.example.com"}, want: "https://envd.example.com"},
 		{name: "http to non-loopback", cfg: Config{BaseURL: "http://envd.example.com"}, wantErr: "sandbox_url"},
 		{name: "no address", cfg: Config{SandboxID: "iabc"}, wantErr: "sandbox URL or a domain"},
-		{name: "per-sandbox host without ID", cfg: Config{Domain: "e2b.app", PerSandboxHost: true}, wantErr: "sandbox ID"},
 		{name: "domain with scheme", cfg: Config{Domain: "https://e2b.app"}, wantErr: "bare DNS name"},
 		{name: "domain with path", cfg: Config{Domain: "e2b.app/x"}, wantErr: "bare DNS name"},
-		{name: "ID that would change the host", cfg: Config{Domain: "e2b.app", SandboxID: "x.evil.com", PerSandboxHost: true}, wantErr: "not valid"},
+		{name: "domain with port", cfg: Config{Domain: "localhost:3000"}, wantErr: "bare DNS name"},
+		{name: "sandbox URL with a query", cfg: Config{BaseURL: "https://envd.example.com/?token=x"}, wantErr: "query or fragment"},
+		{name: "http to a .localhost name", cfg: Config{BaseURL: "http://sandbox.localhost:49983"}, want: "http://sandbox.localhost:49983"},
+		{name: "ID that would change the host", cfg: Config{Domain: "e2b.app", SandboxID: "x.evil.com"}, wantErr: "not valid"},
 		{name: "connect-python agent", cfg: Config{Domain: "e2b.app", UserAgent: "connect-python/1.0"}, wantErr: "legacy format"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -68,24 +68,6 @@ func (c *Client) Upload(ctx context.Context, path, user string, body io.Reader) 
 	return discard(resp)
 }
 
-// Download streams the file at path, read as user, into w (GET /files). A
-// missing file is an *HTTPError with StatusCode 404.
-func (c *Client) Download(ctx context.Context, path, user string, w io.Writer) error {
-	if path == "" {
-		return errors.New("download needs a path in the sandbox")
-	}
-	op := fmt.Sprintf("download of %q", path)
-	resp, err := c.send(ctx, op, http.MethodGet, "/files", fileQuery(path, user), nil, "")
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(w, resp.Body); err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	return nil
-}
-
 func fileQuery(path, user string) url.Values {
 	q := url.Values{"path": {path}}
 	if user != "" {

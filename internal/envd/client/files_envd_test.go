@@ -2,8 +2,10 @@ package client
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -51,7 +53,7 @@ func TestUploadDownloadLargeFileStreams(t *testing.T) {
 
 	got := sha256.New()
 	heap = sampleHeap()
-	if err := c.Download(t.Context(), path, "", got); err != nil {
+	if err := download(c, t.Context(), path, "", got); err != nil {
 		t.Fatal(err)
 	}
 	downPeak := heap.Peak()
@@ -83,12 +85,12 @@ func TestUploadOverwritesAndDownloadMissing(t *testing.T) {
 		t.Errorf("file holds %q (%v), want the second upload", onDisk, err)
 	}
 	var buf bytes.Buffer
-	if err := c.Download(t.Context(), path, "root", &buf); err != nil || buf.String() != "second" {
+	if err := download(c, t.Context(), path, "root", &buf); err != nil || buf.String() != "second" {
 		t.Errorf("download: %q, %v", buf.String(), err)
 	}
 
 	missing := filepath.Join(t.TempDir(), "nope")
-	err = c.Download(t.Context(), missing, "", io.Discard)
+	err = download(c, t.Context(), missing, "", io.Discard)
 	var he *HTTPError
 	if !errors.As(err, &he) || he.StatusCode != http.StatusNotFound || !strings.Contains(err.Error(), missing) {
 		t.Errorf("download of a missing file: %v, want HTTP 404 naming the path", err)
@@ -124,4 +126,22 @@ func TestUploadLeavesBodyOpen(t *testing.T) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		t.Errorf("the caller's file was closed: %v", err)
 	}
+}
+
+// download streams the file at path, read as user, into w (GET /files), so that
+// tests can see what Upload wrote. A missing file is an *HTTPError with StatusCode 404.
+func download(c *Client, ctx context.Context, path, user string, w io.Writer) error {
+	if path == "" {
+		return errors.New("download needs a path in the sandbox")
+	}
+	op := fmt.Sprintf("download of %q", path)
+	resp, err := c.send(ctx, op, http.MethodGet, "/files", fileQuery(path, user), nil, "")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
 }

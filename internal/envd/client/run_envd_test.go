@@ -318,7 +318,7 @@ func TestRunSendsHeaders(t *testing.T) {
 		"Keepalive-Ping-Interval": "50",
 		"Authorization":           "Basic " + base64.StdEncoding.EncodeToString([]byte("root:")),
 		"Content-Type":            "application/connect+proto",
-		"User-Agent":              DefaultUserAgent,
+		"User-Agent":              defaultUserAgent,
 	} {
 		if got := withUser.Get(name); got != want {
 			t.Errorf("Start header %s = %q, want %q", name, got, want)

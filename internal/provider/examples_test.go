@@ -1,0 +1,240 @@
+package provider
+
+// The examples under examples/, applied as users apply them.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/compare"
+	"github.com/hashicorp/terraform-plugin-testing/config"
+	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+)
+
+// copyDir copies the regular files and directories below src to dst.
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	acctest.Must(t, filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, info.Mode().Perm())
+	}))
+}
+
+// TestAccExamplePromotion_releaseModule applies the release module of examples/promotion
+// as it is written (the provider configured through the E2B_* environment
+// variables): a passing smoke test moves :prod to the candidate; a
+// candidate whose smoke test fails stops the apply by its postcondition and
+// :prod stays on the build that passed.
+func TestAccExamplePromotion_releaseModule(t *testing.T) {
+	srv := localServer(t)
+	t.Setenv(EnvAPIURL, srv.APIURL)
+	t.Setenv(EnvAPIKey, srv.APIKey)
+	t.Setenv(EnvSandboxURL, srv.SandboxURL)
+	// The module requires e2b-terraform/e2b, the provider's registry address.
+	t.Setenv("TF_ACC_PROVIDER_NAMESPACE", "e2b-terraform")
+	api := testAPI(t, srv)
+	root, err := acctest.ModuleRoot()
+	acctest.Must(t, err)
+	app := filepath.Join(t.TempDir(), "app")
+	copyDir(t, filepath.Join(root, "examples", "promotion", "app"), app)
+	name := uniqueName("acc-promo")
+	vars := config.Variables{
+		"name":            config.StringVariable(name),
+		"base_image":      config.StringVariable(srv.DebianImage),
+		"context":         config.StringVariable(app),
+		"expected_output": config.StringVariable("smoke test passed"),
+	}
+	module := config.StaticDirectory(filepath.Join(root, "examples", "promotion", "modules", "release"))
+	var passed, templateID string
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{
+			{
+				ConfigDirectory: module,
+				ConfigVariables: vars,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.CompareValuePairs("e2b_alias.prod", tfjsonpath.New("build_id"), "e2b_template_build.candidate", tfjsonpath.New("build_id"), compare.ValuesSame()),
+					statecheck.ExpectKnownValue("data.e2b_process.smoke", tfjsonpath.New("stdout"), knownvalue.StringRegexp(regexp.MustCompile(`version 1\.0\.0: smoke test passed`))),
+					statecheck.ExpectKnownValue("e2b_alias.prod", tfjsonpath.New("build_id"), capture(&passed)),
+					statecheck.ExpectKnownValue("e2b_template.this", tfjsonpath.New("id"), capture(&templateID)),
+					// The candidate, the template's first build, ran on the
+					// build registered with the template and got its tag.
+					serverCheck(func(ctx context.Context) error {
+						tpl, err := api.GetTemplate(ctx, templateID)
+						if err != nil {
+							return err
+						}
+						if len(tpl.Builds) != 1 || tpl.Builds[0].BuildID != passed {
+							return fmt.Errorf("builds %+v, want only the candidate %s", tpl.Builds, passed)
+						}
+						tags, err := api.ListTags(ctx, templateID)
+						if err != nil {
+							return err
+						}
+						for _, tag := range tags {
+							if tag.Tag == "candidate" && tag.BuildID == passed {
+								return nil
+							}
+						}
+						return fmt.Errorf("tag candidate does not point at %s: %+v", passed, tags)
+					}),
+				},
+			},
+			{
+				// A broken candidate: its smoke test fails, :prod stays.
+				PreConfig: func() {
+					acctest.Must(t, os.WriteFile(filepath.Join(app, "version.txt"), nil, 0o644))
+				},
+				ConfigDirectory: module,
+				ConfigVariables: vars,
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("e2b_template_build.candidate", plancheck.ResourceActionReplace),
+				}},
+				ExpectError: regexp.MustCompile(`(?s)Smoke test of build .* failed`),
+			},
+			{
+				// The tag is where it was, and the broken tree still fails.
+				ConfigDirectory: module,
+				ConfigVariables: vars,
+				PlanOnly:        true,
+				ExpectError:     regexp.MustCompile(`(?s)Smoke test of build .* failed`),
+				PreConfig: func() {
+					tags, err := api.ListTags(context.Background(), name)
+					acctest.Must(t, err)
+					for _, tag := range tags {
+						if tag.Tag == "prod" && tag.BuildID != passed {
+							t.Errorf(":prod points at %s after a failed smoke test; it was %s", tag.BuildID, passed)
+						}
+					}
+				},
+			},
+		},
+	})
+}
+
+// TestAccExamplePromotion_cli applies examples/promotion as a user would, with the Terraform
+// CLI and the provider binary through dev_overrides: the release module in staging (the
+// shared server), then in production (a server of its own), each through its own provider
+// configuration. Each environment ends with its own template, :prod on a build that passed
+// its smoke test; a second plan has nothing to do; destroy removes both templates.
+func TestAccExamplePromotion_cli(t *testing.T) {
+	staging := localServer(t)
+	production := acctest.Another(t)
+	terraformCLI := os.Getenv("TF_ACC_TERRAFORM_PATH")
+	if terraformCLI == "" {
+		terraformCLI = "terraform"
+	}
+	root, err := acctest.ModuleRoot()
+	acctest.Must(t, err)
+	work := t.TempDir()
+	example := filepath.Join(work, "promotion")
+	copyDir(t, filepath.Join(root, "examples", "promotion"), example)
+	cliConfig := filepath.Join(work, "terraformrc")
+	acctest.Must(t, os.WriteFile(cliConfig, fmt.Appendf(nil, `provider_installation {
+  dev_overrides {
+    "e2b-terraform/e2b" = %q
+  }
+  direct {}
+}
+`, filepath.Dir(staging.Binary)), 0o600))
+	name := uniqueName("acc-promo-example")
+	vars := fmt.Sprintf(`
+staging            = { api_url = %q, sandbox_url = %q, template_name = %q }
+production         = { api_url = %q, sandbox_url = %q, template_name = %q }
+staging_api_key    = %q
+production_api_key = %q
+base_image         = %q
+`, staging.APIURL, staging.SandboxURL, name, production.APIURL, production.SandboxURL, name, staging.APIKey, production.APIKey, staging.DebianImage)
+	acctest.Must(t, os.WriteFile(filepath.Join(example, "terraform.tfvars"), []byte(vars), 0o600))
+
+	terraform := func(args ...string) (string, error) {
+		// Not t.Context: the cleanup's destroy runs after it ends.
+		cmd := exec.CommandContext(context.Background(), terraformCLI, args...)
+		cmd.Dir = example
+		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+cliConfig, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	mustTerraform := func(args ...string) string {
+		out, err := terraform(args...)
+		if err != nil {
+			t.Fatalf("terraform %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	destroyed := false
+	t.Cleanup(func() {
+		if !destroyed {
+			if out, err := terraform("destroy", "-auto-approve", "-input=false", "-no-color"); err != nil {
+				t.Errorf("terraform destroy: %v\n%s", err, out)
+			}
+		}
+	})
+
+	mustTerraform("get", "-no-color") // the local release module; the provider comes from dev_overrides
+	mustTerraform("apply", "-auto-approve", "-input=false", "-no-color")
+	var outputs map[string]struct{ Value string }
+	acctest.Must(t, json.Unmarshal([]byte(mustTerraform("output", "-json")), &outputs))
+	for env, srv := range map[string]*acctest.Server{"staging": staging, "production": production} {
+		api := testAPI(t, srv)
+		_, err := api.GetTemplateByAlias(t.Context(), name)
+		acctest.Must(t, err)
+		tags, err := api.ListTags(t.Context(), name)
+		acctest.Must(t, err)
+		prod := ""
+		for _, tag := range tags {
+			if tag.Tag == "prod" {
+				prod = tag.BuildID
+			}
+		}
+		if prod == "" || outputs[env].Value != name+":prod -> "+prod {
+			t.Errorf("%s: output %q, :prod on %q (tags %+v)", env, outputs[env].Value, prod, tags)
+		}
+	}
+	if staging.APIURL == production.APIURL || outputs["staging"].Value == outputs["production"].Value {
+		t.Errorf("both environments are one: %s and %s", outputs["staging"].Value, outputs["production"].Value)
+	}
+
+	if out, err := terraform("plan", "-detailed-exitcode", "-input=false", "-no-color"); err != nil {
+		t.Errorf("second plan is not empty (%v):\n%s", err, out)
+	}
+	mustTerraform("destroy", "-auto-approve", "-input=false", "-no-color")
+	destroyed = true
+	for env, srv := range map[string]*acctest.Server{"staging": staging, "production": production} {
+		if _, err := testAPI(t, srv).GetTemplateByAlias(t.Context(), name); !e2bapi.IsNotFound(err) {
+			t.Errorf("%s: template %s after destroy: %v, want not found", env, name, err)
+		}
+	}
+}

@@ -1,0 +1,301 @@
+package templatebuild
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/dockerfile"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
+)
+
+// How COPY sources are hashed (Spec.HashMode).
+const (
+	// HashPortable is the files hash v1: the same on every machine and filesystem.
+	HashPortable = "portable"
+	// HashSDK is what the E2B SDKs compute, so uploads are shared with SDK users.
+	HashSDK = "e2b-sdk"
+)
+
+// Spec is a build as configured: a base, a Dockerfile and/or steps, and where COPY takes
+// its files from. Every value is known.
+type Spec struct {
+	TemplateID        string
+	FromImage         string
+	FromTemplate      string
+	FromImageRegistry *e2bapi.FromImageRegistry
+	// Dockerfile is the path of a Dockerfile or its content. Its base, steps and commands
+	// come first; StartCmd and ReadyCmd, when set, win over its CMD.
+	Dockerfile string
+	// Context is the directory COPY sources are taken from; empty means the Dockerfile's
+	// directory when Dockerfile is a path, else the working directory.
+	Context  string
+	Steps    []Step
+	StartCmd string
+	ReadyCmd string
+	Force    bool
+	// HashMode is HashPortable (also when empty) or HashSDK.
+	HashMode string
+	// CPUCount and MemoryMB are the build's resources; nil takes the server's default.
+	CPUCount *int32
+	MemoryMB *int32
+	// Tags are the tags the build gets.
+	Tags []string
+}
+
+// Step is one configured build step.
+type Step struct {
+	steps.Step
+	// ResolveSymlinks (COPY only) copies what symlinks inside the context point to.
+	ResolveSymlinks bool
+}
+
+// Build is a Spec resolved for running: the start request with the files hash of every
+// COPY step, and the listing each archive is made from.
+type Build struct {
+	TemplateID string
+	CPUCount   *int32
+	MemoryMB   *int32
+	Tags       []string
+	Start      e2bapi.TemplateBuildStartV2
+	// ContextDir is the absolute context directory.
+	ContextDir string
+	// Copies are the COPY steps, in build order.
+	Copies []Copy
+	// Warnings are Dockerfile instructions that were ignored, each naming its line.
+	Warnings []string
+}
+
+// Copy is the archive of one COPY step.
+type Copy struct {
+	// Step is the step's index in Build.Start.Steps.
+	Step      int
+	Src, Dest string
+	Listing   *buildcontext.Listing
+	// Hash is the files hash the archive is stored under.
+	Hash         string
+	resolveLinks bool
+}
+
+// Name says which step it is in messages, such as "COPY app /app (step 2)".
+func (c Copy) Name() string { return fmt.Sprintf("COPY %s %s (step %d)", c.Src, c.Dest, c.Step+1) }
+
+// Hashes are the files hashes of the COPY steps, in build order.
+func (b *Build) Hashes() []string {
+	out := make([]string, len(b.Copies))
+	for i, c := range b.Copies {
+		out[i] = c.Hash
+	}
+	return out
+}
+
+// Issue is an error found while planning, about one argument of the build.
+type Issue struct {
+	// Field is the argument at fault: "dockerfile" or "context"; empty for the build as
+	// a whole.
+	Field   string
+	Summary string
+	Detail  string
+}
+
+// PlanError lists what is wrong with a Spec.
+type PlanError struct{ Issues []Issue }
+
+func (e *PlanError) Error() string {
+	msgs := make([]string, len(e.Issues))
+	for i, is := range e.Issues {
+		msgs[i] = is.Summary + ": " + is.Detail
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// Plan resolves spec: it reads and converts the Dockerfile, lists every COPY source and
+// hashes it. It uploads nothing and calls no API, so a plan can run it; an apply runs it
+// again and checks the hashes are still the planned ones (CheckHashes). Problems are a
+// *PlanError.
+func Plan(ctx context.Context, spec Spec, log e2bapi.Logger) (*Build, error) {
+	b := &Build{
+		TemplateID: spec.TemplateID, CPUCount: spec.CPUCount, MemoryMB: spec.MemoryMB, Tags: spec.Tags,
+		Start: e2bapi.TemplateBuildStartV2{
+			FromImage: spec.FromImage, FromTemplate: spec.FromTemplate, FromImageRegistry: spec.FromImageRegistry,
+			Force: spec.Force, StartCmd: spec.StartCmd, ReadyCmd: spec.ReadyCmd, Steps: []steps.Step{},
+		},
+	}
+	contextDir := "."
+	if spec.Dockerfile != "" {
+		content, dir, err := readDockerfile(spec.Dockerfile)
+		if err == nil {
+			var t *dockerfile.Template
+			if t, err = dockerfile.Convert(content); err == nil {
+				if dir != "" {
+					contextDir = dir
+				}
+				b.useDockerfile(t)
+			}
+		}
+		if err != nil {
+			return nil, &PlanError{[]Issue{{Field: "dockerfile", Summary: "Invalid dockerfile", Detail: err.Error()}}}
+		}
+	}
+	for _, s := range spec.Steps {
+		b.Start.Steps = append(b.Start.Steps, s.Step)
+		if s.Type == steps.Copy {
+			b.Copies = append(b.Copies, Copy{Step: len(b.Start.Steps) - 1, Src: s.Args[0], Dest: s.Args[1], resolveLinks: s.ResolveSymlinks})
+		}
+	}
+	if spec.Context != "" {
+		contextDir = spec.Context
+	}
+	abs, err := filepath.Abs(contextDir)
+	if err != nil {
+		return nil, &PlanError{[]Issue{{Field: "context", Summary: "Invalid context", Detail: err.Error()}}}
+	}
+	b.ContextDir = abs
+	if len(b.Copies) > 0 {
+		if st, err := os.Stat(abs); err != nil {
+			return nil, &PlanError{[]Issue{{Field: "context", Summary: "Missing build context",
+				Detail: fmt.Sprintf("The build context directory %s does not exist or cannot be read: %v", abs, err)}}}
+		} else if !st.IsDir() {
+			return nil, &PlanError{[]Issue{{Field: "context", Summary: "Invalid build context", Detail: fmt.Sprintf("%s is not a directory.", abs)}}}
+		}
+	}
+	if err := b.hash(ctx, spec.HashMode, log); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// useDockerfile takes the base, the steps and the commands of a converted Dockerfile;
+// start and ready commands already set win.
+func (b *Build) useDockerfile(t *dockerfile.Template) {
+	b.Warnings = t.Warnings
+	b.Start.FromImage = t.FromImage
+	if b.Start.StartCmd == "" {
+		b.Start.StartCmd = t.StartCmd
+	}
+	if b.Start.ReadyCmd == "" {
+		b.Start.ReadyCmd = t.ReadyCmd
+	}
+	for _, s := range t.Steps {
+		b.Start.Steps = append(b.Start.Steps, s)
+		if s.Type == steps.Copy {
+			b.Copies = append(b.Copies, Copy{Step: len(b.Start.Steps) - 1, Src: s.Args[0], Dest: s.Args[1]})
+		}
+	}
+}
+
+// readDockerfile returns the Dockerfile's content and, when the value is a path to a
+// file, its directory.
+func readDockerfile(v string) (content, dir string, err error) {
+	if !strings.ContainsAny(v, "\n") {
+		if st, statErr := os.Stat(v); statErr == nil && st.Mode().IsRegular() {
+			b, err := os.ReadFile(v)
+			if err != nil {
+				return "", "", err
+			}
+			return string(b), filepath.Dir(v), nil
+		}
+		if !strings.HasPrefix(strings.ToUpper(strings.TrimSpace(v)), "FROM") {
+			return "", "", fmt.Errorf("dockerfile %q is neither a readable file nor Dockerfile content (which starts with FROM)", v)
+		}
+	}
+	return v, "", nil
+}
+
+// hash lists and hashes every COPY source and sets the files hash of its step. The
+// listings are kept: they carry the file digests the archives are checked against.
+func (b *Build) hash(ctx context.Context, mode string, log e2bapi.Logger) error {
+	var cache *buildcontext.StatCache
+	if p, err := buildcontext.DefaultStatCachePath(); err == nil {
+		cache = buildcontext.OpenStatCache(p)
+	} else {
+		log.Debug(ctx, "no stat cache", map[string]any{"error": err.Error()})
+	}
+	var issues []Issue
+	for i := range b.Copies {
+		c := &b.Copies[i]
+		started := time.Now()
+		l, err := buildcontext.List(b.ContextDir, c.Src, buildcontext.ListOptions{ResolveLinks: c.resolveLinks})
+		if err == nil {
+			if mode == HashSDK {
+				c.Hash, err = l.SDKHash(ctx, c.Dest)
+			} else {
+				c.Hash, err = l.PortableHash(ctx, c.Dest, buildcontext.HashOptions{Cache: cache})
+			}
+		}
+		if err != nil {
+			issues = append(issues, Issue{Summary: fmt.Sprintf("Build context of step %d", c.Step+1),
+				Detail: fmt.Sprintf("COPY %s %s (step %d, context %s): %v", c.Src, c.Dest, c.Step+1, b.ContextDir, err)})
+			continue
+		}
+		c.Listing = l
+		b.Start.Steps[c.Step].FilesHash = c.Hash
+		log.Debug(ctx, "hashed COPY source", map[string]any{
+			"step": c.Step + 1, "src": c.Src, "entries": len(l.Entries), "files_hash": c.Hash,
+			"duration_ms": time.Since(started).Milliseconds(),
+		})
+	}
+	if cache != nil {
+		if err := cache.Save(); err != nil {
+			log.Warn(ctx, "could not save the stat cache", map[string]any{"path": cache.Path(), "error": err.Error()})
+		}
+	}
+	if len(issues) > 0 {
+		return &PlanError{issues}
+	}
+	return nil
+}
+
+// CheckHashes compares the hashes with those planned (in build order): an apply must build
+// the tree the plan showed. The error names every COPY step whose files changed and the
+// files modified last, the likely culprits.
+func (b *Build) CheckHashes(planned []string) error {
+	var issues []Issue
+	for i, c := range b.Copies {
+		if i < len(planned) && planned[i] != c.Hash {
+			issues = append(issues, Issue{Summary: "Build context changed since plan",
+				Detail: fmt.Sprintf("The files of %s changed after the plan: files hash %s at plan, %s now. "+
+					"Most recently modified: %s. Run terraform plan again.", c.Name(), planned[i], c.Hash, newestEntries(c.Listing, 3))})
+		}
+	}
+	if len(issues) > 0 {
+		return &PlanError{issues}
+	}
+	return nil
+}
+
+// newestEntries names the n most recently modified files of a listing.
+func newestEntries(l *buildcontext.Listing, n int) string {
+	entries := slices.Clone(l.Entries)
+	sort.SliceStable(entries, func(i, j int) bool { return entries[i].ID.MtimeNs > entries[j].ID.MtimeNs })
+	var names []string
+	for _, e := range entries {
+		if e.Kind == buildcontext.KindFile && len(names) < n {
+			names = append(names, filepath.Join(l.Context, filepath.FromSlash(e.Path)))
+		}
+	}
+	if len(names) == 0 {
+		return "(no files)"
+	}
+	return strings.Join(names, ", ")
+}
+
+// CheckCopySource rejects COPY sources that are absolute or climb out of the context, as
+// a configuration can be checked before planning; what exists is checked by Plan.
+func CheckCopySource(src string) error {
+	if filepath.IsAbs(src) || strings.HasPrefix(src, "/") {
+		return fmt.Errorf("COPY source %q is absolute; it must be relative to the context", src)
+	}
+	clean := filepath.ToSlash(filepath.Clean(src))
+	if clean == ".." || strings.HasPrefix(clean, "../") {
+		return fmt.Errorf("COPY source %q escapes the context", src)
+	}
+	return nil
+}

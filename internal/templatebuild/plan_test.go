@@ -1,0 +1,145 @@
+package templatebuild
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
+)
+
+// TestPlanDockerfile plans a Dockerfile build: the context is the Dockerfile's directory,
+// its COPY is hashed (differently in the two modes) and its hash set on the step.
+func TestPlanDockerfile(t *testing.T) {
+	dir := t.TempDir()
+	acctest.WriteFiles(t, dir, map[string]string{
+		"Dockerfile": "FROM busybox\nCOPY --chown=app a.txt /opt/a.txt\nENV A=1\nCMD [\"sleep\", \"1\"]\n",
+		"a.txt":      "a",
+	})
+	spec := Spec{Dockerfile: filepath.Join(dir, "Dockerfile"), Force: true}
+	b, err := Plan(t.Context(), spec, &recorder{})
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	if b.ContextDir != dir {
+		t.Errorf("context %q, want the Dockerfile's directory %q", b.ContextDir, dir)
+	}
+	if b.Start.FromImage != "busybox" || b.Start.StartCmd != "sleep 1" || !b.Start.Force {
+		t.Errorf("start request %+v", b.Start)
+	}
+	if len(b.Copies) != 1 || b.Copies[0].Src != "a.txt" || b.Copies[0].Dest != "/opt/a.txt" {
+		t.Fatalf("copies %+v", b.Copies)
+	}
+	got := b.Start.Steps[b.Copies[0].Step]
+	if got.Type != steps.Copy || got.Args[2] != "app" {
+		t.Errorf("COPY step %+v, want user app", got)
+	}
+	if len(b.Hashes()) != 1 || len(b.Copies[0].Listing.Entries) != 1 || got.FilesHash != b.Hashes()[0] {
+		t.Fatalf("hashes %v, step %+v", b.Hashes(), got)
+	}
+	spec.HashMode = HashSDK
+	sdk, err := Plan(t.Context(), spec, &recorder{})
+	if err != nil || sdk.Hashes()[0] == b.Hashes()[0] {
+		t.Errorf("SDK hash %v should differ from the portable %v (%v)", sdk.Hashes(), b.Hashes(), err)
+	}
+}
+
+// TestPlanSteps plans configured steps after a Dockerfile's and in a context of their own.
+func TestPlanSteps(t *testing.T) {
+	dir := t.TempDir()
+	acctest.WriteFiles(t, dir, map[string]string{"a.txt": "a", "d/b.txt": "b"})
+	b, err := Plan(t.Context(), Spec{FromImage: "busybox", Context: dir, Steps: []Step{
+		{Step: steps.Step{Type: steps.Copy, Args: []string{"a.txt", "/a.txt", "", ""}}},
+		{Step: steps.Step{Type: steps.Run, Args: []string{"true"}}},
+		{Step: steps.Step{Type: steps.Copy, Args: []string{"d", "/d", "", "0755"}}, ResolveSymlinks: true},
+	}}, &recorder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Copies) != 2 || b.Copies[1].Step != 2 || b.Copies[1].Name() != "COPY d /d (step 3)" || !b.Copies[1].resolveLinks {
+		t.Errorf("copies %+v", b.Copies)
+	}
+	if err := b.CheckHashes(b.Hashes()); err != nil {
+		t.Errorf("CheckHashes(own hashes): %v", err)
+	}
+	err = b.CheckHashes([]string{b.Hashes()[0], "0000"})
+	var pe *PlanError
+	if !errors.As(err, &pe) || len(pe.Issues) != 1 || pe.Issues[0].Summary != "Build context changed since plan" ||
+		!strings.Contains(pe.Issues[0].Detail, "The files of COPY d /d (step 3) changed after the plan: files hash 0000 at plan") {
+		t.Errorf("CheckHashes(another hash) = %v", err)
+	}
+}
+
+func TestPlanErrors(t *testing.T) {
+	ctxDir := t.TempDir()
+	acctest.WriteFiles(t, ctxDir, map[string]string{"a.txt": "a", "file": "f"})
+	copyStep := func(src string) []Step {
+		return []Step{{Step: steps.Step{Type: steps.Copy, Args: []string{src, "/x", "", ""}}}}
+	}
+	for name, c := range map[string]struct {
+		spec          Spec
+		field, detail string
+	}{
+		"multi-stage":       {Spec{Dockerfile: "FROM a AS one\nRUN true\nFROM b\n"}, "dockerfile", "line 3"},
+		"not a dockerfile":  {Spec{Dockerfile: "busybox"}, "dockerfile", "neither a readable file"},
+		"missing context":   {Spec{FromImage: "a", Context: "/nonexistent/e2b-context", Steps: copyStep("a.txt")}, "context", "/nonexistent/e2b-context does not exist"},
+		"context is a file": {Spec{FromImage: "a", Context: filepath.Join(ctxDir, "file"), Steps: copyStep("a.txt")}, "context", "is not a directory"},
+		"nothing matches":   {Spec{FromImage: "a", Context: ctxDir, Steps: copyStep("nothing-*.txt")}, "", "COPY nothing-*.txt /x (step 1, context " + ctxDir},
+	} {
+		_, err := Plan(t.Context(), c.spec, &recorder{})
+		var pe *PlanError
+		if !errors.As(err, &pe) || pe.Issues[0].Field != c.field || !strings.Contains(pe.Issues[0].Detail, c.detail) {
+			t.Errorf("%s: error %#v, want one on %q containing %q", name, err, c.field, c.detail)
+		}
+	}
+	// Without COPY, no context is needed.
+	if _, err := Plan(t.Context(), Spec{FromImage: "a", Context: "/nonexistent/e2b-context"}, &recorder{}); err != nil {
+		t.Errorf("a build without COPY needs no context: %v", err)
+	}
+}
+
+func TestReadDockerfile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "Dockerfile")
+	acctest.Must(t, os.WriteFile(p, []byte("FROM x\n"), 0o644))
+	if content, d, err := readDockerfile(p); err != nil || content != "FROM x\n" || d != dir {
+		t.Errorf("path: %q %q %v", content, d, err)
+	}
+	if content, d, err := readDockerfile("FROM y\nRUN true\n"); err != nil || !strings.HasPrefix(content, "FROM y") || d != "" {
+		t.Errorf("content: %q %q %v", content, d, err)
+	}
+	if _, _, err := readDockerfile(filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "neither a readable file") {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestCheckCopySource(t *testing.T) {
+	for src, ok := range map[string]bool{"a": true, "a/../b": true, "**/*.go": true, ".": true,
+		"..": false, "../a": false, "a/../../b": false, "/etc": false} {
+		if err := CheckCopySource(src); (err == nil) != ok {
+			t.Errorf("CheckCopySource(%q) = %v, want ok=%v", src, err, ok)
+		}
+	}
+}
+
+func TestNewestEntries(t *testing.T) {
+	dir := t.TempDir()
+	acctest.WriteFiles(t, dir, map[string]string{"old.txt": "o", "mid.txt": "m", "new.txt": "n", "sub/": ""})
+	base := time.Now().Add(-time.Hour)
+	for i, name := range []string{"old.txt", "mid.txt", "new.txt"} {
+		when := base.Add(time.Duration(i) * time.Minute)
+		acctest.Must(t, os.Chtimes(filepath.Join(dir, name), when, when))
+	}
+	l, err := buildcontext.List(dir, ".", buildcontext.ListOptions{})
+	acctest.Must(t, err)
+	got := newestEntries(l, 2)
+	want := filepath.Join(l.Context, "new.txt") + ", " + filepath.Join(l.Context, "mid.txt")
+	if got != want {
+		t.Errorf("newestEntries = %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,314 @@
+// Package templatebuild is the use case of one template build on E2B (the cloud,
+// self-hosted E2B or the local server): Plan resolves a configured build (its Dockerfile,
+// its context, the listing and files hash of every COPY source) without calling the API;
+// Run uploads the archives the server lacks, registers and starts the build, follows it to
+// the end and says why it failed; Wait follows a build an earlier run left going. It knows
+// nothing of Terraform; the provider turns its results into state and diagnostics.
+package templatebuild
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+)
+
+// uploadParallelism bounds the archives spooled and uploaded at once: each holds a
+// temporary file and a connection.
+const uploadParallelism = 4
+
+// Options are the hooks and limits of Run and Wait.
+type Options struct {
+	// Timeout bounds the upload and the wait for the build (none when zero). When it
+	// passes while the build runs, the build goes on and the error is a *TimeoutError.
+	Timeout time.Duration
+	// Started is called once the build is started, before waiting for it: the caller
+	// records the build ID there, so that a run that stops now still tracks the build. An
+	// error stops Run, which returns it unchanged.
+	Started func(buildID string) error
+	// OnLog receives every build log line once, in order, with a description of its
+	// step such as "step 2 (RUN make)".
+	OnLog func(line e2bapi.BuildLogEntry, step string)
+	// Logger receives the progress messages (uploads, start); may be nil.
+	Logger e2bapi.Logger
+}
+
+// Result is what a run left: the build's ID and status (BuildReady; BuildBuilding when
+// the wait stopped first; BuildError for a failed build). BuildID is empty when the build
+// was never started.
+type Result struct {
+	BuildID string
+	Status  string
+}
+
+// Stage is the part of a run an *Error happened in.
+type Stage string
+
+// The stages of a run.
+const (
+	StageTemplate Stage = "template" // reading the template
+	StageUpload   Stage = "upload"   // uploading the build context
+	StageStart    Stage = "start"    // registering and starting the build
+	StageFollow   Stage = "follow"   // following the build (it may go on)
+	StageTags     Stage = "tags"     // giving the ready build its tags
+)
+
+// Error is a run that failed in one stage for a reason other than the build's own
+// failure (a *FailedError) or the timeout (a *TimeoutError).
+type Error struct {
+	Stage Stage
+	Err   error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// TimeoutError is a wait that ended at Options.Timeout while the build runs on.
+type TimeoutError struct {
+	TemplateID, BuildID string
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("build %s of template %s did not finish within the timeout; it goes on", e.BuildID, e.TemplateID)
+}
+
+// Run runs the build b: it uploads the COPY archives the server does not have, starts the
+// build, calls opts.Started, and waits for the build to end. It fails with an *Error, a
+// *FailedError (the build failed) or a *TimeoutError (the build goes on); Result says
+// what became of the build in every case.
+func Run(ctx context.Context, api *e2bapi.Client, b *Build, opts Options) (Result, error) {
+	log := logger(opts)
+	waitCtx, cancel := withTimeout(ctx, opts.Timeout)
+	defer cancel()
+	tpl, err := api.GetTemplate(ctx, b.TemplateID)
+	if err != nil {
+		return Result{}, &Error{StageTemplate, err}
+	}
+	if err := uploadMissing(waitCtx, api, b.TemplateID, b.Copies, log); err != nil {
+		return Result{}, &Error{StageUpload, err}
+	}
+	buildID, onWaiting, err := start(ctx, api, tpl, b, log)
+	if err != nil {
+		return Result{}, &Error{StageStart, err}
+	}
+	if opts.Started != nil {
+		if err := opts.Started(buildID); err != nil {
+			return Result{BuildID: buildID, Status: e2bapi.BuildBuilding}, err
+		}
+	}
+	// A build registered anew got its tags then; one started on the waiting build only
+	// carries the default tag until it is ready.
+	var tags []string
+	if onWaiting {
+		tags = b.Tags
+	}
+	status, err := wait(ctx, waitCtx, api, b.TemplateID, buildID, b.Start.Steps, tags, templateName(tpl), opts)
+	return Result{BuildID: buildID, Status: status}, err
+}
+
+// Wait waits for a build an earlier run left going (Run's *TimeoutError) and, once it is
+// ready, gives it those of tags no build holds yet. It returns the build's status and
+// fails like Run. Log lines name step numbers only: the steps are not known here.
+func Wait(ctx context.Context, api *e2bapi.Client, templateID, buildID string, tags []string, opts Options) (string, error) {
+	waitCtx, cancel := withTimeout(ctx, opts.Timeout)
+	defer cancel()
+	return wait(ctx, waitCtx, api, templateID, buildID, nil, tags, "", opts)
+}
+
+// wait follows the build under waitCtx, then tags it. name is the template's name when
+// known (else it is read when a tag is missing).
+func wait(ctx, waitCtx context.Context, api *e2bapi.Client, templateID, buildID string, buildSteps []e2bapi.TemplateStep, tags []string, name string, opts Options) (string, error) {
+	info, err := defaultPoller.follow(waitCtx, api, templateID, buildID, buildSteps, opts.OnLog)
+	var failed *FailedError
+	switch {
+	case errors.As(err, &failed):
+		return e2bapi.BuildError, err
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return e2bapi.BuildBuilding, &TimeoutError{TemplateID: templateID, BuildID: buildID}
+	case err != nil:
+		return e2bapi.BuildBuilding, &Error{StageFollow, err}
+	}
+	if info.Status == e2bapi.BuildReady {
+		if err := assignMissingTags(ctx, api, templateID, buildID, name, tags); err != nil {
+			return info.Status, &Error{StageTags, err}
+		}
+	}
+	return info.Status, nil
+}
+
+func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+type noopLogger struct{}
+
+func (noopLogger) Debug(context.Context, string, map[string]any) {}
+func (noopLogger) Info(context.Context, string, map[string]any)  {}
+func (noopLogger) Warn(context.Context, string, map[string]any)  {}
+
+func logger(opts Options) e2bapi.Logger {
+	if opts.Logger == nil {
+		return noopLogger{}
+	}
+	return opts.Logger
+}
+
+// uploadMissing asks the server for every archive and uploads those it does not have, a
+// few at a time; an archive shared by several steps is asked for once. Each is spooled to
+// a temporary file (every file checked against the digest the hash used) and streamed
+// from there.
+func uploadMissing(ctx context.Context, api *e2bapi.Client, templateID string, copies []Copy, log e2bapi.Logger) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, uploadParallelism)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	seen := map[string]bool{}
+	for _, c := range copies {
+		if seen[c.Hash] {
+			continue
+		}
+		seen[c.Hash] = true
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if err := uploadOne(ctx, api, templateID, c, log); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("%s: %w", c.Name(), err))
+				mu.Unlock()
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func uploadOne(ctx context.Context, api *e2bapi.Client, templateID string, c Copy, log e2bapi.Logger) error {
+	link, err := api.GetFileUploadLink(ctx, templateID, c.Hash)
+	if err != nil {
+		return err
+	}
+	if link.Present {
+		log.Info(ctx, "build context already uploaded", map[string]any{"files_hash": c.Hash})
+		return nil
+	}
+	if link.URL == "" {
+		return fmt.Errorf("E2B has no archive with files hash %s and gave no upload URL", c.Hash)
+	}
+	started := time.Now()
+	name, size, err := c.Listing.SpoolArchive(ctx, "")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(name)
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := api.UploadArchive(ctx, link, f, size); err != nil {
+		return err
+	}
+	log.Info(ctx, "build context uploaded", map[string]any{
+		"files_hash": c.Hash, "bytes": size, "duration_ms": time.Since(started).Milliseconds(),
+	})
+	return nil
+}
+
+// start starts the build of tpl. When the template has a waiting build (the one E2B
+// registers with a template) with the same resources, the build runs on it, so that one
+// does not wait forever: it carries the default tag, and onWaiting is true so that it
+// gets b.Tags once ready. Otherwise a new build is registered with b.Tags, plus the
+// default tag when a waiting build is there: E2B then marks the waiting one superseded.
+func start(ctx context.Context, api *e2bapi.Client, tpl *e2bapi.TemplateWithBuilds, b *Build, log e2bapi.Logger) (buildID string, onWaiting bool, err error) {
+	waiting := false
+	for _, w := range tpl.Builds {
+		if w.Status != e2bapi.BuildWaiting {
+			continue
+		}
+		waiting = true
+		if (b.CPUCount != nil && w.CPUCount != *b.CPUCount) || (b.MemoryMB != nil && w.MemoryMB != *b.MemoryMB) {
+			continue
+		}
+		err := api.StartBuild(ctx, tpl.TemplateID, w.BuildID, b.Start)
+		if err == nil {
+			log.Info(ctx, "build started on the template's waiting build", map[string]any{"build_id": w.BuildID})
+			return w.BuildID, true, nil
+		}
+		// Another apply may have taken it in the meantime.
+		if !e2bapi.IsInvalid(err) {
+			return "", false, err
+		}
+		log.Debug(ctx, "waiting build not usable", map[string]any{"build_id": w.BuildID, "error": err.Error()})
+	}
+	name := templateName(tpl)
+	tags := b.Tags
+	if waiting && len(tags) > 0 && !slices.Contains(tags, e2bapi.DefaultTag) {
+		tags = append(slices.Clone(tags), e2bapi.DefaultTag)
+	}
+	out, err := api.CreateTemplateBuild(ctx, e2bapi.TemplateBuildRequestV3{Name: name, Tags: tags, CPUCount: b.CPUCount, MemoryMB: b.MemoryMB})
+	if err != nil {
+		return "", false, err
+	}
+	if out.TemplateID != tpl.TemplateID {
+		return "", false, fmt.Errorf("registering a build under the name %q gave template %s, not %s", name, out.TemplateID, tpl.TemplateID)
+	}
+	if err := api.StartBuild(ctx, tpl.TemplateID, out.BuildID, b.Start); err != nil {
+		return "", false, err
+	}
+	log.Info(ctx, "build started", map[string]any{"build_id": out.BuildID})
+	return out.BuildID, false, nil
+}
+
+// templateName is the name builds of tpl are registered and tagged under.
+func templateName(tpl *e2bapi.TemplateWithBuilds) string {
+	switch {
+	case len(tpl.Names) > 0:
+		return tpl.Names[0]
+	case len(tpl.Aliases) > 0:
+		return tpl.Aliases[0]
+	}
+	return tpl.TemplateID
+}
+
+// assignMissingTags points those of tags that no build of the template holds yet at the
+// ready build buildID: a build started on the template's waiting build got only the
+// default tag at registration. Tags another build holds were assigned after this build
+// was registered and are left alone. name is the template's name, read when empty.
+func assignMissingTags(ctx context.Context, api *e2bapi.Client, templateID, buildID, name string, tags []string) error {
+	if len(tags) == 0 {
+		return nil
+	}
+	held, err := api.ListTags(ctx, templateID)
+	if err != nil {
+		return err
+	}
+	var missing []string
+	for _, tag := range tags {
+		if !slices.ContainsFunc(held, func(h e2bapi.TemplateTag) bool { return h.Tag == tag }) {
+			missing = append(missing, tag)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if name == "" {
+		tpl, err := api.GetTemplate(ctx, templateID)
+		if err != nil {
+			return err
+		}
+		name = templateName(tpl)
+	}
+	_, err = api.AssignTags(ctx, name+":"+buildID, missing)
+	return err
+}
