@@ -72,7 +72,7 @@ func parseCommand(args []string, stderr io.Writer) (commandOptions, error) {
 	fs.StringVar(&o.teamSlug, "team-slug", DefaultTeamSlug, "namespace of template names (<team-slug>/<alias>)")
 	fs.StringVar(&o.envdBinary, "envd-binary", "", "static Linux build of this binary, mounted into containers as envd (default: this executable)")
 	fs.StringVar(&o.stateDir, "state-dir", "", "short directory for envd sockets (default: <data-dir>/run, or a temp dir when that path is too long)")
-	fs.StringVar(&o.network, "network", "host", "container network: host or none")
+	fs.StringVar(&o.network, "network", "none", "container network: none (a network namespace of its own per container: no host loopback, no other sandbox) or host (UNSAFE for untrusted code: the host's network, loopback services included)")
 	fs.StringVar(&o.domain, "domain", "", "domain answered for sandboxes (default: localhost:<port>)")
 	fs.StringVar(&o.publicURL, "public-url", "", "base URL clients reach this server at, used in upload URLs (default: the request's Host)")
 	fs.Int64Var(&o.maxUploadBytes, "max-upload-bytes", DefaultMaxUploadBytes, "largest accepted archive upload")
@@ -164,6 +164,9 @@ func runCommand(ctx context.Context, o commandOptions, logger *slog.Logger, stdo
 	info, err := docker.Info(ctx)
 	if err != nil {
 		return fmt.Errorf("no Docker engine answers (DOCKER_HOST=%q): %w", os.Getenv("DOCKER_HOST"), err)
+	}
+	if o.network == runtime.NetworkHost {
+		logger.Warn("containers share the host's network (--network host): sandbox code reaches every loopback service of this machine, this server's API included, and its listeners appear on the host; egress is not filtered. Do not run untrusted code this way.")
 	}
 	logger.Info("doctor", "engine", info.ServerVersion, "api", info.APIVersion, "runtime", info.Runtime, "os", info.OS,
 		"data_dir", dataDir, "state_dir", stateDir, "network", o.network, "envd_binary", envd)

@@ -140,7 +140,7 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 	}
 	switch opts.Network {
 	case "":
-		opts.Network = NetworkHost
+		opts.Network = NetworkNone
 	case NetworkHost, NetworkNone:
 	default:
 		return nil, fmt.Errorf("docker runtime: network %q is not supported (use none or host)", opts.Network)

@@ -105,7 +105,7 @@ func buildEnvd(dir string) (string, error) {
 }
 
 // newTestDocker connects an engine whose containers only this test sees,
-// with containers on network ("" for the default, host).
+// with containers on network ("" for the default, none).
 func newTestDocker(t *testing.T, network string) *Docker {
 	t.Helper()
 	if dockerEnv.skip != "" {
@@ -668,5 +668,26 @@ func TestBuildUsesBashWhenPresent(t *testing.T) {
 	removeImageAtEnd(t, d, res.Image)
 	if !log.has("1", "bash called with -l -c") || !log.has("1", "ran") || log.has("base", "no /bin/bash") {
 		t.Errorf("RUN did not go through bash -l -c:\n%s", &log)
+	}
+}
+
+// With the opt-in host network, envd is still reached through the relay
+// (it listens on a socket of the container's own file system, not on the
+// host's port 49983), and no other port is relayed: the sandbox's
+// loopback is the host's.
+func TestHostNetworkRelaysOnlyEnvd(t *testing.T) {
+	t.Parallel()
+	d := newTestDocker(t, NetworkHost)
+	token := rand.Text()
+	sb, err := d.StartSandbox(t.Context(), SandboxSpec{SandboxID: randomID("host"), Image: dockerEnv.baseImage, User: "root", AccessToken: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.StopSandbox(context.Background(), sb.ID)
+	if out, code := sh(t, sandboxClient(d, sb, token), "", "echo up"); code != 0 || out != "up\n" {
+		t.Errorf("envd in a host-network sandbox: %q (exit %d)", out, code)
+	}
+	if _, err := d.DialSandbox(t.Context(), sb.ID, 8080); !errors.Is(err, ErrPortNotRelayed) {
+		t.Errorf("dial port 8080 of a host-network sandbox: %v, want ErrPortNotRelayed", err)
 	}
 }
