@@ -52,6 +52,7 @@ type commandOptions struct {
 	maxArchiveEntries                                                                   int
 	uploadURLTTL, maxSandboxTimeout                                                     time.Duration
 	maxCPU, maxMemoryMB                                                                 int
+	pidsLimit                                                                           int64
 }
 
 func parseCommand(args []string, stderr io.Writer) (commandOptions, error) {
@@ -82,6 +83,7 @@ func parseCommand(args []string, stderr io.Writer) (commandOptions, error) {
 	fs.DurationVar(&o.maxSandboxTimeout, "max-sandbox-timeout", DefaultMaxSandboxTimeout, "longest sandbox timeout")
 	fs.IntVar(&o.maxCPU, "max-cpu", DefaultMaxCPUCount, "largest cpuCount of a template")
 	fs.IntVar(&o.maxMemoryMB, "max-memory-mb", DefaultMaxMemoryMB, "largest memoryMB of a template")
+	fs.Int64Var(&o.pidsLimit, "pids-limit", runtime.DefaultPidsLimit, "most processes and threads in one sandbox or build container (-1: no limit)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -154,7 +156,7 @@ func runCommand(ctx context.Context, o commandOptions, logger *slog.Logger, stdo
 	}
 	instance := sha256.Sum256([]byte(dataDir))
 	docker, err := runtime.NewDocker(ctx, runtime.DockerOptions{
-		EnvdBinary: envd, StateDir: stateDir, Network: o.network,
+		EnvdBinary: envd, StateDir: stateDir, Network: o.network, PidsLimit: o.pidsLimit,
 		Instance: hex.EncodeToString(instance[:6]), Logger: logger,
 	})
 	if err != nil {

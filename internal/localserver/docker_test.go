@@ -143,6 +143,11 @@ func TestDockerBuildAndSandbox(t *testing.T) {
 	ts.call("DELETE", "/templates/docker-app", nil, http.StatusNoContent, nil)
 }
 
+var (
+	stateDirsMu sync.Mutex
+	stateDirs   = map[string]string{}
+)
+
 // startCommand runs `<binary> server` on dataDir and waits for its
 // server.json.
 func startCommand(t *testing.T, binary, dataDir string) (*exec.Cmd, Info) {
@@ -151,11 +156,21 @@ func startCommand(t *testing.T, binary, dataDir string) (*exec.Cmd, Info) {
 	cmd := exec.Command(binary, "server", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--network", "none")
 	// Short, for envd's socket paths (under 108 bytes; t.TempDir holds the
 	// test's name); removed after the server stopped.
-	stateDir, err := os.MkdirTemp("", "lsk") //nolint:usetesting // socket path length, see above
-	if err != nil {
-		t.Fatal(err)
+	// One per data dir, as the default <data-dir>/run is: sandboxes kept
+	// across a restart find their relay at the same host path.
+	stateDirsMu.Lock()
+	stateDir, ok := stateDirs[dataDir]
+	if !ok {
+		var err error
+		stateDir, err = os.MkdirTemp("", "lsk") //nolint:usetesting // socket path length, see above
+		if err != nil {
+			stateDirsMu.Unlock()
+			t.Fatal(err)
+		}
+		stateDirs[dataDir] = stateDir
+		t.Cleanup(func() { os.RemoveAll(stateDir) })
 	}
-	t.Cleanup(func() { os.RemoveAll(stateDir) })
+	stateDirsMu.Unlock()
 	cmd.Env = append(os.Environ(), "E2B_LOCAL_STATE_DIR="+stateDir)
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
@@ -221,6 +236,9 @@ func TestDockerRestartAfterSIGKILL(t *testing.T) {
 	if n := buildContainers(t, running.BuildID); n != 1 {
 		t.Fatalf("%d containers run the build, want 1", n)
 	}
+	// A sandbox that lives through the restart: its envd redials the relay
+	// the new server re-creates at the same host path.
+	survivor := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "killed", Timeout: int32p(600)})
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -245,6 +263,15 @@ func TestDockerRestartAfterSIGKILL(t *testing.T) {
 	if link := ts.link(good.TemplateID, hash); !link.Present {
 		t.Error("the stored archive was lost")
 	}
+	survivorClient, err := envdclient.New(envdclient.Config{BaseURL: ts.URL, SandboxID: survivor.SandboxID, AccessToken: survivor.EnvdAccessToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := survivorClient.Run(t.Context(), envdclient.RunRequest{Cmd: "/bin/sh", Args: []string{"-c", "echo survived"}})
+	if err != nil || string(res.Stdout) != "survived\n" {
+		t.Errorf("the sandbox kept across the restart: %v %+v", err, res)
+	}
+	ts.call("DELETE", "/sandboxes/"+survivor.SandboxID, nil, http.StatusNoContent, nil)
 	// The template still runs sandboxes.
 	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "killed"})
 	ts.call("DELETE", "/sandboxes/"+sb.SandboxID, nil, http.StatusNoContent, nil)

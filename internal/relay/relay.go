@@ -84,6 +84,9 @@ type ListenOptions struct {
 	CheckPeer func(ctx context.Context, cred *syscall.Ucred) error
 	// Logf receives rejected connections (optional).
 	Logf func(format string, args ...any)
+	// DialWait bounds how long Dial waits for envd to offer a connection
+	// (default 30 s), whatever the caller's context allows.
+	DialWait time.Duration
 }
 
 // Listener is the server's end of one sandbox's relay.
@@ -105,6 +108,9 @@ func Listen(path string, opts ListenOptions) (*Listener, error) {
 	}
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
+	}
+	if opts.DialWait <= 0 {
+		opts.DialWait = 30 * time.Second
 	}
 	ln, err := ListenUnix(path)
 	if err != nil {
@@ -218,6 +224,8 @@ func (l *Listener) Dial(ctx context.Context, port int) (net.Conn, error) {
 	if port < 1 || port > 65535 {
 		return nil, fmt.Errorf("port %d is out of range", port)
 	}
+	ctx, cancel := context.WithTimeoutCause(ctx, l.opts.DialWait, fmt.Errorf("no connection from envd within %s", l.opts.DialWait))
+	defer cancel()
 	for {
 		var c net.Conn
 		select {

@@ -54,6 +54,9 @@ type DockerOptions struct {
 	// ImageRepository is the repository build images are committed to
 	// (default "e2b-local"); the image is <repo>/<templateID>:<buildID>.
 	ImageRepository string
+	// PidsLimit caps the processes (threads included) of every container
+	// (default 4096; negative: no limit).
+	PidsLimit int64
 	// EnvdStartTimeout bounds the wait for envd's /health (default 30 s).
 	EnvdStartTimeout time.Duration
 	// ReadyTimeout bounds the ready command loop (default 10 min, §3.4).
@@ -153,6 +156,9 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 	}
 	if opts.ImageRepository == "" {
 		opts.ImageRepository = "e2b-local"
+	}
+	if opts.PidsLimit == 0 {
+		opts.PidsLimit = DefaultPidsLimit
 	}
 	if opts.EnvdStartTimeout <= 0 {
 		opts.EnvdStartTimeout = 30 * time.Second
@@ -326,8 +332,16 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 			// but can neither replace nor add anything the server uses.
 			dir + ":" + containerSocketDir + ":ro",
 		},
-		Resources: resources(req.cpuCount, req.memoryMB),
+		Resources: resources(req.cpuCount, req.memoryMB, d.opts.PidsLimit),
 		Init:      boolPtr(true),
+		// Docker's default set minus NET_RAW (raw and packet sockets) and
+		// MKNOD; named one by one so that a changed engine default cannot
+		// widen it.
+		CapDrop: []string{"ALL"},
+		CapAdd:  containerCaps,
+		// setuid binaries and file capabilities gain nothing: processes
+		// keep at most what envd gave them.
+		SecurityOpt: []string{"no-new-privileges"},
 	}
 	created, err := d.cli.ContainerCreate(ctx, cfg, hc, nil, nil, "")
 	if err != nil {
@@ -431,10 +445,23 @@ func (d *Docker) discard(rc *runningContainer) {
 	}
 }
 
+// DefaultPidsLimit is the default cap on a container's processes.
+const DefaultPidsLimit = 4096
+
+// containerCaps are the capabilities of sandbox and build containers:
+// what package managers (apt drops to _apt: SETUID, SETGID), useradd,
+// chown and chmod (CHOWN, DAC_OVERRIDE, FOWNER, FSETID) and common
+// daemons (NET_BIND_SERVICE, SYS_CHROOT for sshd, AUDIT_WRITE for sudo
+// and login) need. NET_RAW and MKNOD of Docker's default set are left out.
+var containerCaps = []string{
+	"CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID",
+	"SETPCAP", "SETFCAP", "NET_BIND_SERVICE", "SYS_CHROOT", "AUDIT_WRITE",
+}
+
 // resources turns the template's CPU and memory into container limits,
 // capping CPUs at what the host has so that small machines can run any
-// template.
-func resources(cpuCount, memoryMB int32) container.Resources {
+// template. Memory has no swap beyond it.
+func resources(cpuCount, memoryMB int32, pidsLimit int64) container.Resources {
 	var r container.Resources
 	if cpuCount > 0 {
 		cpus := min(int(cpuCount), goruntime.NumCPU())
@@ -442,6 +469,10 @@ func resources(cpuCount, memoryMB int32) container.Resources {
 	}
 	if memoryMB > 0 {
 		r.Memory = int64(memoryMB) << 20
+		r.MemorySwap = r.Memory
+	}
+	if pidsLimit > 0 {
+		r.PidsLimit = &pidsLimit
 	}
 	return r
 }
