@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/egress"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
 )
 
@@ -48,6 +49,7 @@ var apiKeyPattern = regexp.MustCompile(`^e2b_[0-9a-f]+$`)
 // the environment variable E2B_LOCAL_<FLAG> (upper case, "-" → "_").
 type commandOptions struct {
 	listen, dataDir, apiKey, teamSlug, envdBinary, stateDir, network, domain, publicURL string
+	egress, egressAllow                                                                 string
 	maxUploadBytes, maxUnpackedBytes                                                    int64
 	maxArchiveEntries                                                                   int
 	uploadURLTTL, maxSandboxTimeout                                                     time.Duration
@@ -74,6 +76,8 @@ func parseCommand(args []string, stderr io.Writer) (commandOptions, error) {
 	fs.StringVar(&o.envdBinary, "envd-binary", "", "static Linux build of this binary, mounted into containers as envd (default: this executable)")
 	fs.StringVar(&o.stateDir, "state-dir", "", "short directory for envd sockets (default: <data-dir>/run, or a temp dir when that path is too long)")
 	fs.StringVar(&o.network, "network", "none", "container network: none (a network namespace of its own per container: no host loopback, no other sandbox) or host (UNSAFE for untrusted code: the host's network, loopback services included)")
+	fs.StringVar(&o.egress, "egress", egress.ModePublic, "outbound access of sandboxes and build steps through the server's HTTP(S) proxy: public (the public internet only: never loopback, private, link-local or other non-public addresses) or none (only --egress-allow)")
+	fs.StringVar(&o.egressAllow, "egress-allow", "", "comma-separated extra egress targets, allowed even when private or loopback: CIDR, IP, ip:port or host:port (the server's own port stays refused)")
 	fs.StringVar(&o.domain, "domain", "", "domain answered for sandboxes (default: localhost:<port>)")
 	fs.StringVar(&o.publicURL, "public-url", "", "base URL clients reach this server at, used in upload URLs (default: the request's Host)")
 	fs.Int64Var(&o.maxUploadBytes, "max-upload-bytes", DefaultMaxUploadBytes, "largest accepted archive upload")
@@ -154,11 +158,21 @@ func runCommand(ctx context.Context, o commandOptions, logger *slog.Logger, stdo
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return fmt.Errorf("create state dir: %w", err)
 	}
-	instance := sha256.Sum256([]byte(dataDir))
-	docker, err := runtime.NewDocker(ctx, runtime.DockerOptions{
+	policy, err := egress.NewPolicy(o.egress, o.egressAllow)
+	if err != nil {
+		return err
+	}
+	dockerOpts := runtime.DockerOptions{
 		EnvdBinary: envd, StateDir: stateDir, Network: o.network, PidsLimit: o.pidsLimit,
-		Instance: hex.EncodeToString(instance[:6]), Logger: logger,
-	})
+		Instance: hex.EncodeToString(sha256Prefix(dataDir)), Logger: logger,
+	}
+	var proxy *egress.Proxy
+	if o.network != runtime.NetworkHost {
+		proxy = egress.New(policy, logger)
+		defer proxy.Close()
+		dockerOpts.Egress = proxy
+	}
+	docker, err := runtime.NewDocker(ctx, dockerOpts)
 	if err != nil {
 		return fmt.Errorf("no usable Docker engine (DOCKER_HOST=%q): %w", os.Getenv("DOCKER_HOST"), err)
 	}
@@ -171,17 +185,33 @@ func runCommand(ctx context.Context, o commandOptions, logger *slog.Logger, stdo
 		logger.Warn("containers share the host's network (--network host): sandbox code reaches every loopback service of this machine, this server's API included, and its listeners appear on the host; egress is not filtered. Do not run untrusted code this way.")
 	}
 	logger.Info("doctor", "engine", info.ServerVersion, "api", info.APIVersion, "runtime", info.Runtime, "os", info.OS,
-		"data_dir", dataDir, "state_dir", stateDir, "network", o.network, "envd_binary", envd)
-	return serve(ctx, o, dataDir, apiKey, docker, logger, stdout)
+		"data_dir", dataDir, "state_dir", stateDir, "network", o.network, "egress", egressSummary(o.network, policy), "envd_binary", envd)
+	return serve(ctx, o, dataDir, apiKey, docker, policy, logger, stdout)
 }
 
-// serve runs the server on engine until ctx ends.
-func serve(ctx context.Context, o commandOptions, dataDir, apiKey string, engine runtime.Engine, logger *slog.Logger, stdout io.Writer) error {
+func sha256Prefix(s string) []byte {
+	sum := sha256.Sum256([]byte(s))
+	return sum[:6]
+}
+
+func egressSummary(network string, policy *egress.Policy) string {
+	if network == runtime.NetworkHost {
+		return "unfiltered (host network)"
+	}
+	return policy.String()
+}
+
+// serve runs the server on engine until ctx ends. The egress policy, when
+// given, learns the listener so that sandboxes never reach it.
+func serve(ctx context.Context, o commandOptions, dataDir, apiKey string, engine runtime.Engine, policy *egress.Policy, logger *slog.Logger, stdout io.Writer) error {
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.listen, err)
 	}
 	defer ln.Close()
+	if policy != nil {
+		policy.DenyListener(ln.Addr())
+	}
 	addr := ln.Addr().(*net.TCPAddr) //nolint:forcetypeassert // a "tcp" listener's address is always a *net.TCPAddr
 	baseURL := "http://" + addr.String()
 	domain := o.domain

@@ -93,7 +93,7 @@ func TestServeWritesInfoAndShutsDownCleanly(t *testing.T) {
 	var stdout syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(ctx, opts, dataDir, testAPIKey, eng, slog.New(slog.NewTextHandler(io.Discard, nil)), &stdout)
+		done <- serve(ctx, opts, dataDir, testAPIKey, eng, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), &stdout)
 	}()
 	infoPath := filepath.Join(dataDir, InfoFile)
 	var info Info

@@ -69,6 +69,12 @@ func buildEnvdBinary(t *testing.T) string {
 // engine is configured. The engine's containers are this test's own.
 func dockerEngine(t *testing.T) (runtime.Engine, string) {
 	t.Helper()
+	return dockerEngineWith(t, nil)
+}
+
+// dockerEngineWith is dockerEngine with options adjusted by configure.
+func dockerEngineWith(t *testing.T, configure func(*runtime.DockerOptions)) (runtime.Engine, string) {
+	t.Helper()
 	baseImage := os.Getenv("E2B_TEST_BASE_IMAGE")
 	if os.Getenv("DOCKER_HOST") == "" || baseImage == "" {
 		t.Skip("needs a Docker engine: set DOCKER_HOST and E2B_TEST_BASE_IMAGE (an offline image with /bin/sh)")
@@ -80,10 +86,14 @@ func dockerEngine(t *testing.T) (runtime.Engine, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(stateDir) })
-	docker, err := runtime.NewDocker(t.Context(), runtime.DockerOptions{
+	opts := runtime.DockerOptions{
 		EnvdBinary: buildEnvdBinary(t), StateDir: stateDir, Network: "none",
 		Instance: filepath.Base(stateDir),
-	})
+	}
+	if configure != nil {
+		configure(&opts)
+	}
+	docker, err := runtime.NewDocker(t.Context(), opts)
 	if err != nil {
 		t.Fatalf("Docker engine at DOCKER_HOST=%s: %v", os.Getenv("DOCKER_HOST"), err)
 	}

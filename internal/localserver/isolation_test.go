@@ -23,6 +23,7 @@ import (
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/egress"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
 )
 
@@ -416,4 +417,103 @@ ls -la /run/e2b; exit 0`, canaryPath)
 			t.Errorf("cgroup limits seen inside: %q, want %q", out, want)
 		}
 	})
+}
+
+// countingServer is a loopback HTTP server that answers "<name> saw
+// <method> <path>" and counts its connections.
+func countingServer(t *testing.T, name string) (string, *atomic.Int32) {
+	t.Helper()
+	var conns atomic.Int32
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "%s saw %s %s", name, r.Method, r.URL.Path)
+		}),
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				conns.Add(1)
+			}
+		},
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String(), &conns
+}
+
+// A RUN step and a sandbox process reach a loopback server of the host
+// that the policy allows explicitly, through the egress proxy envd offers
+// on the sandbox's loopback; another loopback server (not allowed: the
+// default policy is the public internet only) is refused without a
+// connection, by address and by a name that resolves to loopback.
+func TestDockerEgress(t *testing.T) {
+	debian := debianImage(t)
+	allowedAddr, allowedConns := countingServer(t, "allowed")
+	deniedAddr, deniedConns := countingServer(t, "denied")
+	policy, err := egress.NewPolicy(egress.ModePublic, allowedAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := egress.New(policy, nil)
+	t.Cleanup(proxy.Close)
+	engine, _ := dockerEngineWith(t, func(o *runtime.DockerOptions) { o.Egress = proxy })
+	ts := startServer(t, engine)
+	u, _ := url.Parse(ts.URL)
+	serverAddr, err := net.ResolveTCPAddr("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy.DenyListener(serverAddr)
+
+	fetch := func(addr, path string) string {
+		return fmt.Sprintf(`p=${HTTP_PROXY##*:}; exec 3<>/dev/tcp/127.0.0.1/$p; printf 'GET http://%[1]s%[2]s HTTP/1.0\r\nHost: %[1]s\r\n\r\n' >&3; cat <&3; echo`, addr, path)
+	}
+	reg, info := ts.buildFrom(debian, "egress",
+		run(`echo "env: $HTTP_PROXY|$HTTPS_PROXY|$http_proxy|$https_proxy|$NO_PROXY"`),
+		run(fetch(allowedAddr, "/from-build")),
+		run(fetch(deniedAddr, "/from-build")),
+	)
+	log := ""
+	for _, e := range ts.status(reg.TemplateID, reg.BuildID, "").LogEntries {
+		log += e.Message + "\n"
+	}
+	if info.Status != "ready" {
+		t.Fatalf("build = %+v\n%s", info, log)
+	}
+	proxyURL := fmt.Sprintf("http://127.0.0.1:%d", runtime.EgressProxyPort)
+	for _, want := range []string{
+		"env: " + strings.Repeat(proxyURL+"|", 4) + "localhost,127.0.0.1,::1",
+		"allowed saw GET /from-build",
+		"403 Forbidden",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("build log lacks %q:\n%s", want, log)
+		}
+	}
+
+	sb := ts.probeSandbox("egress")
+	for _, tc := range []struct{ url, want string }{
+		{"http://" + allowedAddr + "/from-sandbox", "get: 200 allowed saw GET /from-sandbox"},
+		{"http://" + deniedAddr + "/", "get: 403"},
+		{"http://localhost:" + portOf(deniedAddr) + "/", "get: 403"},
+		{ts.URL + "/health", "get: 403"},
+	} {
+		if out, _ := sb.sh("user", probePath+" get "+tc.url); !strings.Contains(out, tc.want) {
+			t.Errorf("from the sandbox, GET %s: %q, want %q", tc.url, out, tc.want)
+		}
+	}
+	if n := allowedConns.Load(); n == 0 {
+		t.Error("the allowed server got no connection")
+	}
+	if n := deniedConns.Load(); n != 0 {
+		t.Errorf("the denied server got %d connections", n)
+	}
+}
+
+func portOf(addr string) string {
+	_, port, _ := net.SplitHostPort(addr)
+	return port
 }
