@@ -55,6 +55,8 @@ type commandOptions struct {
 	uploadURLTTL, maxSandboxTimeout                                                     time.Duration
 	maxCPU, maxMemoryMB                                                                 int
 	pidsLimit                                                                           int64
+	maxConnections                                                                      int
+	idleTimeout                                                                         time.Duration
 }
 
 func parseCommand(args []string, stderr io.Writer) (commandOptions, error) {
@@ -87,6 +89,8 @@ func parseCommand(args []string, stderr io.Writer) (commandOptions, error) {
 	fs.DurationVar(&o.maxSandboxTimeout, "max-sandbox-timeout", DefaultMaxSandboxTimeout, "longest sandbox timeout")
 	fs.IntVar(&o.maxCPU, "max-cpu", DefaultMaxCPUCount, "largest cpuCount of a template")
 	fs.IntVar(&o.maxMemoryMB, "max-memory-mb", DefaultMaxMemoryMB, "largest memoryMB of a template")
+	fs.IntVar(&o.maxConnections, "max-connections", DefaultMaxConnections, "most open client connections; when reached, the oldest idle one is closed for a new one")
+	fs.DurationVar(&o.idleTimeout, "idle-timeout", DefaultIdleTimeout, "how long a keep-alive connection may sit idle between requests")
 	fs.Int64Var(&o.pidsLimit, "pids-limit", runtime.DefaultPidsLimit, "most processes and threads in one sandbox or build container (-1: no limit)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -227,9 +231,27 @@ func serve(ctx context.Context, o commandOptions, dataDir, apiKey string, engine
 	if err != nil {
 		return err
 	}
-	httpServer := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	maxConns := o.maxConnections
+	if maxConns <= 0 {
+		maxConns = DefaultMaxConnections
+	}
+	idle := o.idleTimeout
+	if idle <= 0 {
+		idle = DefaultIdleTimeout
+	}
+	limited := newConnLimiter(ln, maxConns)
+	// No ReadTimeout: request bodies get their deadline from the handler
+	// (boundBody), since sandbox streams and uploads need other bounds.
+	httpServer := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: min(DefaultReadHeaderTimeout, idle),
+		IdleTimeout:       idle,
+		MaxHeaderBytes:    DefaultMaxHeaderBytes,
+		ConnState:         limited.connState,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
 	served := make(chan error, 1)
-	go func() { served <- httpServer.Serve(ln) }()
+	go func() { served <- httpServer.Serve(limited) }()
 
 	info := Info{APIURL: baseURL, SandboxURL: baseURL, Domain: domain, APIKey: apiKey, PID: os.Getpid(), DataDir: dataDir}
 	infoPath := filepath.Join(dataDir, InfoFile)
