@@ -76,7 +76,7 @@ func parseCommand(args []string, stderr io.Writer) (commandOptions, error) {
 	fs.StringVar(&o.apiKey, "api-key", "", "API key clients must send (e2b_ + hex); generated once and kept in the data dir when empty")
 	fs.StringVar(&o.teamSlug, "team-slug", DefaultTeamSlug, "namespace of template names (<team-slug>/<alias>)")
 	fs.StringVar(&o.envdBinary, "envd-binary", "", "static Linux build of this binary, mounted into containers as envd (default: this executable)")
-	fs.StringVar(&o.stateDir, "state-dir", "", "short directory for envd sockets (default: <data-dir>/run, or a temp dir when that path is too long)")
+	fs.StringVar(&o.stateDir, "state-dir", "", "short directory for the per-container relay and egress sockets, stable across restarts (default: <data-dir>/run, or a temp dir when that path is too long)")
 	fs.StringVar(&o.network, "network", "none", "container network: none (a network namespace of its own per container: no host loopback, no other sandbox) or host (UNSAFE for untrusted code: the host's network, loopback services included)")
 	fs.StringVar(&o.egress, "egress", egress.ModePublic, "outbound access of sandboxes and build steps through the server's HTTP(S) proxy: public (the public internet only: never loopback, private, link-local or other non-public addresses) or none (only --egress-allow)")
 	fs.StringVar(&o.egressAllow, "egress-allow", "", "comma-separated extra egress targets, allowed even when private or loopback: CIDR, IP, ip:port or host:port (the server's own port stays refused)")
