@@ -144,6 +144,9 @@ func ListenUnix(path string) (*net.UnixListener, error) {
 func (l *Listener) Addr() string { return l.ln.Addr().String() }
 
 func (l *Listener) acceptLoop() {
+	// Connections still in their handshake are bounded: a sandbox that
+	// floods the socket gets its extra connections closed at once.
+	pending := make(chan struct{}, 2*l.opts.PoolSize)
 	for {
 		c, err := l.ln.AcceptUnix()
 		if err != nil {
@@ -157,7 +160,15 @@ func (l *Listener) acceptLoop() {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		l.wg.Go(func() { l.admit(c) })
+		select {
+		case pending <- struct{}{}:
+			l.wg.Go(func() {
+				defer func() { <-pending }()
+				l.admit(c)
+			})
+		default:
+			c.Close()
+		}
 	}
 }
 

@@ -207,3 +207,86 @@ func TestListenRefusesNonSocket(t *testing.T) {
 		t.Fatal("listened over a regular file")
 	}
 }
+
+// A flood of connections that never say hello does not pile up: beyond
+// the bound they are closed at once, and envd still gets through.
+func TestRelayFloodIsBounded(t *testing.T) {
+	port := echoServer(t)
+	sock := filepath.Join(t.TempDir(), "relay.sock")
+	l, err := Listen(sock, ListenOptions{PoolSize: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var silent []net.Conn
+	closed := 0
+	for range 50 {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		silent = append(silent, c)
+	}
+	for _, c := range silent {
+		_ = c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+		if _, err := c.Read(make([]byte, 1)); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			closed++
+		}
+		c.Close()
+	}
+	if closed < 50-8 {
+		t.Errorf("%d of 50 silent connections were closed, want all beyond the 8 pending", closed)
+	}
+	startAgent(t, sock, AgentOptions{Idle: 1})
+	c, err := dial(t, l, port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := roundTrip(t, c, "after"); got != "echo after\n" {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestLimitListener(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := LimitListener(inner, 2)
+	accepted := make(chan net.Conn, 10)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			accepted <- c
+		}
+	}()
+	for range 3 {
+		c, err := net.Dial("tcp", inner.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	first, second := <-accepted, <-accepted
+	select {
+	case <-accepted:
+		t.Fatal("a third connection was accepted beyond the limit")
+	case <-time.After(200 * time.Millisecond):
+	}
+	first.Close()
+	select {
+	case c := <-accepted:
+		c.Close()
+	case <-time.After(5 * time.Second):
+		t.Fatal("no connection accepted after one closed")
+	}
+	second.Close()
+	ln.Close()
+	for range accepted {
+	}
+}

@@ -41,6 +41,9 @@ type attachment struct {
 	rootUID  uint32
 }
 
+// maxEgressConns bounds one container's open egress connections.
+const maxEgressConns = 256
+
 func attachKey(kind, id string) string { return kind + "/" + id }
 
 // attach creates dir (when missing) and listens on its relay socket and,
@@ -75,8 +78,10 @@ func (d *Docker) attach(key, dir, network string) (*attachment, error) {
 			rl.Close()
 			return nil, fmt.Errorf("egress socket: %w", err)
 		}
-		a.egress = eln
-		go func() { _ = d.egress.Serve(eln) }()
+		// A sandbox opening tunnels without end would exhaust the server's
+		// file descriptors: at most maxEgressConns at once per container.
+		a.egress = relay.LimitListener(eln, maxEgressConns)
+		go func() { _ = d.egress.Serve(a.egress) }()
 	}
 	d.mu.Lock()
 	old := d.attached[key]
