@@ -109,6 +109,12 @@ func parseCommand(args []string, stderr io.Writer) (commandOptions, error) {
 			}
 		}
 	})
+	if _, err := egress.NewPolicy(o.egress, o.egressAllow); err != nil {
+		errs = append(errs, err)
+	}
+	if o.network != runtime.NetworkNone && o.network != runtime.NetworkHost {
+		errs = append(errs, fmt.Errorf("--network %q is not one of none, host", o.network))
+	}
 	return o, errors.Join(errs...)
 }
 

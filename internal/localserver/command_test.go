@@ -38,6 +38,17 @@ func TestParseCommandFlagsAndEnv(t *testing.T) {
 	if _, err := parseCommand([]string{"extra"}, io.Discard); err == nil {
 		t.Error("stray arguments accepted")
 	}
+	t.Setenv("E2B_LOCAL_MAX_CPU", "")
+	os.Unsetenv("E2B_LOCAL_MAX_CPU")
+	for _, bad := range [][]string{{"--egress", "all"}, {"--egress-allow", "nope"}, {"--network", "bridge"}} {
+		if _, err := parseCommand(bad, io.Discard); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+	o, err = parseCommand(nil, io.Discard)
+	if err != nil || o.network != "none" || o.egress != "public" || o.maxConnections != DefaultMaxConnections {
+		t.Errorf("defaults = %+v, %v: want network none, egress public", o, err)
+	}
 }
 
 func TestAPIKeyIsGeneratedOnceAndKept(t *testing.T) {

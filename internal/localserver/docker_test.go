@@ -160,10 +160,17 @@ var (
 
 // startCommand runs `<binary> server` on dataDir and waits for its
 // server.json.
-func startCommand(t *testing.T, binary, dataDir string) (*exec.Cmd, Info) {
+func startCommand(t *testing.T, binary, dataDir string, extraArgs ...string) (*exec.Cmd, Info) {
+	t.Helper()
+	cmd, info, _ := startCommandLog(t, binary, dataDir, extraArgs...)
+	return cmd, info
+}
+
+// startCommandLog is startCommand that also returns the server's stderr.
+func startCommandLog(t *testing.T, binary, dataDir string, extraArgs ...string) (*exec.Cmd, Info, *syncBuffer) {
 	t.Helper()
 	os.Remove(filepath.Join(dataDir, InfoFile))
-	cmd := exec.Command(binary, "server", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--network", "none")
+	cmd := exec.Command(binary, append([]string{"server", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--network", "none"}, extraArgs...)...)
 	// Short, for envd's socket paths (under 108 bytes; t.TempDir holds the
 	// test's name); removed after the server stopped.
 	// One per data dir, as the default <data-dir>/run is: sandboxes kept
@@ -182,8 +189,8 @@ func startCommand(t *testing.T, binary, dataDir string) (*exec.Cmd, Info) {
 	}
 	stateDirsMu.Unlock()
 	cmd.Env = append(os.Environ(), "E2B_LOCAL_STATE_DIR="+stateDir)
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +211,7 @@ func startCommand(t *testing.T, binary, dataDir string) (*exec.Cmd, Info) {
 		var info Info
 		raw, err := os.ReadFile(filepath.Join(dataDir, InfoFile))
 		if err == nil && json.Unmarshal(raw, &info) == nil && info.PID == cmd.Process.Pid {
-			return cmd, info
+			return cmd, info, stderr
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("server did not start within 60 s; stderr:\n%s", stderr.String())
@@ -310,4 +317,19 @@ func buildContainers(t *testing.T, buildID string) int {
 		t.Fatal(err)
 	}
 	return len(list)
+}
+
+// Host networking is an opt-in that the server warns about at start-up;
+// the default logs the network namespace and the egress policy.
+func TestDockerHostNetworkWarns(t *testing.T) {
+	dockerEngine(t) // skips without an engine
+	binary := buildEnvdBinary(t)
+	_, _, stderr := startCommandLog(t, binary, t.TempDir(), "--network", "host")
+	if log := stderr.String(); !strings.Contains(log, "level=WARN") || !strings.Contains(log, "--network host") || !strings.Contains(log, "egress=\"unfiltered (host network)\"") {
+		t.Errorf("no host-network warning at start-up:\n%s", log)
+	}
+	_, _, stderr = startCommandLog(t, binary, t.TempDir(), "--egress-allow", "10.0.0.5:5000")
+	if log := stderr.String(); strings.Contains(log, "level=WARN") || !strings.Contains(log, "network=none") || !strings.Contains(log, `egress="public + allow 10.0.0.5:5000"`) {
+		t.Errorf("default start-up log:\n%s", log)
+	}
 }
