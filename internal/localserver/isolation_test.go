@@ -1,6 +1,7 @@
 package localserver
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -368,6 +369,25 @@ ls -la /run/e2b; exit 0`, canaryPath)
 		if code, body := viaProxy(t, ts.URL, a.id, portA, true, "/by-headers"); code != 200 || !strings.HasPrefix(body, "from-a path=/by-headers") {
 			t.Errorf("port %d of sandbox a by headers: %d %q", portA, code, body)
 		}
+		// An upgraded connection (as WebSockets use) is piped both ways.
+		func() {
+			c, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			fmt.Fprintf(c, "GET /ws HTTP/1.1\r\nHost: %d-%s.localhost\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n", portA, a.id)
+			br := bufio.NewReader(c)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+				t.Fatalf("upgrade through the proxy: %v %v", resp, err)
+			}
+			fmt.Fprint(c, "ping over the upgrade\n")
+			if line, err := br.ReadString('\n'); err != nil || line != "ping over the upgrade\n" {
+				t.Errorf("echo over the upgraded connection: %q %v", line, err)
+			}
+		}()
 		waitProxy(t, ts.URL, b.id, portB)
 		if code, body := viaProxy(t, ts.URL, a.id, portB, false, "/"); code != http.StatusBadGateway || !strings.Contains(body, "port is not open") {
 			t.Errorf("a port nothing listens on in sandbox a: %d %s", code, body)

@@ -6,7 +6,7 @@
 //	sandboxprobe packet <marker> <seconds>  open raw/packet sockets; capture and look for marker
 //	sandboxprobe dial <host:port>...        TCP connect to each
 //	sandboxprobe ifaces                     the network interfaces it sees
-//	sandboxprobe serve <addr> <text>        an HTTP server answering text, the path and Host
+//	sandboxprobe serve <addr> <text>        an HTTP server answering text, the path and Host (Upgrade: echo echoes)
 //	sandboxprobe impersonate <socket>       pose as envd on a relay socket
 //	sandboxprobe get <url>                  GET through $HTTP_PROXY, even for loopback names
 package main
@@ -69,6 +69,17 @@ func main() {
 	case "serve":
 		text := args[1]
 		err := http.ListenAndServe(args[0], http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Upgrade") == "echo" {
+				// A minimal upgrade: after the 101, echo every byte.
+				conn, _, err := http.NewResponseController(w).Hijack()
+				if err != nil {
+					return
+				}
+				defer conn.Close()
+				_, _ = io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
+				_, _ = io.Copy(conn, conn)
+				return
+			}
 			fmt.Fprintf(w, "%s path=%s host=%s", text, r.URL.Path, r.Host)
 		}))
 		fmt.Println("serve:", err)
