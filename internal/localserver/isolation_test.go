@@ -76,6 +76,12 @@ func buildProbe(t *testing.T) string {
 	return probeBinary.path
 }
 
+// deleteTemplateAtEnd deletes the template, and so its images, when the
+// test ends, after the sandboxes started later (cleanups run last first).
+func (ts *testServer) deleteTemplateAtEnd(templateID string) {
+	ts.t.Cleanup(func() { ts.request("DELETE", "/templates/"+templateID, nil).Body.Close() })
+}
+
 // probeSandbox is a running sandbox with the probe at /usr/local/bin.
 type probeSandbox struct {
 	t      *testing.T
@@ -274,6 +280,7 @@ cat /usr/share/e2bprobe/f; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status
 ` + cgroupScript, "root"}},
 	}})
 	info := ts.waitBuild(reg)
+	ts.deleteTemplateAtEnd(reg.TemplateID)
 	buildLog := ""
 	for _, e := range ts.status(reg.TemplateID, reg.BuildID, "").LogEntries {
 		buildLog += e.Message + "\n"
@@ -496,6 +503,7 @@ func TestDockerEgress(t *testing.T) {
 		run(fetch(allowedAddr, "/from-build")),
 		run(fetch(deniedAddr, "/from-build")),
 	)
+	ts.deleteTemplateAtEnd(reg.TemplateID)
 	log := ""
 	for _, e := range ts.status(reg.TemplateID, reg.BuildID, "").LogEntries {
 		log += e.Message + "\n"
