@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,7 +39,7 @@ type attachment struct {
 
 	uidOnce  sync.Once
 	uidKnown chan struct{}
-	rootUID  uint32
+	rootUIDs []uint32 // the host uids the container's root may appear as
 }
 
 // maxEgressConns bounds one container's open egress connections.
@@ -102,15 +103,15 @@ func (a *attachment) checkPeer(ctx context.Context, cred *syscall.Ucred) error {
 	case <-ctx.Done():
 		return fmt.Errorf("the container's root uid is not known yet: %w", ctx.Err())
 	}
-	if cred.Uid != a.rootUID {
-		return fmt.Errorf("peer uid %d is not the container's root (uid %d)", cred.Uid, a.rootUID)
+	if !slices.Contains(a.rootUIDs, cred.Uid) {
+		return fmt.Errorf("peer uid %d is not the container's root (uid %v)", cred.Uid, a.rootUIDs)
 	}
 	return nil
 }
 
-func (a *attachment) setRootUID(uid uint32) {
+func (a *attachment) setRootUIDs(uids ...uint32) {
 	a.uidOnce.Do(func() {
-		a.rootUID = uid
+		a.rootUIDs = uids
 		close(a.uidKnown)
 	})
 }
@@ -169,14 +170,17 @@ func (d *Docker) reattach(ctx context.Context, c container.Summary, sandboxID, d
 
 // learnRootUID finds the host uid the container's root runs as (0 unless
 // user namespaces remap it) from its first process, for the relay's peer
-// check. When that cannot be read, 0 is assumed.
+// check. When that cannot be read (the engine's processes are not in our
+// /proc), root or this server's own uid (a rootless engine maps the
+// container's root to it) is accepted.
 func (d *Docker) learnRootUID(ctx context.Context, containerID string, a *attachment) {
 	uid, err := d.rootUID(ctx, containerID)
 	if err != nil {
-		d.log.Warn("cannot read the container's root uid, assuming 0", "container", shortID(containerID), "error", err)
-		uid = 0
+		d.log.Warn("cannot read the uid of the container's root; the relay accepts uid 0 and this server's uid", "container", shortID(containerID), "error", err)
+		a.setRootUIDs(0, uint32(os.Geteuid()))
+		return
 	}
-	a.setRootUID(uid)
+	a.setRootUIDs(uid)
 }
 
 func (d *Docker) rootUID(ctx context.Context, containerID string) (uint32, error) {
