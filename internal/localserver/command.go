@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/egress"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
 )
 
@@ -48,10 +49,14 @@ var apiKeyPattern = regexp.MustCompile(`^e2b_[0-9a-f]+$`)
 // the environment variable E2B_LOCAL_<FLAG> (upper case, "-" → "_").
 type commandOptions struct {
 	listen, dataDir, apiKey, teamSlug, envdBinary, stateDir, network, domain, publicURL string
+	egress, egressAllow                                                                 string
 	maxUploadBytes, maxUnpackedBytes                                                    int64
 	maxArchiveEntries                                                                   int
 	uploadURLTTL, maxSandboxTimeout                                                     time.Duration
 	maxCPU, maxMemoryMB                                                                 int
+	pidsLimit                                                                           int64
+	maxConnections                                                                      int
+	idleTimeout                                                                         time.Duration
 }
 
 func parseCommand(args []string, stderr io.Writer) (commandOptions, error) {
@@ -71,8 +76,10 @@ func parseCommand(args []string, stderr io.Writer) (commandOptions, error) {
 	fs.StringVar(&o.apiKey, "api-key", "", "API key clients must send (e2b_ + hex); generated once and kept in the data dir when empty")
 	fs.StringVar(&o.teamSlug, "team-slug", DefaultTeamSlug, "namespace of template names (<team-slug>/<alias>)")
 	fs.StringVar(&o.envdBinary, "envd-binary", "", "static Linux build of this binary, mounted into containers as envd (default: this executable)")
-	fs.StringVar(&o.stateDir, "state-dir", "", "short directory for envd sockets (default: <data-dir>/run, or a temp dir when that path is too long)")
-	fs.StringVar(&o.network, "network", "host", "container network: host or none")
+	fs.StringVar(&o.stateDir, "state-dir", "", "short directory for the per-container relay and egress sockets, stable across restarts (default: <data-dir>/run, or a temp dir when that path is too long)")
+	fs.StringVar(&o.network, "network", "none", "container network: none (a network namespace of its own per container: no host loopback, no other sandbox) or host (UNSAFE for untrusted code: the host's network, loopback services included)")
+	fs.StringVar(&o.egress, "egress", egress.ModePublic, "outbound access of sandboxes and build steps through the server's HTTP(S) proxy: public (the public internet only: never loopback, private, link-local or other non-public addresses) or none (only --egress-allow)")
+	fs.StringVar(&o.egressAllow, "egress-allow", "", "comma-separated extra egress targets, allowed even when private or loopback: CIDR, IP, ip:port or host:port (the server's own port stays refused)")
 	fs.StringVar(&o.domain, "domain", "", "domain answered for sandboxes (default: localhost:<port>)")
 	fs.StringVar(&o.publicURL, "public-url", "", "base URL clients reach this server at, used in upload URLs (default: the request's Host)")
 	fs.Int64Var(&o.maxUploadBytes, "max-upload-bytes", DefaultMaxUploadBytes, "largest accepted archive upload")
@@ -82,6 +89,9 @@ func parseCommand(args []string, stderr io.Writer) (commandOptions, error) {
 	fs.DurationVar(&o.maxSandboxTimeout, "max-sandbox-timeout", DefaultMaxSandboxTimeout, "longest sandbox timeout")
 	fs.IntVar(&o.maxCPU, "max-cpu", DefaultMaxCPUCount, "largest cpuCount of a template")
 	fs.IntVar(&o.maxMemoryMB, "max-memory-mb", DefaultMaxMemoryMB, "largest memoryMB of a template")
+	fs.IntVar(&o.maxConnections, "max-connections", DefaultMaxConnections, "most open client connections; when reached, the oldest idle one is closed for a new one")
+	fs.DurationVar(&o.idleTimeout, "idle-timeout", DefaultIdleTimeout, "how long a keep-alive connection may sit idle between requests")
+	fs.Int64Var(&o.pidsLimit, "pids-limit", runtime.DefaultPidsLimit, "most processes and threads in one sandbox or build container (-1: no limit)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -99,6 +109,12 @@ func parseCommand(args []string, stderr io.Writer) (commandOptions, error) {
 			}
 		}
 	})
+	if _, err := egress.NewPolicy(o.egress, o.egressAllow); err != nil {
+		errs = append(errs, err)
+	}
+	if o.network != runtime.NetworkNone && o.network != runtime.NetworkHost {
+		errs = append(errs, fmt.Errorf("--network %q is not one of none, host", o.network))
+	}
 	return o, errors.Join(errs...)
 }
 
@@ -152,11 +168,21 @@ func runCommand(ctx context.Context, o commandOptions, logger *slog.Logger, stdo
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return fmt.Errorf("create state dir: %w", err)
 	}
-	instance := sha256.Sum256([]byte(dataDir))
-	docker, err := runtime.NewDocker(ctx, runtime.DockerOptions{
-		EnvdBinary: envd, StateDir: stateDir, Network: o.network,
-		Instance: hex.EncodeToString(instance[:6]), Logger: logger,
-	})
+	policy, err := egress.NewPolicy(o.egress, o.egressAllow)
+	if err != nil {
+		return err
+	}
+	dockerOpts := runtime.DockerOptions{
+		EnvdBinary: envd, StateDir: stateDir, Network: o.network, PidsLimit: o.pidsLimit,
+		Instance: hex.EncodeToString(sha256Prefix(dataDir)), Logger: logger,
+	}
+	var proxy *egress.Proxy
+	if o.network != runtime.NetworkHost {
+		proxy = egress.New(policy, logger)
+		defer proxy.Close()
+		dockerOpts.Egress = proxy
+	}
+	docker, err := runtime.NewDocker(ctx, dockerOpts)
 	if err != nil {
 		return fmt.Errorf("no usable Docker engine (DOCKER_HOST=%q): %w", os.Getenv("DOCKER_HOST"), err)
 	}
@@ -165,18 +191,37 @@ func runCommand(ctx context.Context, o commandOptions, logger *slog.Logger, stdo
 	if err != nil {
 		return fmt.Errorf("no Docker engine answers (DOCKER_HOST=%q): %w", os.Getenv("DOCKER_HOST"), err)
 	}
+	if o.network == runtime.NetworkHost {
+		logger.Warn("containers share the host's network (--network host): sandbox code reaches every loopback service of this machine, this server's API included, and its listeners appear on the host; egress is not filtered. Do not run untrusted code this way.")
+	}
 	logger.Info("doctor", "engine", info.ServerVersion, "api", info.APIVersion, "runtime", info.Runtime, "os", info.OS,
-		"data_dir", dataDir, "state_dir", stateDir, "network", o.network, "envd_binary", envd)
-	return serve(ctx, o, dataDir, apiKey, docker, logger, stdout)
+		"data_dir", dataDir, "state_dir", stateDir, "network", o.network, "egress", egressSummary(o.network, policy), "envd_binary", envd)
+	return serve(ctx, o, dataDir, apiKey, docker, policy, logger, stdout)
 }
 
-// serve runs the server on engine until ctx ends.
-func serve(ctx context.Context, o commandOptions, dataDir, apiKey string, engine runtime.Engine, logger *slog.Logger, stdout io.Writer) error {
+func sha256Prefix(s string) []byte {
+	sum := sha256.Sum256([]byte(s))
+	return sum[:6]
+}
+
+func egressSummary(network string, policy *egress.Policy) string {
+	if network == runtime.NetworkHost {
+		return "unfiltered (host network)"
+	}
+	return policy.String()
+}
+
+// serve runs the server on engine until ctx ends. The egress policy, when
+// given, learns the listener so that sandboxes never reach it.
+func serve(ctx context.Context, o commandOptions, dataDir, apiKey string, engine runtime.Engine, policy *egress.Policy, logger *slog.Logger, stdout io.Writer) error {
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.listen, err)
 	}
 	defer ln.Close()
+	if policy != nil {
+		policy.DenyListener(ln.Addr())
+	}
 	addr := ln.Addr().(*net.TCPAddr) //nolint:forcetypeassert // a "tcp" listener's address is always a *net.TCPAddr
 	baseURL := "http://" + addr.String()
 	domain := o.domain
@@ -192,9 +237,27 @@ func serve(ctx context.Context, o commandOptions, dataDir, apiKey string, engine
 	if err != nil {
 		return err
 	}
-	httpServer := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	maxConns := o.maxConnections
+	if maxConns <= 0 {
+		maxConns = DefaultMaxConnections
+	}
+	idle := o.idleTimeout
+	if idle <= 0 {
+		idle = DefaultIdleTimeout
+	}
+	limited := newConnLimiter(ln, maxConns)
+	// No ReadTimeout: request bodies get their deadline from the handler
+	// (boundBody), since sandbox streams and uploads need other bounds.
+	httpServer := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: min(DefaultReadHeaderTimeout, idle),
+		IdleTimeout:       idle,
+		MaxHeaderBytes:    DefaultMaxHeaderBytes,
+		ConnState:         limited.connState,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
 	served := make(chan error, 1)
-	go func() { served <- httpServer.Serve(ln) }()
+	go func() { served <- httpServer.Serve(limited) }()
 
 	info := Info{APIURL: baseURL, SandboxURL: baseURL, Domain: domain, APIKey: apiKey, PID: os.Getpid(), DataDir: dataDir}
 	infoPath := filepath.Join(dataDir, InfoFile)

@@ -1,13 +1,17 @@
 package localserver
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,6 +37,17 @@ func TestParseCommandFlagsAndEnv(t *testing.T) {
 	}
 	if _, err := parseCommand([]string{"extra"}, io.Discard); err == nil {
 		t.Error("stray arguments accepted")
+	}
+	t.Setenv("E2B_LOCAL_MAX_CPU", "")
+	os.Unsetenv("E2B_LOCAL_MAX_CPU")
+	for _, bad := range [][]string{{"--egress", "all"}, {"--egress-allow", "nope"}, {"--network", "bridge"}} {
+		if _, err := parseCommand(bad, io.Discard); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+	o, err = parseCommand(nil, io.Discard)
+	if err != nil || o.network != "none" || o.egress != "public" || o.maxConnections != DefaultMaxConnections {
+		t.Errorf("defaults = %+v, %v: want network none, egress public", o, err)
 	}
 }
 
@@ -93,7 +108,7 @@ func TestServeWritesInfoAndShutsDownCleanly(t *testing.T) {
 	var stdout syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(ctx, opts, dataDir, testAPIKey, eng, slog.New(slog.NewTextHandler(io.Discard, nil)), &stdout)
+		done <- serve(ctx, opts, dataDir, testAPIKey, eng, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), &stdout)
 	}()
 	infoPath := filepath.Join(dataDir, InfoFile)
 	var info Info
@@ -131,5 +146,126 @@ func TestServeWritesInfoAndShutsDownCleanly(t *testing.T) {
 	}
 	if _, err := os.Stat(infoPath); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("%s left behind after shutdown: %v", infoPath, err)
+	}
+}
+
+// Idle and silent connections do not starve valid clients: at the
+// connection cap the oldest idle one is closed for a new one, and the
+// server closes idle connections by itself.
+func TestServeBoundsIdleConnections(t *testing.T) {
+	eng := newFakeEngine(t)
+	dataDir := t.TempDir()
+	opts, err := parseCommand([]string{"--listen", "127.0.0.1:0", "--max-connections", "8", "--idle-timeout", "1s"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- serve(ctx, opts, dataDir, testAPIKey, eng, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
+	}()
+	defer func() { cancel(); <-done }()
+	var info Info
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		raw, err := os.ReadFile(filepath.Join(dataDir, InfoFile))
+		if err == nil && json.Unmarshal(raw, &info) == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("server.json not written")
+		}
+	}
+	addr := strings.TrimPrefix(info.APIURL, "http://")
+
+	// 100 connections: half never send a byte, half go idle after a
+	// keep-alive request.
+	var conns []net.Conn
+	for i := range 100 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		if i%2 == 1 {
+			fmt.Fprintf(c, "GET /health HTTP/1.1\r\nHost: %s\r\n\r\n", addr)
+		}
+	}
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+
+	start := time.Now()
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	req, _ := http.NewRequest("GET", info.APIURL+"/templates", nil)
+	req.Header.Set("X-API-Key", testAPIKey)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("a valid request among 100 idle connections: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("valid request = %d", resp.StatusCode)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the valid request waited %s behind idle connections", took)
+	}
+
+	// Every idle connection is closed by the server: a read ends (EOF or
+	// reset) instead of blocking past the deadline.
+	for i, c := range conns {
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		buf := make([]byte, 4096)
+		for {
+			_, err := c.Read(buf)
+			if err == nil {
+				continue // the answer to the keep-alive request
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				t.Fatalf("connection %d is still open after 10 s", i)
+			}
+			break
+		}
+	}
+
+	// Oversized headers are refused.
+	big, _ := http.NewRequest("GET", info.APIURL+"/health", nil)
+	big.Header.Set("X-Big", strings.Repeat("x", DefaultMaxHeaderBytes*2))
+	if resp, err := client.Do(big); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+			t.Errorf("oversized headers = %d, want 431", resp.StatusCode)
+		}
+	}
+}
+
+// A request body that stops arriving is cut off at its deadline; the
+// upload path has its own, longer one.
+func TestSlowBodyIsCutOff(t *testing.T) {
+	old := bodyReadTimeout
+	bodyReadTimeout = 300 * time.Millisecond
+	t.Cleanup(func() { bodyReadTimeout = old })
+	ts := startServer(t, newFakeEngine(t))
+	// Straight to the handler: the contract check would read the body first.
+	hs := httptest.NewServer(ts.Server.Handler())
+	defer hs.Close()
+	addr := strings.TrimPrefix(hs.URL, "http://")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST /v2/sandboxes HTTP/1.1\r\nHost: %s\r\nX-API-Key: %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"templ", addr, testAPIKey)
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	start := time.Now()
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer to a stalled body: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || time.Since(start) > 5*time.Second {
+		t.Errorf("stalled body: %d after %s, want 400 at the deadline", resp.StatusCode, time.Since(start))
 	}
 }

@@ -69,6 +69,12 @@ func buildEnvdBinary(t *testing.T) string {
 // engine is configured. The engine's containers are this test's own.
 func dockerEngine(t *testing.T) (runtime.Engine, string) {
 	t.Helper()
+	return dockerEngineWith(t, nil)
+}
+
+// dockerEngineWith is dockerEngine with options adjusted by configure.
+func dockerEngineWith(t *testing.T, configure func(*runtime.DockerOptions)) (runtime.Engine, string) {
+	t.Helper()
 	baseImage := os.Getenv("E2B_TEST_BASE_IMAGE")
 	if os.Getenv("DOCKER_HOST") == "" || baseImage == "" {
 		testutil.Missing(t, "needs a Docker engine: set DOCKER_HOST and E2B_TEST_BASE_IMAGE (an offline image with /bin/sh)")
@@ -80,10 +86,14 @@ func dockerEngine(t *testing.T) (runtime.Engine, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(stateDir) })
-	docker, err := runtime.NewDocker(t.Context(), runtime.DockerOptions{
+	opts := runtime.DockerOptions{
 		EnvdBinary: buildEnvdBinary(t), StateDir: stateDir, Network: "none",
 		Instance: filepath.Base(stateDir),
-	})
+	}
+	if configure != nil {
+		configure(&opts)
+	}
+	docker, err := runtime.NewDocker(t.Context(), opts)
 	if err != nil {
 		t.Fatalf("Docker engine at DOCKER_HOST=%s: %v", os.Getenv("DOCKER_HOST"), err)
 	}
@@ -143,22 +153,44 @@ func TestDockerBuildAndSandbox(t *testing.T) {
 	ts.call("DELETE", "/templates/docker-app", nil, http.StatusNoContent, nil)
 }
 
+var (
+	stateDirsMu sync.Mutex
+	stateDirs   = map[string]string{}
+)
+
 // startCommand runs `<binary> server` on dataDir and waits for its
 // server.json.
-func startCommand(t *testing.T, binary, dataDir string) (*exec.Cmd, Info) {
+func startCommand(t *testing.T, binary, dataDir string, extraArgs ...string) (*exec.Cmd, Info) {
+	t.Helper()
+	cmd, info, _ := startCommandLog(t, binary, dataDir, extraArgs...)
+	return cmd, info
+}
+
+// startCommandLog is startCommand that also returns the server's stderr.
+func startCommandLog(t *testing.T, binary, dataDir string, extraArgs ...string) (*exec.Cmd, Info, *syncBuffer) {
 	t.Helper()
 	os.Remove(filepath.Join(dataDir, InfoFile))
-	cmd := exec.Command(binary, "server", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--network", "none")
+	cmd := exec.Command(binary, append([]string{"server", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--network", "none"}, extraArgs...)...)
 	// Short, for envd's socket paths (under 108 bytes; t.TempDir holds the
 	// test's name); removed after the server stopped.
-	stateDir, err := os.MkdirTemp("", "lsk") //nolint:usetesting // socket path length, see above
-	if err != nil {
-		t.Fatal(err)
+	// One per data dir, as the default <data-dir>/run is: sandboxes kept
+	// across a restart find their relay at the same host path.
+	stateDirsMu.Lock()
+	stateDir, ok := stateDirs[dataDir]
+	if !ok {
+		var err error
+		stateDir, err = os.MkdirTemp("", "lsk") //nolint:usetesting // socket path length, see above
+		if err != nil {
+			stateDirsMu.Unlock()
+			t.Fatal(err)
+		}
+		stateDirs[dataDir] = stateDir
+		t.Cleanup(func() { os.RemoveAll(stateDir) })
 	}
-	t.Cleanup(func() { os.RemoveAll(stateDir) })
+	stateDirsMu.Unlock()
 	cmd.Env = append(os.Environ(), "E2B_LOCAL_STATE_DIR="+stateDir)
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +211,7 @@ func startCommand(t *testing.T, binary, dataDir string) (*exec.Cmd, Info) {
 		var info Info
 		raw, err := os.ReadFile(filepath.Join(dataDir, InfoFile))
 		if err == nil && json.Unmarshal(raw, &info) == nil && info.PID == cmd.Process.Pid {
-			return cmd, info
+			return cmd, info, stderr
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("server did not start within 60 s; stderr:\n%s", stderr.String())
@@ -221,6 +253,9 @@ func TestDockerRestartAfterSIGKILL(t *testing.T) {
 	if n := buildContainers(t, running.BuildID); n != 1 {
 		t.Fatalf("%d containers run the build, want 1", n)
 	}
+	// A sandbox that lives through the restart: its envd redials the relay
+	// the new server re-creates at the same host path.
+	survivor := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "killed", Timeout: int32p(600)})
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -245,6 +280,15 @@ func TestDockerRestartAfterSIGKILL(t *testing.T) {
 	if link := ts.link(good.TemplateID, hash); !link.Present {
 		t.Error("the stored archive was lost")
 	}
+	survivorClient, err := envdclient.New(envdclient.Config{BaseURL: ts.URL, SandboxID: survivor.SandboxID, AccessToken: survivor.EnvdAccessToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := survivorClient.Run(t.Context(), envdclient.RunRequest{Cmd: "/bin/sh", Args: []string{"-c", "echo survived"}})
+	if err != nil || string(res.Stdout) != "survived\n" {
+		t.Errorf("the sandbox kept across the restart: %v %+v", err, res)
+	}
+	ts.call("DELETE", "/sandboxes/"+survivor.SandboxID, nil, http.StatusNoContent, nil)
 	// The template still runs sandboxes.
 	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "killed"})
 	ts.call("DELETE", "/sandboxes/"+sb.SandboxID, nil, http.StatusNoContent, nil)
@@ -273,4 +317,19 @@ func buildContainers(t *testing.T, buildID string) int {
 		t.Fatal(err)
 	}
 	return len(list)
+}
+
+// Host networking is an opt-in that the server warns about at start-up;
+// the default logs the network namespace and the egress policy.
+func TestDockerHostNetworkWarns(t *testing.T) {
+	dockerEngine(t) // skips without an engine
+	binary := buildEnvdBinary(t)
+	_, _, stderr := startCommandLog(t, binary, t.TempDir(), "--network", "host")
+	if log := stderr.String(); !strings.Contains(log, "level=WARN") || !strings.Contains(log, "--network host") || !strings.Contains(log, "egress=\"unfiltered (host network)\"") {
+		t.Errorf("no host-network warning at start-up:\n%s", log)
+	}
+	_, _, stderr = startCommandLog(t, binary, t.TempDir(), "--egress-allow", "10.0.0.5:5000")
+	if log := stderr.String(); strings.Contains(log, "level=WARN") || !strings.Contains(log, "network=none") || !strings.Contains(log, `egress="public + allow 10.0.0.5:5000"`) {
+		t.Errorf("default start-up log:\n%s", log)
+	}
 }

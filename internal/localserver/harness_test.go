@@ -24,6 +24,7 @@ import (
 	envdserver "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/server"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/openapitest"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/relay"
 )
 
 const testAPIKey = "e2b_0123456789abcdef0123456789abcdef01234567"
@@ -381,7 +382,23 @@ func (e *fakeEngine) StartSandbox(ctx context.Context, spec runtime.SandboxSpec)
 	e.mu.Lock()
 	e.sandboxes[spec.SandboxID] = stop
 	e.mu.Unlock()
-	return &runtime.Sandbox{ID: spec.SandboxID, ContainerID: "fake-" + spec.SandboxID, EnvdSocket: socket, EnvdVersion: "0.6.13"}, nil
+	return &runtime.Sandbox{ID: spec.SandboxID, ContainerID: "fake-" + spec.SandboxID, EnvdVersion: "0.6.13"}, nil
+}
+
+// DialSandbox reaches the fake sandbox's envd on its socket; nothing else
+// listens in a fake sandbox.
+func (e *fakeEngine) DialSandbox(ctx context.Context, id string, port int) (net.Conn, error) {
+	e.mu.Lock()
+	_, ok := e.sandboxes[id]
+	e.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("sandbox %s is not running", id)
+	}
+	if port != envdclient.Port {
+		return nil, &relay.RefusedError{Port: port, Reason: "connection refused"}
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "unix", filepath.Join(e.dir, id+".sock"))
 }
 
 func unixClient(socket string) *http.Client {

@@ -1,14 +1,19 @@
 package localserver
 
 import (
+	"context"
+	"errors"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"regexp"
 	"strconv"
+	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
-	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/relay"
 )
 
 // sandboxHost matches the first label of "<port>-<sandboxID>[-<anything>].<domain>".
@@ -32,37 +37,65 @@ func sandboxTarget(r *http.Request) (string, int, bool) {
 	return id, port, true
 }
 
-// sandboxProxy forwards to one sandbox's envd over its unix socket.
+// sandboxProxy forwards to the ports of one sandbox through the engine's
+// relay: envd's 49983, or any port a sandbox process listens on, as E2B's
+// edge proxy does. The Host header is passed on unchanged.
 type sandboxProxy struct {
-	socket    string
 	transport *http.Transport
 	proxy     *httputil.ReverseProxy
 }
 
-func newSandboxProxy(socket string) *sandboxProxy {
-	transport := envdclient.UnixSocketTransport(socket)
-	transport.MaxIdleConnsPerHost = 16
+func newSandboxProxy(engine runtime.Engine, sandboxID string) *sandboxProxy {
+	transport := &http.Transport{
+		// addr is "127.0.0.1:<port>", set by Rewrite below; nothing is
+		// resolved or dialled on the host.
+		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+			_, rawPort, err := net.SplitHostPort(addr)
+			if err != nil {
+				return nil, err
+			}
+			port, err := strconv.Atoi(rawPort)
+			if err != nil {
+				return nil, err
+			}
+			return engine.DialSandbox(ctx, sandboxID, port)
+		},
+		MaxIdleConnsPerHost: 16,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
 	return &sandboxProxy{
-		socket:    socket,
 		transport: transport,
 		proxy: &httputil.ReverseProxy{
 			Rewrite: func(pr *httputil.ProxyRequest) {
+				_, port, _ := sandboxTarget(pr.In)
 				pr.Out.URL.Scheme = "http"
-				pr.Out.URL.Host = "envd"
+				pr.Out.URL.Host = "127.0.0.1:" + strconv.Itoa(port)
+				pr.Out.Host = pr.In.Host
 			},
 			Transport: transport,
 			// Stream every byte as it comes: process output must not wait.
 			FlushInterval: -1,
 			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-				writeError(w, http.StatusBadGateway, "envd of the sandbox did not answer: %v", err)
+				_, port, _ := sandboxTarget(r)
+				var refused *relay.RefusedError
+				switch {
+				case errors.As(err, &refused) && port == e2bapi.EnvdPort:
+					writeError(w, http.StatusBadGateway, "envd of sandbox '%s' does not accept connections: %v", sandboxID, err)
+				case errors.As(err, &refused):
+					writeError(w, http.StatusBadGateway, "The sandbox is running but port is not open: nothing listens on port %d in sandbox '%s'", port, sandboxID)
+				case errors.Is(err, runtime.ErrPortNotRelayed):
+					writeError(w, http.StatusBadGateway, "port %d of sandbox '%s' is not reachable through the proxy: %v", port, sandboxID, err)
+				default:
+					writeError(w, http.StatusBadGateway, "port %d of sandbox '%s' did not answer: %v", port, sandboxID, err)
+				}
 			},
 		},
 	}
 }
 
 func (s *Server) proxy(w http.ResponseWriter, r *http.Request, id string, port int) {
-	sb, err := s.store.Sandbox(id)
-	if err != nil {
+	if _, err := s.store.Sandbox(id); err != nil {
 		if store.KindOf(err) == store.KindNotFound {
 			// 502, as E2B's proxy answers: the SDKs read it as "the sandbox
 			// was killed or timed out" (isRunning → false).
@@ -72,18 +105,22 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, id string, port i
 		s.internalError(w, err)
 		return
 	}
-	if port != e2bapi.EnvdPort {
-		writeError(w, http.StatusBadGateway, "port %d of sandbox '%s' is not reachable: the local server proxies only envd (port %d)", port, id, e2bapi.EnvdPort)
+	if port < 1 || port > 65535 {
+		writeError(w, http.StatusBadRequest, "port %d of sandbox '%s' is not a valid port", port, id)
 		return
 	}
 	s.mu.Lock()
 	p, ok := s.proxies[id]
-	if !ok || p.socket != sb.EnvdSocket {
-		p = newSandboxProxy(sb.EnvdSocket)
+	if !ok {
+		p = newSandboxProxy(s.engine, id)
 		s.proxies[id] = p
 	}
 	s.mu.Unlock()
-	// Let envd read the request body while it streams its answer.
-	_ = http.NewResponseController(w).EnableFullDuplex()
+	// Sandbox traffic is long-lived (process streams, WebSockets): no read
+	// deadline beyond the idle and header bounds of the listener.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
+	// Let the sandbox read the request body while it streams its answer.
+	_ = rc.EnableFullDuplex()
 	p.proxy.ServeHTTP(w, r)
 }

@@ -86,7 +86,7 @@ func (s *Server) handleCreateSandbox(v1 bool) http.HandlerFunc {
 			ID: id, TemplateID: t.ID, Alias: t.Alias, BuildID: b.ID, AccessToken: token,
 			StartedAt: now, EndAt: now.Add(time.Duration(timeout) * time.Second),
 			CPUCount: b.CPUCount, MemoryMB: b.MemoryMB, EnvdVersion: envdVersion,
-			Metadata: req.Metadata, ContainerID: started.ContainerID, EnvdSocket: started.EnvdSocket,
+			Metadata: req.Metadata, ContainerID: started.ContainerID,
 		}
 		if err := s.store.CreateSandbox(sb); err != nil {
 			if stopErr := s.engine.StopSandbox(context.WithoutCancel(r.Context()), id); stopErr != nil {

@@ -248,6 +248,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.handleUpload(w, r, token)
 		return
 	}
+	boundBody(w, r, bodyReadTimeout)
 	if r.Method == http.MethodGet && r.URL.Path == "/health" {
 		w.WriteHeader(http.StatusNoContent) // readiness probe, no key needed
 		return

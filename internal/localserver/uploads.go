@@ -59,6 +59,9 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, token stri
 		writeError(w, http.StatusMethodNotAllowed, "uploads use PUT")
 		return
 	}
+	// Archives may be large and slow: a deadline of their own, not the one
+	// of API bodies.
+	boundBody(w, r, uploadReadTimeout)
 	grant, err := s.store.Grant(token)
 	if err != nil {
 		s.storeError(w, err)

@@ -50,6 +50,9 @@ type Config struct {
 	// Logger receives panics recovered from handlers. Nil means the
 	// standard logger.
 	Logger *log.Logger
+	// BaseEnv is set for every process before /init's envVars and the
+	// request's own, which override it (e.g. the egress proxy variables).
+	BaseEnv map[string]string
 	// ReapOrphans makes Serve wait for zombie children the server did not
 	// start (orphans re-parented to it as PID 1 or subreaper). Only for a
 	// process that runs nothing but envd: it would race other code's
@@ -150,12 +153,14 @@ type settings struct {
 	defaultUser    string
 	defaultWorkdir string
 	envVars        map[string]string
+	baseEnv        map[string]string
 }
 
 func (s *Server) settings() settings {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return settings{
+		baseEnv:        s.cfg.BaseEnv,
 		accessToken:    s.accessToken,
 		defaultUser:    s.defaultUser,
 		defaultWorkdir: s.defaultWorkdir,
@@ -164,12 +169,14 @@ func (s *Server) settings() settings {
 }
 
 // sandboxEnv is the sandbox-wide environment every process gets after the
-// base variables: /init's envVars plus E2B_SANDBOX=true.
+// base variables: Config.BaseEnv, /init's envVars over it, plus
+// E2B_SANDBOX=true.
 func (st settings) sandboxEnv() map[string]string {
-	env := maps.Clone(st.envVars)
+	env := maps.Clone(st.baseEnv)
 	if env == nil {
 		env = map[string]string{}
 	}
+	maps.Copy(env, st.envVars)
 	env["E2B_SANDBOX"] = "true"
 	return env
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"maps"
 	"path"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -88,7 +87,7 @@ func (b *builder) run(ctx context.Context) (*BuildResult, error) {
 	if err != nil {
 		return nil, b.fail(stepBase, err)
 	}
-	defer b.d.discardContainer(b.c.id, filepath.Dir(b.c.socket))
+	defer b.d.discard(b.c)
 
 	if err := b.c.envd.init(ctx, "root", "", nil); err != nil {
 		return nil, b.fail(stepBase, err)

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -30,13 +32,18 @@ import (
 type DockerOptions struct {
 	// EnvdBinary is the host path of a static Linux build of the provider
 	// binary; it is mounted read-only into every container and started as
-	// `<bin> envd --listen unix:///run/e2b/envd.sock`.
+	// `<bin> envd --relay unix:///run/e2b/relay.sock ...`.
 	EnvdBinary string
 	// StateDir holds, on the host, one short directory per container with
-	// envd's socket in it. Keep it short: socket paths must fit sun_path.
+	// the server's relay (and egress) sockets in it, mounted read-only into
+	// the container. Keep it short: socket paths must fit sun_path.
 	StateDir string
-	// Network is "host" (default) or "none". Bridge networks are never used.
+	// Network is "none" (default: a network namespace of its own for every
+	// container) or "host". Bridge networks are never used.
 	Network string
+	// Egress serves the HTTP(S) proxy offered inside containers of network
+	// "none" (CONNECT and absolute-URI requests); nil offers none.
+	Egress http.Handler
 	// LabelPrefix namespaces the labels that mark our containers (default
 	// "e2b-local").
 	LabelPrefix string
@@ -47,6 +54,9 @@ type DockerOptions struct {
 	// ImageRepository is the repository build images are committed to
 	// (default "e2b-local"); the image is <repo>/<templateID>:<buildID>.
 	ImageRepository string
+	// PidsLimit caps the processes (threads included) of every container
+	// (default 4096; negative: no limit).
+	PidsLimit int64
 	// EnvdStartTimeout bounds the wait for envd's /health (default 30 s).
 	EnvdStartTimeout time.Duration
 	// ReadyTimeout bounds the ready command loop (default 10 min, §3.4).
@@ -58,11 +68,26 @@ type DockerOptions struct {
 
 // Paths inside every container.
 const (
-	containerEnvdPath   = "/.e2b/envd"
-	containerSocketDir  = "/run/e2b"
-	containerSocketName = "envd.sock"
+	containerEnvdPath = "/.e2b/envd"
+	// containerSocketDir is where the host's per-container directory with
+	// the server's sockets is mounted, read-only.
+	containerSocketDir = "/run/e2b"
+	relaySocketName    = "relay.sock"
+	egressSocketName   = "egress.sock"
+	// hostNetEnvdSocket is where envd listens in a host-network container:
+	// a path of the container's own file system, not a host port.
+	hostNetEnvdSocket = "/.e2b/envd.sock"
+	// EgressProxyPort is where, on the sandbox's loopback, envd offers the
+	// server's egress proxy.
+	EgressProxyPort = 49984
 	// maxSocketPath is sun_path's size on Linux minus the terminating NUL.
 	maxSocketPath = 107
+)
+
+// Network modes.
+const (
+	NetworkNone = "none"
+	NetworkHost = "host"
 )
 
 // Kinds of containers, the value of the <prefix>.kind label. Build images
@@ -79,10 +104,16 @@ type Docker struct {
 	opts DockerOptions
 	log  *slog.Logger
 
+	// egress serves opts.Egress on every container's egress socket.
+	egress *http.Server
+
 	mu sync.Mutex
 	// startCmds cancels the streams that keep sandbox start commands
 	// attached, by sandbox ID.
 	startCmds map[string]context.CancelFunc
+	// attached holds the relay of every container this server runs, by
+	// attachKey.
+	attached map[string]*attachment
 }
 
 var _ Engine = (*Docker)(nil)
@@ -107,15 +138,15 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 		return nil, fmt.Errorf("docker runtime: state dir: %w", err)
 	}
 	opts.StateDir = absState
-	if longest := len(socketPath(opts.StateDir, kindBuild, "x")); longest > maxSocketPath {
+	if longest := len(filepath.Join(containerDir(opts.StateDir, kindBuild, "x"), egressSocketName)); longest > maxSocketPath {
 		return nil, fmt.Errorf("docker runtime: state dir %s is too long for unix socket paths (%d > %d bytes)", opts.StateDir, longest, maxSocketPath)
 	}
 	switch opts.Network {
 	case "":
-		opts.Network = "host"
-	case "host", "none":
+		opts.Network = NetworkNone
+	case NetworkHost, NetworkNone:
 	default:
-		return nil, fmt.Errorf("docker runtime: network %q is not supported (use host or none)", opts.Network)
+		return nil, fmt.Errorf("docker runtime: network %q is not supported (use none or host)", opts.Network)
 	}
 	if opts.Instance == "" {
 		opts.Instance = "default"
@@ -125,6 +156,9 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 	}
 	if opts.ImageRepository == "" {
 		opts.ImageRepository = "e2b-local"
+	}
+	if opts.PidsLimit == 0 {
+		opts.PidsLimit = DefaultPidsLimit
 	}
 	if opts.EnvdStartTimeout <= 0 {
 		opts.EnvdStartTimeout = 30 * time.Second
@@ -156,7 +190,17 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 		cli.Close()
 		return nil, fmt.Errorf("docker runtime: %w", err)
 	}
-	return &Docker{cli: cli, opts: opts, log: opts.Logger, startCmds: map[string]context.CancelFunc{}}, nil
+	d := &Docker{cli: cli, opts: opts, log: opts.Logger, startCmds: map[string]context.CancelFunc{}, attached: map[string]*attachment{}}
+	if opts.Egress != nil {
+		d.egress = &http.Server{
+			Handler:           opts.Egress,
+			ReadHeaderTimeout: 30 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+			MaxHeaderBytes:    64 << 10,
+			ErrorLog:          slog.NewLogLogger(opts.Logger.Handler(), slog.LevelDebug),
+		}
+	}
+	return d, nil
 }
 
 // Close ends the streams attached to sandboxes' start commands (which
@@ -168,7 +212,15 @@ func (d *Docker) Close() error {
 		cancel()
 		delete(d.startCmds, id)
 	}
+	atts := d.attached
+	d.attached = map[string]*attachment{}
 	d.mu.Unlock()
+	for _, a := range atts {
+		a.close()
+	}
+	if d.egress != nil {
+		d.egress.Close()
+	}
 	return d.cli.Close()
 }
 
@@ -203,12 +255,13 @@ func (d *Docker) labels(kind, templateID, buildID, sandboxID string) map[string]
 	return l
 }
 
-// socketPath is where, on the host, envd of the container for kind/id
-// listens. The directory name is a short digest so that long IDs and data
-// dirs still fit sun_path.
-func socketPath(stateDir, kind, id string) string {
+// containerDir is the host directory of the container for kind/id, which
+// holds the server's sockets and is mounted read-only at /run/e2b. Its
+// name is a short digest so that long IDs and data dirs still fit
+// sun_path.
+func containerDir(stateDir, kind, id string) string {
 	sum := sha256.Sum256([]byte(kind + "/" + id))
-	return filepath.Join(stateDir, "s", hex.EncodeToString(sum[:6]), containerSocketName)
+	return filepath.Join(stateDir, "s", hex.EncodeToString(sum[:6]))
 }
 
 // containerRequest is what differs between build and sandbox containers.
@@ -224,50 +277,80 @@ type containerRequest struct {
 
 // runningContainer is a started container with envd answering.
 type runningContainer struct {
-	id     string
-	socket string
-	envd   *envdConn
+	id   string
+	kind string
+	key  string // attachKey of its relay
+	envd *envdConn
 }
 
-// startContainer creates and starts a container running envd on a unix
-// socket in a fresh host directory, waits for envd's health and returns.
-// On error nothing is left behind.
-func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepare func(ctx context.Context, containerID string) error) (*runningContainer, error) {
-	sock := socketPath(d.opts.StateDir, req.kind, req.id)
-	sockDir := filepath.Dir(sock)
-	if len(sock) > maxSocketPath {
-		return nil, fmt.Errorf("envd socket path %s is longer than %d bytes", sock, maxSocketPath)
+// envdCommand is the container's entrypoint: envd on TCP 49983 of the
+// container's own network namespace (as on E2B), reached by the server
+// only through the relay it dials out to, and offering the egress proxy
+// when there is one. With host networking it listens on a socket of the
+// container's own file system instead, so that containers do not fight
+// over the host's port 49983.
+func (d *Docker) envdCommand(network string) []string {
+	relaySock := "unix://" + containerSocketDir + "/" + relaySocketName
+	if network == NetworkHost {
+		return []string{containerEnvdPath, "envd", "--listen", "unix://" + hostNetEnvdSocket, "--relay", relaySock}
 	}
-	if err := os.RemoveAll(sockDir); err != nil {
-		return nil, err
+	cmd := []string{containerEnvdPath, "envd", "--listen", fmt.Sprintf("0.0.0.0:%d", client.Port), "--relay", relaySock}
+	if d.egress != nil {
+		cmd = append(cmd, "--egress", "unix://"+containerSocketDir+"/"+egressSocketName, "--egress-listen", fmt.Sprintf("127.0.0.1:%d", EgressProxyPort))
 	}
-	if err := os.MkdirAll(sockDir, 0o700); err != nil {
-		return nil, err
-	}
+	return cmd
+}
 
+// startContainer creates and starts a container running envd, with the
+// server's relay socket in a fresh host directory mounted read-only, waits
+// for envd's health through the relay and returns. On error nothing is
+// left behind.
+func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepare func(ctx context.Context, containerID string) error) (*runningContainer, error) {
+	dir := containerDir(d.opts.StateDir, req.kind, req.id)
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	key := attachKey(req.kind, req.id)
+	att, err := d.attach(key, dir, d.opts.Network)
+	if err != nil {
+		return nil, err
+	}
+	labels := maps.Clone(req.labels)
+	labels[d.label("network")] = d.opts.Network
 	cfg := &container.Config{
 		Image: req.image,
 		// envd must run as root to run processes as any user.
 		User:       "0:0",
-		Entrypoint: []string{containerEnvdPath, "envd", "--listen", "unix://" + containerSocketDir + "/" + containerSocketName},
-		Labels:     req.labels,
+		Entrypoint: d.envdCommand(d.opts.Network),
+		Labels:     labels,
 	}
 	hc := &container.HostConfig{
 		NetworkMode: container.NetworkMode(d.opts.Network),
 		Binds: []string{
 			d.opts.EnvdBinary + ":" + containerEnvdPath + ":ro",
-			sockDir + ":" + containerSocketDir,
+			// Read-only: the container can connect to the server's sockets
+			// but can neither replace nor add anything the server uses.
+			dir + ":" + containerSocketDir + ":ro",
 		},
-		Resources: resources(req.cpuCount, req.memoryMB),
+		Resources: resources(req.cpuCount, req.memoryMB, d.opts.PidsLimit),
 		Init:      boolPtr(true),
+		// Docker's default set minus NET_RAW (raw and packet sockets) and
+		// MKNOD; named one by one so that a changed engine default cannot
+		// widen it.
+		CapDrop: []string{"ALL"},
+		CapAdd:  containerCaps,
+		// setuid binaries and file capabilities gain nothing: processes
+		// keep at most what envd gave them.
+		SecurityOpt: []string{"no-new-privileges"},
 	}
 	created, err := d.cli.ContainerCreate(ctx, cfg, hc, nil, nil, "")
 	if err != nil {
-		os.RemoveAll(sockDir)
+		d.detach(key)
 		return nil, fmt.Errorf("create container from %s: %w", req.image, err)
 	}
+	rc := &runningContainer{id: created.ID, kind: req.kind, key: key}
 	fail := func(err error) (*runningContainer, error) {
-		d.discardContainer(created.ID, sockDir)
+		d.discard(rc)
 		return nil, err
 	}
 	if prepare != nil {
@@ -278,22 +361,26 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 	if err := d.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
 		return fail(fmt.Errorf("start container from %s: %w", req.image, err))
 	}
-	conn := newEnvdConn(sock, req.token)
-	if err := d.waitEnvd(ctx, created.ID, conn); err != nil {
+	d.learnRootUID(ctx, created.ID, att)
+	rc.envd = newEnvdConn(att.dialer(client.Port), req.token)
+	if err := d.waitEnvd(ctx, created.ID, rc.envd, att.relay.Addr()); err != nil {
 		return fail(err)
 	}
-	return &runningContainer{id: created.ID, socket: sock, envd: conn}, nil
+	return rc, nil
 }
 
 // waitEnvd polls envd's /health until it answers, the container exits, or
 // the start timeout passes.
-func (d *Docker) waitEnvd(ctx context.Context, containerID string, conn *envdConn) error {
+func (d *Docker) waitEnvd(ctx context.Context, containerID string, conn *envdConn, relayAddr string) error {
 	ctx, cancel := context.WithTimeout(ctx, d.opts.EnvdStartTimeout)
 	defer cancel()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for polls := 0; ; polls++ {
-		err := conn.health(ctx)
+		// A dial waits for envd's first relay connection: bound each poll.
+		pollCtx, pollCancel := context.WithTimeout(ctx, time.Second)
+		err := conn.health(pollCtx)
+		pollCancel()
 		if err == nil {
 			return nil
 		}
@@ -306,7 +393,7 @@ func (d *Docker) waitEnvd(ctx context.Context, containerID string, conn *envdCon
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("envd did not answer on %s within %s: %v; container output: %s", conn.socket, d.opts.EnvdStartTimeout, err, d.logsTail(containerID))
+				return fmt.Errorf("envd did not answer through the relay %s within %s: %v; container output: %s", relayAddr, d.opts.EnvdStartTimeout, err, d.logsTail(containerID))
 			}
 			return ctx.Err()
 		case <-tick.C:
@@ -330,10 +417,9 @@ func (d *Docker) logsTail(containerID string) string {
 	return strings.TrimSpace(out.String())
 }
 
-// removeContainer force-removes a container and its socket dir. It runs
-// on its own context: cleanup must happen even when the caller's context
-// was cancelled.
-func (d *Docker) removeContainer(containerID, sockDir string) error {
+// removeContainer force-removes a container. It runs on its own context:
+// cleanup must happen even when the caller's context was cancelled.
+func (d *Docker) removeContainer(containerID string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	err := d.cli.ContainerRemove(ctx, containerID, container.RemoveOptions{Force: true, RemoveVolumes: true})
@@ -343,27 +429,39 @@ func (d *Docker) removeContainer(containerID, sockDir string) error {
 	if err != nil {
 		err = fmt.Errorf("remove container %s: %w", shortID(containerID), err)
 	}
-	if sockDir != "" {
-		if rerr := os.RemoveAll(sockDir); rerr != nil && err == nil {
-			err = rerr
-		}
-	}
 	return err
 }
 
-// discardContainer removes a container that failed to start or has served
-// its purpose. A failure is logged, not returned: the caller's own outcome
-// stands, and RemoveOrphans removes the container at the next start.
-func (d *Docker) discardContainer(containerID, sockDir string) {
-	if err := d.removeContainer(containerID, sockDir); err != nil {
-		d.log.Warn("container left behind", "container", shortID(containerID), "error", err)
+// discard removes a container that failed to start or has served its
+// purpose, and its relay. A failure is logged, not returned: the caller's
+// own outcome stands, and RemoveOrphans removes the container at the next
+// start.
+func (d *Docker) discard(rc *runningContainer) {
+	if err := d.removeContainer(rc.id); err != nil {
+		d.log.Warn("container left behind", "container", shortID(rc.id), "error", err)
 	}
+	if err := d.detach(rc.key); err != nil {
+		d.log.Warn("relay dir left behind", "container", shortID(rc.id), "error", err)
+	}
+}
+
+// DefaultPidsLimit is the default cap on a container's processes.
+const DefaultPidsLimit = 4096
+
+// containerCaps are the capabilities of sandbox and build containers:
+// what package managers (apt drops to _apt: SETUID, SETGID), useradd,
+// chown and chmod (CHOWN, DAC_OVERRIDE, FOWNER, FSETID) and common
+// daemons (NET_BIND_SERVICE, SYS_CHROOT for sshd, AUDIT_WRITE for sudo
+// and login) need. NET_RAW and MKNOD of Docker's default set are left out.
+var containerCaps = []string{
+	"CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID",
+	"SETPCAP", "SETFCAP", "NET_BIND_SERVICE", "SYS_CHROOT", "AUDIT_WRITE",
 }
 
 // resources turns the template's CPU and memory into container limits,
 // capping CPUs at what the host has so that small machines can run any
-// template.
-func resources(cpuCount, memoryMB int32) container.Resources {
+// template. Memory has no swap beyond it.
+func resources(cpuCount, memoryMB int32, pidsLimit int64) container.Resources {
 	var r container.Resources
 	if cpuCount > 0 {
 		cpus := min(int(cpuCount), goruntime.NumCPU())
@@ -371,6 +469,10 @@ func resources(cpuCount, memoryMB int32) container.Resources {
 	}
 	if memoryMB > 0 {
 		r.Memory = int64(memoryMB) << 20
+		r.MemorySwap = r.Memory
+	}
+	if pidsLimit > 0 {
+		r.PidsLimit = &pidsLimit
 	}
 	return r
 }
@@ -441,18 +543,18 @@ func (d *Docker) StartSandbox(ctx context.Context, spec SandboxSpec) (*Sandbox, 
 		return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
 	}
 	if err := rc.envd.init(ctx, spec.User, spec.Workdir, spec.Env); err != nil {
-		d.discardContainer(rc.id, filepath.Dir(rc.socket))
+		d.discard(rc)
 		return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
 	}
 	if spec.StartCmd != "" {
 		sh, err := d.shellOf(ctx, rc.id)
 		if err != nil {
-			d.discardContainer(rc.id, filepath.Dir(rc.socket))
+			d.discard(rc)
 			return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
 		}
 		d.startCommand(rc, spec, sh)
 	}
-	return &Sandbox{ID: spec.SandboxID, ContainerID: rc.id, EnvdSocket: rc.socket, EnvdVersion: EnvdVersion}, nil
+	return &Sandbox{ID: spec.SandboxID, ContainerID: rc.id, EnvdVersion: EnvdVersion}, nil
 }
 
 // startCommand runs the sandbox's start command in the background, as the
@@ -478,7 +580,7 @@ func (d *Docker) startCommand(rc *runningContainer, spec SandboxSpec, sh shell) 
 	}()
 }
 
-// StopSandbox removes the sandbox's container and its socket dir.
+// StopSandbox removes the sandbox's container and its relay.
 func (d *Docker) StopSandbox(ctx context.Context, sandboxID string) error {
 	d.mu.Lock()
 	if cancel, ok := d.startCmds[sandboxID]; ok {
@@ -492,9 +594,9 @@ func (d *Docker) StopSandbox(ctx context.Context, sandboxID string) error {
 	}
 	var errs []error
 	for _, c := range list {
-		errs = append(errs, d.removeContainer(c.ID, ""))
+		errs = append(errs, d.removeContainer(c.ID))
 	}
-	errs = append(errs, os.RemoveAll(filepath.Dir(socketPath(d.opts.StateDir, kindSandbox, sandboxID))))
+	errs = append(errs, d.detach(attachKey(kindSandbox, sandboxID)))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("stop sandbox %s: %w", sandboxID, err)
 	}
@@ -508,9 +610,10 @@ func (d *Docker) list(ctx context.Context, extra ...filters.KeyValuePair) ([]con
 }
 
 // RemoveOrphans removes this instance's build containers and the sandbox
-// containers keep does not claim, and every socket dir no kept container
-// uses (a crash can leave dirs whose container is already gone). Meant for
-// start-up: builds running at the time are aborted.
+// containers keep does not claim, and every relay dir no kept container
+// uses (a crash can leave dirs whose container is already gone). The kept
+// sandboxes get their relay back at the same host path, where their envd
+// redials. Meant for start-up: builds running at the time are aborted.
 func (d *Docker) RemoveOrphans(ctx context.Context, keep func(sandboxID string) bool) error {
 	list, err := d.list(ctx)
 	if err != nil {
@@ -528,13 +631,14 @@ func (d *Docker) RemoveOrphans(ctx context.Context, keep func(sandboxID string) 
 		default:
 			continue // e.g. started by hand from a build's image
 		}
-		sockDir := filepath.Dir(socketPath(d.opts.StateDir, kind, id))
+		dir := containerDir(d.opts.StateDir, kind, id)
 		if kind == kindSandbox && keep != nil && keep(id) {
-			inUse[sockDir] = true
+			inUse[dir] = true
+			errs = append(errs, d.reattach(ctx, c, id, dir))
 			continue
 		}
 		d.log.Info("removing orphaned container", "container", shortID(c.ID), "kind", kind, "id", id)
-		errs = append(errs, d.removeContainer(c.ID, sockDir))
+		errs = append(errs, d.removeContainer(c.ID), d.detach(attachKey(kind, id)))
 	}
 	socketsDir := filepath.Join(d.opts.StateDir, "s")
 	entries, err := os.ReadDir(socketsDir)

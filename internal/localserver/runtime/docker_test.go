@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -104,7 +105,7 @@ func buildEnvd(dir string) (string, error) {
 }
 
 // newTestDocker connects an engine whose containers only this test sees,
-// with containers on network ("" for the default, host).
+// with containers on network ("" for the default, none).
 func newTestDocker(t *testing.T, network string) *Docker {
 	t.Helper()
 	if dockerEnv.skip != "" {
@@ -142,7 +143,7 @@ func removeImageAtEnd(t *testing.T, d *Docker, image string) {
 // removeContainerAtEnd removes the container when the test ends.
 func removeContainerAtEnd(t *testing.T, d *Docker, containerID string) {
 	t.Cleanup(func() {
-		if err := d.removeContainer(containerID, ""); err != nil {
+		if err := d.removeContainer(containerID); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
@@ -233,9 +234,14 @@ func containers(t *testing.T, d *Docker) []container.Summary {
 	return list
 }
 
-// sandboxClient talks to a sandbox's envd over its socket with token.
-func sandboxClient(sb *Sandbox, token string) *envdConn {
-	return newEnvdConn(sb.EnvdSocket, token)
+// sandboxClient talks to a sandbox's envd through its relay with token.
+func sandboxClient(d *Docker, sb *Sandbox, token string) *envdConn {
+	return newEnvdConn(func(ctx context.Context) (net.Conn, error) { return d.DialSandbox(ctx, sb.ID, client.Port) }, token)
+}
+
+// relayDir is the host directory with the sandbox's relay socket.
+func relayDir(d *Docker, sb *Sandbox) string {
+	return containerDir(d.opts.StateDir, kindSandbox, sb.ID)
 }
 
 // sh runs a script with /bin/sh in the sandbox as user (empty: the
@@ -364,10 +370,10 @@ func TestBuildAndSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sb.EnvdVersion != server.Version || len(sb.EnvdSocket) > maxSocketPath {
+	if sb.EnvdVersion != server.Version {
 		t.Errorf("sandbox %+v", sb)
 	}
-	c := sandboxClient(sb, token)
+	c := sandboxClient(d, sb, token)
 	out, code := sh(t, c, "", `id -un; pwd; echo "$NAME|$LIT"`)
 	if want := "alice\n/app/work\nhello world|$(echo no)\n"; code != 0 || out != want {
 		t.Errorf("sandbox default user, workdir and env: %q (exit %d), want %q", out, code, want)
@@ -405,15 +411,15 @@ func TestBuildAndSandbox(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	// envd only answers with the sandbox's token.
-	if _, err := sandboxClient(sb, "wrong").run(t.Context(), client.RunRequest{Cmd: "/bin/true"}); err == nil {
+	if _, err := sandboxClient(d, sb, "wrong").run(t.Context(), client.RunRequest{Cmd: "/bin/true"}); err == nil {
 		t.Error("envd accepted a wrong access token")
 	}
 
 	if err := d.StopSandbox(t.Context(), sb.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Dir(sb.EnvdSocket)); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("socket dir left behind: %v", err)
+	if _, err := os.Stat(relayDir(d, sb)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("relay dir left behind: %v", err)
 	}
 	if n := len(containers(t, d)); n != 0 {
 		t.Errorf("%d containers left after StopSandbox", n)
@@ -576,14 +582,14 @@ func TestRemoveOrphans(t *testing.T) {
 	if len(left) != 2 || !left[kept.ContainerID] || !left[byHandID] {
 		t.Errorf("left %d containers, want only the kept sandbox and the one started by hand", len(left))
 	}
-	if _, err := os.Stat(filepath.Dir(orphan.EnvdSocket)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(relayDir(d, orphan)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("orphan's socket dir left behind: %v", err)
 	}
 	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("stale socket dir left behind: %v", err)
 	}
-	if _, err := os.Stat(kept.EnvdSocket); err != nil {
-		t.Errorf("kept sandbox lost its socket: %v", err)
+	if _, err := os.Stat(filepath.Join(relayDir(d, kept), relaySocketName)); err != nil {
+		t.Errorf("kept sandbox lost its relay socket: %v", err)
 	}
 	if _, err := d.cli.ContainerInspect(t.Context(), otherID); err != nil {
 		t.Errorf("another server's container was touched: %v", err)
@@ -662,5 +668,26 @@ func TestBuildUsesBashWhenPresent(t *testing.T) {
 	removeImageAtEnd(t, d, res.Image)
 	if !log.has("1", "bash called with -l -c") || !log.has("1", "ran") || log.has("base", "no /bin/bash") {
 		t.Errorf("RUN did not go through bash -l -c:\n%s", &log)
+	}
+}
+
+// With the opt-in host network, envd is still reached through the relay
+// (it listens on a socket of the container's own file system, not on the
+// host's port 49983), and no other port is relayed: the sandbox's
+// loopback is the host's.
+func TestHostNetworkRelaysOnlyEnvd(t *testing.T) {
+	t.Parallel()
+	d := newTestDocker(t, NetworkHost)
+	token := rand.Text()
+	sb, err := d.StartSandbox(t.Context(), SandboxSpec{SandboxID: randomID("host"), Image: dockerEnv.baseImage, User: "root", AccessToken: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.StopSandbox(context.Background(), sb.ID)
+	if out, code := sh(t, sandboxClient(d, sb, token), "", "echo up"); code != 0 || out != "up\n" {
+		t.Errorf("envd in a host-network sandbox: %q (exit %d)", out, code)
+	}
+	if _, err := d.DialSandbox(t.Context(), sb.ID, 8080); !errors.Is(err, ErrPortNotRelayed) {
+		t.Errorf("dial port 8080 of a host-network sandbox: %v, want ErrPortNotRelayed", err)
 	}
 }

@@ -6,6 +6,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"net"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
@@ -75,9 +76,6 @@ type SandboxSpec struct {
 type Sandbox struct {
 	ID          string
 	ContainerID string
-	// EnvdSocket is the host path of the unix socket envd listens on; the
-	// API layer proxies sandbox traffic for port 49983 to it.
-	EnvdSocket  string
 	EnvdVersion string
 }
 
@@ -96,6 +94,9 @@ type Engine interface {
 	// removes its container; failures are *StepError where a step is known.
 	Build(ctx context.Context, spec BuildSpec) (*BuildResult, error)
 	StartSandbox(ctx context.Context, spec SandboxSpec) (*Sandbox, error)
+	// DialSandbox opens a stream to a port inside the sandbox (envd's
+	// 49983, or any a sandbox process listens on), for the sandbox proxy.
+	DialSandbox(ctx context.Context, sandboxID string, port int) (net.Conn, error)
 	// StopSandbox removes the sandbox's container; an unknown ID is not an error.
 	StopSandbox(ctx context.Context, sandboxID string) error
 	// RemoveOrphans removes containers this server created that keep does

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
@@ -14,26 +15,28 @@ import (
 // containers; builds record it and sandboxes report it.
 const EnvdVersion = server.Version
 
-// envdConn talks to one container's envd over its unix socket on the host.
+// envdConn talks to one container's envd through the container's relay.
 type envdConn struct {
-	socket string
-	token  string
-	c      *client.Client
+	token string
+	c     *client.Client
 }
 
-// newEnvdConn prepares a client for the envd listening on socket that
-// sends token (none when empty) with every request; init hands the same
-// token to envd, which requires it from then on.
-func newEnvdConn(socket, token string) *envdConn {
-	transport := client.UnixSocketTransport(socket)
-	transport.DisableCompression = true
+// newEnvdConn prepares a client for the envd that dial reaches, sending
+// token (none when empty) with every request; init hands the same token
+// to envd, which requires it from then on.
+func newEnvdConn(dial func(ctx context.Context) (net.Conn, error), token string) *envdConn {
+	transport := &http.Transport{
+		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
+		DisableCompression:  true,
+		MaxIdleConnsPerHost: 8,
+	}
 	hc := &http.Client{Transport: transport}
-	// The host name is never resolved: every connection goes to the socket.
+	// The host name is never resolved: every connection goes through dial.
 	c, err := client.New(client.Config{BaseURL: "http://localhost", AccessToken: token, HTTPClient: hc})
 	if err != nil {
 		panic(fmt.Sprintf("envd client for a fixed loopback URL: %v", err)) // cannot happen
 	}
-	return &envdConn{socket: socket, token: token, c: c}
+	return &envdConn{token: token, c: c}
 }
 
 func (e *envdConn) health(ctx context.Context) error { return e.c.Health(ctx) }

@@ -115,7 +115,6 @@ type Sandbox struct {
 	EnvdVersion string            `json:"envdVersion"`
 	Metadata    map[string]string `json:"metadata,omitempty"`
 	ContainerID string            `json:"containerID"`
-	EnvdSocket  string            `json:"envdSocket"`
 }
 
 // Stats are counters that are not part of the E2B API.

@@ -1,0 +1,547 @@
+package localserver
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	dockerclient "github.com/docker/docker/client"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/egress"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
+)
+
+// The tests in this file attack the local server from inside sandboxes
+// and build steps, as root, the way untrusted code would (issue #11). They
+// need the Docker engine of docker_test.go and a Debian image with bash,
+// apt and useradd: E2B_TEST_DEBIAN_IMAGE (default e2b-test-debian:bookworm).
+
+// debianImage returns the Debian test image, or skips.
+func debianImage(t *testing.T) string {
+	t.Helper()
+	img := os.Getenv("E2B_TEST_DEBIAN_IMAGE")
+	if img == "" {
+		img = "e2b-test-debian:bookworm"
+	}
+	cli, err := dockerclient.NewClientWithOpts(dockerclient.FromEnv, dockerclient.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Skipf("Docker client: %v", err)
+	}
+	defer cli.Close()
+	if _, err := cli.ImageInspect(t.Context(), img); err != nil {
+		t.Skipf("Debian test image %s (E2B_TEST_DEBIAN_IMAGE) is not on the engine: %v", img, err)
+	}
+	return img
+}
+
+var probeBinary struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// buildProbe builds testdata/sandboxprobe as a static Linux binary, next
+// to the envd binary (TestMain removes both).
+func buildProbe(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Dir(buildEnvdBinary(t))
+	probeBinary.once.Do(func() {
+		probeBinary.path = filepath.Join(dir, "sandboxprobe")
+		cmd := exec.Command("go", "build", "-o", probeBinary.path, "./testdata/sandboxprobe")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			probeBinary.err = fmt.Errorf("%w\n%s", err, out)
+		}
+	})
+	if probeBinary.err != nil {
+		t.Fatalf("build the probe: %v", probeBinary.err)
+	}
+	return probeBinary.path
+}
+
+// deleteTemplateAtEnd deletes the template, and so its images, when the
+// test ends, after the sandboxes started later (cleanups run last first).
+func (ts *testServer) deleteTemplateAtEnd(templateID string) {
+	ts.t.Cleanup(func() { ts.request("DELETE", "/templates/"+templateID, nil).Body.Close() })
+}
+
+// probeSandbox is a running sandbox with the probe at /usr/local/bin.
+type probeSandbox struct {
+	t      *testing.T
+	id     string
+	client *envdclient.Client
+}
+
+const probePath = "/usr/local/bin/sandboxprobe"
+
+func (ts *testServer) probeSandbox(template string) *probeSandbox {
+	t := ts.t
+	t.Helper()
+	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: template})
+	t.Cleanup(func() { ts.request("DELETE", "/sandboxes/"+sb.SandboxID, nil).Body.Close() })
+	c, err := envdclient.New(envdclient.Config{BaseURL: ts.URL, SandboxID: sb.SandboxID, AccessToken: sb.EnvdAccessToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(buildProbe(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := c.Upload(t.Context(), probePath, "root", f); err != nil {
+		t.Fatalf("upload the probe: %v", err)
+	}
+	p := &probeSandbox{t: t, id: sb.SandboxID, client: c}
+	if out, code := p.sh("root", "chmod 755 "+probePath); code != 0 {
+		t.Fatalf("chmod the probe: %s", out)
+	}
+	return p
+}
+
+// sh runs a shell script in the sandbox as user and returns its combined
+// output and exit code.
+func (p *probeSandbox) sh(user, script string) (string, int) {
+	p.t.Helper()
+	res, err := p.client.Run(p.t.Context(), envdclient.RunRequest{Cmd: "/bin/sh", Args: []string{"-c", script}, User: user, Timeout: 2 * time.Minute})
+	if err != nil {
+		p.t.Fatalf("run %q: %v", script, err)
+	}
+	return string(res.Stdout) + string(res.Stderr), res.ExitCode
+}
+
+// serve starts the probe's HTTP server on addr in the background.
+func (p *probeSandbox) serve(addr, text string) {
+	p.t.Helper()
+	if out, code := p.sh("root", fmt.Sprintf("nohup %s serve %s %s >/dev/null 2>&1 &", probePath, addr, text)); code != 0 {
+		p.t.Fatalf("start the probe server: %s", out)
+	}
+}
+
+// freePort returns a loopback port nothing on the host listens on now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// viaProxy GETs path of port in sandbox id through the server's proxy,
+// by Host ("<port>-<id>.<domain>") or by the E2b-Sandbox-* headers.
+func viaProxy(t *testing.T, serverURL, id string, port int, byHeaders bool, path string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), "GET", serverURL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if byHeaders {
+		req.Header.Set("E2b-Sandbox-Id", id)
+		req.Header.Set("E2b-Sandbox-Port", strconv.Itoa(port))
+	} else {
+		req.Host = fmt.Sprintf("%d-%s.localhost", port, id)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// waitProxy waits until port of sandbox id answers 200 through the proxy.
+func waitProxy(t *testing.T, serverURL, id string, port int) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, body := viaProxy(t, serverURL, id, port, false, "/hello")
+		if code == http.StatusOK {
+			return body
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("port %d of sandbox %s never answered through the proxy: %d %s", port, id, code, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// canary is a unix socket under the test's control that counts the
+// connections it accepts: nothing the server does may ever reach it.
+func canary(t *testing.T) (string, *atomic.Int32) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "canary") //nolint:usetesting // sun_path length
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "canary.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var n atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			n.Add(1)
+			c.Close()
+		}
+	}()
+	return path, &n
+}
+
+func containerOf(t *testing.T, sandboxID string) container.InspectResponse {
+	t.Helper()
+	cli, err := dockerclient.NewClientWithOpts(dockerclient.FromEnv, dockerclient.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	list, err := cli.ContainerList(t.Context(), container.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "e2b-local.sandbox-id="+sandboxID))})
+	if err != nil || len(list) != 1 {
+		t.Fatalf("the container of sandbox %s: %v (%d found)", sandboxID, err, len(list))
+	}
+	insp, err := cli.ContainerInspect(t.Context(), list[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return insp
+}
+
+// capNetRaw is CAP_NET_RAW's bit in CapEff; capMknod CAP_MKNOD's.
+const (
+	capNetRaw = 13
+	capMknod  = 27
+	// dockerDefaultCaps is Docker's default capability set as a CapEff mask.
+	dockerDefaultCaps = 0x00000000a80425fb
+)
+
+// capEff parses the CapEff line of /proc/<pid>/status output.
+func capEff(t *testing.T, out string) uint64 {
+	t.Helper()
+	for line := range strings.Lines(out) {
+		if rest, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			v, err := strconv.ParseUint(strings.TrimSpace(rest), 16, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+	}
+	t.Fatalf("no CapEff in %q", out)
+	return 0
+}
+
+// cgroupScript prints memory, CPU and pids limits, cgroup v2 or v1.
+const cgroupScript = `cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes
+cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo "$(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us) $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us)"
+cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max`
+
+// TestDockerIsolation runs the attacks of issue #11 as root inside a
+// sandbox of a Debian template and checks that each one fails.
+func TestDockerIsolation(t *testing.T) {
+	engine, _ := dockerEngine(t)
+	debian := debianImage(t)
+	ts := startServer(t, engine)
+
+	// The build itself: least privilege must not break what templates do.
+	var reg e2bapi.TemplateRequestResponseV3
+	ts.call("POST", "/v3/templates", e2bapi.TemplateBuildRequestV3{Name: "isolation", CPUCount: int32p(1), MemoryMB: int32p(512)}, http.StatusAccepted, &reg)
+	ts.start(reg, e2bapi.TemplateBuildStartV2{FromImage: debian, Steps: []e2bapi.TemplateStep{
+		{Type: "RUN", Args: []string{`set -e
+useradd -m probe && chown probe:probe /tmp && su -s /bin/sh probe -c id
+mkdir -p /p/DEBIAN /p/usr/share/e2bprobe && echo installed > /p/usr/share/e2bprobe/f
+printf 'Package: e2bprobe\nVersion: 1.0\nArchitecture: all\nMaintainer: t <t@t>\nDescription: probe\n' > /p/DEBIAN/control
+dpkg-deb --build /p /tmp/e2bprobe.deb >/dev/null && apt-get install -y /tmp/e2bprobe.deb >/dev/null 2>&1
+cat /usr/share/e2bprobe/f; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status
+` + cgroupScript, "root"}},
+	}})
+	info := ts.waitBuild(reg)
+	ts.deleteTemplateAtEnd(reg.TemplateID)
+	buildLog := ""
+	for _, e := range ts.status(reg.TemplateID, reg.BuildID, "").LogEntries {
+		buildLog += e.Message + "\n"
+	}
+	if info.Status != "ready" {
+		t.Fatalf("build = %+v\n%s", info, buildLog)
+	}
+	t.Run("build step limits", func(t *testing.T) {
+		for _, want := range []string{"(probe) gid=", "installed", "NoNewPrivs:\t1", "536870912", "100000 100000", "4096"} {
+			if !strings.Contains(buildLog, want) {
+				t.Errorf("build log lacks %q:\n%s", want, buildLog)
+			}
+		}
+		if eff := capEff(t, buildLog); eff&(1<<capNetRaw) != 0 || eff&^dockerDefaultCaps != 0 {
+			t.Errorf("RUN step as root has CapEff %#x: want no NET_RAW and nothing beyond Docker's defaults", eff)
+		}
+	})
+
+	a := ts.probeSandbox("isolation")
+	b := ts.probeSandbox("isolation")
+
+	t.Run("socket swap", func(t *testing.T) {
+		canaryPath, hits := canary(t)
+		script := fmt.Sprintf(`for f in /run/e2b/relay.sock /run/e2b/egress.sock /run/e2b/envd.sock; do
+  rm -f $f; ln -sf %[1]s $f; ln -sf /run/e2b/canary.sock $f
+done
+mv /run/e2b/relay.sock /run/e2b/moved; touch /run/e2b/new; mkdir /run/e2b/d
+mount -t tmpfs none /run/e2b; umount -l /run/e2b; mount -o remount,rw /run/e2b
+ls -la /run/e2b; exit 0`, canaryPath)
+		out, _ := a.sh("root", script)
+		if !strings.Contains(out, "Read-only file system") {
+			t.Errorf("changing /run/e2b did not fail as read-only:\n%s", out)
+		}
+		if strings.Contains(out, "->") {
+			t.Errorf("a link was made in /run/e2b:\n%s", out)
+		}
+		// The sandbox's own traffic keeps working, and so does the other's.
+		for _, p := range []*probeSandbox{a, b, a} {
+			if out, code := p.sh("", "echo alive"); code != 0 || out != "alive\n" {
+				t.Errorf("sandbox %s after the swap attempt: %q (exit %d)", p.id, out, code)
+			}
+		}
+		// Posing as envd: root of the sandbox only gets its own traffic;
+		// the sandbox's other users are refused by the server.
+		out, _ = a.sh("user", probePath+" impersonate /run/e2b/relay.sock")
+		if !strings.Contains(out, "impersonate: refused") {
+			t.Errorf("a non-root user posing as envd was not refused: %s", out)
+		}
+		if out, code := a.sh("", "echo still"); code != 0 || out != "still\n" {
+			t.Errorf("after the impersonation attempt: %q (exit %d)", out, code)
+		}
+		if n := hits.Load(); n != 0 {
+			t.Errorf("the canary socket received %d connections", n)
+		}
+	})
+
+	t.Run("raw sockets", func(t *testing.T) {
+		out, _ := a.sh("root", probePath+" caps")
+		if eff := capEff(t, out); eff&(1<<capNetRaw) != 0 || eff&(1<<capMknod) != 0 || eff&^dockerDefaultCaps != 0 {
+			t.Errorf("root in the sandbox has CapEff %#x: want no NET_RAW, no MKNOD, nothing beyond Docker's defaults", eff)
+		}
+		if !strings.Contains(out, "NoNewPrivs:\t1") {
+			t.Errorf("no-new-privileges is not set: %s", out)
+		}
+		marker := "marker-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+				req, _ := http.NewRequest("GET", ts.URL+"/templates?"+marker, nil)
+				req.Header.Set("X-API-Key", testAPIKey)
+				req.Header.Set("X-Marker", marker)
+				if resp, err := http.DefaultClient.Do(req); err == nil {
+					resp.Body.Close()
+				}
+				viaProxy(t, ts.URL, b.id, envdclient.Port, true, "/health?"+marker)
+			}
+		}()
+		out, _ = a.sh("root", probePath+" packet "+marker+" 3")
+		<-done
+		if strings.Contains(out, "opened") || strings.Contains(out, "CAPTURED") {
+			t.Errorf("raw or packet sockets in the sandbox:\n%s", out)
+		}
+	})
+
+	t.Run("ports", func(t *testing.T) {
+		portA, portB := freePort(t), freePort(t)
+		a.serve(fmt.Sprintf("0.0.0.0:%d", portA), "from-a")
+		b.serve(fmt.Sprintf("127.0.0.1:%d", portB), "from-b")
+		if body := waitProxy(t, ts.URL, a.id, portA); !strings.HasPrefix(body, "from-a path=/hello host="+strconv.Itoa(portA)+"-"+a.id) {
+			t.Errorf("port %d of sandbox a by Host: %q", portA, body)
+		}
+		if code, body := viaProxy(t, ts.URL, a.id, portA, true, "/by-headers"); code != 200 || !strings.HasPrefix(body, "from-a path=/by-headers") {
+			t.Errorf("port %d of sandbox a by headers: %d %q", portA, code, body)
+		}
+		// An upgraded connection (as WebSockets use) is piped both ways.
+		func() {
+			c, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			fmt.Fprintf(c, "GET /ws HTTP/1.1\r\nHost: %d-%s.localhost\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n", portA, a.id)
+			br := bufio.NewReader(c)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+				t.Fatalf("upgrade through the proxy: %v %v", resp, err)
+			}
+			fmt.Fprint(c, "ping over the upgrade\n")
+			if line, err := br.ReadString('\n'); err != nil || line != "ping over the upgrade\n" {
+				t.Errorf("echo over the upgraded connection: %q %v", line, err)
+			}
+		}()
+		waitProxy(t, ts.URL, b.id, portB)
+		if code, body := viaProxy(t, ts.URL, a.id, portB, false, "/"); code != http.StatusBadGateway || !strings.Contains(body, "port is not open") {
+			t.Errorf("a port nothing listens on in sandbox a: %d %s", code, body)
+		}
+		// The sandbox's listener on 0.0.0.0 is not in the host's namespace.
+		if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", portA), 2*time.Second); err == nil {
+			c.Close()
+			t.Errorf("the host reaches the sandbox's listener on 127.0.0.1:%d", portA)
+		}
+		// From inside: no control plane, no other sandbox, no host interfaces.
+		u, _ := url.Parse(ts.URL)
+		out, _ := a.sh("root", fmt.Sprintf("%s dial %s 127.0.0.1:%d 127.0.0.1:%d; %s ifaces", probePath, u.Host, portB, portA, probePath))
+		for _, want := range []string{
+			"dial " + u.Host + ": dial tcp " + u.Host + ": connect: connection refused",
+			fmt.Sprintf("dial 127.0.0.1:%d: dial tcp 127.0.0.1:%d: connect: connection refused", portB, portB),
+			fmt.Sprintf("dial 127.0.0.1:%d: connected", portA), // its own
+			"iface lo",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("from inside sandbox a, want %q in:\n%s", want, out)
+			}
+		}
+		if strings.Count(out, "iface ") != 1 {
+			t.Errorf("sandbox a sees interfaces other than its loopback:\n%s", out)
+		}
+	})
+
+	t.Run("limits", func(t *testing.T) {
+		insp := containerOf(t, a.id)
+		hc := insp.HostConfig
+		if hc.NanoCPUs != 1e9 || hc.Memory != 512<<20 || hc.PidsLimit == nil || *hc.PidsLimit != runtime.DefaultPidsLimit {
+			t.Errorf("resources: cpus %d memory %d pids %v", hc.NanoCPUs, hc.Memory, hc.PidsLimit)
+		}
+		if string(hc.NetworkMode) != "none" {
+			t.Errorf("network mode %q, want none", hc.NetworkMode)
+		}
+		if !bytes.Contains([]byte(strings.Join(hc.SecurityOpt, ",")), []byte("no-new-privileges")) {
+			t.Errorf("security options %v lack no-new-privileges", hc.SecurityOpt)
+		}
+		for _, c := range hc.CapAdd {
+			if strings.Contains(c, "NET_RAW") || strings.Contains(c, "MKNOD") {
+				t.Errorf("capability %s added", c)
+			}
+		}
+		out, code := a.sh("root", cgroupScript)
+		if want := "536870912\n100000 100000\n4096\n"; code != 0 || out != want {
+			t.Errorf("cgroup limits seen inside: %q, want %q", out, want)
+		}
+	})
+}
+
+// countingServer is a loopback HTTP server that answers "<name> saw
+// <method> <path>" and counts its connections.
+func countingServer(t *testing.T, name string) (string, *atomic.Int32) {
+	t.Helper()
+	var conns atomic.Int32
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "%s saw %s %s", name, r.Method, r.URL.Path)
+		}),
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				conns.Add(1)
+			}
+		},
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String(), &conns
+}
+
+// A RUN step and a sandbox process reach a loopback server of the host
+// that the policy allows explicitly, through the egress proxy envd offers
+// on the sandbox's loopback; another loopback server (not allowed: the
+// default policy is the public internet only) is refused without a
+// connection, by address and by a name that resolves to loopback.
+func TestDockerEgress(t *testing.T) {
+	debian := debianImage(t)
+	allowedAddr, allowedConns := countingServer(t, "allowed")
+	deniedAddr, deniedConns := countingServer(t, "denied")
+	policy, err := egress.NewPolicy(egress.ModePublic, allowedAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := egress.New(policy, nil)
+	t.Cleanup(proxy.Close)
+	engine, _ := dockerEngineWith(t, func(o *runtime.DockerOptions) { o.Egress = proxy })
+	ts := startServer(t, engine)
+	u, _ := url.Parse(ts.URL)
+	serverAddr, err := net.ResolveTCPAddr("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy.DenyListener(serverAddr)
+
+	fetch := func(addr, path string) string {
+		return fmt.Sprintf(`p=${HTTP_PROXY##*:}; exec 3<>/dev/tcp/127.0.0.1/$p; printf 'GET http://%[1]s%[2]s HTTP/1.0\r\nHost: %[1]s\r\n\r\n' >&3; cat <&3; echo`, addr, path)
+	}
+	reg, info := ts.buildFrom(debian, "egress",
+		run(`echo "env: $HTTP_PROXY|$HTTPS_PROXY|$http_proxy|$https_proxy|$NO_PROXY"`),
+		run(fetch(allowedAddr, "/from-build")),
+		run(fetch(deniedAddr, "/from-build")),
+	)
+	ts.deleteTemplateAtEnd(reg.TemplateID)
+	log := ""
+	for _, e := range ts.status(reg.TemplateID, reg.BuildID, "").LogEntries {
+		log += e.Message + "\n"
+	}
+	if info.Status != "ready" {
+		t.Fatalf("build = %+v\n%s", info, log)
+	}
+	proxyURL := fmt.Sprintf("http://127.0.0.1:%d", runtime.EgressProxyPort)
+	for _, want := range []string{
+		"env: " + strings.Repeat(proxyURL+"|", 4) + "localhost,127.0.0.1,::1",
+		"allowed saw GET /from-build",
+		"403 Forbidden",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("build log lacks %q:\n%s", want, log)
+		}
+	}
+
+	sb := ts.probeSandbox("egress")
+	for _, tc := range []struct{ url, want string }{
+		{"http://" + allowedAddr + "/from-sandbox", "get: 200 allowed saw GET /from-sandbox"},
+		{"http://" + deniedAddr + "/", "get: 403"},
+		{"http://localhost:" + portOf(deniedAddr) + "/", "get: 403"},
+		{ts.URL + "/health", "get: 403"},
+	} {
+		if out, _ := sb.sh("user", probePath+" get "+tc.url); !strings.Contains(out, tc.want) {
+			t.Errorf("from the sandbox, GET %s: %q, want %q", tc.url, out, tc.want)
+		}
+	}
+	if n := allowedConns.Load(); n == 0 {
+		t.Error("the allowed server got no connection")
+	}
+	if n := deniedConns.Load(); n != 0 {
+		t.Errorf("the denied server got %d connections", n)
+	}
+}
+
+func portOf(addr string) string {
+	_, port, _ := net.SplitHostPort(addr)
+	return port
+}
