@@ -394,7 +394,7 @@ func (e *fakeEngine) DialSandbox(ctx context.Context, id string, port int) (net.
 	if !ok {
 		return nil, fmt.Errorf("sandbox %s is not running", id)
 	}
-	if port != envdclient.Port {
+	if port != e2bapi.EnvdPort {
 		return nil, &relay.RefusedError{Port: port, Reason: "connection refused"}
 	}
 	var d net.Dialer

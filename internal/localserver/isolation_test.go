@@ -356,7 +356,7 @@ ls -la /run/e2b; exit 0`, canaryPath)
 				if resp, err := http.DefaultClient.Do(req); err == nil {
 					resp.Body.Close()
 				}
-				viaProxy(t, ts.URL, b.id, envdclient.Port, true, "/health?"+marker)
+				viaProxy(t, ts.URL, b.id, e2bapi.EnvdPort, true, "/health?"+marker)
 			}
 		}()
 		out, _ = a.sh("root", probePath+" packet "+marker+" 3")

@@ -25,6 +25,7 @@ import (
 	docker "github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 )
 
@@ -294,7 +295,7 @@ func (d *Docker) envdCommand(network string) []string {
 	if network == NetworkHost {
 		return []string{containerEnvdPath, "envd", "--listen", "unix://" + hostNetEnvdSocket, "--relay", relaySock}
 	}
-	cmd := []string{containerEnvdPath, "envd", "--listen", fmt.Sprintf("0.0.0.0:%d", client.Port), "--relay", relaySock}
+	cmd := []string{containerEnvdPath, "envd", "--listen", fmt.Sprintf("0.0.0.0:%d", e2bapi.EnvdPort), "--relay", relaySock}
 	if d.egress != nil {
 		cmd = append(cmd, "--egress", "unix://"+containerSocketDir+"/"+egressSocketName, "--egress-listen", fmt.Sprintf("127.0.0.1:%d", EgressProxyPort))
 	}
@@ -362,7 +363,7 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 		return fail(fmt.Errorf("start container from %s: %w", req.image, err))
 	}
 	d.learnRootUID(ctx, created.ID, att)
-	rc.envd = newEnvdConn(att.dialer(client.Port), req.token)
+	rc.envd = newEnvdConn(att.dialer(e2bapi.EnvdPort), req.token)
 	if err := d.waitEnvd(ctx, created.ID, rc.envd, att.relay.Addr()); err != nil {
 		return fail(err)
 	}

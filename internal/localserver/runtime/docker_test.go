@@ -236,7 +236,7 @@ func containers(t *testing.T, d *Docker) []container.Summary {
 
 // sandboxClient talks to a sandbox's envd through its relay with token.
 func sandboxClient(d *Docker, sb *Sandbox, token string) *envdConn {
-	return newEnvdConn(func(ctx context.Context) (net.Conn, error) { return d.DialSandbox(ctx, sb.ID, client.Port) }, token)
+	return newEnvdConn(func(ctx context.Context) (net.Conn, error) { return d.DialSandbox(ctx, sb.ID, e2bapi.EnvdPort) }, token)
 }
 
 // relayDir is the host directory with the sandbox's relay socket.
