@@ -14,6 +14,7 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 )
 
 // runningBuild is a build whose Engine.Build call is in flight.
@@ -21,11 +22,6 @@ type runningBuild struct {
 	templateID string
 	cancel     context.CancelCauseFunc
 }
-
-// stepAliases are the step types the server accepts under another name.
-var stepAliases = map[string]string{"ADD": e2bapi.StepCopy, "ARG": e2bapi.StepEnv}
-
-var knownSteps = []string{e2bapi.StepRun, e2bapi.StepCopy, e2bapi.StepEnv, e2bapi.StepWorkdir, e2bapi.StepUser}
 
 func (s *Server) handleStartBuild(w http.ResponseWriter, r *http.Request) {
 	templateID, buildID := r.PathValue("templateID"), r.PathValue("buildID")
@@ -75,14 +71,13 @@ func (s *Server) handleStartBuild(w http.ResponseWriter, r *http.Request) {
 	var unknown *e2bapi.BuildStatusReason
 	for i := range req.Steps {
 		step := &req.Steps[i]
-		step.Type = strings.ToUpper(step.Type)
-		if alias, ok := stepAliases[step.Type]; ok {
-			step.Type = alias
-		}
-		if !slices.Contains(knownSteps, step.Type) && unknown == nil {
+		// The server takes types in any case; the engine gets them normalised.
+		typ, known := steps.Normalize(strings.ToUpper(step.Type))
+		step.Type = typ
+		if !known && unknown == nil {
 			unknown = &e2bapi.BuildStatusReason{Message: fmt.Sprintf("command type %s is not implemented", step.Type), Step: strconv.Itoa(i + 1)}
 		}
-		if step.Type != e2bapi.StepCopy {
+		if step.Type != steps.Copy {
 			continue
 		}
 		if step.FilesHash == "" {

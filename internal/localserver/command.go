@@ -16,11 +16,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/egress"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
 )
@@ -42,8 +42,6 @@ const InfoFile = "server.json"
 
 // apiKeyFile keeps the generated API key between runs.
 const apiKeyFile = "api-key"
-
-var apiKeyPattern = regexp.MustCompile(`^e2b_[0-9a-f]+$`)
 
 // commandOptions are the flags of `server`; every flag can also be set by
 // the environment variable E2B_LOCAL_<FLAG> (upper case, "-" → "_").
@@ -295,7 +293,7 @@ func serve(ctx context.Context, o commandOptions, dataDir, apiKey string, engine
 // else a new one that it keeps there.
 func loadAPIKey(dataDir, configured string) (string, error) {
 	if configured != "" {
-		if !apiKeyPattern.MatchString(configured) {
+		if !e2bapi.IsAPIKey(configured) {
 			return "", fmt.Errorf("API key %q must be e2b_ followed by lower-case hex digits", configured)
 		}
 		return configured, nil
@@ -303,7 +301,7 @@ func loadAPIKey(dataDir, configured string) (string, error) {
 	path := filepath.Join(dataDir, apiKeyFile)
 	if raw, err := os.ReadFile(path); err == nil {
 		key := strings.TrimSpace(string(raw))
-		if !apiKeyPattern.MatchString(key) {
+		if !e2bapi.IsAPIKey(key) {
 			return "", fmt.Errorf("API key file %s does not hold an e2b_ key; remove it to generate a new one", path)
 		}
 		return key, nil

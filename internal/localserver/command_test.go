@@ -18,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
 func TestParseCommandFlagsAndEnv(t *testing.T) {
@@ -57,7 +59,7 @@ func TestAPIKeyIsGeneratedOnceAndKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !apiKeyPattern.MatchString(key) || len(key) != len("e2b_")+40 {
+	if !e2bapi.IsAPIKey(key) || len(key) != len("e2b_")+40 {
 		t.Fatalf("generated key %q is not e2b_ + 40 hex", key)
 	}
 	fi, err := os.Stat(filepath.Join(dir, apiKeyFile))

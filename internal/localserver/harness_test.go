@@ -25,6 +25,7 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/openapitest"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/relay"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 )
 
 const testAPIKey = "e2b_0123456789abcdef0123456789abcdef01234567"
@@ -330,18 +331,18 @@ func (e *fakeEngine) Build(ctx context.Context, spec runtime.BuildSpec) (*runtim
 		step := strconv.Itoa(i + 1)
 		spec.Log(e2bapi.BuildLogEntry{Message: fmt.Sprintf("%s %s", st.Type, strings.Join(st.Args, " ")), Level: e2bapi.LogInfo, Step: step})
 		switch {
-		case st.Type == e2bapi.StepRun && st.Args[0] == "fail":
+		case st.Type == steps.Run && st.Args[0] == "fail":
 			spec.Log(e2bapi.BuildLogEntry{Message: "it failed", Level: e2bapi.LogError, Step: step})
 			return nil, &runtime.StepError{Step: step, Err: errors.New("command exited with code 1")}
-		case st.Type == e2bapi.StepRun && st.Args[0] == "crash":
+		case st.Type == steps.Run && st.Args[0] == "crash":
 			return nil, errors.New("the engine lost the container")
-		case st.Type == e2bapi.StepRun && st.Args[0] == "block":
+		case st.Type == steps.Run && st.Args[0] == "block":
 			select {
 			case <-ctx.Done():
 				return nil, &runtime.StepError{Step: step, Err: ctx.Err()}
 			case <-e.release:
 			}
-		case st.Type == e2bapi.StepEnv:
+		case st.Type == steps.Env:
 			for j := 0; j+1 < len(st.Args); j += 2 {
 				env[st.Args[j]] = st.Args[j+1]
 			}

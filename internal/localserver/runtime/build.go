@@ -20,6 +20,7 @@ import (
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 )
 
 // Step labels of the phases around the numbered steps.
@@ -166,11 +167,10 @@ func (b *builder) emit(step, level, msg string) {
 
 // step runs one template step.
 func (b *builder) step(ctx context.Context, step string, st e2bapi.TemplateStep) error {
-	typ := strings.ToUpper(st.Type)
-	b.emit(step, e2bapi.LogInfo, describeStep(typ, st.Args))
+	b.emit(step, e2bapi.LogInfo, describeStep(st.Type, st.Args))
 	args := st.Args
-	switch typ {
-	case e2bapi.StepRun:
+	switch st.Type {
+	case steps.Run:
 		if len(args) == 0 || strings.TrimSpace(args[0]) == "" {
 			return errors.New("RUN has no command")
 		}
@@ -179,11 +179,11 @@ func (b *builder) step(ctx context.Context, step string, st e2bapi.TemplateStep)
 			user = args[1]
 		}
 		return b.runCommand(ctx, step, args[0], user, b.workdir)
-	case e2bapi.StepCopy, "ADD":
+	case steps.Copy:
 		return b.copy(ctx, step, st)
-	case e2bapi.StepEnv, "ARG":
+	case steps.Env:
 		if len(args)%2 != 0 {
-			return fmt.Errorf("%s needs key/value pairs, got %d arguments", typ, len(args))
+			return fmt.Errorf("%s needs key/value pairs, got %d arguments", st.Type, len(args))
 		}
 		for i := 0; i < len(args); i += 2 {
 			if err := b.setEnv(ctx, args[i], args[i+1]); err != nil {
@@ -191,12 +191,12 @@ func (b *builder) step(ctx context.Context, step string, st e2bapi.TemplateStep)
 			}
 		}
 		return nil
-	case e2bapi.StepWorkdir:
+	case steps.Workdir:
 		if len(args) == 0 || args[0] == "" {
 			return errors.New("WORKDIR has no path")
 		}
 		return b.setWorkdir(ctx, args[0])
-	case e2bapi.StepUser:
+	case steps.User:
 		if len(args) == 0 || args[0] == "" {
 			return errors.New("USER has no name")
 		}
@@ -209,12 +209,12 @@ func (b *builder) step(ctx context.Context, step string, st e2bapi.TemplateStep)
 func describeStep(typ string, args []string) string {
 	var extra []string
 	switch typ {
-	case e2bapi.StepRun:
+	case steps.Run:
 		if len(args) > 1 && args[1] != "" {
 			extra = append(extra, "as "+args[1])
 			args = args[:1]
 		}
-	case e2bapi.StepCopy, "ADD":
+	case steps.Copy:
 		if len(args) > 2 && args[2] != "" {
 			extra = append(extra, "owner "+args[2])
 		}
@@ -222,7 +222,7 @@ func describeStep(typ string, args []string) string {
 			extra = append(extra, "mode "+args[3])
 		}
 		args = args[:min(len(args), 2)]
-	case e2bapi.StepEnv, "ARG":
+	case steps.Env:
 		var pairs []string
 		for i := 0; i+1 < len(args); i += 2 {
 			pairs = append(pairs, args[i]+"="+args[i+1])

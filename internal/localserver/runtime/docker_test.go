@@ -310,7 +310,7 @@ func TestBuildAndSandbox(t *testing.T) {
 			copyStep("top", "top.txt", "/app", "", ""),                                                         // 6: file into an existing dir
 			copyStep("app", "app", "/js", "root", ""),                                                          // 7: merge into an existing dir
 			copyStep("top", "top.txt", "/", "", ""),                                                            // 8: into the root
-			{Type: "run", Args: []string{`echo "run $GREETING" > out.txt && echo visible-output`}},             // 9
+			{Type: "RUN", Args: []string{`echo "run $GREETING" > out.txt && echo visible-output`}},             // 9
 			{Type: "USER", Args: []string{"alice"}},                                                            // 10
 			{Type: "WORKDIR", Args: []string{"work"}},                                                          // 11
 			{Type: "RUN", Args: []string{"whoami > /app/who-root.txt", "root"}},                                // 12
