@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 )
@@ -49,7 +49,7 @@ func (s *Server) handleStartBuild(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "must specify either fromImage or fromTemplate")
 		return
 	}
-	spec := runtime.BuildSpec{
+	spec := engine.BuildSpec{
 		TemplateID: templateID, BuildID: buildID,
 		BaseImage: req.FromImage, PullBase: req.FromImage != "", RegistryAuth: req.FromImageRegistry,
 		StartCmd: req.StartCmd, ReadyCmd: req.ReadyCmd,
@@ -130,16 +130,16 @@ func (s *Server) handleStartBuild(w http.ResponseWriter, r *http.Request) {
 
 // runBuild runs one build on the engine, storing its log as it arrives,
 // and records how it ended.
-func (s *Server) runBuild(ctx context.Context, spec runtime.BuildSpec, failure *e2bapi.BuildStatusReason) {
+func (s *Server) runBuild(ctx context.Context, spec engine.BuildSpec, failure *e2bapi.BuildStatusReason) {
 	logs := s.newLogWriter(spec.BuildID)
 	spec.Log = logs.add
-	var result *runtime.BuildResult
+	var result *engine.BuildResult
 	if failure == nil {
 		var err error
 		result, err = s.engine.Build(ctx, spec)
 		if err != nil {
 			failure = &e2bapi.BuildStatusReason{Message: err.Error()}
-			var stepErr *runtime.StepError
+			var stepErr *engine.StepError
 			if errors.As(err, &stepErr) {
 				failure.Message, failure.Step = stepErr.Err.Error(), stepErr.Step
 			}

@@ -22,7 +22,7 @@ import (
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/egress"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 )
 
 // Info is what a started server tells its users, printed on stdout and
@@ -89,7 +89,7 @@ func parseCommand(args []string, stderr io.Writer) (commandOptions, error) {
 	fs.IntVar(&o.maxMemoryMB, "max-memory-mb", DefaultMaxMemoryMB, "largest memoryMB of a template")
 	fs.IntVar(&o.maxConnections, "max-connections", DefaultMaxConnections, "most open client connections; when reached, the oldest idle one is closed for a new one")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", DefaultIdleTimeout, "how long a keep-alive connection may sit idle between requests")
-	fs.Int64Var(&o.pidsLimit, "pids-limit", runtime.DefaultPidsLimit, "most processes and threads in one sandbox or build container (-1: no limit)")
+	fs.Int64Var(&o.pidsLimit, "pids-limit", engine.DefaultPidsLimit, "most processes and threads in one sandbox or build container (-1: no limit)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -110,7 +110,7 @@ func parseCommand(args []string, stderr io.Writer) (commandOptions, error) {
 	if _, err := egress.NewPolicy(o.egress, o.egressAllow); err != nil {
 		errs = append(errs, err)
 	}
-	if o.network != runtime.NetworkNone && o.network != runtime.NetworkHost {
+	if o.network != engine.NetworkNone && o.network != engine.NetworkHost {
 		errs = append(errs, fmt.Errorf("--network %q is not one of none, host", o.network))
 	}
 	return o, errors.Join(errs...)
@@ -170,17 +170,17 @@ func runCommand(ctx context.Context, o commandOptions, logger *slog.Logger, stdo
 	if err != nil {
 		return err
 	}
-	dockerOpts := runtime.DockerOptions{
+	dockerOpts := engine.DockerOptions{
 		EnvdBinary: envd, StateDir: stateDir, Network: o.network, PidsLimit: o.pidsLimit,
 		Instance: hex.EncodeToString(sha256Prefix(dataDir)), Logger: logger,
 	}
 	var proxy *egress.Proxy
-	if o.network != runtime.NetworkHost {
+	if o.network != engine.NetworkHost {
 		proxy = egress.New(policy, logger)
 		defer proxy.Close()
 		dockerOpts.Egress = proxy
 	}
-	docker, err := runtime.NewDocker(ctx, dockerOpts)
+	docker, err := engine.NewDocker(ctx, dockerOpts)
 	if err != nil {
 		return fmt.Errorf("no usable Docker engine (DOCKER_HOST=%q): %w", os.Getenv("DOCKER_HOST"), err)
 	}
@@ -189,7 +189,7 @@ func runCommand(ctx context.Context, o commandOptions, logger *slog.Logger, stdo
 	if err != nil {
 		return fmt.Errorf("no Docker engine answers (DOCKER_HOST=%q): %w", os.Getenv("DOCKER_HOST"), err)
 	}
-	if o.network == runtime.NetworkHost {
+	if o.network == engine.NetworkHost {
 		logger.Warn("containers share the host's network (--network host): sandbox code reaches every loopback service of this machine, this server's API included, and its listeners appear on the host; egress is not filtered. Do not run untrusted code this way.")
 	}
 	logger.Info("doctor", "engine", info.ServerVersion, "api", info.APIVersion, "runtime", info.Runtime, "os", info.OS,
@@ -203,7 +203,7 @@ func sha256Prefix(s string) []byte {
 }
 
 func egressSummary(network string, policy *egress.Policy) string {
-	if network == runtime.NetworkHost {
+	if network == engine.NetworkHost {
 		return "unfiltered (host network)"
 	}
 	return policy.String()
@@ -211,7 +211,7 @@ func egressSummary(network string, policy *egress.Policy) string {
 
 // serve runs the server on engine until ctx ends. The egress policy, when
 // given, learns the listener so that sandboxes never reach it.
-func serve(ctx context.Context, o commandOptions, dataDir, apiKey string, engine runtime.Engine, policy *egress.Policy, logger *slog.Logger, stdout io.Writer) error {
+func serve(ctx context.Context, o commandOptions, dataDir, apiKey string, eng engine.Engine, policy *egress.Policy, logger *slog.Logger, stdout io.Writer) error {
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.listen, err)
@@ -231,7 +231,7 @@ func serve(ctx context.Context, o commandOptions, dataDir, apiKey string, engine
 		MaxUploadBytes: o.maxUploadBytes, MaxUnpackedBytes: o.maxUnpackedBytes, MaxArchiveEntries: o.maxArchiveEntries,
 		UploadURLTTL: o.uploadURLTTL, MaxSandboxTimeout: o.maxSandboxTimeout,
 		MaxCPUCount: int32(o.maxCPU), MaxMemoryMB: int32(o.maxMemoryMB), Logger: logger,
-	}, engine)
+	}, eng)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/relay"
 )
@@ -45,7 +45,7 @@ type sandboxProxy struct {
 	proxy     *httputil.ReverseProxy
 }
 
-func newSandboxProxy(engine runtime.Engine, sandboxID string) *sandboxProxy {
+func newSandboxProxy(eng engine.Engine, sandboxID string) *sandboxProxy {
 	transport := &http.Transport{
 		// addr is "127.0.0.1:<port>", set by Rewrite below; nothing is
 		// resolved or dialled on the host.
@@ -58,7 +58,7 @@ func newSandboxProxy(engine runtime.Engine, sandboxID string) *sandboxProxy {
 			if err != nil {
 				return nil, err
 			}
-			return engine.DialSandbox(ctx, sandboxID, port)
+			return eng.DialSandbox(ctx, sandboxID, port)
 		},
 		MaxIdleConnsPerHost: 16,
 		IdleConnTimeout:     90 * time.Second,
@@ -84,7 +84,7 @@ func newSandboxProxy(engine runtime.Engine, sandboxID string) *sandboxProxy {
 					writeError(w, http.StatusBadGateway, "envd of sandbox '%s' does not accept connections: %v", sandboxID, err)
 				case errors.As(err, &refused):
 					writeError(w, http.StatusBadGateway, "The sandbox is running but port is not open: nothing listens on port %d in sandbox '%s'", port, sandboxID)
-				case errors.Is(err, runtime.ErrPortNotRelayed):
+				case errors.Is(err, engine.ErrPortNotRelayed):
 					writeError(w, http.StatusBadGateway, "port %d of sandbox '%s' is not reachable through the proxy: %v", port, sandboxID, err)
 				default:
 					writeError(w, http.StatusBadGateway, "port %d of sandbox '%s' did not answer: %v", port, sandboxID, err)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
@@ -67,7 +67,7 @@ func (s *Server) handleCreateSandbox(v1 bool) http.HandlerFunc {
 			token = rand.Text()
 		}
 		id := "i" + store.RandomID(20)
-		started, err := s.engine.StartSandbox(r.Context(), runtime.SandboxSpec{
+		started, err := s.engine.StartSandbox(r.Context(), engine.SandboxSpec{
 			SandboxID: id, TemplateID: t.ID, BuildID: b.ID, Image: b.Result.Image,
 			User: b.Result.User, Workdir: b.Result.Workdir, Env: env, StartCmd: b.Result.StartCmd,
 			AccessToken: token, CPUCount: b.CPUCount, MemoryMB: b.MemoryMB,

@@ -1,7 +1,7 @@
 // Package localserver is the local E2B-compatible server: the control-plane
 // API of design/e2b-api.md (templates, builds, uploads, tags, sandboxes), the proxy
 // to each sandbox's envd, and the `server` command that starts it. State
-// lives in the store; builds and sandboxes run on a runtime.Engine.
+// lives in the store; builds and sandboxes run on a engine.Engine.
 package localserver
 
 import (
@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
@@ -111,7 +111,7 @@ const (
 type Server struct {
 	cfg    Config
 	store  *store.Store
-	engine runtime.Engine
+	engine engine.Engine
 	log    *slog.Logger
 	mux    *http.ServeMux
 
@@ -130,7 +130,7 @@ type Server struct {
 // New opens the state in cfg.DataDir, recovers from an earlier run (builds
 // that were running are failed, containers no sandbox claims removed) and
 // starts the sandbox reaper.
-func New(ctx context.Context, cfg Config, engine runtime.Engine) (*Server, error) {
+func New(ctx context.Context, cfg Config, eng engine.Engine) (*Server, error) {
 	cfg.applyDefaults()
 	if cfg.DataDir == "" {
 		return nil, errors.New("a data directory is required")
@@ -139,7 +139,7 @@ func New(ctx context.Context, cfg Config, engine runtime.Engine) (*Server, error
 		return nil, errors.New("an API key is required")
 	}
 	s := &Server{
-		cfg: cfg, engine: engine, log: cfg.Logger,
+		cfg: cfg, engine: eng, log: cfg.Logger,
 		archiveDir: filepath.Join(cfg.DataDir, "archives"),
 		spoolDir:   filepath.Join(cfg.DataDir, "uploads"),
 		running:    map[string]*runningBuild{},

@@ -17,7 +17,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 )
 
 // Kind classifies a store error so the API layer can choose a status code.
@@ -82,7 +82,7 @@ type Build struct {
 	FinishedAt *time.Time `json:"finishedAt,omitempty"`
 	// Request is the start request without registry credentials.
 	Request *e2bapi.TemplateBuildStartV2 `json:"request,omitempty"`
-	Result  *runtime.BuildResult         `json:"result,omitempty"`
+	Result  *engine.BuildResult          `json:"result,omitempty"`
 }
 
 // Assignment points a tag of a template at a build; the newest ready one wins.

@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -465,7 +465,7 @@ var containerCaps = []string{
 func resources(cpuCount, memoryMB int32, pidsLimit int64) container.Resources {
 	var r container.Resources
 	if cpuCount > 0 {
-		cpus := min(int(cpuCount), goruntime.NumCPU())
+		cpus := min(int(cpuCount), runtime.NumCPU())
 		r.NanoCPUs = int64(cpus) * 1e9
 	}
 	if memoryMB > 0 {
