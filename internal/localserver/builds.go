@@ -65,7 +65,7 @@ func (s *Server) handleStartBuild(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusBadRequest, "fromTemplate '%s': its build %s has no result", req.FromTemplate, base.ID)
 			return
 		}
-		spec.BaseImage, spec.FromBuild = base.Result.Image, base.Result
+		spec.BaseImage, spec.FromBuild = base.Result.Image, (*engine.BuildResult)(base.Result)
 	}
 	// An unknown step type fails the build (as on E2B), not the request.
 	var unknown *e2bapi.BuildStatusReason
@@ -155,7 +155,7 @@ func (s *Server) runBuild(ctx context.Context, spec engine.BuildSpec, failure *e
 	} else {
 		s.log.Info("build ready", "template", spec.TemplateID, "build", spec.BuildID, "image", result.Image)
 	}
-	if _, err := s.store.FinishBuild(spec.TemplateID, spec.BuildID, result, failure); err != nil {
+	if _, err := s.store.FinishBuild(spec.TemplateID, spec.BuildID, (*store.BuildResult)(result), failure); err != nil {
 		s.log.Error("record build result", "build", spec.BuildID, "err", err)
 	}
 }

@@ -17,7 +17,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 )
 
 // Kind classifies a store error so the API layer can choose a status code.
@@ -82,7 +81,23 @@ type Build struct {
 	FinishedAt *time.Time `json:"finishedAt,omitempty"`
 	// Request is the start request without registry credentials.
 	Request *e2bapi.TemplateBuildStartV2 `json:"request,omitempty"`
-	Result  *engine.BuildResult          `json:"result,omitempty"`
+	Result  *BuildResult                 `json:"result,omitempty"`
+}
+
+// BuildResult is the state a finished build leaves for its sandboxes, as
+// the store keeps it. It has the fields of the engine's result of the same
+// name, so the server converts one to the other; the field names are the
+// JSON keys of existing data directories.
+type BuildResult struct {
+	// Image is the committed Docker image of the build.
+	Image    string
+	User     string
+	Workdir  string
+	Env      map[string]string
+	StartCmd string
+	ReadyCmd string
+	// EnvdVersion is the envd protocol version sandboxes of this build speak.
+	EnvdVersion string
 }
 
 // Assignment points a tag of a template at a build; the newest ready one wins.
