@@ -20,6 +20,7 @@ var layerRules = map[string][]string{
 	"internal/sandboxrun":    {"internal/provider", "internal/localserver", "internal/templatebuild"},
 	// Clients: libraries only.
 	"internal/e2bapi":       {"internal/provider", "internal/localserver", "internal/templatebuild", "internal/sandboxrun", "internal/envd", "internal/buildcontext", "internal/dockerfile"},
+	"internal/envd":         {"internal/provider", "internal/localserver", "internal/templatebuild", "internal/sandboxrun"},
 	"internal/envd/client":  {"internal/provider", "internal/localserver", "internal/templatebuild", "internal/sandboxrun", "internal/envd/server", "internal/buildcontext", "internal/dockerfile"},
 	"internal/localserver":  {"internal/provider", "internal/templatebuild", "internal/sandboxrun"},
 	"internal/buildcontext": {"internal/"},
@@ -27,6 +28,10 @@ var layerRules = map[string][]string{
 	"internal/steps":        {"internal/"},
 	"internal/dockerfile":   {"internal/"},
 }
+
+// leafRules are packages that may import nothing of the module: unlike
+// layerRules they do not cover the packages below them.
+var leafRules = []string{"internal/envd"}
 
 // layerExceptions are imports a rule's prefix would catch that the layers allow.
 var layerExceptions = map[string][]string{
@@ -55,6 +60,11 @@ func TestLayers(t *testing.T) {
 			imp = strings.TrimPrefix(imp, module)
 			if imp == "internal/provider" && pkg != "internal/provider" {
 				t.Errorf("%s imports internal/provider: nothing but main.go may", path)
+			}
+			for _, leaf := range leafRules {
+				if pkg == leaf && strings.HasPrefix(imp, "internal/") {
+					t.Errorf("%s imports %s: %s imports nothing of the module (DESIGN.md)", path, imp, leaf)
+				}
 			}
 			for layer, banned := range layerRules {
 				if pkg != layer && !strings.HasPrefix(pkg, layer+"/") {

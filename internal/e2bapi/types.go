@@ -292,6 +292,3 @@ type SandboxRefreshRequest struct {
 
 // ClientID is the constant, deprecated clientID every sandbox reports.
 const ClientID = "6532622b"
-
-// EnvdPort is the port envd listens on inside every sandbox.
-const EnvdPort = 49983

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	envdserver "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/server"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
@@ -395,7 +396,7 @@ func (e *fakeEngine) DialSandbox(ctx context.Context, id string, port int) (net.
 	if !ok {
 		return nil, fmt.Errorf("sandbox %s is not running", id)
 	}
-	if port != e2bapi.EnvdPort {
+	if port != envd.Port {
 		return nil, &relay.RefusedError{Port: port, Reason: "connection refused"}
 	}
 	var d net.Dialer

@@ -23,6 +23,7 @@ import (
 	dockerclient "github.com/docker/docker/client"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/egress"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
@@ -356,7 +357,7 @@ ls -la /run/e2b; exit 0`, canaryPath)
 				if resp, err := http.DefaultClient.Do(req); err == nil {
 					resp.Body.Close()
 				}
-				viaProxy(t, ts.URL, b.id, e2bapi.EnvdPort, true, "/health?"+marker)
+				viaProxy(t, ts.URL, b.id, envd.Port, true, "/health?"+marker)
 			}
 		}()
 		out, _ = a.sh("root", probePath+" packet "+marker+" 3")

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/relay"
@@ -22,7 +22,7 @@ var sandboxHost = regexp.MustCompile(`^([0-9]+)-([a-z0-9]+)(?:-[^.]*)?\.[^:]+(?:
 // sandboxTarget reports the sandbox and port a request is addressed to, by
 // the E2b-Sandbox-Id and E2b-Sandbox-Port headers or by its Host.
 func sandboxTarget(r *http.Request) (string, int, bool) {
-	id, rawPort := r.Header.Get("E2b-Sandbox-Id"), r.Header.Get("E2b-Sandbox-Port")
+	id, rawPort := r.Header.Get(envd.HeaderSandboxID), r.Header.Get(envd.HeaderSandboxPort)
 	if id == "" || rawPort == "" {
 		m := sandboxHost.FindStringSubmatch(r.Host)
 		if m == nil {
@@ -80,7 +80,7 @@ func newSandboxProxy(eng engine.Engine, sandboxID string) *sandboxProxy {
 				_, port, _ := sandboxTarget(r)
 				var refused *relay.RefusedError
 				switch {
-				case errors.As(err, &refused) && port == e2bapi.EnvdPort:
+				case errors.As(err, &refused) && port == envd.Port:
 					writeError(w, http.StatusBadGateway, "envd of sandbox '%s' does not accept connections: %v", sandboxID, err)
 				case errors.As(err, &refused):
 					writeError(w, http.StatusBadGateway, "The sandbox is running but port is not open: nothing listens on port %d in sandbox '%s'", port, sandboxID)

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	"github.com/klauspost/compress/gzip"
 )
 
@@ -55,7 +56,7 @@ func (s *Server) filesUser(r *http.Request) (*osUser, error) {
 // sha256("<path>:<read|write>:<username>:<token>[:<expiration>]").
 func (s *Server) authorizeFiles(r *http.Request, operation string) bool {
 	token := s.settings().accessToken
-	if tokenMatches(token, r.Header.Get("X-Access-Token")) {
+	if tokenMatches(token, r.Header.Get(envd.HeaderAccessToken)) {
 		return true
 	}
 	q := r.URL.Query()

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/relay"
 )
 
@@ -86,7 +87,7 @@ func Main(args []string) int {
 		if own, isUnix := strings.CutPrefix(*listen, "unix://"); isUnix {
 			// envd's own port, as the server names it, is this socket.
 			dial = func(ctx context.Context, port int) (net.Conn, error) {
-				if port == relayEnvdPort {
+				if port == envd.Port {
 					var d net.Dialer
 					return d.DialContext(ctx, "unix", own)
 				}
@@ -107,9 +108,6 @@ func Main(args []string) int {
 	}
 	return 0
 }
-
-// relayEnvdPort is the port that names envd itself over the relay.
-const relayEnvdPort = 49983
 
 // ProxyEnv is the environment that points HTTP clients at an egress proxy
 // while keeping the sandbox's own loopback direct.

@@ -19,12 +19,13 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/filesystem/filesystemconnect"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/process/processconnect"
 )
 
 // Version is the envd protocol version this daemon implements.
-const Version = "0.6.13"
+const Version = envd.Version
 
 // Defaults from envd 0.6.13.
 const (
@@ -193,7 +194,7 @@ func (s *Server) requireToken(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if !tokenMatches(s.settings().accessToken, r.Header.Get("X-Access-Token")) {
+		if !tokenMatches(s.settings().accessToken, r.Header.Get(envd.HeaderAccessToken)) {
 			writeError(w, http.StatusUnauthorized, unauthorizedMessage)
 			return
 		}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/relay"
 )
 
@@ -220,7 +220,7 @@ func (d *Docker) DialSandbox(ctx context.Context, sandboxID string, port int) (n
 	if a == nil {
 		return nil, fmt.Errorf("sandbox %s is not running on this server", sandboxID)
 	}
-	if a.network == NetworkHost && port != e2bapi.EnvdPort {
+	if a.network == NetworkHost && port != envd.Port {
 		return nil, ErrPortNotRelayed
 	}
 	return a.relay.Dial(ctx, port)

@@ -90,7 +90,7 @@ func (b *builder) run(ctx context.Context) (*BuildResult, error) {
 	}
 	defer b.d.discard(b.c)
 
-	if err := b.c.envd.init(ctx, "root", "", nil); err != nil {
+	if err := b.c.envd.Init(ctx, client.InitRequest{AccessToken: b.c.token, DefaultUser: "root"}); err != nil {
 		return nil, b.fail(stepBase, err)
 	}
 	if b.sh, err = b.d.shellOf(ctx, b.c.id); err != nil {
@@ -241,7 +241,7 @@ func describeStep(typ string, args []string) string {
 func (b *builder) runCommand(ctx context.Context, step, command, user, cwd string) error {
 	out := newLineLog(func(line string) { b.emit(step, e2bapi.LogInfo, line) })
 	cmd, args := b.sh.command(command)
-	res, err := b.c.envd.run(ctx, client.RunRequest{
+	res, err := b.c.envd.Run(ctx, client.RunRequest{
 		Cmd: cmd, Args: args, Env: b.env, Cwd: cwd, User: user,
 		MaxOutputBytes: 1, // the log gets everything through OnOutput
 		OnOutput:       out.write,
@@ -259,7 +259,7 @@ func (b *builder) runCommand(ctx context.Context, step, command, user, cwd strin
 // root runs a helper script as root with /bin/sh (every image has it) and
 // returns its standard output; a failure carries its standard error.
 func (b *builder) root(ctx context.Context, what, script string, args ...string) (string, error) {
-	res, err := b.c.envd.run(ctx, client.RunRequest{
+	res, err := b.c.envd.Run(ctx, client.RunRequest{
 		Cmd:  "/bin/sh",
 		Args: append([]string{"-c", script, "e2b"}, args...),
 		User: "root",
@@ -286,7 +286,7 @@ func (b *builder) setEnv(ctx context.Context, key, value string) error {
 		return errors.New("ENV has an empty name")
 	}
 	cmd, args := b.sh.command(`printf "%s" "` + escapeEnvValue(value) + `"`)
-	res, err := b.c.envd.run(ctx, client.RunRequest{Cmd: cmd, Args: args, Env: b.env, User: "root", Cwd: "/"})
+	res, err := b.c.envd.Run(ctx, client.RunRequest{Cmd: cmd, Args: args, Env: b.env, User: "root", Cwd: "/"})
 	if err != nil {
 		return fmt.Errorf("expanding %s: %w", key, err)
 	}
@@ -325,7 +325,7 @@ func (b *builder) resolve(ctx context.Context, p string) (string, error) {
 	}
 	base := b.workdir
 	if base == "" {
-		entry, err := b.c.envd.c.Stat(ctx, "~", b.user)
+		entry, err := b.c.envd.Stat(ctx, "~", b.user)
 		if err != nil {
 			return "", fmt.Errorf("home directory of %s: %w", b.user, err)
 		}
@@ -390,7 +390,7 @@ func (b *builder) startInBackground(ctx context.Context, command string) (<-chan
 		defer close(finished)
 		out := newLineLog(func(line string) { b.emit(stepFinalize, e2bapi.LogInfo, line) })
 		cmd, args := b.sh.command(command)
-		res, err := b.c.envd.run(ctx, client.RunRequest{
+		res, err := b.c.envd.Run(ctx, client.RunRequest{
 			Cmd: cmd, Args: args, Env: b.env, Cwd: b.workdir, User: b.user,
 			MaxOutputBytes: 1, OnOutput: out.write,
 		})
@@ -409,7 +409,7 @@ func (b *builder) waitReady(ctx context.Context, ready string, startDone <-chan 
 	defer cancel()
 	cmd, args := b.sh.command(ready)
 	for {
-		res, err := b.c.envd.run(readyCtx, client.RunRequest{
+		res, err := b.c.envd.Run(readyCtx, client.RunRequest{
 			Cmd: cmd, Args: args, Env: b.env, Cwd: b.workdir, User: b.user,
 		})
 		switch {

@@ -25,7 +25,7 @@ import (
 	docker "github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 )
 
@@ -281,7 +281,9 @@ type runningContainer struct {
 	id   string
 	kind string
 	key  string // attachKey of its relay
-	envd *envdConn
+	envd *client.Client
+	// token is the access token envd's Init is given, the one envd sends.
+	token string
 }
 
 // envdCommand is the container's entrypoint: envd on TCP 49983 of the
@@ -295,7 +297,7 @@ func (d *Docker) envdCommand(network string) []string {
 	if network == NetworkHost {
 		return []string{containerEnvdPath, "envd", "--listen", "unix://" + hostNetEnvdSocket, "--relay", relaySock}
 	}
-	cmd := []string{containerEnvdPath, "envd", "--listen", fmt.Sprintf("0.0.0.0:%d", e2bapi.EnvdPort), "--relay", relaySock}
+	cmd := []string{containerEnvdPath, "envd", "--listen", fmt.Sprintf("0.0.0.0:%d", envd.Port), "--relay", relaySock}
 	if d.egress != nil {
 		cmd = append(cmd, "--egress", "unix://"+containerSocketDir+"/"+egressSocketName, "--egress-listen", fmt.Sprintf("127.0.0.1:%d", EgressProxyPort))
 	}
@@ -363,7 +365,7 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 		return fail(fmt.Errorf("start container from %s: %w", req.image, err))
 	}
 	d.learnRootUID(ctx, created.ID, att)
-	rc.envd = newEnvdConn(att.dialer(e2bapi.EnvdPort), req.token)
+	rc.envd, rc.token = newEnvdClient(att.dialer(envd.Port), req.token), req.token
 	if err := d.waitEnvd(ctx, created.ID, rc.envd, att.relay.Addr()); err != nil {
 		return fail(err)
 	}
@@ -372,7 +374,7 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 
 // waitEnvd polls envd's /health until it answers, the container exits, or
 // the start timeout passes.
-func (d *Docker) waitEnvd(ctx context.Context, containerID string, conn *envdConn, relayAddr string) error {
+func (d *Docker) waitEnvd(ctx context.Context, containerID string, conn *client.Client, relayAddr string) error {
 	ctx, cancel := context.WithTimeout(ctx, d.opts.EnvdStartTimeout)
 	defer cancel()
 	tick := time.NewTicker(50 * time.Millisecond)
@@ -380,7 +382,7 @@ func (d *Docker) waitEnvd(ctx context.Context, containerID string, conn *envdCon
 	for polls := 0; ; polls++ {
 		// A dial waits for envd's first relay connection: bound each poll.
 		pollCtx, pollCancel := context.WithTimeout(ctx, time.Second)
-		err := conn.health(pollCtx)
+		err := conn.Health(pollCtx)
 		pollCancel()
 		if err == nil {
 			return nil
@@ -543,7 +545,7 @@ func (d *Docker) StartSandbox(ctx context.Context, spec SandboxSpec) (*Sandbox, 
 	if err != nil {
 		return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
 	}
-	if err := rc.envd.init(ctx, spec.User, spec.Workdir, spec.Env); err != nil {
+	if err := rc.envd.Init(ctx, client.InitRequest{EnvVars: spec.Env, AccessToken: rc.token, DefaultUser: spec.User, DefaultWorkdir: spec.Workdir}); err != nil {
 		d.discard(rc)
 		return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
 	}
@@ -570,7 +572,7 @@ func (d *Docker) startCommand(rc *runningContainer, spec SandboxSpec, sh shell) 
 	go func() {
 		defer cancel()
 		cmd, args := sh.command(spec.StartCmd)
-		res, err := rc.envd.run(ctx, client.RunRequest{Cmd: cmd, Args: args, MaxOutputBytes: 1})
+		res, err := rc.envd.Run(ctx, client.RunRequest{Cmd: cmd, Args: args, MaxOutputBytes: 1})
 		switch {
 		case ctx.Err() != nil:
 		case err != nil:
