@@ -288,15 +288,15 @@ func (s *Server) routes() *http.ServeMux {
 	m.HandleFunc("POST /templates/tags", s.handleAssignTags)
 	m.HandleFunc("DELETE /templates/tags", s.handleDeleteTags)
 
-	m.HandleFunc("POST /v2/sandboxes", s.handleCreateSandbox(false))
-	m.HandleFunc("POST /sandboxes", s.handleCreateSandbox(true))
+	m.HandleFunc("POST /v2/sandboxes", s.handleCreateSandbox)
+	m.HandleFunc("POST /sandboxes", s.handleCreateSandboxV1)
 	m.HandleFunc("GET /sandboxes", s.handleListSandboxes)
 	m.HandleFunc("GET /v2/sandboxes", s.handleListSandboxesV2)
 	m.HandleFunc("GET /sandboxes/{sandboxID}", s.handleGetSandbox)
 	m.HandleFunc("DELETE /sandboxes/{sandboxID}", s.handleDeleteSandbox)
 	m.HandleFunc("POST /sandboxes/{sandboxID}/timeout", s.handleSandboxTimeout)
-	m.HandleFunc("POST /v2/sandboxes/{sandboxID}/connect", s.handleConnectSandbox(false))
-	m.HandleFunc("POST /sandboxes/{sandboxID}/connect", s.handleConnectSandbox(true))
+	m.HandleFunc("POST /v2/sandboxes/{sandboxID}/connect", s.handleConnectSandbox)
+	m.HandleFunc("POST /sandboxes/{sandboxID}/connect", s.handleConnectSandboxV1)
 	m.HandleFunc("POST /sandboxes/{sandboxID}/refreshes", s.handleRefreshSandbox)
 	return m
 }
@@ -352,8 +352,38 @@ func writeJSON(w http.ResponseWriter, status int, body any) {
 }
 
 func (s *Server) internalError(w http.ResponseWriter, err error) {
+	s.answerError(w, s.internal(err))
+}
+
+// errorAnswer is a failure of a request as its answer: the status and the
+// spec's error envelope. Methods behind the handlers return it; the
+// handlers send it with answerError.
+type errorAnswer struct {
+	status int
+	body   e2bapi.Error
+}
+
+func (e *errorAnswer) Error() string { return e.body.Message }
+
+// answer is the errorAnswer of writeError.
+func answer(status int, format string, args ...any) error {
+	return &errorAnswer{status: status, body: e2bapi.Error{Code: status, Message: fmt.Sprintf(format, args...)}}
+}
+
+// internal logs err and returns the 500 answer of internalError.
+func (s *Server) internal(err error) error {
 	s.log.Error("request failed", "err", err)
-	writeJSON(w, http.StatusInternalServerError, e2bapi.Error{Code: 500, Message: err.Error(), ErrorCode: "internal_server_error"})
+	return &errorAnswer{status: http.StatusInternalServerError, body: e2bapi.Error{Code: 500, Message: err.Error(), ErrorCode: "internal_server_error"}}
+}
+
+// answerError sends err: an errorAnswer as it is, any other error as a
+// store error (storeError).
+func (s *Server) answerError(w http.ResponseWriter, err error) {
+	if a, ok := errors.AsType[*errorAnswer](err); ok {
+		writeJSON(w, a.status, a.body)
+		return
+	}
+	s.storeError(w, err)
 }
 
 // storeError answers a store error with the status its kind maps to.
