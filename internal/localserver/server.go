@@ -278,8 +278,8 @@ func (s *Server) routes() *http.ServeMux {
 	m.HandleFunc("GET /templates/{templateID}", s.handleGetTemplate)
 	// /templates/aliases/{alias} and /templates/{id}/tags overlap, so
 	// these dispatch on their own.
-	m.HandleFunc("GET /templates/{a}/{b}", s.handleTemplateSub)
-	m.HandleFunc("GET /templates/{a}/{b}/{c}", s.handleTemplateSub2)
+	m.HandleFunc("GET /templates/{a}/{b}", s.handleTemplateAliasOrTags)
+	m.HandleFunc("GET /templates/{a}/{b}/{c}", s.handleTemplateFileOrNamespacedAlias)
 	m.HandleFunc("DELETE /templates/{templateID}", s.handleDeleteTemplate)
 	m.HandleFunc("PATCH /v2/templates/{templateID}", s.handlePatchTemplate)
 	m.HandleFunc("POST /v2/templates/{templateID}/builds/{buildID}", s.handleStartBuild)
@@ -301,9 +301,9 @@ func (s *Server) routes() *http.ServeMux {
 	return m
 }
 
-// handleTemplateSub serves GET /templates/aliases/{alias} and
+// handleTemplateAliasOrTags serves GET /templates/aliases/{alias} and
 // GET /templates/{id}/tags.
-func (s *Server) handleTemplateSub(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleTemplateAliasOrTags(w http.ResponseWriter, r *http.Request) {
 	a, b := r.PathValue("a"), r.PathValue("b")
 	switch {
 	case a == "aliases":
@@ -315,9 +315,9 @@ func (s *Server) handleTemplateSub(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// handleTemplateSub2 serves GET /templates/{id}/files/{hash} and an alias
+// handleTemplateFileOrNamespacedAlias serves GET /templates/{id}/files/{hash} and an alias
 // whose "/" was not escaped: GET /templates/aliases/{namespace}/{alias}.
-func (s *Server) handleTemplateSub2(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleTemplateFileOrNamespacedAlias(w http.ResponseWriter, r *http.Request) {
 	a, b, c := r.PathValue("a"), r.PathValue("b"), r.PathValue("c")
 	switch {
 	case a == "aliases":

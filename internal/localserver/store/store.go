@@ -108,37 +108,6 @@ type Assignment struct {
 	AssignedAt time.Time `json:"assignedAt"`
 }
 
-// Grant allows one upload of the archive Hash without an API key.
-type Grant struct {
-	Token      string    `json:"token"`
-	TemplateID string    `json:"templateID"`
-	Hash       string    `json:"hash"`
-	ExpiresAt  time.Time `json:"expiresAt"`
-}
-
-// Sandbox is a running sandbox and what the API answers about it.
-type Sandbox struct {
-	ID          string            `json:"id"`
-	TemplateID  string            `json:"templateID"`
-	Alias       string            `json:"alias"`
-	BuildID     string            `json:"buildID"`
-	AccessToken string            `json:"accessToken"`
-	StartedAt   time.Time         `json:"startedAt"`
-	EndAt       time.Time         `json:"endAt"`
-	CPUCount    int32             `json:"cpuCount"`
-	MemoryMB    int32             `json:"memoryMB"`
-	EnvdVersion string            `json:"envdVersion"`
-	Metadata    map[string]string `json:"metadata,omitempty"`
-	ContainerID string            `json:"containerID"`
-}
-
-// Stats are counters that are not part of the E2B API.
-type Stats struct {
-	// Uploads counts accepted archive uploads since the data dir was created.
-	Uploads  int64 `json:"uploads"`
-	Archives int   `json:"archives"`
-}
-
 var (
 	bucketTemplates = []byte("templates")
 	bucketAliases   = []byte("aliases")
