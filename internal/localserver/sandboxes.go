@@ -62,12 +62,9 @@ func (s *Server) answerCreated(w http.ResponseWriter, sb *e2bapi.Sandbox, err er
 // (defaultTimeout when unset), with an envd access token when secure, and
 // records it.
 func (s *Server) createSandbox(ctx context.Context, req e2bapi.NewSandbox, defaultTimeout int32, secure bool) (*e2bapi.Sandbox, error) {
-	timeout := defaultTimeout
-	if req.Timeout != nil {
-		timeout = *req.Timeout
-	}
-	if timeout < 1 || time.Duration(timeout)*time.Second > s.cfg.MaxSandboxTimeout {
-		return nil, answer(http.StatusBadRequest, "timeout %d is invalid: it must be from 1 to %d seconds", timeout, int64(s.cfg.MaxSandboxTimeout/time.Second))
+	timeout, err := s.ttl("timeout", req.Timeout, defaultTimeout, 1)
+	if err != nil {
+		return nil, err
 	}
 	if req.TemplateID == "" {
 		return nil, answer(http.StatusBadRequest, "templateID is required")
@@ -102,7 +99,7 @@ func (s *Server) createSandbox(ctx context.Context, req e2bapi.NewSandbox, defau
 	now := s.cfg.Now().UTC()
 	sb := store.Sandbox{
 		ID: id, TemplateID: t.ID, Alias: t.Alias, BuildID: b.ID, AccessToken: token,
-		StartedAt: now, EndAt: now.Add(time.Duration(timeout) * time.Second),
+		StartedAt: now, EndAt: now.Add(timeout),
 		CPUCount: b.CPUCount, MemoryMB: b.MemoryMB, EnvdVersion: envdVersion,
 		Metadata: req.Metadata, ContainerID: started.ContainerID,
 	}
@@ -245,10 +242,12 @@ func (s *Server) handleSandboxTimeout(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req, false) {
 		return
 	}
-	if !s.validTTL(w, "timeout", req.Timeout) {
+	timeout, err := s.ttl("timeout", &req.Timeout, 0, 0)
+	if err != nil {
+		s.answerError(w, err)
 		return
 	}
-	if err := s.store.SetSandboxEndAt(id, s.cfg.Now().Add(time.Duration(req.Timeout)*time.Second)); err != nil {
+	if err := s.store.SetSandboxEndAt(id, s.cfg.Now().Add(timeout)); err != nil {
 		s.storeError(w, err)
 		return
 	}
@@ -266,11 +265,7 @@ func (s *Server) handleConnectSandbox(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req, true) {
 		return
 	}
-	timeout := int32(defaultTimeoutV2)
-	if req.Timeout != nil {
-		timeout = *req.Timeout
-	}
-	s.connectSandbox(w, id, timeout)
+	s.connectSandbox(w, id, req.Timeout)
 }
 
 // handleConnectSandboxV1 serves POST /sandboxes/{sandboxID}/connect, which
@@ -288,17 +283,19 @@ func (s *Server) handleConnectSandboxV1(w http.ResponseWriter, r *http.Request) 
 		writeError(w, http.StatusBadRequest, "timeout is required")
 		return
 	}
-	s.connectSandbox(w, id, *req.Timeout)
+	s.connectSandbox(w, id, req.Timeout)
 }
 
 // connectSandbox answers a connect. Every sandbox here runs (none is ever
 // paused), so the answer is 200 with the sandbox, whose end moves to
-// now+timeout when that is later: connecting only extends.
-func (s *Server) connectSandbox(w http.ResponseWriter, id string, timeout int32) {
-	if !s.validTTL(w, "timeout", timeout) {
+// now+timeout (300 s when unset) when that is later: connecting only extends.
+func (s *Server) connectSandbox(w http.ResponseWriter, id string, requested *int32) {
+	timeout, err := s.ttl("timeout", requested, defaultTimeoutV2, 0)
+	if err != nil {
+		s.answerError(w, err)
 		return
 	}
-	sb, err := s.store.ExtendSandboxEndAt(id, s.cfg.Now().Add(time.Duration(timeout)*time.Second))
+	sb, err := s.store.ExtendSandboxEndAt(id, s.cfg.Now().Add(timeout))
 	if err != nil {
 		s.storeError(w, err)
 		return
@@ -338,14 +335,18 @@ func (s *Server) handleRefreshSandbox(w http.ResponseWriter, r *http.Request) {
 // maxRefreshSeconds is the largest refresh E2B accepts (SandboxRefreshRequest).
 const maxRefreshSeconds = 3600
 
-// validTTL checks a time-to-live in seconds against the server's limit, answering 400
-// naming the field when it is outside.
-func (s *Server) validTTL(w http.ResponseWriter, field string, seconds int32) bool {
-	if seconds < 0 || time.Duration(seconds)*time.Second > s.cfg.MaxSandboxTimeout {
-		writeError(w, http.StatusBadRequest, "%s %d is invalid: it must be from 0 to %d seconds", field, seconds, int64(s.cfg.MaxSandboxTimeout/time.Second))
-		return false
+// ttl reads a sandbox time-to-live of a request: requested seconds, or def
+// when unset. It must be from least seconds to the server's limit; else the
+// error is the 400 answer naming field.
+func (s *Server) ttl(field string, requested *int32, def, least int32) (time.Duration, error) {
+	seconds := def
+	if requested != nil {
+		seconds = *requested
 	}
-	return true
+	if seconds < least || time.Duration(seconds)*time.Second > s.cfg.MaxSandboxTimeout {
+		return 0, answer(http.StatusBadRequest, "%s %d is invalid: it must be from %d to %d seconds", field, seconds, least, int64(s.cfg.MaxSandboxTimeout/time.Second))
+	}
+	return time.Duration(seconds) * time.Second, nil
 }
 
 // reapLoop stops sandboxes whose time ran out until the server closes.
