@@ -354,6 +354,6 @@ func WriteFiles(t testing.TB, dir string, files map[string]string) {
 			continue
 		}
 		Must(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		Must(t, os.WriteFile(p, []byte(content), 0o644))
+		Must(t, os.WriteFile(p, []byte(content), 0o644)) //nolint:gosec // a build-context fixture: its mode is what the test hashes and copies
 	}
 }

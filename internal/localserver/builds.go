@@ -42,7 +42,8 @@ func (s *Server) handleStartBuild(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req, false) {
 		return
 	}
-	if err := s.startBuild(templateID, buildID, req); err != nil {
+	// The build outlives the request: it runs under the server's context.
+	if err := s.startBuild(templateID, buildID, req); err != nil { //nolint:contextcheck // see above
 		s.answerError(w, err)
 		return
 	}

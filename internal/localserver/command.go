@@ -215,7 +215,7 @@ func serve(ctx context.Context, o commandOptions, dataDir, apiKey string, eng en
 		DataDir: dataDir, APIKey: apiKey, TeamSlug: o.teamSlug, PublicURL: o.publicURL, Domain: domain,
 		MaxUploadBytes: o.maxUploadBytes, MaxUnpackedBytes: o.maxUnpackedBytes, MaxArchiveEntries: o.maxArchiveEntries,
 		UploadURLTTL: o.uploadURLTTL, MaxSandboxTimeout: o.maxSandboxTimeout,
-		MaxCPUCount: int32(o.maxCPU), MaxMemoryMB: int32(o.maxMemoryMB), Logger: logger,
+		MaxCPUCount: int32(o.maxCPU), MaxMemoryMB: int32(o.maxMemoryMB), Logger: logger, //nolint:gosec // flag values beyond int32 wrap as before; no host has 2^31 CPUs or MiB
 	}, eng)
 	if err != nil {
 		return err
@@ -257,13 +257,14 @@ func serve(ctx context.Context, o commandOptions, dataDir, apiKey string, eng en
 	case serveErr = <-served:
 	}
 	os.Remove(infoPath)
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// ctx has ended: the shutdown gets bounds of its own.
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	if err := httpServer.Shutdown(shutdownCtx); err != nil {
 		// Streams to sandboxes do not end by themselves; cut them.
 		httpServer.Close()
 	}
 	cancel()
-	closeCtx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
 	defer cancel()
 	if err := srv.Close(closeCtx); err != nil {
 		return errors.Join(serveErr, fmt.Errorf("shut down: %w", err))

@@ -166,7 +166,7 @@ func TestServeBoundsIdleConnections(t *testing.T) {
 	go func() {
 		done <- serve(ctx, opts, dataDir, testAPIKey, eng, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
 	}()
-	defer func() { cancel(); <-done }()
+	defer func() { cancel(); <-done }() //nolint:errcheck // shutting down is TestServe's subject; here it only has to end
 	var info Info
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		raw, err := os.ReadFile(filepath.Join(dataDir, InfoFile))

@@ -367,7 +367,7 @@ func (e *fakeEngine) StartSandbox(ctx context.Context, spec engine.SandboxSpec) 
 	if err != nil {
 		return nil, err
 	}
-	serveCtx, cancel := context.WithCancel(context.Background())
+	serveCtx, cancel := context.WithCancel(context.WithoutCancel(ctx)) // envd lives until StopSandbox
 	served := make(chan error, 1)
 	go func() { served <- envdserver.New(envdserver.Config{}).Serve(serveCtx, ln) }()
 	stop := func() error {

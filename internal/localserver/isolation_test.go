@@ -143,7 +143,7 @@ func freePort(t *testing.T) int {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ln.Addr().(*net.TCPAddr).Port //nolint:forcetypeassert // a "tcp" listener's address is a *net.TCPAddr
 }
 
 // viaProxy GETs path of port in sandbox id through the server's proxy,

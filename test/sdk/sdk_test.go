@@ -235,15 +235,15 @@ func sdkNode(t *testing.T) string {
 	return abs
 }
 
-// atLeast reports whether a version such as "v20.20.2" is min or later.
-func atLeast(version string, min [3]int) bool {
+// atLeast reports whether a version such as "v20.20.2" is least or later.
+func atLeast(version string, least [3]int) bool {
 	var got [3]int
 	if _, err := fmt.Sscanf(version, "v%d.%d.%d", &got[0], &got[1], &got[2]); err != nil {
 		return false
 	}
 	for i := range got {
-		if got[i] != min[i] {
-			return got[i] > min[i]
+		if got[i] != least[i] {
+			return got[i] > least[i]
 		}
 	}
 	return true

@@ -215,7 +215,7 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
 			if p := recover(); p != nil {
-				if p == http.ErrAbortHandler {
+				if p == http.ErrAbortHandler { //nolint:errorlint // recover's value, compared as net/http does: the handler panics with the sentinel itself
 					panic(p)
 				}
 				s.logger.Printf("envd: panic in %s %s: %v", r.Method, r.URL.Path, p)

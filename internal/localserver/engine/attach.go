@@ -177,7 +177,7 @@ func (d *Docker) learnRootUID(ctx context.Context, containerID string, a *attach
 	uid, err := d.rootUID(ctx, containerID)
 	if err != nil {
 		d.log.Warn("cannot read the uid of the container's root; the relay accepts uid 0 and this server's uid", "container", shortID(containerID), "error", err)
-		a.setRootUIDs(0, uint32(os.Geteuid()))
+		a.setRootUIDs(0, uint32(os.Geteuid())) //nolint:gosec // a uid is 32-bit and not negative
 		return
 	}
 	a.setRootUIDs(uid)

@@ -88,7 +88,7 @@ func (b *builder) run(ctx context.Context) (*BuildResult, error) {
 	if err != nil {
 		return nil, b.fail(stepBase, err)
 	}
-	defer b.d.discard(b.c)
+	defer b.d.discard(ctx, b.c)
 
 	if err := b.c.envd.Init(ctx, client.InitRequest{AccessToken: b.c.token, DefaultUser: "root"}); err != nil {
 		return nil, b.fail(stepBase, err)
@@ -474,7 +474,7 @@ func (b *builder) commit(ctx context.Context, img image.InspectResponse) (string
 // root file systems) the root account envd needs to resolve users, before
 // envd starts.
 func (b *builder) ensureAccountFiles(ctx context.Context, containerID string) error {
-	files := map[string]string{
+	files := map[string]string{ //nolint:gosec // the passwd line of root with no password ("x"), not a credential
 		"etc/passwd": "root:x:0:0:root:/root:/bin/sh\n",
 		"etc/group":  "root:x:0:\n",
 	}

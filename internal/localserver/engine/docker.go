@@ -348,12 +348,14 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 	}
 	created, err := d.cli.ContainerCreate(ctx, cfg, hc, nil, nil, "")
 	if err != nil {
-		d.detach(key)
+		if derr := d.detach(key); derr != nil {
+			d.log.Warn("relay dir left behind", "key", key, "error", derr)
+		}
 		return nil, fmt.Errorf("create container from %s: %w", req.image, err)
 	}
 	rc := &runningContainer{id: created.ID, kind: req.kind, key: key}
 	fail := func(err error) (*runningContainer, error) {
-		d.discard(rc)
+		d.discard(ctx, rc)
 		return nil, err
 	}
 	if prepare != nil {
@@ -390,13 +392,13 @@ func (d *Docker) waitEnvd(ctx context.Context, containerID string, conn *client.
 		// Every second, see whether the container died instead of starting.
 		if polls%20 == 19 {
 			if insp, ierr := d.cli.ContainerInspect(ctx, containerID); ierr == nil && insp.State != nil && !insp.State.Running {
-				return fmt.Errorf("envd did not start: container exited with code %d: %s", insp.State.ExitCode, d.logsTail(containerID))
+				return fmt.Errorf("envd did not start: container exited with code %d: %s", insp.State.ExitCode, d.logsTail(ctx, containerID))
 			}
 		}
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("envd did not answer through the relay %s within %s: %v; container output: %s", relayAddr, d.opts.EnvdStartTimeout, err, d.logsTail(containerID))
+				return fmt.Errorf("envd did not answer through the relay %s within %s: %v; container output: %s", relayAddr, d.opts.EnvdStartTimeout, err, d.logsTail(ctx, containerID))
 			}
 			return ctx.Err()
 		case <-tick.C:
@@ -405,8 +407,8 @@ func (d *Docker) waitEnvd(ctx context.Context, containerID string, conn *client.
 }
 
 // logsTail returns the last lines a container wrote, for error messages.
-func (d *Docker) logsTail(containerID string) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+func (d *Docker) logsTail(ctx context.Context, containerID string) string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	rc, err := d.cli.ContainerLogs(ctx, containerID, container.LogsOptions{ShowStdout: true, ShowStderr: true, Tail: "20"})
 	if err != nil {
@@ -420,10 +422,10 @@ func (d *Docker) logsTail(containerID string) string {
 	return strings.TrimSpace(out.String())
 }
 
-// removeContainer force-removes a container. It runs on its own context:
+// removeContainer force-removes a container. It is not cancelled with ctx:
 // cleanup must happen even when the caller's context was cancelled.
-func (d *Docker) removeContainer(containerID string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+func (d *Docker) removeContainer(ctx context.Context, containerID string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	err := d.cli.ContainerRemove(ctx, containerID, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	if isNotFound(err) {
@@ -439,8 +441,8 @@ func (d *Docker) removeContainer(containerID string) error {
 // purpose, and its relay. A failure is logged, not returned: the caller's
 // own outcome stands, and RemoveOrphans removes the container at the next
 // start.
-func (d *Docker) discard(rc *runningContainer) {
-	if err := d.removeContainer(rc.id); err != nil {
+func (d *Docker) discard(ctx context.Context, rc *runningContainer) {
+	if err := d.removeContainer(ctx, rc.id); err != nil {
 		d.log.Warn("container left behind", "container", shortID(rc.id), "error", err)
 	}
 	if err := d.detach(rc.key); err != nil {
@@ -546,16 +548,16 @@ func (d *Docker) StartSandbox(ctx context.Context, spec SandboxSpec) (*Sandbox, 
 		return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
 	}
 	if err := rc.envd.Init(ctx, client.InitRequest{EnvVars: spec.Env, AccessToken: rc.token, DefaultUser: spec.User, DefaultWorkdir: spec.Workdir}); err != nil {
-		d.discard(rc)
+		d.discard(ctx, rc)
 		return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
 	}
 	if spec.StartCmd != "" {
 		sh, err := d.shellOf(ctx, rc.id)
 		if err != nil {
-			d.discard(rc)
+			d.discard(ctx, rc)
 			return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
 		}
-		d.startCommand(rc, spec, sh)
+		d.startCommand(ctx, rc, spec, sh)
 	}
 	return &Sandbox{ID: spec.SandboxID, ContainerID: rc.id, EnvdVersion: EnvdVersion}, nil
 }
@@ -564,8 +566,8 @@ func (d *Docker) StartSandbox(ctx context.Context, spec SandboxSpec) (*Sandbox, 
 // default user in the default workdir. The stream stays attached for the
 // sandbox's life, its output discarded; ending it (StopSandbox, Close)
 // kills the command.
-func (d *Docker) startCommand(rc *runningContainer, spec SandboxSpec, sh shell) {
-	ctx, cancel := context.WithCancel(context.Background())
+func (d *Docker) startCommand(ctx context.Context, rc *runningContainer, spec SandboxSpec, sh shell) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	d.mu.Lock()
 	d.startCmds[spec.SandboxID] = cancel
 	d.mu.Unlock()
@@ -597,7 +599,7 @@ func (d *Docker) StopSandbox(ctx context.Context, sandboxID string) error {
 	}
 	var errs []error
 	for _, c := range list {
-		errs = append(errs, d.removeContainer(c.ID))
+		errs = append(errs, d.removeContainer(ctx, c.ID))
 	}
 	errs = append(errs, d.detach(attachKey(kindSandbox, sandboxID)))
 	if err := errors.Join(errs...); err != nil {
@@ -641,7 +643,7 @@ func (d *Docker) RemoveOrphans(ctx context.Context, keep func(sandboxID string) 
 			continue
 		}
 		d.log.Info("removing orphaned container", "container", shortID(c.ID), "kind", kind, "id", id)
-		errs = append(errs, d.removeContainer(c.ID), d.detach(attachKey(kind, id)))
+		errs = append(errs, d.removeContainer(ctx, c.ID), d.detach(attachKey(kind, id)))
 	}
 	socketsDir := filepath.Join(d.opts.StateDir, "s")
 	entries, err := os.ReadDir(socketsDir)

@@ -143,7 +143,7 @@ func removeImageAtEnd(t *testing.T, d *Docker, image string) {
 // removeContainerAtEnd removes the container when the test ends.
 func removeContainerAtEnd(t *testing.T, d *Docker, containerID string) {
 	t.Cleanup(func() {
-		if err := d.removeContainer(containerID); err != nil {
+		if err := d.removeContainer(t.Context(), containerID); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
@@ -683,7 +683,11 @@ func TestHostNetworkRelaysOnlyEnvd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.StopSandbox(context.Background(), sb.ID)
+	defer func() {
+		if err := d.StopSandbox(context.Background(), sb.ID); err != nil {
+			t.Errorf("stop sandbox: %v", err)
+		}
+	}()
 	if out, code := sh(t, sandboxClient(d, sb, token), "", "echo up"); code != 0 || out != "up\n" {
 		t.Errorf("envd in a host-network sandbox: %q (exit %d)", out, code)
 	}
