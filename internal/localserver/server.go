@@ -1,7 +1,8 @@
 // Package localserver is the local E2B-compatible server: the control-plane
 // API of design/e2b-api.md (templates, builds, uploads, tags, sandboxes), the proxy
-// to each sandbox's envd, and the `server` command that starts it. State
-// lives in the store; builds and sandboxes run on a engine.Engine.
+// to each sandbox's envd, and Run, which the `server` command
+// (internal/command) starts it with. State lives in the store; builds and
+// sandboxes run on an engine.Engine.
 package localserver
 
 import (
