@@ -13,8 +13,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 
-	envdserver "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/server"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/command"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/provider"
 )
 
@@ -28,8 +27,8 @@ const providerAddress = "registry.terraform.io/e2b-terraform/e2b"
 // Each entry point gets the remaining arguments and returns the exit code.
 // One binary carries every role so that a release has one version everywhere.
 var subcommands = map[string]func(args []string) int{
-	"envd":   envdserver.Main,
-	"server": localserver.Main,
+	"envd":   command.Envd,
+	"server": command.Server,
 }
 
 func main() {

@@ -24,6 +24,8 @@ import (
 
 	"github.com/docker/docker/client"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
 
@@ -44,21 +46,18 @@ const (
 // startTimeout bounds how long the server may take to write server.json.
 const startTimeout = 2 * time.Minute
 
-// Server is a running local server.
+// Server is a running local server: the Info it wrote to server.json
+// (APIURL, SandboxURL, APIKey, Domain, DataDir) and what the tests add.
 type Server struct {
-	APIURL     string `json:"api_url"`
-	SandboxURL string `json:"sandbox_url"`
-	APIKey     string `json:"api_key"`
-	Domain     string `json:"domain"`
+	localserver.Info
 	// BaseImage is the busybox image (no bash) of Images, for templates that
 	// test what such a base lacks.
-	BaseImage string `json:"-"`
+	BaseImage string
 	// DebianImage is the Debian image of Images, for templates whose
 	// sandboxes run commands.
-	DebianImage string `json:"-"`
-	DataDir     string `json:"-"`
+	DebianImage string
 	// Binary is the executable serving it, which is also the provider.
-	Binary string `json:"-"`
+	Binary string
 
 	cmd     *exec.Cmd
 	logPath string
@@ -78,10 +77,7 @@ provider "e2b" {
 }
 
 // Stats are the server's counters (GET /_local/stats).
-type Stats struct {
-	Uploads  int64 `json:"uploads"`
-	Archives int   `json:"archives"`
-}
+type Stats = store.Stats
 
 // Stats reads the server's counters.
 func (s *Server) Stats(ctx context.Context) (Stats, error) {
@@ -169,16 +165,16 @@ func Start(ctx context.Context, binary, dataDir, dockerHost string) (*Server, er
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s server: %w", binary, err)
 	}
-	s := &Server{cmd: cmd, logPath: logPath, exited: make(chan struct{}), DataDir: dataDir, Binary: binary}
+	s := &Server{cmd: cmd, logPath: logPath, exited: make(chan struct{}), Info: localserver.Info{DataDir: dataDir}, Binary: binary}
 	go func() { _ = cmd.Wait(); close(s.exited) }()
 
-	infoPath := filepath.Join(dataDir, "server.json")
+	infoPath := filepath.Join(dataDir, localserver.InfoFile)
 	deadline := time.NewTimer(startTimeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if b, err := os.ReadFile(infoPath); err == nil && json.Unmarshal(b, s) == nil && s.APIURL != "" {
+		if b, err := os.ReadFile(infoPath); err == nil && json.Unmarshal(b, &s.Info) == nil && s.APIURL != "" {
 			return s, nil
 		}
 		select {
@@ -358,6 +354,6 @@ func WriteFiles(t testing.TB, dir string, files map[string]string) {
 			continue
 		}
 		Must(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		Must(t, os.WriteFile(p, []byte(content), 0o644))
+		Must(t, os.WriteFile(p, []byte(content), 0o644)) //nolint:gosec // a build-context fixture: its mode is what the test hashes and copies
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/openapitest"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 )
 
 const (
@@ -178,7 +179,7 @@ func TestEndpoints(t *testing.T) {
 		{name: "StartBuild",
 			call: func(ctx context.Context, c *Client) (any, error) {
 				return nil, c.StartBuild(ctx, testTemplate, testBuildID, TemplateBuildStartV2{FromImage: "ubuntu:22.04", StartCmd: "python app.py",
-					Steps: []TemplateStep{{Type: StepCopy, Args: []string{"app", "/app", "", ""}, FilesHash: hash}, {Type: StepRun, Args: []string{"echo hi"}}}})
+					Steps: []TemplateStep{{Type: steps.Copy, Args: []string{"app", "/app", "", ""}, FilesHash: hash}, {Type: steps.Run, Args: []string{"echo hi"}}}})
 			},
 			method: "POST", path: "/v2/templates/" + testTemplate + "/builds/" + testBuildID,
 			body: `{"fromImage":"ubuntu:22.04","force":false,"startCmd":"python app.py","steps":[` +
@@ -188,7 +189,7 @@ func TestEndpoints(t *testing.T) {
 			call: func(ctx context.Context, c *Client) (any, error) {
 				return nil, c.StartBuild(ctx, testTemplate, testBuildID, TemplateBuildStartV2{FromImage: "registry.example/img:1", Force: true,
 					FromImageRegistry: &FromImageRegistry{Type: "registry", Username: "u", Password: "p"},
-					Steps:             []TemplateStep{{Type: StepWorkdir}}})
+					Steps:             []TemplateStep{{Type: steps.Workdir}}})
 			},
 			method: "POST", path: "/v2/templates/" + testTemplate + "/builds/" + testBuildID,
 			body: `{"fromImage":"registry.example/img:1","fromImageRegistry":{"type":"registry","username":"u","password":"p"},"force":true,` +

@@ -51,17 +51,6 @@ type TemplateBuildFileUpload struct {
 // package steps'.
 type TemplateStep = steps.Step
 
-// Step types under their wire names. They are package steps' constants,
-// named here for internal/localserver, which has not moved to package
-// steps yet; new code uses steps.Run and the others.
-const (
-	StepRun     = steps.Run
-	StepCopy    = steps.Copy
-	StepEnv     = steps.Env
-	StepWorkdir = steps.Workdir
-	StepUser    = steps.User
-)
-
 // FromImageRegistry holds private registry credentials; Type is "registry",
 // "aws" or "gcp" and selects which other fields apply.
 type FromImageRegistry struct {
@@ -303,6 +292,3 @@ type SandboxRefreshRequest struct {
 
 // ClientID is the constant, deprecated clientID every sandbox reports.
 const ClientID = "6532622b"
-
-// EnvdPort is the port envd listens on inside every sandbox.
-const EnvdPort = 49983

@@ -12,8 +12,9 @@ import (
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 )
 
 // runningBuild is a build whose Engine.Build call is in flight.
@@ -22,11 +23,7 @@ type runningBuild struct {
 	cancel     context.CancelCauseFunc
 }
 
-// stepAliases are the step types the server accepts under another name.
-var stepAliases = map[string]string{"ADD": e2bapi.StepCopy, "ARG": e2bapi.StepEnv}
-
-var knownSteps = []string{e2bapi.StepRun, e2bapi.StepCopy, e2bapi.StepEnv, e2bapi.StepWorkdir, e2bapi.StepUser}
-
+// handleStartBuild serves POST /v2/templates/{templateID}/builds/{buildID}.
 func (s *Server) handleStartBuild(w http.ResponseWriter, r *http.Request) {
 	templateID, buildID := r.PathValue("templateID"), r.PathValue("buildID")
 	if err := e2bapi.ValidateBuildID(buildID); err != nil {
@@ -45,73 +42,31 @@ func (s *Server) handleStartBuild(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req, false) {
 		return
 	}
-	switch {
-	case req.FromImage != "" && req.FromTemplate != "":
-		writeError(w, http.StatusBadRequest, "cannot specify both fromImage and fromTemplate")
-		return
-	case req.FromImage == "" && req.FromTemplate == "":
-		writeError(w, http.StatusBadRequest, "must specify either fromImage or fromTemplate")
+	// The build outlives the request: it runs under the server's context.
+	if err := s.startBuild(templateID, buildID, req); err != nil { //nolint:contextcheck // see above
+		s.answerError(w, err)
 		return
 	}
-	spec := runtime.BuildSpec{
-		TemplateID: templateID, BuildID: buildID,
-		BaseImage: req.FromImage, PullBase: req.FromImage != "", RegistryAuth: req.FromImageRegistry,
-		StartCmd: req.StartCmd, ReadyCmd: req.ReadyCmd,
-		Archives: map[string]string{},
-	}
-	if req.FromTemplate != "" {
-		_, base, err := s.store.Resolve(req.FromTemplate)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "fromTemplate '%s': %v", req.FromTemplate, err)
-			return
-		}
-		if base.Result == nil {
-			writeError(w, http.StatusBadRequest, "fromTemplate '%s': its build %s has no result", req.FromTemplate, base.ID)
-			return
-		}
-		spec.BaseImage, spec.FromBuild = base.Result.Image, base.Result
-	}
-	// An unknown step type fails the build (as on E2B), not the request.
-	var unknown *e2bapi.BuildStatusReason
-	for i := range req.Steps {
-		step := &req.Steps[i]
-		step.Type = strings.ToUpper(step.Type)
-		if alias, ok := stepAliases[step.Type]; ok {
-			step.Type = alias
-		}
-		if !slices.Contains(knownSteps, step.Type) && unknown == nil {
-			unknown = &e2bapi.BuildStatusReason{Message: fmt.Sprintf("command type %s is not implemented", step.Type), Step: strconv.Itoa(i + 1)}
-		}
-		if step.Type != e2bapi.StepCopy {
-			continue
-		}
-		if step.FilesHash == "" {
-			writeError(w, http.StatusBadRequest, "step %d (COPY) has no filesHash", i+1)
-			return
-		}
-		archive, ok, err := s.store.ArchivePath(step.FilesHash)
-		if err != nil {
-			s.internalError(w, err)
-			return
-		}
-		if !ok {
-			writeError(w, http.StatusBadRequest, "step %d (COPY): files with hash %s were not uploaded", i+1, step.FilesHash)
-			return
-		}
-		spec.Archives[step.FilesHash] = archive
-	}
-	spec.Steps = req.Steps
+	w.WriteHeader(http.StatusAccepted)
+}
 
+// startBuild starts a registered build of templateID: it checks req, marks
+// the build building (cancelling the builds it supersedes) and runs it on
+// the engine in the background. An unknown step type fails the build (as
+// on E2B), not the request.
+func (s *Server) startBuild(templateID, buildID string, req e2bapi.TemplateBuildStartV2) error {
+	spec, unknown, err := s.buildSpec(templateID, buildID, &req)
+	if err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ctx.Err() != nil {
-		writeError(w, http.StatusServiceUnavailable, "the server is shutting down")
-		return
+		return answer(http.StatusServiceUnavailable, "the server is shutting down")
 	}
 	b, superseded, err := s.store.StartBuild(templateID, buildID, req)
 	if err != nil {
-		s.storeError(w, err)
-		return
+		return err
 	}
 	for _, id := range superseded {
 		if rb, ok := s.running[id]; ok {
@@ -130,21 +85,75 @@ func (s *Server) handleStartBuild(w http.ResponseWriter, r *http.Request) {
 		}()
 		s.runBuild(ctx, spec, unknown)
 	})
-	w.WriteHeader(http.StatusAccepted)
+	return nil
+}
+
+// buildSpec checks a start request and turns it into what the engine runs:
+// the base image or build, the steps with their types normalised and the
+// archives of their COPY steps. unknown is the failure of the first step
+// of an unknown type, nil when there is none.
+func (s *Server) buildSpec(templateID, buildID string, req *e2bapi.TemplateBuildStartV2) (spec engine.BuildSpec, unknown *e2bapi.BuildStatusReason, err error) {
+	switch {
+	case req.FromImage != "" && req.FromTemplate != "":
+		return spec, nil, answer(http.StatusBadRequest, "cannot specify both fromImage and fromTemplate")
+	case req.FromImage == "" && req.FromTemplate == "":
+		return spec, nil, answer(http.StatusBadRequest, "must specify either fromImage or fromTemplate")
+	}
+	spec = engine.BuildSpec{
+		TemplateID: templateID, BuildID: buildID,
+		BaseImage: req.FromImage, PullBase: req.FromImage != "", RegistryAuth: req.FromImageRegistry,
+		StartCmd: req.StartCmd, ReadyCmd: req.ReadyCmd,
+		Archives: map[string]string{},
+	}
+	if req.FromTemplate != "" {
+		_, base, err := s.store.Resolve(req.FromTemplate)
+		if err != nil {
+			return spec, nil, answer(http.StatusBadRequest, "fromTemplate '%s': %v", req.FromTemplate, err)
+		}
+		if base.Result == nil {
+			return spec, nil, answer(http.StatusBadRequest, "fromTemplate '%s': its build %s has no result", req.FromTemplate, base.ID)
+		}
+		spec.BaseImage, spec.FromBuild = base.Result.Image, (*engine.BuildResult)(base.Result)
+	}
+	for i := range req.Steps {
+		step := &req.Steps[i]
+		// The server takes types in any case; the engine gets them normalised.
+		typ, known := steps.Normalize(strings.ToUpper(step.Type))
+		step.Type = typ
+		if !known && unknown == nil {
+			unknown = &e2bapi.BuildStatusReason{Message: fmt.Sprintf("command type %s is not implemented", step.Type), Step: strconv.Itoa(i + 1)}
+		}
+		if step.Type != steps.Copy {
+			continue
+		}
+		if step.FilesHash == "" {
+			return spec, nil, answer(http.StatusBadRequest, "step %d (COPY) has no filesHash", i+1)
+		}
+		archive, ok, err := s.store.ArchivePath(step.FilesHash)
+		if err != nil {
+			return spec, nil, s.internal(err)
+		}
+		if !ok {
+			return spec, nil, answer(http.StatusBadRequest, "step %d (COPY): files with hash %s were not uploaded", i+1, step.FilesHash)
+		}
+		spec.Archives[step.FilesHash] = archive
+	}
+	spec.Steps = req.Steps
+	return spec, unknown, nil
 }
 
 // runBuild runs one build on the engine, storing its log as it arrives,
 // and records how it ended.
-func (s *Server) runBuild(ctx context.Context, spec runtime.BuildSpec, failure *e2bapi.BuildStatusReason) {
+func (s *Server) runBuild(ctx context.Context, spec engine.BuildSpec, failure *e2bapi.BuildStatusReason) {
 	logs := s.newLogWriter(spec.BuildID)
 	spec.Log = logs.add
-	var result *runtime.BuildResult
+	var result *engine.BuildResult
 	if failure == nil {
 		var err error
 		result, err = s.engine.Build(ctx, spec)
 		if err != nil {
 			failure = &e2bapi.BuildStatusReason{Message: err.Error()}
-			var stepErr *runtime.StepError
+			var stepErr *engine.StepError
 			if errors.As(err, &stepErr) {
 				failure.Message, failure.Step = stepErr.Err.Error(), stepErr.Step
 			}
@@ -160,7 +169,7 @@ func (s *Server) runBuild(ctx context.Context, spec runtime.BuildSpec, failure *
 	} else {
 		s.log.Info("build ready", "template", spec.TemplateID, "build", spec.BuildID, "image", result.Image)
 	}
-	if _, err := s.store.FinishBuild(spec.TemplateID, spec.BuildID, result, failure); err != nil {
+	if _, err := s.store.FinishBuild(spec.TemplateID, spec.BuildID, (*store.BuildResult)(result), failure); err != nil {
 		s.log.Error("record build result", "build", spec.BuildID, "err", err)
 	}
 }

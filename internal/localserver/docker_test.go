@@ -19,7 +19,7 @@ import (
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
 
@@ -67,13 +67,13 @@ func buildEnvdBinary(t *testing.T) string {
 
 // dockerEngine returns the real Docker runtime, or skips the test when no
 // engine is configured. The engine's containers are this test's own.
-func dockerEngine(t *testing.T) (runtime.Engine, string) {
+func dockerEngine(t *testing.T) (engine.Engine, string) {
 	t.Helper()
 	return dockerEngineWith(t, nil)
 }
 
 // dockerEngineWith is dockerEngine with options adjusted by configure.
-func dockerEngineWith(t *testing.T, configure func(*runtime.DockerOptions)) (runtime.Engine, string) {
+func dockerEngineWith(t *testing.T, configure func(*engine.DockerOptions)) (engine.Engine, string) {
 	t.Helper()
 	baseImage := os.Getenv("E2B_TEST_BASE_IMAGE")
 	if os.Getenv("DOCKER_HOST") == "" || baseImage == "" {
@@ -86,14 +86,14 @@ func dockerEngineWith(t *testing.T, configure func(*runtime.DockerOptions)) (run
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(stateDir) })
-	opts := runtime.DockerOptions{
+	opts := engine.DockerOptions{
 		EnvdBinary: buildEnvdBinary(t), StateDir: stateDir, Network: "none",
 		Instance: filepath.Base(stateDir),
 	}
 	if configure != nil {
 		configure(&opts)
 	}
-	docker, err := runtime.NewDocker(t.Context(), opts)
+	docker, err := engine.NewDocker(t.Context(), opts)
 	if err != nil {
 		t.Fatalf("Docker engine at DOCKER_HOST=%s: %v", os.Getenv("DOCKER_HOST"), err)
 	}
@@ -104,8 +104,8 @@ func dockerEngineWith(t *testing.T, configure func(*runtime.DockerOptions)) (run
 // A template built on Docker with COPY, RUN and ENV; a sandbox from it runs a
 // command through the proxy; a failing RUN ends the build with its step.
 func TestDockerBuildAndSandbox(t *testing.T) {
-	engine, baseImage := dockerEngine(t)
-	ts := startServer(t, engine)
+	eng, baseImage := dockerEngine(t)
+	ts := startServer(t, eng)
 	reg := ts.register("docker-app")
 	hash := hashOf(0xd0c)
 	putOK(t, ts.link(reg.TemplateID, hash).URL, testutil.Tarball(t, true, testutil.Dir("app/"), testutil.File("app/hello.txt", "hello from the context\n")))

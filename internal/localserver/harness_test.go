@@ -20,11 +20,13 @@ import (
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	envdserver "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/server"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/openapitest"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/relay"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 )
 
 const testAPIKey = "e2b_0123456789abcdef0123456789abcdef01234567"
@@ -73,7 +75,7 @@ type serverOptions struct {
 // startServer starts a Server on engine with a fresh data dir (or
 // opts.dataDir) and closes it when the test ends. Everything but envd proxy
 // traffic, upload PUTs and /_local endpoints goes through the contract check.
-func startServer(t *testing.T, engine runtime.Engine, opts ...serverOptions) *testServer {
+func startServer(t *testing.T, eng engine.Engine, opts ...serverOptions) *testServer {
 	t.Helper()
 	var o serverOptions
 	for _, opt := range opts {
@@ -92,7 +94,7 @@ func startServer(t *testing.T, engine runtime.Engine, opts ...serverOptions) *te
 	if o.configure != nil {
 		o.configure(&cfg)
 	}
-	srv, err := New(t.Context(), cfg, engine)
+	srv, err := New(t.Context(), cfg, eng)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +282,7 @@ type fakeEngine struct {
 	dir string
 
 	release chan struct{} // closed to let "block" steps finish
-	builds  chan runtime.BuildSpec
+	builds  chan engine.BuildSpec
 	stopped chan string
 
 	mu            sync.Mutex
@@ -299,7 +301,7 @@ func newFakeEngine(t *testing.T) *fakeEngine {
 	}
 	e := &fakeEngine{
 		t: t, dir: dir, release: make(chan struct{}),
-		builds: make(chan runtime.BuildSpec, 100), stopped: make(chan string, 100),
+		builds: make(chan engine.BuildSpec, 100), stopped: make(chan string, 100),
 		sandboxes: map[string]func() error{},
 	}
 	t.Cleanup(func() {
@@ -315,11 +317,11 @@ func newFakeEngine(t *testing.T) *fakeEngine {
 	return e
 }
 
-func (e *fakeEngine) Info(context.Context) (runtime.EngineInfo, error) {
-	return runtime.EngineInfo{ServerVersion: "fake", Runtime: "none"}, nil
+func (e *fakeEngine) Info(context.Context) (engine.EngineInfo, error) {
+	return engine.EngineInfo{ServerVersion: "fake", Runtime: "none"}, nil
 }
 
-func (e *fakeEngine) Build(ctx context.Context, spec runtime.BuildSpec) (*runtime.BuildResult, error) {
+func (e *fakeEngine) Build(ctx context.Context, spec engine.BuildSpec) (*engine.BuildResult, error) {
 	e.builds <- spec
 	env := map[string]string{}
 	if spec.FromBuild != nil {
@@ -330,30 +332,30 @@ func (e *fakeEngine) Build(ctx context.Context, spec runtime.BuildSpec) (*runtim
 		step := strconv.Itoa(i + 1)
 		spec.Log(e2bapi.BuildLogEntry{Message: fmt.Sprintf("%s %s", st.Type, strings.Join(st.Args, " ")), Level: e2bapi.LogInfo, Step: step})
 		switch {
-		case st.Type == e2bapi.StepRun && st.Args[0] == "fail":
+		case st.Type == steps.Run && st.Args[0] == "fail":
 			spec.Log(e2bapi.BuildLogEntry{Message: "it failed", Level: e2bapi.LogError, Step: step})
-			return nil, &runtime.StepError{Step: step, Err: errors.New("command exited with code 1")}
-		case st.Type == e2bapi.StepRun && st.Args[0] == "crash":
+			return nil, &engine.StepError{Step: step, Err: errors.New("command exited with code 1")}
+		case st.Type == steps.Run && st.Args[0] == "crash":
 			return nil, errors.New("the engine lost the container")
-		case st.Type == e2bapi.StepRun && st.Args[0] == "block":
+		case st.Type == steps.Run && st.Args[0] == "block":
 			select {
 			case <-ctx.Done():
-				return nil, &runtime.StepError{Step: step, Err: ctx.Err()}
+				return nil, &engine.StepError{Step: step, Err: ctx.Err()}
 			case <-e.release:
 			}
-		case st.Type == e2bapi.StepEnv:
+		case st.Type == steps.Env:
 			for j := 0; j+1 < len(st.Args); j += 2 {
 				env[st.Args[j]] = st.Args[j+1]
 			}
 		}
 	}
-	return &runtime.BuildResult{
+	return &engine.BuildResult{
 		Image: "fake/" + spec.TemplateID + ":" + spec.BuildID, User: "user", Workdir: "/home/user",
 		Env: env, StartCmd: spec.StartCmd, ReadyCmd: spec.ReadyCmd, EnvdVersion: "0.6.13",
 	}, nil
 }
 
-func (e *fakeEngine) StartSandbox(ctx context.Context, spec runtime.SandboxSpec) (*runtime.Sandbox, error) {
+func (e *fakeEngine) StartSandbox(ctx context.Context, spec engine.SandboxSpec) (*engine.Sandbox, error) {
 	e.mu.Lock()
 	startErr := e.startErr
 	e.mu.Unlock()
@@ -365,7 +367,7 @@ func (e *fakeEngine) StartSandbox(ctx context.Context, spec runtime.SandboxSpec)
 	if err != nil {
 		return nil, err
 	}
-	serveCtx, cancel := context.WithCancel(context.Background())
+	serveCtx, cancel := context.WithCancel(context.WithoutCancel(ctx)) // envd lives until StopSandbox
 	served := make(chan error, 1)
 	go func() { served <- envdserver.New(envdserver.Config{}).Serve(serveCtx, ln) }()
 	stop := func() error {
@@ -382,7 +384,7 @@ func (e *fakeEngine) StartSandbox(ctx context.Context, spec runtime.SandboxSpec)
 	e.mu.Lock()
 	e.sandboxes[spec.SandboxID] = stop
 	e.mu.Unlock()
-	return &runtime.Sandbox{ID: spec.SandboxID, ContainerID: "fake-" + spec.SandboxID, EnvdVersion: "0.6.13"}, nil
+	return &engine.Sandbox{ID: spec.SandboxID, ContainerID: "fake-" + spec.SandboxID, EnvdVersion: "0.6.13"}, nil
 }
 
 // DialSandbox reaches the fake sandbox's envd on its socket; nothing else
@@ -394,7 +396,7 @@ func (e *fakeEngine) DialSandbox(ctx context.Context, id string, port int) (net.
 	if !ok {
 		return nil, fmt.Errorf("sandbox %s is not running", id)
 	}
-	if port != e2bapi.EnvdPort {
+	if port != envd.Port {
 		return nil, &relay.RefusedError{Port: port, Reason: "connection refused"}
 	}
 	var d net.Dialer

@@ -23,9 +23,10 @@ import (
 	dockerclient "github.com/docker/docker/client"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/egress"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 )
 
 // The tests in this file attack the local server from inside sandboxes
@@ -142,7 +143,7 @@ func freePort(t *testing.T) int {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ln.Addr().(*net.TCPAddr).Port //nolint:forcetypeassert // a "tcp" listener's address is a *net.TCPAddr
 }
 
 // viaProxy GETs path of port in sandbox id through the server's proxy,
@@ -263,9 +264,9 @@ cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max`
 // TestDockerIsolation runs the attacks of issue #11 as root inside a
 // sandbox of a Debian template and checks that each one fails.
 func TestDockerIsolation(t *testing.T) {
-	engine, _ := dockerEngine(t)
+	eng, _ := dockerEngine(t)
 	debian := debianImage(t)
-	ts := startServer(t, engine)
+	ts := startServer(t, eng)
 
 	// The build itself: least privilege must not break what templates do.
 	var reg e2bapi.TemplateRequestResponseV3
@@ -356,7 +357,7 @@ ls -la /run/e2b; exit 0`, canaryPath)
 				if resp, err := http.DefaultClient.Do(req); err == nil {
 					resp.Body.Close()
 				}
-				viaProxy(t, ts.URL, b.id, e2bapi.EnvdPort, true, "/health?"+marker)
+				viaProxy(t, ts.URL, b.id, envd.Port, true, "/health?"+marker)
 			}
 		}()
 		out, _ = a.sh("root", probePath+" packet "+marker+" 3")
@@ -425,7 +426,7 @@ ls -la /run/e2b; exit 0`, canaryPath)
 	t.Run("limits", func(t *testing.T) {
 		insp := containerOf(t, a.id)
 		hc := insp.HostConfig
-		if hc.NanoCPUs != 1e9 || hc.Memory != 512<<20 || hc.PidsLimit == nil || *hc.PidsLimit != runtime.DefaultPidsLimit {
+		if hc.NanoCPUs != 1e9 || hc.Memory != 512<<20 || hc.PidsLimit == nil || *hc.PidsLimit != engine.DefaultPidsLimit {
 			t.Errorf("resources: cpus %d memory %d pids %v", hc.NanoCPUs, hc.Memory, hc.PidsLimit)
 		}
 		if string(hc.NetworkMode) != "none" {
@@ -486,8 +487,8 @@ func TestDockerEgress(t *testing.T) {
 	}
 	proxy := egress.New(policy, nil)
 	t.Cleanup(proxy.Close)
-	engine, _ := dockerEngineWith(t, func(o *runtime.DockerOptions) { o.Egress = proxy })
-	ts := startServer(t, engine)
+	eng, _ := dockerEngineWith(t, func(o *engine.DockerOptions) { o.Egress = proxy })
+	ts := startServer(t, eng)
 	u, _ := url.Parse(ts.URL)
 	serverAddr, err := net.ResolveTCPAddr("tcp", u.Host)
 	if err != nil {
@@ -511,7 +512,7 @@ func TestDockerEgress(t *testing.T) {
 	if info.Status != "ready" {
 		t.Fatalf("build = %+v\n%s", info, log)
 	}
-	proxyURL := fmt.Sprintf("http://127.0.0.1:%d", runtime.EgressProxyPort)
+	proxyURL := fmt.Sprintf("http://127.0.0.1:%d", engine.EgressProxyPort)
 	for _, want := range []string{
 		"env: " + strings.Repeat(proxyURL+"|", 4) + "localhost,127.0.0.1,::1",
 		"allowed saw GET /from-build",

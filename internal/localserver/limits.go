@@ -91,15 +91,12 @@ func (c *limitedConn) Close() error {
 	return err
 }
 
-func newConnLimiter(ln net.Listener, max int) *connLimiter {
-	return &connLimiter{Listener: ln, max: max, conns: map[*limitedConn]*connInfo{}, freed: make(chan struct{}, 1)}
+func newConnLimiter(ln net.Listener, limit int) *connLimiter {
+	return &connLimiter{Listener: ln, max: limit, conns: map[*limitedConn]*connInfo{}, freed: make(chan struct{}, 1)}
 }
 
 func (l *connLimiter) Accept() (net.Conn, error) {
-	for {
-		if l.makeRoom() {
-			break
-		}
+	for !l.makeRoom() {
 		select {
 		case <-l.freed:
 		case <-time.After(evictNewAfter / 4):

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/relay"
 )
@@ -22,7 +22,7 @@ var sandboxHost = regexp.MustCompile(`^([0-9]+)-([a-z0-9]+)(?:-[^.]*)?\.[^:]+(?:
 // sandboxTarget reports the sandbox and port a request is addressed to, by
 // the E2b-Sandbox-Id and E2b-Sandbox-Port headers or by its Host.
 func sandboxTarget(r *http.Request) (string, int, bool) {
-	id, rawPort := r.Header.Get("E2b-Sandbox-Id"), r.Header.Get("E2b-Sandbox-Port")
+	id, rawPort := r.Header.Get(envd.HeaderSandboxID), r.Header.Get(envd.HeaderSandboxPort)
 	if id == "" || rawPort == "" {
 		m := sandboxHost.FindStringSubmatch(r.Host)
 		if m == nil {
@@ -45,7 +45,7 @@ type sandboxProxy struct {
 	proxy     *httputil.ReverseProxy
 }
 
-func newSandboxProxy(engine runtime.Engine, sandboxID string) *sandboxProxy {
+func newSandboxProxy(eng engine.Engine, sandboxID string) *sandboxProxy {
 	transport := &http.Transport{
 		// addr is "127.0.0.1:<port>", set by Rewrite below; nothing is
 		// resolved or dialled on the host.
@@ -58,7 +58,7 @@ func newSandboxProxy(engine runtime.Engine, sandboxID string) *sandboxProxy {
 			if err != nil {
 				return nil, err
 			}
-			return engine.DialSandbox(ctx, sandboxID, port)
+			return eng.DialSandbox(ctx, sandboxID, port)
 		},
 		MaxIdleConnsPerHost: 16,
 		IdleConnTimeout:     90 * time.Second,
@@ -80,11 +80,11 @@ func newSandboxProxy(engine runtime.Engine, sandboxID string) *sandboxProxy {
 				_, port, _ := sandboxTarget(r)
 				var refused *relay.RefusedError
 				switch {
-				case errors.As(err, &refused) && port == e2bapi.EnvdPort:
+				case errors.As(err, &refused) && port == envd.Port:
 					writeError(w, http.StatusBadGateway, "envd of sandbox '%s' does not accept connections: %v", sandboxID, err)
 				case errors.As(err, &refused):
 					writeError(w, http.StatusBadGateway, "The sandbox is running but port is not open: nothing listens on port %d in sandbox '%s'", port, sandboxID)
-				case errors.Is(err, runtime.ErrPortNotRelayed):
+				case errors.Is(err, engine.ErrPortNotRelayed):
 					writeError(w, http.StatusBadGateway, "port %d of sandbox '%s' is not reachable through the proxy: %v", port, sandboxID, err)
 				default:
 					writeError(w, http.StatusBadGateway, "port %d of sandbox '%s' did not answer: %v", port, sandboxID, err)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
@@ -28,78 +28,91 @@ const (
 	defaultTimeoutV2 = 300
 )
 
-// handleCreateSandbox serves POST /v2/sandboxes and (v1) POST /sandboxes;
-// they differ in the default timeout and in that v1 secures only on request.
-func (s *Server) handleCreateSandbox(v1 bool) http.HandlerFunc {
-	defaultTimeout := int32(defaultTimeoutV2)
-	if v1 {
-		defaultTimeout = defaultTimeoutV1
+// handleCreateSandbox serves POST /v2/sandboxes.
+func (s *Server) handleCreateSandbox(w http.ResponseWriter, r *http.Request) {
+	var req e2bapi.NewSandbox
+	if !decodeBody(w, r, &req, false) {
+		return
 	}
-	return func(w http.ResponseWriter, r *http.Request) {
-		var req e2bapi.NewSandbox
-		if !decodeBody(w, r, &req, false) {
-			return
-		}
-		timeout := defaultTimeout
-		if req.Timeout != nil {
-			timeout = *req.Timeout
-		}
-		if timeout < 1 || time.Duration(timeout)*time.Second > s.cfg.MaxSandboxTimeout {
-			writeError(w, http.StatusBadRequest, "timeout %d is invalid: it must be from 1 to %d seconds", timeout, int64(s.cfg.MaxSandboxTimeout/time.Second))
-			return
-		}
-		if req.TemplateID == "" {
-			writeError(w, http.StatusBadRequest, "templateID is required")
-			return
-		}
-		t, b, err := s.store.Resolve(req.TemplateID)
-		if err != nil {
-			s.storeError(w, err)
-			return
-		}
-		env := maps.Clone(b.Result.Env)
-		if env == nil {
-			env = map[string]string{}
-		}
-		maps.Copy(env, req.EnvVars)
-		token := ""
-		if !v1 || (req.Secure != nil && *req.Secure) {
-			token = rand.Text()
-		}
-		id := "i" + store.RandomID(20)
-		started, err := s.engine.StartSandbox(r.Context(), runtime.SandboxSpec{
-			SandboxID: id, TemplateID: t.ID, BuildID: b.ID, Image: b.Result.Image,
-			User: b.Result.User, Workdir: b.Result.Workdir, Env: env, StartCmd: b.Result.StartCmd,
-			AccessToken: token, CPUCount: b.CPUCount, MemoryMB: b.MemoryMB,
-		})
-		if err != nil {
-			s.log.Error("start sandbox", "template", t.ID, "build", b.ID, "err", err)
-			writeJSON(w, http.StatusInternalServerError, e2bapi.Error{Code: 500, Message: "start sandbox: " + err.Error(), ErrorCode: "sandbox_create_failed"})
-			return
-		}
-		envdVersion := started.EnvdVersion
-		if envdVersion == "" {
-			envdVersion = b.Result.EnvdVersion
-		}
-		now := s.cfg.Now().UTC()
-		sb := store.Sandbox{
-			ID: id, TemplateID: t.ID, Alias: t.Alias, BuildID: b.ID, AccessToken: token,
-			StartedAt: now, EndAt: now.Add(time.Duration(timeout) * time.Second),
-			CPUCount: b.CPUCount, MemoryMB: b.MemoryMB, EnvdVersion: envdVersion,
-			Metadata: req.Metadata, ContainerID: started.ContainerID,
-		}
-		if err := s.store.CreateSandbox(sb); err != nil {
-			if stopErr := s.engine.StopSandbox(context.WithoutCancel(r.Context()), id); stopErr != nil {
-				s.log.Error("stop a sandbox that could not be recorded", "sandbox", id, "err", stopErr)
-			}
-			s.storeError(w, err)
-			return
-		}
-		writeJSON(w, http.StatusCreated, e2bapi.Sandbox{
-			TemplateID: t.ID, SandboxID: id, Alias: t.Alias, ClientID: e2bapi.ClientID,
-			EnvdVersion: envdVersion, EnvdAccessToken: token, Domain: s.domain(),
-		})
+	sb, err := s.createSandbox(r.Context(), req, defaultTimeoutV2, true)
+	s.answerCreated(w, sb, err)
+}
+
+// handleCreateSandboxV1 serves POST /sandboxes, which differs from v2 in
+// the default timeout and in that it secures envd only on request.
+func (s *Server) handleCreateSandboxV1(w http.ResponseWriter, r *http.Request) {
+	var req e2bapi.NewSandbox
+	if !decodeBody(w, r, &req, false) {
+		return
 	}
+	sb, err := s.createSandbox(r.Context(), req, defaultTimeoutV1, req.Secure != nil && *req.Secure)
+	s.answerCreated(w, sb, err)
+}
+
+// answerCreated answers 201 with the sandbox createSandbox started, or its error.
+func (s *Server) answerCreated(w http.ResponseWriter, sb *e2bapi.Sandbox, err error) {
+	if err != nil {
+		s.answerError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, sb)
+}
+
+// createSandbox starts a sandbox of req's template for req.Timeout seconds
+// (defaultTimeout when unset), with an envd access token when secure, and
+// records it.
+func (s *Server) createSandbox(ctx context.Context, req e2bapi.NewSandbox, defaultTimeout int32, secure bool) (*e2bapi.Sandbox, error) {
+	timeout, err := s.ttl("timeout", req.Timeout, defaultTimeout, 1)
+	if err != nil {
+		return nil, err
+	}
+	if req.TemplateID == "" {
+		return nil, answer(http.StatusBadRequest, "templateID is required")
+	}
+	t, b, err := s.store.Resolve(req.TemplateID)
+	if err != nil {
+		return nil, err
+	}
+	env := maps.Clone(b.Result.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	maps.Copy(env, req.EnvVars)
+	token := ""
+	if secure {
+		token = rand.Text()
+	}
+	id := "i" + store.RandomID(20)
+	started, err := s.engine.StartSandbox(ctx, engine.SandboxSpec{
+		SandboxID: id, TemplateID: t.ID, BuildID: b.ID, Image: b.Result.Image,
+		User: b.Result.User, Workdir: b.Result.Workdir, Env: env, StartCmd: b.Result.StartCmd,
+		AccessToken: token, CPUCount: b.CPUCount, MemoryMB: b.MemoryMB,
+	})
+	if err != nil {
+		s.log.Error("start sandbox", "template", t.ID, "build", b.ID, "err", err)
+		return nil, &errorAnswer{status: http.StatusInternalServerError, body: e2bapi.Error{Code: 500, Message: "start sandbox: " + err.Error(), ErrorCode: "sandbox_create_failed"}}
+	}
+	envdVersion := started.EnvdVersion
+	if envdVersion == "" {
+		envdVersion = b.Result.EnvdVersion
+	}
+	now := s.cfg.Now().UTC()
+	sb := store.Sandbox{
+		ID: id, TemplateID: t.ID, Alias: t.Alias, BuildID: b.ID, AccessToken: token,
+		StartedAt: now, EndAt: now.Add(timeout),
+		CPUCount: b.CPUCount, MemoryMB: b.MemoryMB, EnvdVersion: envdVersion,
+		Metadata: req.Metadata, ContainerID: started.ContainerID,
+	}
+	if err := s.store.CreateSandbox(sb); err != nil {
+		if stopErr := s.engine.StopSandbox(context.WithoutCancel(ctx), id); stopErr != nil {
+			s.log.Error("stop a sandbox that could not be recorded", "sandbox", id, "err", stopErr)
+		}
+		return nil, err
+	}
+	return &e2bapi.Sandbox{
+		TemplateID: t.ID, SandboxID: id, Alias: t.Alias, ClientID: e2bapi.ClientID,
+		EnvdVersion: envdVersion, EnvdAccessToken: token, Domain: s.domain(),
+	}, nil
 }
 
 func sandboxID(w http.ResponseWriter, r *http.Request) (string, bool) {
@@ -229,51 +242,68 @@ func (s *Server) handleSandboxTimeout(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req, false) {
 		return
 	}
-	if !s.validTTL(w, "timeout", req.Timeout) {
+	timeout, err := s.ttl("timeout", &req.Timeout, 0, 0)
+	if err != nil {
+		s.answerError(w, err)
 		return
 	}
-	if err := s.store.SetSandboxEndAt(id, s.cfg.Now().Add(time.Duration(req.Timeout)*time.Second)); err != nil {
+	if err := s.store.SetSandboxEndAt(id, s.cfg.Now().Add(timeout)); err != nil {
 		s.storeError(w, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// handleConnectSandbox answers the SDK's Sandbox.connect. Every sandbox here runs (none is
-// ever paused), so the answer is 200 with the sandbox, whose end moves to now+timeout
-// when that is later: connecting only extends. The v2 body is optional (timeout 300 s);
-// v1 requires timeout.
-func (s *Server) handleConnectSandbox(v1 bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		id, ok := sandboxID(w, r)
-		if !ok {
-			return
-		}
-		var req e2bapi.ConnectSandbox
-		if !decodeBody(w, r, &req, !v1) {
-			return
-		}
-		timeout := int32(defaultTimeoutV2)
-		switch {
-		case req.Timeout != nil:
-			timeout = *req.Timeout
-		case v1:
-			writeError(w, http.StatusBadRequest, "timeout is required")
-			return
-		}
-		if !s.validTTL(w, "timeout", timeout) {
-			return
-		}
-		sb, err := s.store.ExtendSandboxEndAt(id, s.cfg.Now().Add(time.Duration(timeout)*time.Second))
-		if err != nil {
-			s.storeError(w, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, e2bapi.Sandbox{
-			TemplateID: sb.TemplateID, SandboxID: sb.ID, Alias: sb.Alias, ClientID: e2bapi.ClientID,
-			EnvdVersion: sb.EnvdVersion, EnvdAccessToken: sb.AccessToken, Domain: s.domain(),
-		})
+// handleConnectSandbox serves POST /v2/sandboxes/{sandboxID}/connect, the
+// SDK's Sandbox.connect; its body is optional (timeout 300 s).
+func (s *Server) handleConnectSandbox(w http.ResponseWriter, r *http.Request) {
+	id, ok := sandboxID(w, r)
+	if !ok {
+		return
 	}
+	var req e2bapi.ConnectSandbox
+	if !decodeBody(w, r, &req, true) {
+		return
+	}
+	s.connectSandbox(w, id, req.Timeout)
+}
+
+// handleConnectSandboxV1 serves POST /sandboxes/{sandboxID}/connect, which
+// requires the timeout.
+func (s *Server) handleConnectSandboxV1(w http.ResponseWriter, r *http.Request) {
+	id, ok := sandboxID(w, r)
+	if !ok {
+		return
+	}
+	var req e2bapi.ConnectSandbox
+	if !decodeBody(w, r, &req, false) {
+		return
+	}
+	if req.Timeout == nil {
+		writeError(w, http.StatusBadRequest, "timeout is required")
+		return
+	}
+	s.connectSandbox(w, id, req.Timeout)
+}
+
+// connectSandbox answers a connect. Every sandbox here runs (none is ever
+// paused), so the answer is 200 with the sandbox, whose end moves to
+// now+timeout (300 s when unset) when that is later: connecting only extends.
+func (s *Server) connectSandbox(w http.ResponseWriter, id string, requested *int32) {
+	timeout, err := s.ttl("timeout", requested, defaultTimeoutV2, 0)
+	if err != nil {
+		s.answerError(w, err)
+		return
+	}
+	sb, err := s.store.ExtendSandboxEndAt(id, s.cfg.Now().Add(timeout))
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, e2bapi.Sandbox{
+		TemplateID: sb.TemplateID, SandboxID: sb.ID, Alias: sb.Alias, ClientID: e2bapi.ClientID,
+		EnvdVersion: sb.EnvdVersion, EnvdAccessToken: sb.AccessToken, Domain: s.domain(),
+	})
 }
 
 // handleRefreshSandbox keeps a sandbox alive for duration seconds more (0 to 3600) from
@@ -305,14 +335,18 @@ func (s *Server) handleRefreshSandbox(w http.ResponseWriter, r *http.Request) {
 // maxRefreshSeconds is the largest refresh E2B accepts (SandboxRefreshRequest).
 const maxRefreshSeconds = 3600
 
-// validTTL checks a time-to-live in seconds against the server's limit, answering 400
-// naming the field when it is outside.
-func (s *Server) validTTL(w http.ResponseWriter, field string, seconds int32) bool {
-	if seconds < 0 || time.Duration(seconds)*time.Second > s.cfg.MaxSandboxTimeout {
-		writeError(w, http.StatusBadRequest, "%s %d is invalid: it must be from 0 to %d seconds", field, seconds, int64(s.cfg.MaxSandboxTimeout/time.Second))
-		return false
+// ttl reads a sandbox time-to-live of a request: requested seconds, or def
+// when unset. It must be from least seconds to the server's limit; else the
+// error is the 400 answer naming field.
+func (s *Server) ttl(field string, requested *int32, def, least int32) (time.Duration, error) {
+	seconds := def
+	if requested != nil {
+		seconds = *requested
 	}
-	return true
+	if seconds < least || time.Duration(seconds)*time.Second > s.cfg.MaxSandboxTimeout {
+		return 0, answer(http.StatusBadRequest, "%s %d is invalid: it must be from %d to %d seconds", field, seconds, least, int64(s.cfg.MaxSandboxTimeout/time.Second))
+	}
+	return time.Duration(seconds) * time.Second, nil
 }
 
 // reapLoop stops sandboxes whose time ran out until the server closes.

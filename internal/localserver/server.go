@@ -1,7 +1,8 @@
 // Package localserver is the local E2B-compatible server: the control-plane
 // API of design/e2b-api.md (templates, builds, uploads, tags, sandboxes), the proxy
-// to each sandbox's envd, and the `server` command that starts it. State
-// lives in the store; builds and sandboxes run on a runtime.Engine.
+// to each sandbox's envd, and Run, which the `server` command
+// (internal/command) starts it with. State lives in the store; builds and
+// sandboxes run on an engine.Engine.
 package localserver
 
 import (
@@ -20,7 +21,7 @@ import (
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
@@ -111,7 +112,7 @@ const (
 type Server struct {
 	cfg    Config
 	store  *store.Store
-	engine runtime.Engine
+	engine engine.Engine
 	log    *slog.Logger
 	mux    *http.ServeMux
 
@@ -130,7 +131,7 @@ type Server struct {
 // New opens the state in cfg.DataDir, recovers from an earlier run (builds
 // that were running are failed, containers no sandbox claims removed) and
 // starts the sandbox reaper.
-func New(ctx context.Context, cfg Config, engine runtime.Engine) (*Server, error) {
+func New(ctx context.Context, cfg Config, eng engine.Engine) (*Server, error) {
 	cfg.applyDefaults()
 	if cfg.DataDir == "" {
 		return nil, errors.New("a data directory is required")
@@ -139,7 +140,7 @@ func New(ctx context.Context, cfg Config, engine runtime.Engine) (*Server, error
 		return nil, errors.New("an API key is required")
 	}
 	s := &Server{
-		cfg: cfg, engine: engine, log: cfg.Logger,
+		cfg: cfg, engine: eng, log: cfg.Logger,
 		archiveDir: filepath.Join(cfg.DataDir, "archives"),
 		spoolDir:   filepath.Join(cfg.DataDir, "uploads"),
 		running:    map[string]*runningBuild{},
@@ -278,8 +279,8 @@ func (s *Server) routes() *http.ServeMux {
 	m.HandleFunc("GET /templates/{templateID}", s.handleGetTemplate)
 	// /templates/aliases/{alias} and /templates/{id}/tags overlap, so
 	// these dispatch on their own.
-	m.HandleFunc("GET /templates/{a}/{b}", s.handleTemplateSub)
-	m.HandleFunc("GET /templates/{a}/{b}/{c}", s.handleTemplateSub2)
+	m.HandleFunc("GET /templates/{a}/{b}", s.handleTemplateAliasOrTags)
+	m.HandleFunc("GET /templates/{a}/{b}/{c}", s.handleTemplateFileOrNamespacedAlias)
 	m.HandleFunc("DELETE /templates/{templateID}", s.handleDeleteTemplate)
 	m.HandleFunc("PATCH /v2/templates/{templateID}", s.handlePatchTemplate)
 	m.HandleFunc("POST /v2/templates/{templateID}/builds/{buildID}", s.handleStartBuild)
@@ -288,22 +289,22 @@ func (s *Server) routes() *http.ServeMux {
 	m.HandleFunc("POST /templates/tags", s.handleAssignTags)
 	m.HandleFunc("DELETE /templates/tags", s.handleDeleteTags)
 
-	m.HandleFunc("POST /v2/sandboxes", s.handleCreateSandbox(false))
-	m.HandleFunc("POST /sandboxes", s.handleCreateSandbox(true))
+	m.HandleFunc("POST /v2/sandboxes", s.handleCreateSandbox)
+	m.HandleFunc("POST /sandboxes", s.handleCreateSandboxV1)
 	m.HandleFunc("GET /sandboxes", s.handleListSandboxes)
 	m.HandleFunc("GET /v2/sandboxes", s.handleListSandboxesV2)
 	m.HandleFunc("GET /sandboxes/{sandboxID}", s.handleGetSandbox)
 	m.HandleFunc("DELETE /sandboxes/{sandboxID}", s.handleDeleteSandbox)
 	m.HandleFunc("POST /sandboxes/{sandboxID}/timeout", s.handleSandboxTimeout)
-	m.HandleFunc("POST /v2/sandboxes/{sandboxID}/connect", s.handleConnectSandbox(false))
-	m.HandleFunc("POST /sandboxes/{sandboxID}/connect", s.handleConnectSandbox(true))
+	m.HandleFunc("POST /v2/sandboxes/{sandboxID}/connect", s.handleConnectSandbox)
+	m.HandleFunc("POST /sandboxes/{sandboxID}/connect", s.handleConnectSandboxV1)
 	m.HandleFunc("POST /sandboxes/{sandboxID}/refreshes", s.handleRefreshSandbox)
 	return m
 }
 
-// handleTemplateSub serves GET /templates/aliases/{alias} and
+// handleTemplateAliasOrTags serves GET /templates/aliases/{alias} and
 // GET /templates/{id}/tags.
-func (s *Server) handleTemplateSub(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleTemplateAliasOrTags(w http.ResponseWriter, r *http.Request) {
 	a, b := r.PathValue("a"), r.PathValue("b")
 	switch {
 	case a == "aliases":
@@ -315,9 +316,9 @@ func (s *Server) handleTemplateSub(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// handleTemplateSub2 serves GET /templates/{id}/files/{hash} and an alias
+// handleTemplateFileOrNamespacedAlias serves GET /templates/{id}/files/{hash} and an alias
 // whose "/" was not escaped: GET /templates/aliases/{namespace}/{alias}.
-func (s *Server) handleTemplateSub2(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleTemplateFileOrNamespacedAlias(w http.ResponseWriter, r *http.Request) {
 	a, b, c := r.PathValue("a"), r.PathValue("b"), r.PathValue("c")
 	switch {
 	case a == "aliases":
@@ -352,8 +353,38 @@ func writeJSON(w http.ResponseWriter, status int, body any) {
 }
 
 func (s *Server) internalError(w http.ResponseWriter, err error) {
+	s.answerError(w, s.internal(err))
+}
+
+// errorAnswer is a failure of a request as its answer: the status and the
+// spec's error envelope. Methods behind the handlers return it; the
+// handlers send it with answerError.
+type errorAnswer struct {
+	status int
+	body   e2bapi.Error
+}
+
+func (e *errorAnswer) Error() string { return e.body.Message }
+
+// answer is the errorAnswer of writeError.
+func answer(status int, format string, args ...any) error {
+	return &errorAnswer{status: status, body: e2bapi.Error{Code: status, Message: fmt.Sprintf(format, args...)}}
+}
+
+// internal logs err and returns the 500 answer of internalError.
+func (s *Server) internal(err error) error {
 	s.log.Error("request failed", "err", err)
-	writeJSON(w, http.StatusInternalServerError, e2bapi.Error{Code: 500, Message: err.Error(), ErrorCode: "internal_server_error"})
+	return &errorAnswer{status: http.StatusInternalServerError, body: e2bapi.Error{Code: 500, Message: err.Error(), ErrorCode: "internal_server_error"}}
+}
+
+// answerError sends err: an errorAnswer as it is, any other error as a
+// store error (storeError).
+func (s *Server) answerError(w http.ResponseWriter, err error) {
+	if a, ok := errors.AsType[*errorAnswer](err); ok {
+		writeJSON(w, a.status, a.body)
+		return
+	}
+	s.storeError(w, err)
 }
 
 // storeError answers a store error with the status its kind maps to.

@@ -69,7 +69,7 @@ func (s *Server) listItem(t store.Template) (e2bapi.Template, error) {
 		Aliases: []string{t.Alias}, Names: []string{s.store.Name(t)},
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
 		LastSpawnedAt: t.LastSpawnedAt, SpawnCount: t.SpawnCount,
-		BuildCount: int32(len(builds)),
+		BuildCount: int32(len(builds)), //nolint:gosec // the wire type is int32; a template has far fewer builds
 	}
 	if len(builds) == 0 {
 		return item, nil

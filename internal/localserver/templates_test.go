@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
@@ -340,7 +340,7 @@ func TestRebuildKeepsTagUntilReadyAndSupersedes(t *testing.T) {
 }
 
 // lastBuildSpec waits until the engine was asked to run buildID.
-func lastBuildSpec(t *testing.T, eng *fakeEngine, buildID string) runtime.BuildSpec {
+func lastBuildSpec(t *testing.T, eng *fakeEngine, buildID string) engine.BuildSpec {
 	t.Helper()
 	timeout := time.After(30 * time.Second)
 	for {

@@ -95,7 +95,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		out.Body = io.NopCloser(bytes.NewReader(body))
 	}
 
-	check := t.spec.checkRequest(req, rel, body)
+	// The checks outlive the request when its response streams.
+	ctx := context.WithoutCancel(req.Context())
+	check := t.spec.checkRequest(ctx, req, rel, body)
 	resp, err := t.next.RoundTrip(out)
 	if err != nil {
 		check.report(t.tb, 0)
@@ -114,7 +116,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		resp.Body = io.NopCloser(bytes.NewReader(respBody))
 	}
-	check.reportResponse(t.tb, true, resp.StatusCode, resp.Header, respBody, streaming)
+	check.reportResponse(ctx, t.tb, true, resp.StatusCode, resp.Header, respBody, streaming)
 	return resp, nil
 }
 
@@ -153,7 +155,8 @@ func (s *Spec) Middleware(tb testing.TB, next http.Handler, opts ...Option) http
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		check := s.checkRequest(r, r.URL, body)
+		ctx := context.WithoutCancel(r.Context())
+		check := s.checkRequest(ctx, r, r.URL, body)
 
 		rec := &recorder{w: w, header: http.Header{}}
 		next.ServeHTTP(rec, r)
@@ -161,7 +164,7 @@ func (s *Spec) Middleware(tb testing.TB, next http.Handler, opts ...Option) http
 		status := rec.status
 		check.report(tb, status)
 		if check.route != nil {
-			check.reportResponse(tb, false, status, rec.header, rec.buf.Bytes(), rec.streaming)
+			check.reportResponse(ctx, tb, false, status, rec.header, rec.buf.Bytes(), rec.streaming)
 		}
 		if !rec.streaming {
 			_, _ = w.Write(rec.buf.Bytes())
@@ -270,8 +273,8 @@ func (s *Spec) options() *openapi3filter.Options {
 	}
 }
 
-func (s *Spec) checkRequest(req *http.Request, rel *url.URL, body []byte) *requestCheck {
-	match := req.Clone(context.Background())
+func (s *Spec) checkRequest(ctx context.Context, req *http.Request, rel *url.URL, body []byte) *requestCheck {
+	match := req.Clone(ctx)
 	match.URL = rel
 	match.Body = io.NopCloser(bytes.NewReader(body))
 	c := &requestCheck{op: req.Method + " " + rel.EscapedPath()}
@@ -286,7 +289,7 @@ func (s *Spec) checkRequest(req *http.Request, rel *url.URL, body []byte) *reque
 		c.op += " (" + id + ")"
 	}
 	c.input = &openapi3filter.RequestValidationInput{Request: match, PathParams: params, Route: route, Options: s.options()}
-	c.err = openapi3filter.ValidateRequest(context.Background(), c.input)
+	c.err = openapi3filter.ValidateRequest(ctx, c.input)
 	return c
 }
 
@@ -313,7 +316,7 @@ func (c *requestCheck) report(tb testing.TB, status int) {
 
 // reportResponse checks the answer to the request; viaEdge is true for a
 // client's view (Transport), which includes what E2B's edge answers.
-func (c *requestCheck) reportResponse(tb testing.TB, viaEdge bool, status int, header http.Header, body []byte, streaming bool) {
+func (c *requestCheck) reportResponse(ctx context.Context, tb testing.TB, viaEdge bool, status int, header http.Header, body []byte, streaming bool) {
 	tb.Helper()
 	responses := c.route.Operation.Responses
 	declared := responses.Status(status)
@@ -353,7 +356,7 @@ func (c *requestCheck) reportResponse(tb testing.TB, viaEdge bool, status int, h
 		Body:                   io.NopCloser(bytes.NewReader(body)),
 		Options:                &opts,
 	}
-	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+	if err := openapi3filter.ValidateResponse(ctx, in); err != nil {
 		var problems []string
 		for _, p := range describe(err) {
 			problems = append(problems, p.String())
@@ -438,7 +441,7 @@ func describe(err error) []problem {
 }
 
 func describeIn(where string, err error) []problem {
-	switch e := err.(type) {
+	switch e := err.(type) { //nolint:errorlint // kin-openapi returns these types unwrapped; describeIn walks their own nesting
 	case openapi3.MultiError:
 		var out []problem
 		for _, inner := range e {

@@ -39,7 +39,7 @@ func echoServer(t *testing.T) int {
 			}()
 		}
 	}()
-	return ln.Addr().(*net.TCPAddr).Port
+	return ln.Addr().(*net.TCPAddr).Port //nolint:forcetypeassert // a "tcp" listener's address is a *net.TCPAddr
 }
 
 func startAgent(t *testing.T, socket string, opts AgentOptions) (stop func()) {
@@ -102,7 +102,7 @@ func TestRelayStreamsAndRefusal(t *testing.T) {
 
 	// A port nothing listens on: a clean refusal, not a hang.
 	free, _ := net.Listen("tcp", "127.0.0.1:0")
-	freePort := free.Addr().(*net.TCPAddr).Port
+	freePort := free.Addr().(*net.TCPAddr).Port //nolint:forcetypeassert // a "tcp" listener's address is a *net.TCPAddr
 	free.Close()
 	_, err = dial(t, l, freePort)
 	var refused *RefusedError

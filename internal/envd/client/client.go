@@ -16,6 +16,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/filesystem"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/filesystem/filesystemconnect"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/process/processconnect"
@@ -131,11 +132,11 @@ type headerClient struct {
 
 func (h *headerClient) Do(req *http.Request) (*http.Response, error) {
 	if h.sandboxID != "" {
-		req.Header.Set("E2b-Sandbox-Id", h.sandboxID)
-		req.Header.Set("E2b-Sandbox-Port", fmt.Sprint(e2bapi.EnvdPort))
+		req.Header.Set(envd.HeaderSandboxID, h.sandboxID)
+		req.Header.Set(envd.HeaderSandboxPort, fmt.Sprint(envd.Port))
 	}
 	if h.accessToken != "" {
-		req.Header.Set("X-Access-Token", h.accessToken)
+		req.Header.Set(envd.HeaderAccessToken, h.accessToken)
 	}
 	req.Header.Set("User-Agent", h.userAgent)
 	return h.client.Do(req)

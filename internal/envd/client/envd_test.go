@@ -19,15 +19,15 @@ import (
 // testSandboxID is the routing ID every test client sends.
 const testSandboxID = "itest0sandbox"
 
-// envd is a real envd server on loopback HTTP/1.1 with a recorder in front.
-type envd struct {
+// realEnvd is a real envd server on loopback HTTP/1.1 with a recorder in front.
+type realEnvd struct {
 	url      string
 	recorder *recorder
 }
 
 // startEnvd serves the real envd, wrapped by wrap when given (fault
 // injection), behind a recorder of request headers.
-func startEnvd(t testing.TB, wrap func(http.Handler) http.Handler) *envd {
+func startEnvd(t testing.TB, wrap func(http.Handler) http.Handler) *realEnvd {
 	t.Helper()
 	srv := server.New(server.Config{})
 	var h http.Handler = srv
@@ -38,11 +38,11 @@ func startEnvd(t testing.TB, wrap func(http.Handler) http.Handler) *envd {
 	ts := httptest.NewServer(rec)
 	t.Cleanup(ts.Close)
 	t.Cleanup(srv.Close) // runs first: kills what is left so ts.Close does not wait on streams
-	return &envd{url: ts.URL, recorder: rec}
+	return &realEnvd{url: ts.URL, recorder: rec}
 }
 
 // client returns a client for e with the test sandbox ID and token.
-func (e *envd) client(t testing.TB, token string) *Client {
+func (e *realEnvd) client(t testing.TB, token string) *Client {
 	t.Helper()
 	c, err := New(Config{BaseURL: e.url, SandboxID: testSandboxID, AccessToken: token})
 	if err != nil {

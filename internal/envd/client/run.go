@@ -13,6 +13,7 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/process"
 )
 
@@ -158,7 +159,7 @@ func (c *Client) Run(ctx context.Context, req RunRequest) (*RunResult, error) {
 		Tag:     &tag,
 		Stdin:   proto.Bool(req.Stdin != nil),
 	}, req.User)
-	startReq.Header().Set("Keepalive-Ping-Interval", keepaliveSeconds)
+	startReq.Header().Set(envd.HeaderKeepalive, keepaliveSeconds)
 	stream, err := c.process.Start(streamCtx, startReq)
 	if err != nil {
 		// The request may have reached envd before it failed: finish decides

@@ -14,6 +14,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	pb "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/process"
 )
 
@@ -236,7 +237,7 @@ func streamEvents(ctx context.Context, interval time.Duration, sub *subscriber, 
 
 // keepaliveInterval reads Keepalive-Ping-Interval (seconds).
 func keepaliveInterval(h http.Header) time.Duration {
-	if n, err := strconv.Atoi(h.Get("Keepalive-Ping-Interval")); err == nil && n > 0 {
+	if n, err := strconv.Atoi(h.Get(envd.HeaderKeepalive)); err == nil && n > 0 {
 		return time.Duration(n) * time.Second
 	}
 	return defaultKeepalive

@@ -19,12 +19,13 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/filesystem/filesystemconnect"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/process/processconnect"
 )
 
 // Version is the envd protocol version this daemon implements.
-const Version = "0.6.13"
+const Version = envd.Version
 
 // Defaults from envd 0.6.13.
 const (
@@ -193,7 +194,7 @@ func (s *Server) requireToken(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if !tokenMatches(s.settings().accessToken, r.Header.Get("X-Access-Token")) {
+		if !tokenMatches(s.settings().accessToken, r.Header.Get(envd.HeaderAccessToken)) {
 			writeError(w, http.StatusUnauthorized, unauthorizedMessage)
 			return
 		}
@@ -214,7 +215,7 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
 			if p := recover(); p != nil {
-				if p == http.ErrAbortHandler {
+				if p == http.ErrAbortHandler { //nolint:errorlint // recover's value, compared as net/http does: the handler panics with the sentinel itself
 					panic(p)
 				}
 				s.logger.Printf("envd: panic in %s %s: %v", r.Method, r.URL.Path, p)

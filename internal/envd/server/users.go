@@ -120,7 +120,7 @@ func (u *osUser) chown(path string) error {
 // mkdirAll creates dir and its missing parents, giving each created directory
 // to u.
 func (u *osUser) mkdirAll(dir string) error {
-	fi, err := os.Stat(dir)
+	fi, err := os.Stat(dir) //nolint:gosec // envd opens the paths its clients name, as the user they name: that is its API (design/envd.md)
 	if err == nil {
 		if !fi.IsDir() {
 			return fmt.Errorf("path '%s': %w", dir, syscall.ENOTDIR)
@@ -135,7 +135,7 @@ func (u *osUser) mkdirAll(dir string) error {
 			return err
 		}
 	}
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) { //nolint:gosec // envd opens the paths its clients name, as the user they name: that is its API (design/envd.md)
 		return err
 	}
 	return u.chown(dir)

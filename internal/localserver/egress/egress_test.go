@@ -109,7 +109,7 @@ func TestDefaultPolicyRefusesBeforeDialling(t *testing.T) {
 	}
 	rec := &recorder{}
 	proxy := startProxy(t, policy, rec)
-	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	port := srv.Listener.Addr().(*net.TCPAddr).Port //nolint:forcetypeassert // a "tcp" listener's address is a *net.TCPAddr
 
 	for _, host := range []string{
 		"127.0.0.1", "localhost", "[::1]", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254",
@@ -145,7 +145,7 @@ func TestDefaultPolicyRefusesBeforeDialling(t *testing.T) {
 func TestAllowlistAndOwnPorts(t *testing.T) {
 	srv, conns := target(t)
 	other, otherConns := target(t)
-	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	port := srv.Listener.Addr().(*net.TCPAddr).Port //nolint:forcetypeassert // a "tcp" listener's address is a *net.TCPAddr
 	policy, err := NewPolicy(ModeNone, fmt.Sprintf("127.0.0.1:%d, 10.0.0.0/8", port))
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +171,7 @@ func TestAllowlistAndOwnPorts(t *testing.T) {
 
 	// The server's own port: refused even when allowlisted.
 	ownPolicy, _ := NewPolicy(ModePublic, other.Listener.Addr().String())
-	ownPolicy.DenyListener(&net.TCPAddr{IP: net.IPv4zero, Port: other.Listener.Addr().(*net.TCPAddr).Port})
+	ownPolicy.DenyListener(&net.TCPAddr{IP: net.IPv4zero, Port: other.Listener.Addr().(*net.TCPAddr).Port}) //nolint:forcetypeassert // a "tcp" listener's address is a *net.TCPAddr
 	proxy = startProxy(t, ownPolicy, rec)
 	before := len(rec.list())
 	if code, body := proxied(t, proxy, other.URL+"/own"); code != http.StatusForbidden || !strings.Contains(body, "own port") {

@@ -123,7 +123,7 @@ func (p *Policy) DenyListener(addr net.Addr) {
 	}
 	ip, _ := netip.AddrFromSlice(tcp.IP)
 	p.mu.Lock()
-	p.own = append(p.own, netip.AddrPortFrom(ip.Unmap(), uint16(tcp.Port)))
+	p.own = append(p.own, netip.AddrPortFrom(ip.Unmap(), uint16(tcp.Port))) //nolint:gosec // a TCP port is 0 to 65535
 	p.mu.Unlock()
 }
 

@@ -136,7 +136,7 @@ func (p *Proxy) connect(w http.ResponseWriter, r *http.Request) {
 	}
 	// Bytes the client sent after its CONNECT (a TLS hello) are buffered.
 	if n := buf.Reader.Buffered(); n > 0 {
-		pending, _ := buf.Reader.Peek(n)
+		pending, _ := buf.Peek(n)
 		if _, err := up.Write(pending); err != nil {
 			conn.Close()
 			up.Close()

@@ -17,7 +17,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
 )
 
 // Kind classifies a store error so the API layer can choose a status code.
@@ -82,7 +81,23 @@ type Build struct {
 	FinishedAt *time.Time `json:"finishedAt,omitempty"`
 	// Request is the start request without registry credentials.
 	Request *e2bapi.TemplateBuildStartV2 `json:"request,omitempty"`
-	Result  *runtime.BuildResult         `json:"result,omitempty"`
+	Result  *BuildResult                 `json:"result,omitempty"`
+}
+
+// BuildResult is the state a finished build leaves for its sandboxes, as
+// the store keeps it. It has the fields of the engine's result of the same
+// name, so the server converts one to the other; the field names are the
+// JSON keys of existing data directories.
+type BuildResult struct {
+	// Image is the committed Docker image of the build.
+	Image    string
+	User     string
+	Workdir  string
+	Env      map[string]string
+	StartCmd string
+	ReadyCmd string
+	// EnvdVersion is the envd protocol version sandboxes of this build speak.
+	EnvdVersion string
 }
 
 // Assignment points a tag of a template at a build; the newest ready one wins.
@@ -91,37 +106,6 @@ type Assignment struct {
 	Tag        string    `json:"tag"`
 	BuildID    string    `json:"buildID"`
 	AssignedAt time.Time `json:"assignedAt"`
-}
-
-// Grant allows one upload of the archive Hash without an API key.
-type Grant struct {
-	Token      string    `json:"token"`
-	TemplateID string    `json:"templateID"`
-	Hash       string    `json:"hash"`
-	ExpiresAt  time.Time `json:"expiresAt"`
-}
-
-// Sandbox is a running sandbox and what the API answers about it.
-type Sandbox struct {
-	ID          string            `json:"id"`
-	TemplateID  string            `json:"templateID"`
-	Alias       string            `json:"alias"`
-	BuildID     string            `json:"buildID"`
-	AccessToken string            `json:"accessToken"`
-	StartedAt   time.Time         `json:"startedAt"`
-	EndAt       time.Time         `json:"endAt"`
-	CPUCount    int32             `json:"cpuCount"`
-	MemoryMB    int32             `json:"memoryMB"`
-	EnvdVersion string            `json:"envdVersion"`
-	Metadata    map[string]string `json:"metadata,omitempty"`
-	ContainerID string            `json:"containerID"`
-}
-
-// Stats are counters that are not part of the E2B API.
-type Stats struct {
-	// Uploads counts accepted archive uploads since the data dir was created.
-	Uploads  int64 `json:"uploads"`
-	Archives int   `json:"archives"`
 }
 
 var (

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
 )
 
 func openStore(t *testing.T, path string) *Store {
@@ -43,7 +42,7 @@ func build(t *testing.T, s *Store, r Registered) {
 	if _, _, err := s.StartBuild(r.Template.ID, r.Build.ID, e2bapi.TemplateBuildStartV2{FromImage: "img"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.FinishBuild(r.Template.ID, r.Build.ID, &runtime.BuildResult{Image: "img-" + r.Build.ID}, nil); err != nil {
+	if _, err := s.FinishBuild(r.Template.ID, r.Build.ID, &BuildResult{Image: "img-" + r.Build.ID}, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -374,7 +373,7 @@ func BenchmarkResolve(b *testing.B) {
 		if _, _, err := s.StartBuild(r.Template.ID, r.Build.ID, e2bapi.TemplateBuildStartV2{FromImage: "x"}); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := s.FinishBuild(r.Template.ID, r.Build.ID, &runtime.BuildResult{Image: "i"}, nil); err != nil {
+		if _, err := s.FinishBuild(r.Template.ID, r.Build.ID, &BuildResult{Image: "i"}, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/runtime"
 )
 
 // Reasons recorded on builds that did not run to the end.
@@ -434,7 +433,7 @@ func (s *Store) StartBuild(templateID, buildID string, req e2bapi.TemplateBuildS
 // reason is nil, else error with reason, to which the warn and error log
 // entries of the failed step are added. A build that is no longer building
 // is left as it is (false).
-func (s *Store) FinishBuild(templateID, buildID string, result *runtime.BuildResult, reason *e2bapi.BuildStatusReason) (bool, error) {
+func (s *Store) FinishBuild(templateID, buildID string, result *BuildResult, reason *e2bapi.BuildStatusReason) (bool, error) {
 	updated := false
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b, found, err := getBuild(tx, templateID, buildID)

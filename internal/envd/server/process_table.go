@@ -112,7 +112,7 @@ func (t *processTable) start(spec startSpec) (*process, *subscriber, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	p.pid = uint32(cmd.Process.Pid)
+	p.pid = uint32(cmd.Process.Pid) //nolint:gosec // Linux PIDs are positive and below 2^22
 
 	t.mu.Lock()
 	t.procs[p.pid] = p
@@ -188,7 +188,7 @@ func (t *processTable) wait(p *process, readers []*os.File, wg *sync.WaitGroup, 
 	closeAll(readers...)
 
 	st := p.cmd.ProcessState
-	end := &pb.ProcessEvent_EndEvent{ExitCode: int32(st.ExitCode()), Exited: st.Exited(), Status: st.String()}
+	end := &pb.ProcessEvent_EndEvent{ExitCode: int32(st.ExitCode()), Exited: st.Exited(), Status: st.String()} //nolint:gosec // exit codes are -1 to 255
 	if err != nil {
 		msg := err.Error()
 		end.Error = &msg
@@ -518,7 +518,7 @@ func setWinsize(f *os.File, size *pb.PTY_Size) error {
 	if err != nil {
 		return err
 	}
-	ws := &unix.Winsize{Row: uint16(size.GetRows()), Col: uint16(size.GetCols())}
+	ws := &unix.Winsize{Row: uint16(size.GetRows()), Col: uint16(size.GetCols())} //nolint:gosec // the kernel's window size is 16-bit: larger sizes are clipped, as envd does
 	var ioctlErr error
 	if err := conn.Control(func(fd uintptr) { ioctlErr = unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, ws) }); err != nil {
 		return err

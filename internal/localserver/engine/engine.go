@@ -1,7 +1,7 @@
-// Package runtime runs the local server's template builds and sandboxes as
+// Package engine runs the local server's template builds and sandboxes as
 // Docker containers with our envd inside. The API layer decides what to run
 // and records results; this package only knows how to run it.
-package runtime
+package engine
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 import (
 	"context"
@@ -71,7 +71,7 @@ func (b *builder) copy(ctx context.Context, step string, st e2bapi.TemplateStep)
 	if err != nil {
 		return fmt.Errorf("stored files for hash %s: %w", st.FilesHash, err)
 	}
-	err = b.c.envd.upload(ctx, staging+"/files.tar", f)
+	err = b.c.envd.Upload(ctx, staging+"/files.tar", "root", f)
 	f.Close()
 	if err != nil {
 		return err

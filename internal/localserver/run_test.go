@@ -18,38 +18,9 @@ import (
 	"sync"
 	"testing"
 	"time"
-)
 
-func TestParseCommandFlagsAndEnv(t *testing.T) {
-	t.Setenv("E2B_LOCAL_TEAM_SLUG", "from-env")
-	t.Setenv("E2B_LOCAL_MAX_UPLOAD_BYTES", "1234")
-	t.Setenv("E2B_LOCAL_LISTEN", "127.0.0.1:9")
-	o, err := parseCommand([]string{"--listen", "127.0.0.1:0", "--upload-url-ttl", "5m"}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.listen != "127.0.0.1:0" || o.teamSlug != "from-env" || o.maxUploadBytes != 1234 || o.uploadURLTTL != 5*time.Minute {
-		t.Errorf("options = %+v: flags must win over env, env over defaults", o)
-	}
-	t.Setenv("E2B_LOCAL_MAX_CPU", "many")
-	if _, err := parseCommand(nil, io.Discard); err == nil || !strings.Contains(err.Error(), "E2B_LOCAL_MAX_CPU") {
-		t.Errorf("a bad env value: %v", err)
-	}
-	if _, err := parseCommand([]string{"extra"}, io.Discard); err == nil {
-		t.Error("stray arguments accepted")
-	}
-	t.Setenv("E2B_LOCAL_MAX_CPU", "")
-	os.Unsetenv("E2B_LOCAL_MAX_CPU")
-	for _, bad := range [][]string{{"--egress", "all"}, {"--egress-allow", "nope"}, {"--network", "bridge"}} {
-		if _, err := parseCommand(bad, io.Discard); err == nil {
-			t.Errorf("%v accepted", bad)
-		}
-	}
-	o, err = parseCommand(nil, io.Discard)
-	if err != nil || o.network != "none" || o.egress != "public" || o.maxConnections != DefaultMaxConnections {
-		t.Errorf("defaults = %+v, %v: want network none, egress public", o, err)
-	}
-}
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+)
 
 func TestAPIKeyIsGeneratedOnceAndKept(t *testing.T) {
 	dir := t.TempDir()
@@ -57,7 +28,7 @@ func TestAPIKeyIsGeneratedOnceAndKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !apiKeyPattern.MatchString(key) || len(key) != len("e2b_")+40 {
+	if !e2bapi.IsAPIKey(key) || len(key) != len("e2b_")+40 {
 		t.Fatalf("generated key %q is not e2b_ + 40 hex", key)
 	}
 	fi, err := os.Stat(filepath.Join(dir, apiKeyFile))
@@ -99,10 +70,7 @@ func (b *syncBuffer) String() string {
 func TestServeWritesInfoAndShutsDownCleanly(t *testing.T) {
 	eng := newFakeEngine(t)
 	dataDir := t.TempDir()
-	opts, err := parseCommand([]string{"--listen", "127.0.0.1:0"}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := Options{Listen: "127.0.0.1:0"}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var stdout syncBuffer
@@ -155,16 +123,13 @@ func TestServeWritesInfoAndShutsDownCleanly(t *testing.T) {
 func TestServeBoundsIdleConnections(t *testing.T) {
 	eng := newFakeEngine(t)
 	dataDir := t.TempDir()
-	opts, err := parseCommand([]string{"--listen", "127.0.0.1:0", "--max-connections", "8", "--idle-timeout", "1s"}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := Options{Listen: "127.0.0.1:0", MaxConnections: 8, IdleTimeout: time.Second}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
 		done <- serve(ctx, opts, dataDir, testAPIKey, eng, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
 	}()
-	defer func() { cancel(); <-done }()
+	defer func() { cancel(); <-done }() //nolint:errcheck // shutting down is TestServe's subject; here it only has to end
 	var info Info
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		raw, err := os.ReadFile(filepath.Join(dataDir, InfoFile))

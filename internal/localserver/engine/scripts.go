@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 // Helper scripts the build runs as root with /bin/sh through envd. They use
 // only POSIX sh and tools busybox has too, because images range from

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	"github.com/klauspost/compress/gzip"
 )
 
@@ -55,7 +56,7 @@ func (s *Server) filesUser(r *http.Request) (*osUser, error) {
 // sha256("<path>:<read|write>:<username>:<token>[:<expiration>]").
 func (s *Server) authorizeFiles(r *http.Request, operation string) bool {
 	token := s.settings().accessToken
-	if tokenMatches(token, r.Header.Get("X-Access-Token")) {
+	if tokenMatches(token, r.Header.Get(envd.HeaderAccessToken)) {
 		return true
 	}
 	q := r.URL.Query()
@@ -87,7 +88,7 @@ func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	path := u.expandPath(requested)
-	f, err := os.Open(path)
+	f, err := os.Open(path) //nolint:gosec // envd opens the paths its clients name, as the user they name: that is its API (design/envd.md)
 	if err != nil {
 		writeFileError(w, err, path)
 		return
@@ -275,7 +276,7 @@ func (s *Server) receiveUpload(r *http.Request, u *osUser) ([]uploadedEntry, err
 // upload never destroys the previous content.
 func writeUpload(u *osUser, path string, body io.Reader) (uploadedEntry, error) {
 	mode := fs.FileMode(0o644)
-	if fi, err := os.Stat(path); err == nil {
+	if fi, err := os.Stat(path); err == nil { //nolint:gosec // envd opens the paths its clients name, as the user they name: that is its API (design/envd.md)
 		if fi.IsDir() {
 			return uploadedEntry{}, &httpError{http.StatusBadRequest, fmt.Sprintf("path '%s' is a directory", path)}
 		}
@@ -293,7 +294,7 @@ func writeUpload(u *osUser, path string, body io.Reader) (uploadedEntry, error) 
 	defer func() {
 		if !committed {
 			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
+			_ = os.Remove(tmp.Name()) //nolint:gosec // envd opens the paths its clients name, as the user they name: that is its API (design/envd.md)
 		}
 	}()
 	if err := tmp.Chmod(mode); err != nil {
@@ -312,7 +313,7 @@ func writeUpload(u *osUser, path string, body io.Reader) (uploadedEntry, error) 
 	if err := tmp.Close(); err != nil {
 		return uploadedEntry{}, uploadError(err, path)
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := os.Rename(tmp.Name(), path); err != nil { //nolint:gosec // envd opens the paths its clients name, as the user they name: that is its API (design/envd.md)
 		return uploadedEntry{}, uploadError(err, path)
 	}
 	committed = true

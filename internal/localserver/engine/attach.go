@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 import (
 	"bufio"
@@ -17,7 +17,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/relay"
 )
 
@@ -177,7 +177,7 @@ func (d *Docker) learnRootUID(ctx context.Context, containerID string, a *attach
 	uid, err := d.rootUID(ctx, containerID)
 	if err != nil {
 		d.log.Warn("cannot read the uid of the container's root; the relay accepts uid 0 and this server's uid", "container", shortID(containerID), "error", err)
-		a.setRootUIDs(0, uint32(os.Geteuid()))
+		a.setRootUIDs(0, uint32(os.Geteuid())) //nolint:gosec // a uid is 32-bit and not negative
 		return
 	}
 	a.setRootUIDs(uid)
@@ -220,7 +220,7 @@ func (d *Docker) DialSandbox(ctx context.Context, sandboxID string, port int) (n
 	if a == nil {
 		return nil, fmt.Errorf("sandbox %s is not running on this server", sandboxID)
 	}
-	if a.network == NetworkHost && port != e2bapi.EnvdPort {
+	if a.network == NetworkHost && port != envd.Port {
 		return nil, ErrPortNotRelayed
 	}
 	return a.relay.Dial(ctx, port)

@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 import (
 	"context"
@@ -20,8 +20,8 @@ import (
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/server"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
 
@@ -98,8 +98,8 @@ func buildEnvd(dir string) (string, error) {
 		return "", fmt.Errorf("building the provider binary: %v\n%s", err, out)
 	}
 	out, err := exec.Command(bin, "envd", "--version").Output()
-	if got := strings.TrimSpace(string(out)); err != nil || got != server.Version {
-		return "", fmt.Errorf("the provider binary's envd subcommand answers %q (%v), want version %s", got, err, server.Version)
+	if got := strings.TrimSpace(string(out)); err != nil || got != envd.Version {
+		return "", fmt.Errorf("the provider binary's envd subcommand answers %q (%v), want version %s", got, err, envd.Version)
 	}
 	return bin, nil
 }
@@ -143,7 +143,7 @@ func removeImageAtEnd(t *testing.T, d *Docker, image string) {
 // removeContainerAtEnd removes the container when the test ends.
 func removeContainerAtEnd(t *testing.T, d *Docker, containerID string) {
 	t.Cleanup(func() {
-		if err := d.removeContainer(containerID); err != nil {
+		if err := d.removeContainer(t.Context(), containerID); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
@@ -235,8 +235,8 @@ func containers(t *testing.T, d *Docker) []container.Summary {
 }
 
 // sandboxClient talks to a sandbox's envd through its relay with token.
-func sandboxClient(d *Docker, sb *Sandbox, token string) *envdConn {
-	return newEnvdConn(func(ctx context.Context) (net.Conn, error) { return d.DialSandbox(ctx, sb.ID, e2bapi.EnvdPort) }, token)
+func sandboxClient(d *Docker, sb *Sandbox, token string) *client.Client {
+	return newEnvdClient(func(ctx context.Context) (net.Conn, error) { return d.DialSandbox(ctx, sb.ID, envd.Port) }, token)
 }
 
 // relayDir is the host directory with the sandbox's relay socket.
@@ -246,9 +246,9 @@ func relayDir(d *Docker, sb *Sandbox) string {
 
 // sh runs a script with /bin/sh in the sandbox as user (empty: the
 // default user).
-func sh(t *testing.T, c *envdConn, user, script string) (string, int) {
+func sh(t *testing.T, c *client.Client, user, script string) (string, int) {
 	t.Helper()
-	res, err := c.run(t.Context(), client.RunRequest{Cmd: "/bin/sh", Args: []string{"-c", script}, User: user, Timeout: time.Minute})
+	res, err := c.Run(t.Context(), client.RunRequest{Cmd: "/bin/sh", Args: []string{"-c", script}, User: user, Timeout: time.Minute})
 	if err != nil {
 		t.Fatalf("running %q: %v", script, err)
 	}
@@ -310,7 +310,7 @@ func TestBuildAndSandbox(t *testing.T) {
 			copyStep("top", "top.txt", "/app", "", ""),                                                         // 6: file into an existing dir
 			copyStep("app", "app", "/js", "root", ""),                                                          // 7: merge into an existing dir
 			copyStep("top", "top.txt", "/", "", ""),                                                            // 8: into the root
-			{Type: "run", Args: []string{`echo "run $GREETING" > out.txt && echo visible-output`}},             // 9
+			{Type: "RUN", Args: []string{`echo "run $GREETING" > out.txt && echo visible-output`}},             // 9
 			{Type: "USER", Args: []string{"alice"}},                                                            // 10
 			{Type: "WORKDIR", Args: []string{"work"}},                                                          // 11
 			{Type: "RUN", Args: []string{"whoami > /app/who-root.txt", "root"}},                                // 12
@@ -329,7 +329,7 @@ func TestBuildAndSandbox(t *testing.T) {
 	}
 	removeImageAtEnd(t, d, res.Image)
 
-	if res.User != "alice" || res.Workdir != "/app/work" || res.EnvdVersion != server.Version || res.StartCmd != spec.StartCmd {
+	if res.User != "alice" || res.Workdir != "/app/work" || res.EnvdVersion != envd.Version || res.StartCmd != spec.StartCmd {
 		t.Errorf("result %+v", res)
 	}
 	for k, want := range map[string]string{"GREETING": "hello", "NAME": "hello world", "LIT": "$(echo no)"} {
@@ -370,7 +370,7 @@ func TestBuildAndSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sb.EnvdVersion != server.Version {
+	if sb.EnvdVersion != envd.Version {
 		t.Errorf("sandbox %+v", sb)
 	}
 	c := sandboxClient(d, sb, token)
@@ -411,7 +411,7 @@ func TestBuildAndSandbox(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	// envd only answers with the sandbox's token.
-	if _, err := sandboxClient(d, sb, "wrong").run(t.Context(), client.RunRequest{Cmd: "/bin/true"}); err == nil {
+	if _, err := sandboxClient(d, sb, "wrong").Run(t.Context(), client.RunRequest{Cmd: "/bin/true"}); err == nil {
 		t.Error("envd accepted a wrong access token")
 	}
 
@@ -683,7 +683,11 @@ func TestHostNetworkRelaysOnlyEnvd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.StopSandbox(context.Background(), sb.ID)
+	defer func() {
+		if err := d.StopSandbox(context.Background(), sb.ID); err != nil {
+			t.Errorf("stop sandbox: %v", err)
+		}
+	}()
 	if out, code := sh(t, sandboxClient(d, sb, token), "", "echo up"); code != 0 || out != "up\n" {
 		t.Errorf("envd in a host-network sandbox: %q (exit %d)", out, code)
 	}

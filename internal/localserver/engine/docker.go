@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -25,7 +25,7 @@ import (
 	docker "github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 )
 
@@ -281,7 +281,9 @@ type runningContainer struct {
 	id   string
 	kind string
 	key  string // attachKey of its relay
-	envd *envdConn
+	envd *client.Client
+	// token is the access token envd's Init is given, the one envd sends.
+	token string
 }
 
 // envdCommand is the container's entrypoint: envd on TCP 49983 of the
@@ -295,7 +297,7 @@ func (d *Docker) envdCommand(network string) []string {
 	if network == NetworkHost {
 		return []string{containerEnvdPath, "envd", "--listen", "unix://" + hostNetEnvdSocket, "--relay", relaySock}
 	}
-	cmd := []string{containerEnvdPath, "envd", "--listen", fmt.Sprintf("0.0.0.0:%d", e2bapi.EnvdPort), "--relay", relaySock}
+	cmd := []string{containerEnvdPath, "envd", "--listen", fmt.Sprintf("0.0.0.0:%d", envd.Port), "--relay", relaySock}
 	if d.egress != nil {
 		cmd = append(cmd, "--egress", "unix://"+containerSocketDir+"/"+egressSocketName, "--egress-listen", fmt.Sprintf("127.0.0.1:%d", EgressProxyPort))
 	}
@@ -346,12 +348,14 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 	}
 	created, err := d.cli.ContainerCreate(ctx, cfg, hc, nil, nil, "")
 	if err != nil {
-		d.detach(key)
+		if derr := d.detach(key); derr != nil {
+			d.log.Warn("relay dir left behind", "key", key, "error", derr)
+		}
 		return nil, fmt.Errorf("create container from %s: %w", req.image, err)
 	}
 	rc := &runningContainer{id: created.ID, kind: req.kind, key: key}
 	fail := func(err error) (*runningContainer, error) {
-		d.discard(rc)
+		d.discard(ctx, rc)
 		return nil, err
 	}
 	if prepare != nil {
@@ -363,7 +367,7 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 		return fail(fmt.Errorf("start container from %s: %w", req.image, err))
 	}
 	d.learnRootUID(ctx, created.ID, att)
-	rc.envd = newEnvdConn(att.dialer(e2bapi.EnvdPort), req.token)
+	rc.envd, rc.token = newEnvdClient(att.dialer(envd.Port), req.token), req.token
 	if err := d.waitEnvd(ctx, created.ID, rc.envd, att.relay.Addr()); err != nil {
 		return fail(err)
 	}
@@ -372,7 +376,7 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 
 // waitEnvd polls envd's /health until it answers, the container exits, or
 // the start timeout passes.
-func (d *Docker) waitEnvd(ctx context.Context, containerID string, conn *envdConn, relayAddr string) error {
+func (d *Docker) waitEnvd(ctx context.Context, containerID string, conn *client.Client, relayAddr string) error {
 	ctx, cancel := context.WithTimeout(ctx, d.opts.EnvdStartTimeout)
 	defer cancel()
 	tick := time.NewTicker(50 * time.Millisecond)
@@ -380,7 +384,7 @@ func (d *Docker) waitEnvd(ctx context.Context, containerID string, conn *envdCon
 	for polls := 0; ; polls++ {
 		// A dial waits for envd's first relay connection: bound each poll.
 		pollCtx, pollCancel := context.WithTimeout(ctx, time.Second)
-		err := conn.health(pollCtx)
+		err := conn.Health(pollCtx)
 		pollCancel()
 		if err == nil {
 			return nil
@@ -388,13 +392,13 @@ func (d *Docker) waitEnvd(ctx context.Context, containerID string, conn *envdCon
 		// Every second, see whether the container died instead of starting.
 		if polls%20 == 19 {
 			if insp, ierr := d.cli.ContainerInspect(ctx, containerID); ierr == nil && insp.State != nil && !insp.State.Running {
-				return fmt.Errorf("envd did not start: container exited with code %d: %s", insp.State.ExitCode, d.logsTail(containerID))
+				return fmt.Errorf("envd did not start: container exited with code %d: %s", insp.State.ExitCode, d.logsTail(ctx, containerID))
 			}
 		}
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("envd did not answer through the relay %s within %s: %v; container output: %s", relayAddr, d.opts.EnvdStartTimeout, err, d.logsTail(containerID))
+				return fmt.Errorf("envd did not answer through the relay %s within %s: %v; container output: %s", relayAddr, d.opts.EnvdStartTimeout, err, d.logsTail(ctx, containerID))
 			}
 			return ctx.Err()
 		case <-tick.C:
@@ -403,8 +407,8 @@ func (d *Docker) waitEnvd(ctx context.Context, containerID string, conn *envdCon
 }
 
 // logsTail returns the last lines a container wrote, for error messages.
-func (d *Docker) logsTail(containerID string) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+func (d *Docker) logsTail(ctx context.Context, containerID string) string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	rc, err := d.cli.ContainerLogs(ctx, containerID, container.LogsOptions{ShowStdout: true, ShowStderr: true, Tail: "20"})
 	if err != nil {
@@ -418,10 +422,10 @@ func (d *Docker) logsTail(containerID string) string {
 	return strings.TrimSpace(out.String())
 }
 
-// removeContainer force-removes a container. It runs on its own context:
+// removeContainer force-removes a container. It is not cancelled with ctx:
 // cleanup must happen even when the caller's context was cancelled.
-func (d *Docker) removeContainer(containerID string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+func (d *Docker) removeContainer(ctx context.Context, containerID string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	err := d.cli.ContainerRemove(ctx, containerID, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	if isNotFound(err) {
@@ -437,8 +441,8 @@ func (d *Docker) removeContainer(containerID string) error {
 // purpose, and its relay. A failure is logged, not returned: the caller's
 // own outcome stands, and RemoveOrphans removes the container at the next
 // start.
-func (d *Docker) discard(rc *runningContainer) {
-	if err := d.removeContainer(rc.id); err != nil {
+func (d *Docker) discard(ctx context.Context, rc *runningContainer) {
+	if err := d.removeContainer(ctx, rc.id); err != nil {
 		d.log.Warn("container left behind", "container", shortID(rc.id), "error", err)
 	}
 	if err := d.detach(rc.key); err != nil {
@@ -465,7 +469,7 @@ var containerCaps = []string{
 func resources(cpuCount, memoryMB int32, pidsLimit int64) container.Resources {
 	var r container.Resources
 	if cpuCount > 0 {
-		cpus := min(int(cpuCount), goruntime.NumCPU())
+		cpus := min(int(cpuCount), runtime.NumCPU())
 		r.NanoCPUs = int64(cpus) * 1e9
 	}
 	if memoryMB > 0 {
@@ -543,17 +547,17 @@ func (d *Docker) StartSandbox(ctx context.Context, spec SandboxSpec) (*Sandbox, 
 	if err != nil {
 		return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
 	}
-	if err := rc.envd.init(ctx, spec.User, spec.Workdir, spec.Env); err != nil {
-		d.discard(rc)
+	if err := rc.envd.Init(ctx, client.InitRequest{EnvVars: spec.Env, AccessToken: rc.token, DefaultUser: spec.User, DefaultWorkdir: spec.Workdir}); err != nil {
+		d.discard(ctx, rc)
 		return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
 	}
 	if spec.StartCmd != "" {
 		sh, err := d.shellOf(ctx, rc.id)
 		if err != nil {
-			d.discard(rc)
+			d.discard(ctx, rc)
 			return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
 		}
-		d.startCommand(rc, spec, sh)
+		d.startCommand(ctx, rc, spec, sh)
 	}
 	return &Sandbox{ID: spec.SandboxID, ContainerID: rc.id, EnvdVersion: EnvdVersion}, nil
 }
@@ -562,15 +566,15 @@ func (d *Docker) StartSandbox(ctx context.Context, spec SandboxSpec) (*Sandbox, 
 // default user in the default workdir. The stream stays attached for the
 // sandbox's life, its output discarded; ending it (StopSandbox, Close)
 // kills the command.
-func (d *Docker) startCommand(rc *runningContainer, spec SandboxSpec, sh shell) {
-	ctx, cancel := context.WithCancel(context.Background())
+func (d *Docker) startCommand(ctx context.Context, rc *runningContainer, spec SandboxSpec, sh shell) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	d.mu.Lock()
 	d.startCmds[spec.SandboxID] = cancel
 	d.mu.Unlock()
 	go func() {
 		defer cancel()
 		cmd, args := sh.command(spec.StartCmd)
-		res, err := rc.envd.run(ctx, client.RunRequest{Cmd: cmd, Args: args, MaxOutputBytes: 1})
+		res, err := rc.envd.Run(ctx, client.RunRequest{Cmd: cmd, Args: args, MaxOutputBytes: 1})
 		switch {
 		case ctx.Err() != nil:
 		case err != nil:
@@ -595,7 +599,7 @@ func (d *Docker) StopSandbox(ctx context.Context, sandboxID string) error {
 	}
 	var errs []error
 	for _, c := range list {
-		errs = append(errs, d.removeContainer(c.ID))
+		errs = append(errs, d.removeContainer(ctx, c.ID))
 	}
 	errs = append(errs, d.detach(attachKey(kindSandbox, sandboxID)))
 	if err := errors.Join(errs...); err != nil {
@@ -639,7 +643,7 @@ func (d *Docker) RemoveOrphans(ctx context.Context, keep func(sandboxID string) 
 			continue
 		}
 		d.log.Info("removing orphaned container", "container", shortID(c.ID), "kind", kind, "id", id)
-		errs = append(errs, d.removeContainer(c.ID), d.detach(attachKey(kind, id)))
+		errs = append(errs, d.removeContainer(ctx, c.ID), d.detach(attachKey(kind, id)))
 	}
 	socketsDir := filepath.Join(d.opts.StateDir, "s")
 	entries, err := os.ReadDir(socketsDir)

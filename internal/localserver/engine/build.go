@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 import (
 	"archive/tar"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 )
 
 // Step labels of the phases around the numbered steps.
@@ -87,9 +88,9 @@ func (b *builder) run(ctx context.Context) (*BuildResult, error) {
 	if err != nil {
 		return nil, b.fail(stepBase, err)
 	}
-	defer b.d.discard(b.c)
+	defer b.d.discard(ctx, b.c)
 
-	if err := b.c.envd.init(ctx, "root", "", nil); err != nil {
+	if err := b.c.envd.Init(ctx, client.InitRequest{AccessToken: b.c.token, DefaultUser: "root"}); err != nil {
 		return nil, b.fail(stepBase, err)
 	}
 	if b.sh, err = b.d.shellOf(ctx, b.c.id); err != nil {
@@ -166,11 +167,10 @@ func (b *builder) emit(step, level, msg string) {
 
 // step runs one template step.
 func (b *builder) step(ctx context.Context, step string, st e2bapi.TemplateStep) error {
-	typ := strings.ToUpper(st.Type)
-	b.emit(step, e2bapi.LogInfo, describeStep(typ, st.Args))
+	b.emit(step, e2bapi.LogInfo, describeStep(st.Type, st.Args))
 	args := st.Args
-	switch typ {
-	case e2bapi.StepRun:
+	switch st.Type {
+	case steps.Run:
 		if len(args) == 0 || strings.TrimSpace(args[0]) == "" {
 			return errors.New("RUN has no command")
 		}
@@ -179,11 +179,11 @@ func (b *builder) step(ctx context.Context, step string, st e2bapi.TemplateStep)
 			user = args[1]
 		}
 		return b.runCommand(ctx, step, args[0], user, b.workdir)
-	case e2bapi.StepCopy, "ADD":
+	case steps.Copy:
 		return b.copy(ctx, step, st)
-	case e2bapi.StepEnv, "ARG":
+	case steps.Env:
 		if len(args)%2 != 0 {
-			return fmt.Errorf("%s needs key/value pairs, got %d arguments", typ, len(args))
+			return fmt.Errorf("%s needs key/value pairs, got %d arguments", st.Type, len(args))
 		}
 		for i := 0; i < len(args); i += 2 {
 			if err := b.setEnv(ctx, args[i], args[i+1]); err != nil {
@@ -191,12 +191,12 @@ func (b *builder) step(ctx context.Context, step string, st e2bapi.TemplateStep)
 			}
 		}
 		return nil
-	case e2bapi.StepWorkdir:
+	case steps.Workdir:
 		if len(args) == 0 || args[0] == "" {
 			return errors.New("WORKDIR has no path")
 		}
 		return b.setWorkdir(ctx, args[0])
-	case e2bapi.StepUser:
+	case steps.User:
 		if len(args) == 0 || args[0] == "" {
 			return errors.New("USER has no name")
 		}
@@ -209,12 +209,12 @@ func (b *builder) step(ctx context.Context, step string, st e2bapi.TemplateStep)
 func describeStep(typ string, args []string) string {
 	var extra []string
 	switch typ {
-	case e2bapi.StepRun:
+	case steps.Run:
 		if len(args) > 1 && args[1] != "" {
 			extra = append(extra, "as "+args[1])
 			args = args[:1]
 		}
-	case e2bapi.StepCopy, "ADD":
+	case steps.Copy:
 		if len(args) > 2 && args[2] != "" {
 			extra = append(extra, "owner "+args[2])
 		}
@@ -222,7 +222,7 @@ func describeStep(typ string, args []string) string {
 			extra = append(extra, "mode "+args[3])
 		}
 		args = args[:min(len(args), 2)]
-	case e2bapi.StepEnv, "ARG":
+	case steps.Env:
 		var pairs []string
 		for i := 0; i+1 < len(args); i += 2 {
 			pairs = append(pairs, args[i]+"="+args[i+1])
@@ -241,7 +241,7 @@ func describeStep(typ string, args []string) string {
 func (b *builder) runCommand(ctx context.Context, step, command, user, cwd string) error {
 	out := newLineLog(func(line string) { b.emit(step, e2bapi.LogInfo, line) })
 	cmd, args := b.sh.command(command)
-	res, err := b.c.envd.run(ctx, client.RunRequest{
+	res, err := b.c.envd.Run(ctx, client.RunRequest{
 		Cmd: cmd, Args: args, Env: b.env, Cwd: cwd, User: user,
 		MaxOutputBytes: 1, // the log gets everything through OnOutput
 		OnOutput:       out.write,
@@ -259,7 +259,7 @@ func (b *builder) runCommand(ctx context.Context, step, command, user, cwd strin
 // root runs a helper script as root with /bin/sh (every image has it) and
 // returns its standard output; a failure carries its standard error.
 func (b *builder) root(ctx context.Context, what, script string, args ...string) (string, error) {
-	res, err := b.c.envd.run(ctx, client.RunRequest{
+	res, err := b.c.envd.Run(ctx, client.RunRequest{
 		Cmd:  "/bin/sh",
 		Args: append([]string{"-c", script, "e2b"}, args...),
 		User: "root",
@@ -286,7 +286,7 @@ func (b *builder) setEnv(ctx context.Context, key, value string) error {
 		return errors.New("ENV has an empty name")
 	}
 	cmd, args := b.sh.command(`printf "%s" "` + escapeEnvValue(value) + `"`)
-	res, err := b.c.envd.run(ctx, client.RunRequest{Cmd: cmd, Args: args, Env: b.env, User: "root", Cwd: "/"})
+	res, err := b.c.envd.Run(ctx, client.RunRequest{Cmd: cmd, Args: args, Env: b.env, User: "root", Cwd: "/"})
 	if err != nil {
 		return fmt.Errorf("expanding %s: %w", key, err)
 	}
@@ -325,7 +325,7 @@ func (b *builder) resolve(ctx context.Context, p string) (string, error) {
 	}
 	base := b.workdir
 	if base == "" {
-		entry, err := b.c.envd.c.Stat(ctx, "~", b.user)
+		entry, err := b.c.envd.Stat(ctx, "~", b.user)
 		if err != nil {
 			return "", fmt.Errorf("home directory of %s: %w", b.user, err)
 		}
@@ -390,7 +390,7 @@ func (b *builder) startInBackground(ctx context.Context, command string) (<-chan
 		defer close(finished)
 		out := newLineLog(func(line string) { b.emit(stepFinalize, e2bapi.LogInfo, line) })
 		cmd, args := b.sh.command(command)
-		res, err := b.c.envd.run(ctx, client.RunRequest{
+		res, err := b.c.envd.Run(ctx, client.RunRequest{
 			Cmd: cmd, Args: args, Env: b.env, Cwd: b.workdir, User: b.user,
 			MaxOutputBytes: 1, OnOutput: out.write,
 		})
@@ -409,7 +409,7 @@ func (b *builder) waitReady(ctx context.Context, ready string, startDone <-chan 
 	defer cancel()
 	cmd, args := b.sh.command(ready)
 	for {
-		res, err := b.c.envd.run(readyCtx, client.RunRequest{
+		res, err := b.c.envd.Run(readyCtx, client.RunRequest{
 			Cmd: cmd, Args: args, Env: b.env, Cwd: b.workdir, User: b.user,
 		})
 		switch {
@@ -474,7 +474,7 @@ func (b *builder) commit(ctx context.Context, img image.InspectResponse) (string
 // root file systems) the root account envd needs to resolve users, before
 // envd starts.
 func (b *builder) ensureAccountFiles(ctx context.Context, containerID string) error {
-	files := map[string]string{
+	files := map[string]string{ //nolint:gosec // the passwd line of root with no password ("x"), not a credential
 		"etc/passwd": "root:x:0:0:root:/root:/bin/sh\n",
 		"etc/group":  "root:x:0:\n",
 	}

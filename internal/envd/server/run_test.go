@@ -70,18 +70,6 @@ func TestServeOnUnixSocket(t *testing.T) {
 	eventually(t, "the process to be killed on shutdown", func() bool { return !alive(pid) })
 }
 
-func TestMainFlags(t *testing.T) {
-	if code := Main([]string{"--version"}); code != 0 {
-		t.Errorf("--version exit code %d", code)
-	}
-	if code := Main([]string{"--no-such-flag"}); code != 2 {
-		t.Errorf("bad flag exit code %d, want 2", code)
-	}
-	if code := Main([]string{"--listen", "unix://" + filepath.Join(t.TempDir(), "missing", "dir", "envd.sock")}); code != 1 {
-		t.Errorf("unusable socket path exit code %d, want 1", code)
-	}
-}
-
 func TestReapOrphans(t *testing.T) {
 	// Make the test process what envd is in a container: the process that
 	// orphans are re-parented to.

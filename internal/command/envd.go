@@ -1,0 +1,70 @@
+package command
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	envdserver "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/server"
+)
+
+// Envd is the `envd` subcommand of the provider binary:
+//
+//	envd --listen 127.0.0.1:49983|unix:///path/envd.sock [--default-user U] [--default-workdir D]
+//	     [--relay unix:///run/e2b/relay.sock] [--egress unix:///run/e2b/egress.sock --egress-listen 127.0.0.1:49984]
+//
+// With --relay, envd dials out to the local server's relay socket; with
+// --egress, it offers the server's egress proxy on --egress-listen
+// (envd/server.RunOptions).
+//
+// It serves until SIGINT or SIGTERM and returns the exit code: 0, 2 for
+// bad flags, 1 when envd fails.
+func Envd(args []string) int {
+	flags := flag.NewFlagSet("envd", flag.ContinueOnError)
+	listen := flags.String("listen", "127.0.0.1:49983", "TCP address host:port, or unix:///path/to/socket")
+	relayAddr := flags.String("relay", "", "unix:///path of the local server's relay socket to dial out to (optional)")
+	egressAddr := flags.String("egress", "", "unix:///path of the local server's egress proxy socket (optional)")
+	egressListen := flags.String("egress-listen", "127.0.0.1:49984", "where processes in the sandbox reach the egress proxy (with --egress)")
+	defaultUser := flags.String("default-user", "", "user for requests that name none (default root; POST /init may change it)")
+	defaultWorkdir := flags.String("default-workdir", "", "working directory for processes started without one (default the user's home)")
+	version := flags.Bool("version", false, "print the envd protocol version and exit")
+	if err := flags.Parse(args); err != nil {
+		return 2
+	}
+	if flags.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "envd: unexpected arguments %q\n", flags.Args())
+		return 2
+	}
+	if *version {
+		fmt.Println(envdserver.Version)
+		return 0
+	}
+	opts := envdserver.RunOptions{
+		Listen: *listen, EgressListen: *egressListen,
+		DefaultUser: *defaultUser, DefaultWorkdir: *defaultWorkdir, Log: os.Stderr,
+	}
+	var ok bool
+	if *egressAddr != "" {
+		if opts.EgressSocket, ok = strings.CutPrefix(*egressAddr, "unix://"); !ok {
+			fmt.Fprintln(os.Stderr, "envd: --egress must be unix:///path")
+			return 2
+		}
+	}
+	if *relayAddr != "" {
+		if opts.RelaySocket, ok = strings.CutPrefix(*relayAddr, "unix://"); !ok {
+			fmt.Fprintln(os.Stderr, "envd: --relay must be unix:///path")
+			return 2
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := envdserver.Run(ctx, opts); err != nil {
+		fmt.Fprintln(os.Stderr, "envd:", err)
+		return 1
+	}
+	return 0
+}

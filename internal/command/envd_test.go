@@ -1,0 +1,18 @@
+package command
+
+import (
+	"path/filepath"
+	"testing"
+)
+
+func TestEnvdFlags(t *testing.T) {
+	if code := Envd([]string{"--version"}); code != 0 {
+		t.Errorf("--version exit code %d", code)
+	}
+	if code := Envd([]string{"--no-such-flag"}); code != 2 {
+		t.Errorf("bad flag exit code %d, want 2", code)
+	}
+	if code := Envd([]string{"--listen", "unix://" + filepath.Join(t.TempDir(), "missing", "dir", "envd.sock")}); code != 1 {
+		t.Errorf("unusable socket path exit code %d, want 1", code)
+	}
+}

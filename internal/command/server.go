@@ -1,0 +1,107 @@
+// Package command holds the subcommands of the provider binary other than
+// the provider itself: `server` (the local E2B-compatible server) and
+// `envd` (the daemon inside its sandboxes). It parses their flags and
+// environment, handles signals and chooses exit codes; the servers are
+// libraries configured by structs (localserver.Options,
+// envd/server.RunOptions).
+package command
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/egress"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+)
+
+// parseServer reads the flags of `server`; every flag can also be set by
+// the environment variable E2B_LOCAL_<FLAG> (upper case, "-" → "_").
+func parseServer(args []string, stderr io.Writer) (localserver.Options, error) {
+	var o localserver.Options
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: terraform-provider-e2b server [flags]\n\nRuns a local E2B-compatible server: templates build and sandboxes run as Docker containers.\nEvery flag can also be set as E2B_LOCAL_<FLAG> (e.g. E2B_LOCAL_DATA_DIR).\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	defaultData := "e2b-local"
+	if dir, err := os.UserCacheDir(); err == nil {
+		defaultData = filepath.Join(dir, "e2b-local")
+	}
+	fs.StringVar(&o.Listen, "listen", "127.0.0.1:3000", "address to listen on (host:port; port 0 picks a free one)")
+	fs.StringVar(&o.DataDir, "data-dir", defaultData, "directory for state, archives and the API key")
+	fs.StringVar(&o.APIKey, "api-key", "", "API key clients must send (e2b_ + hex); generated once and kept in the data dir when empty")
+	fs.StringVar(&o.TeamSlug, "team-slug", localserver.DefaultTeamSlug, "namespace of template names (<team-slug>/<alias>)")
+	fs.StringVar(&o.EnvdBinary, "envd-binary", "", "static Linux build of this binary, mounted into containers as envd (default: this executable)")
+	fs.StringVar(&o.StateDir, "state-dir", "", "short directory for the per-container relay and egress sockets, stable across restarts (default: <data-dir>/run, or a temp dir when that path is too long)")
+	fs.StringVar(&o.Network, "network", "none", "container network: none (a network namespace of its own per container: no host loopback, no other sandbox) or host (UNSAFE for untrusted code: the host's network, loopback services included)")
+	fs.StringVar(&o.Egress, "egress", egress.ModePublic, "outbound access of sandboxes and build steps through the server's HTTP(S) proxy: public (the public internet only: never loopback, private, link-local or other non-public addresses) or none (only --egress-allow)")
+	fs.StringVar(&o.EgressAllow, "egress-allow", "", "comma-separated extra egress targets, allowed even when private or loopback: CIDR, IP, ip:port or host:port (the server's own port stays refused)")
+	fs.StringVar(&o.Domain, "domain", "", "domain answered for sandboxes (default: localhost:<port>)")
+	fs.StringVar(&o.PublicURL, "public-url", "", "base URL clients reach this server at, used in upload URLs (default: the request's Host)")
+	fs.Int64Var(&o.MaxUploadBytes, "max-upload-bytes", localserver.DefaultMaxUploadBytes, "largest accepted archive upload")
+	fs.Int64Var(&o.MaxUnpackedBytes, "max-unpacked-bytes", localserver.DefaultMaxUnpackedBytes, "largest accepted unpacked archive size")
+	fs.IntVar(&o.MaxArchiveEntries, "max-archive-entries", localserver.DefaultMaxArchiveEntries, "most entries an archive may have")
+	fs.DurationVar(&o.UploadURLTTL, "upload-url-ttl", localserver.DefaultUploadURLTTL, "lifetime of an upload URL")
+	fs.DurationVar(&o.MaxSandboxTimeout, "max-sandbox-timeout", localserver.DefaultMaxSandboxTimeout, "longest sandbox timeout")
+	fs.IntVar(&o.MaxCPU, "max-cpu", localserver.DefaultMaxCPUCount, "largest cpuCount of a template")
+	fs.IntVar(&o.MaxMemoryMB, "max-memory-mb", localserver.DefaultMaxMemoryMB, "largest memoryMB of a template")
+	fs.IntVar(&o.MaxConnections, "max-connections", localserver.DefaultMaxConnections, "most open client connections; when reached, the oldest idle one is closed for a new one")
+	fs.DurationVar(&o.IdleTimeout, "idle-timeout", localserver.DefaultIdleTimeout, "how long a keep-alive connection may sit idle between requests")
+	fs.Int64Var(&o.PidsLimit, "pids-limit", engine.DefaultPidsLimit, "most processes and threads in one sandbox or build container (-1: no limit)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		env := "E2B_LOCAL_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok && !set[f.Name] {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", env, v, err))
+			}
+		}
+	})
+	if _, err := egress.NewPolicy(o.Egress, o.EgressAllow); err != nil {
+		errs = append(errs, err)
+	}
+	if o.Network != engine.NetworkNone && o.Network != engine.NetworkHost {
+		errs = append(errs, fmt.Errorf("--network %q is not one of none, host", o.Network))
+	}
+	return o, errors.Join(errs...)
+}
+
+// Server runs the `server` subcommand until SIGINT or SIGTERM and returns
+// the exit code: 0, 2 for bad flags, 1 when the server fails.
+func Server(args []string) int {
+	opts, err := parseServer(args, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "server:", err)
+		return 2
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := localserver.Run(ctx, opts, logger, os.Stdout); err != nil {
+		logger.Error("server failed", "err", err)
+		return 1
+	}
+	return 0
+}

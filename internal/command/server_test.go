@@ -1,0 +1,42 @@
+package command
+
+import (
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver"
+)
+
+func TestParseServerFlagsAndEnv(t *testing.T) {
+	t.Setenv("E2B_LOCAL_TEAM_SLUG", "from-env")
+	t.Setenv("E2B_LOCAL_MAX_UPLOAD_BYTES", "1234")
+	t.Setenv("E2B_LOCAL_LISTEN", "127.0.0.1:9")
+	o, err := parseServer([]string{"--listen", "127.0.0.1:0", "--upload-url-ttl", "5m"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Listen != "127.0.0.1:0" || o.TeamSlug != "from-env" || o.MaxUploadBytes != 1234 || o.UploadURLTTL != 5*time.Minute {
+		t.Errorf("options = %+v: flags must win over env, env over defaults", o)
+	}
+	t.Setenv("E2B_LOCAL_MAX_CPU", "many")
+	if _, err := parseServer(nil, io.Discard); err == nil || !strings.Contains(err.Error(), "E2B_LOCAL_MAX_CPU") {
+		t.Errorf("a bad env value: %v", err)
+	}
+	if _, err := parseServer([]string{"extra"}, io.Discard); err == nil {
+		t.Error("stray arguments accepted")
+	}
+	t.Setenv("E2B_LOCAL_MAX_CPU", "")
+	os.Unsetenv("E2B_LOCAL_MAX_CPU")
+	for _, bad := range [][]string{{"--egress", "all"}, {"--egress-allow", "nope"}, {"--network", "bridge"}} {
+		if _, err := parseServer(bad, io.Discard); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+	o, err = parseServer(nil, io.Discard)
+	if err != nil || o.Network != "none" || o.Egress != "public" || o.MaxConnections != localserver.DefaultMaxConnections {
+		t.Errorf("defaults = %+v, %v: want network none, egress public", o, err)
+	}
+}

@@ -1,0 +1,143 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/relay"
+)
+
+// RunOptions configure Run: the settings of the `envd` command (its flags,
+// internal/command).
+type RunOptions struct {
+	// Listen is a TCP address host:port, or unix:///path/to/socket.
+	Listen string
+	// RelaySocket, when set, is the path of the local server's relay socket
+	// that envd dials out to and serves streams for, to ports of its own
+	// network namespace (see package relay).
+	RelaySocket string
+	// EgressSocket, when set, is the path of the local server's egress proxy
+	// socket, offered to the sandbox's processes on EgressListen; every
+	// process envd starts is pointed there (HTTP_PROXY, HTTPS_PROXY,
+	// NO_PROXY and their lower-case forms).
+	EgressSocket, EgressListen string
+	// DefaultUser and DefaultWorkdir are Config's.
+	DefaultUser, DefaultWorkdir string
+	// Log receives envd's messages.
+	Log io.Writer
+}
+
+// Run serves envd as o says until ctx ends, reaping orphans as the
+// container's init (or subreaper).
+func Run(ctx context.Context, o RunOptions) error {
+	ln, err := listenOn(o.Listen)
+	if err != nil {
+		return err
+	}
+	// As a container's entrypoint envd is PID 1; elsewhere it becomes the
+	// subreaper of what it starts. Either way orphans are its to reap.
+	if err := becomeSubreaper(); err != nil {
+		fmt.Fprintln(o.Log, "envd: cannot become a child subreaper, orphans may stay zombies:", err)
+	}
+	cfg := Config{DefaultUser: o.DefaultUser, DefaultWorkdir: o.DefaultWorkdir, ReapOrphans: true}
+	if o.EgressSocket != "" {
+		eln, err := net.Listen("tcp", o.EgressListen)
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("egress listener: %w", err)
+		}
+		go spliceTo(ctx, eln, o.EgressSocket)
+		cfg.BaseEnv = ProxyEnv("http://" + eln.Addr().String())
+		fmt.Fprintf(o.Log, "envd: egress proxy offered on %s\n", eln.Addr())
+	}
+	if o.RelaySocket != "" {
+		dial := relay.DialLocal
+		if own, isUnix := strings.CutPrefix(o.Listen, "unix://"); isUnix {
+			// envd's own port, as the server names it, is this socket.
+			dial = func(ctx context.Context, port int) (net.Conn, error) {
+				if port == envd.Port {
+					var d net.Dialer
+					return d.DialContext(ctx, "unix", own)
+				}
+				return relay.DialLocal(ctx, port)
+			}
+		}
+		go func() {
+			_ = relay.Serve(ctx, relay.AgentOptions{Socket: o.RelaySocket, Dial: dial, Logf: func(f string, a ...any) {
+				fmt.Fprintf(o.Log, "envd: relay: "+f+"\n", a...)
+			}})
+		}()
+	}
+	srv := New(cfg)
+	fmt.Fprintf(o.Log, "envd %s listening on %s\n", Version, o.Listen)
+	return srv.Serve(ctx, ln)
+}
+
+// ProxyEnv is the environment that points HTTP clients at an egress proxy
+// while keeping the sandbox's own loopback direct.
+func ProxyEnv(proxyURL string) map[string]string {
+	env := map[string]string{}
+	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
+		env[k] = proxyURL
+	}
+	env["NO_PROXY"] = "localhost,127.0.0.1,::1"
+	env["no_proxy"] = env["NO_PROXY"]
+	return env
+}
+
+// spliceTo pipes every connection accepted on ln to the unix socket at
+// path until ctx ends.
+func spliceTo(ctx context.Context, ln net.Listener, path string) {
+	context.AfterFunc(ctx, func() { ln.Close() })
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		go func() {
+			var d net.Dialer
+			up, err := d.DialContext(ctx, "unix", path)
+			if err != nil {
+				c.Close()
+				return
+			}
+			relay.Pipe(c, up)
+		}()
+	}
+}
+
+// listenOn listens on a TCP address or, for unix://path, on a unix socket.
+// A stale socket file from an earlier run is replaced. The socket is made
+// connectable by every user: it lives in a directory the host mounts, and
+// the access token set by /init is what guards it, as it guards TCP envd.
+func listenOn(addr string) (net.Listener, error) {
+	path, isUnix := strings.CutPrefix(addr, "unix://")
+	if !isUnix {
+		return net.Listen("tcp", addr)
+	}
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSocket != 0 {
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("remove stale socket %s: %w", path, err)
+		}
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(path, 0o666); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("chmod socket %s: %w", path, err)
+	}
+	return ln, nil
+}

@@ -1,0 +1,261 @@
+package localserver
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/egress"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+)
+
+// apiKeyFile keeps the generated API key between runs.
+const apiKeyFile = "api-key"
+
+// Options configure Run: the settings of the `server` command (its flags,
+// internal/command). Zero limits take the defaults of Config.
+type Options struct {
+	// Listen is the address to listen on (host:port; port 0 picks a free one).
+	Listen string
+	// DataDir holds state, archives and the API key.
+	DataDir string
+	// APIKey is the key clients must send; when empty one is generated once
+	// and kept in DataDir.
+	APIKey   string
+	TeamSlug string
+	// EnvdBinary is mounted into containers as envd (default: this executable).
+	EnvdBinary string
+	// StateDir holds the per-container sockets (default: <DataDir>/run, or a
+	// temporary directory when that path is too long).
+	StateDir string
+	// Network is engine.NetworkNone or engine.NetworkHost.
+	Network string
+	// Domain is answered for sandboxes (default: localhost:<port>).
+	Domain    string
+	PublicURL string
+	// Egress and EgressAllow are the egress policy (egress.NewPolicy).
+	Egress, EgressAllow string
+
+	MaxUploadBytes, MaxUnpackedBytes int64
+	MaxArchiveEntries                int
+	UploadURLTTL, MaxSandboxTimeout  time.Duration
+	MaxCPU, MaxMemoryMB              int
+	PidsLimit                        int64
+	MaxConnections                   int
+	IdleTimeout                      time.Duration
+}
+
+// Run starts the server as o says on the Docker engine and serves until
+// ctx ends: it prepares the data and state directories and the API key,
+// connects to Docker, logs what it found, and prints the server's Info to
+// stdout once it listens.
+func Run(ctx context.Context, o Options, logger *slog.Logger, stdout io.Writer) error {
+	dataDir, err := filepath.Abs(o.DataDir)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	apiKey, err := loadAPIKey(dataDir, o.APIKey)
+	if err != nil {
+		return err
+	}
+	envd := o.EnvdBinary
+	if envd == "" {
+		if envd, err = os.Executable(); err != nil {
+			return fmt.Errorf("find this executable to mount as envd (set --envd-binary): %w", err)
+		}
+	}
+	stateDir := o.StateDir
+	if stateDir == "" {
+		stateDir = filepath.Join(dataDir, "run")
+		if len(stateDir) > 60 {
+			sum := sha256.Sum256([]byte(dataDir))
+			stateDir = filepath.Join(os.TempDir(), "e2b-local-"+hex.EncodeToString(sum[:4]))
+		}
+	}
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return fmt.Errorf("create state dir: %w", err)
+	}
+	policy, err := egress.NewPolicy(o.Egress, o.EgressAllow)
+	if err != nil {
+		return err
+	}
+	dockerOpts := engine.DockerOptions{
+		EnvdBinary: envd, StateDir: stateDir, Network: o.Network, PidsLimit: o.PidsLimit,
+		Instance: hex.EncodeToString(sha256Prefix(dataDir)), Logger: logger,
+	}
+	var proxy *egress.Proxy
+	if o.Network != engine.NetworkHost {
+		proxy = egress.New(policy, logger)
+		defer proxy.Close()
+		dockerOpts.Egress = proxy
+	}
+	docker, err := engine.NewDocker(ctx, dockerOpts)
+	if err != nil {
+		return fmt.Errorf("no usable Docker engine (DOCKER_HOST=%q): %w", os.Getenv("DOCKER_HOST"), err)
+	}
+	defer docker.Close()
+	info, err := docker.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("no Docker engine answers (DOCKER_HOST=%q): %w", os.Getenv("DOCKER_HOST"), err)
+	}
+	if o.Network == engine.NetworkHost {
+		logger.Warn("containers share the host's network (--network host): sandbox code reaches every loopback service of this machine, this server's API included, and its listeners appear on the host; egress is not filtered. Do not run untrusted code this way.")
+	}
+	logger.Info("doctor", "engine", info.ServerVersion, "api", info.APIVersion, "runtime", info.Runtime, "os", info.OS,
+		"data_dir", dataDir, "state_dir", stateDir, "network", o.Network, "egress", egressSummary(o.Network, policy), "envd_binary", envd)
+	return serve(ctx, o, dataDir, apiKey, docker, policy, logger, stdout)
+}
+
+func sha256Prefix(s string) []byte {
+	sum := sha256.Sum256([]byte(s))
+	return sum[:6]
+}
+
+func egressSummary(network string, policy *egress.Policy) string {
+	if network == engine.NetworkHost {
+		return "unfiltered (host network)"
+	}
+	return policy.String()
+}
+
+// serve runs the server on engine until ctx ends. The egress policy, when
+// given, learns the listener so that sandboxes never reach it.
+func serve(ctx context.Context, o Options, dataDir, apiKey string, eng engine.Engine, policy *egress.Policy, logger *slog.Logger, stdout io.Writer) error {
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", o.Listen, err)
+	}
+	defer ln.Close()
+	if policy != nil {
+		policy.DenyListener(ln.Addr())
+	}
+	addr := ln.Addr().(*net.TCPAddr) //nolint:forcetypeassert // a "tcp" listener's address is always a *net.TCPAddr
+	baseURL := "http://" + addr.String()
+	domain := o.Domain
+	if domain == "" {
+		domain = fmt.Sprintf("localhost:%d", addr.Port)
+	}
+	srv, err := New(ctx, Config{
+		DataDir: dataDir, APIKey: apiKey, TeamSlug: o.TeamSlug, PublicURL: o.PublicURL, Domain: domain,
+		MaxUploadBytes: o.MaxUploadBytes, MaxUnpackedBytes: o.MaxUnpackedBytes, MaxArchiveEntries: o.MaxArchiveEntries,
+		UploadURLTTL: o.UploadURLTTL, MaxSandboxTimeout: o.MaxSandboxTimeout,
+		MaxCPUCount: int32(o.MaxCPU), MaxMemoryMB: int32(o.MaxMemoryMB), Logger: logger, //nolint:gosec // flag values beyond int32 wrap as before; no host has 2^31 CPUs or MiB
+	}, eng)
+	if err != nil {
+		return err
+	}
+	maxConns := o.MaxConnections
+	if maxConns <= 0 {
+		maxConns = DefaultMaxConnections
+	}
+	idle := o.IdleTimeout
+	if idle <= 0 {
+		idle = DefaultIdleTimeout
+	}
+	limited := newConnLimiter(ln, maxConns)
+	// No ReadTimeout: request bodies get their deadline from the handler
+	// (boundBody), since sandbox streams and uploads need other bounds.
+	httpServer := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: min(DefaultReadHeaderTimeout, idle),
+		IdleTimeout:       idle,
+		MaxHeaderBytes:    DefaultMaxHeaderBytes,
+		ConnState:         limited.connState,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- httpServer.Serve(limited) }()
+
+	info := Info{APIURL: baseURL, SandboxURL: baseURL, Domain: domain, APIKey: apiKey, PID: os.Getpid(), DataDir: dataDir}
+	infoPath := filepath.Join(dataDir, InfoFile)
+	if err := writeFileAtomic(infoPath, info); err != nil {
+		logger.Error("write server info", "path", infoPath, "err", err)
+	}
+	fmt.Fprintf(stdout, "E2B_API_URL=%s\nE2B_SANDBOX_URL=%s\nE2B_DOMAIN=%s\nE2B_API_KEY=%s\n", info.APIURL, info.SandboxURL, info.Domain, info.APIKey)
+	logger.Info("local E2B server ready", "api_url", info.APIURL, "sandbox_url", info.SandboxURL, "info_file", infoPath)
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down")
+	case serveErr = <-served:
+	}
+	os.Remove(infoPath)
+	// ctx has ended: the shutdown gets bounds of its own.
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	if err := httpServer.Shutdown(shutdownCtx); err != nil {
+		// Streams to sandboxes do not end by themselves; cut them.
+		httpServer.Close()
+	}
+	cancel()
+	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
+	defer cancel()
+	if err := srv.Close(closeCtx); err != nil {
+		return errors.Join(serveErr, fmt.Errorf("shut down: %w", err))
+	}
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		serveErr = nil
+	}
+	return serveErr
+}
+
+// loadAPIKey returns the configured key, else the one kept in the data dir,
+// else a new one that it keeps there.
+func loadAPIKey(dataDir, configured string) (string, error) {
+	if configured != "" {
+		if !e2bapi.IsAPIKey(configured) {
+			return "", fmt.Errorf("API key %q must be e2b_ followed by lower-case hex digits", configured)
+		}
+		return configured, nil
+	}
+	path := filepath.Join(dataDir, apiKeyFile)
+	if raw, err := os.ReadFile(path); err == nil {
+		key := strings.TrimSpace(string(raw))
+		if !e2bapi.IsAPIKey(key) {
+			return "", fmt.Errorf("API key file %s does not hold an e2b_ key; remove it to generate a new one", path)
+		}
+		return key, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	secret := make([]byte, 20)
+	_, _ = rand.Read(secret) // crypto/rand.Read never fails (Go 1.24+)
+	key := "e2b_" + hex.EncodeToString(secret)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("keep the API key: %w", err)
+	}
+	if _, err := f.WriteString(key + "\n"); err != nil {
+		f.Close()
+		return "", err
+	}
+	return key, f.Close()
+}
+
+func writeFileAtomic(path string, v any) error {
+	raw, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(raw, '\n'), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,127 @@
+package store
+
+import (
+	"encoding/json"
+	"sort"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Sandbox is a running sandbox and what the API answers about it.
+type Sandbox struct {
+	ID          string            `json:"id"`
+	TemplateID  string            `json:"templateID"`
+	Alias       string            `json:"alias"`
+	BuildID     string            `json:"buildID"`
+	AccessToken string            `json:"accessToken"`
+	StartedAt   time.Time         `json:"startedAt"`
+	EndAt       time.Time         `json:"endAt"`
+	CPUCount    int32             `json:"cpuCount"`
+	MemoryMB    int32             `json:"memoryMB"`
+	EnvdVersion string            `json:"envdVersion"`
+	Metadata    map[string]string `json:"metadata,omitempty"`
+	ContainerID string            `json:"containerID"`
+}
+
+// CreateSandbox records a started sandbox and counts the spawn on its
+// template, unless the template was deleted meanwhile.
+func (s *Store) CreateSandbox(sb Sandbox) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		templates := tx.Bucket(bucketTemplates)
+		var t Template
+		found, err := getJSON(templates, sb.TemplateID, &t)
+		if err != nil {
+			return err
+		}
+		if !found || t.Deleted {
+			return errorf(KindNotFound, "template '%s' not found", sb.TemplateID)
+		}
+		at := sb.StartedAt
+		t.LastSpawnedAt = &at
+		t.SpawnCount++
+		if err := putJSON(templates, t.ID, t); err != nil {
+			return err
+		}
+		return putJSON(tx.Bucket(bucketSandboxes), sb.ID, sb)
+	})
+}
+
+// Sandbox returns a recorded sandbox.
+func (s *Store) Sandbox(id string) (Sandbox, error) {
+	var sb Sandbox
+	err := s.db.View(func(tx *bolt.Tx) error {
+		found, err := getJSON(tx.Bucket(bucketSandboxes), id, &sb)
+		if err == nil && !found {
+			return errorf(KindNotFound, "sandbox '%s' not found", id)
+		}
+		return err
+	})
+	return sb, err
+}
+
+// Sandboxes lists the recorded sandboxes, oldest first.
+func (s *Store) Sandboxes() ([]Sandbox, error) {
+	var out []Sandbox
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketSandboxes).ForEach(func(_, v []byte) error {
+			var sb Sandbox
+			if err := json.Unmarshal(v, &sb); err != nil {
+				return err
+			}
+			out = append(out, sb)
+			return nil
+		})
+	})
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].StartedAt.Equal(out[j].StartedAt) {
+			return out[i].StartedAt.Before(out[j].StartedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, err
+}
+
+// DeleteSandbox forgets a sandbox; false when it was not recorded.
+func (s *Store) DeleteSandbox(id string) (bool, error) {
+	found := false
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketSandboxes)
+		found = b.Get([]byte(id)) != nil
+		return b.Delete([]byte(id))
+	})
+	return found, err
+}
+
+// SetSandboxEndAt moves the expiry of a sandbox.
+func (s *Store) SetSandboxEndAt(id string, endAt time.Time) error {
+	_, err := s.updateSandbox(id, func(sb *Sandbox) { sb.EndAt = endAt.UTC() })
+	return err
+}
+
+// ExtendSandboxEndAt moves the sandbox's end to endAt when that is later, never earlier,
+// and returns the sandbox.
+func (s *Store) ExtendSandboxEndAt(id string, endAt time.Time) (Sandbox, error) {
+	return s.updateSandbox(id, func(sb *Sandbox) {
+		if endAt.After(sb.EndAt) {
+			sb.EndAt = endAt.UTC()
+		}
+	})
+}
+
+func (s *Store) updateSandbox(id string, change func(*Sandbox)) (Sandbox, error) {
+	var sb Sandbox
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketSandboxes)
+		found, err := getJSON(b, id, &sb)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return errorf(KindNotFound, "sandbox '%s' not found", id)
+		}
+		change(&sb)
+		return putJSON(b, id, sb)
+	})
+	return sb, err
+}
