@@ -346,7 +346,12 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 		// keep at most what envd gave them.
 		SecurityOpt: []string{"no-new-privileges"},
 	}
-	created, err := d.cli.ContainerCreate(ctx, cfg, hc, nil, nil, "")
+	// Not on ctx: a cancel that lands while the engine creates the
+	// container would leave one that nothing records. The cancel is seen
+	// just after, and the container removed.
+	createCtx, cancelCreate := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	created, err := d.cli.ContainerCreate(createCtx, cfg, hc, nil, nil, "")
+	cancelCreate()
 	if err != nil {
 		if derr := d.detach(key); derr != nil {
 			d.log.Warn("relay dir left behind", "key", key, "error", derr)
@@ -357,6 +362,9 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 	fail := func(err error) (*runningContainer, error) {
 		d.discard(ctx, rc)
 		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
 	}
 	if prepare != nil {
 		if err := prepare(ctx, created.ID); err != nil {

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httputil"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -693,5 +695,61 @@ func TestHostNetworkRelaysOnlyEnvd(t *testing.T) {
 	}
 	if _, err := d.DialSandbox(t.Context(), sb.ID, 8080); !errors.Is(err, ErrPortNotRelayed) {
 		t.Errorf("dial port 8080 of a host-network sandbox: %v, want ErrPortNotRelayed", err)
+	}
+}
+
+// cancellingEngine is a proxy in front of the real engine's socket that
+// cancels the caller's context once the engine has created a container and
+// before its answer reaches the client: the cancel of a build or a sandbox
+// start that lands while the container is being created.
+func cancellingEngine(t *testing.T, cancel context.CancelFunc) string {
+	t.Helper()
+	upstream := strings.TrimPrefix(os.Getenv("DOCKER_HOST"), "unix://")
+	dir, err := os.MkdirTemp("", "eng") //nolint:usetesting // short: a unix socket path
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "engine.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	transport := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", upstream)
+	}}
+	proxy := &httputil.ReverseProxy{
+		Rewrite:   func(pr *httputil.ProxyRequest) { pr.Out.URL.Scheme, pr.Out.URL.Host = "http", "engine" },
+		Transport: transport,
+		ModifyResponse: func(resp *http.Response) error {
+			if resp.Request.Method == http.MethodPost && strings.HasSuffix(resp.Request.URL.Path, "/containers/create") {
+				cancel()
+				time.Sleep(200 * time.Millisecond) // the client gives up before the answer
+			}
+			return nil
+		},
+	}
+	srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close(); transport.CloseIdleConnections() })
+	return "unix://" + sock
+}
+
+// A cancel that lands while the engine creates the container leaves no
+// container behind: the engine made it, the client never heard of it.
+func TestCancelDuringCreateLeavesNoContainer(t *testing.T) {
+	if dockerEnv.skip != "" {
+		testutil.Missing(t, "%s", dockerEnv.skip)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	t.Setenv("DOCKER_HOST", cancellingEngine(t, cancel))
+	d := newTestDocker(t, "none")
+	_, err := d.StartSandbox(ctx, SandboxSpec{SandboxID: randomID("cancel"), Image: dockerEnv.baseImage, User: "root", AccessToken: rand.Text()})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want context.Canceled", err)
+	}
+	if left := containers(t, d); len(left) != 0 {
+		t.Errorf("%d containers left after a cancel during create: %s", len(left), left[0].ID)
 	}
 }
