@@ -7,10 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/compare"
@@ -152,23 +150,11 @@ func TestAccExamplePromotion_releaseModule(t *testing.T) {
 func TestAccExamplePromotion_cli(t *testing.T) {
 	staging := localServer(t)
 	production := acctest.Another(t)
-	terraformCLI := os.Getenv("TF_ACC_TERRAFORM_PATH")
-	if terraformCLI == "" {
-		terraformCLI = "terraform"
-	}
 	root, err := acctest.ModuleRoot()
 	acctest.Must(t, err)
 	work := t.TempDir()
 	example := filepath.Join(work, "promotion")
 	copyDir(t, filepath.Join(root, "examples", "promotion"), example)
-	cliConfig := filepath.Join(work, "terraformrc")
-	acctest.Must(t, os.WriteFile(cliConfig, fmt.Appendf(nil, `provider_installation {
-  dev_overrides {
-    "e2b-terraform/e2b" = %q
-  }
-  direct {}
-}
-`, filepath.Dir(staging.Binary)), 0o600))
 	name := uniqueName("acc-promo-example")
 	vars := fmt.Sprintf(`
 staging            = { api_url = %q, sandbox_url = %q, template_name = %q }
@@ -178,22 +164,8 @@ production_api_key = %q
 base_image         = %q
 `, staging.APIURL, staging.SandboxURL, name, production.APIURL, production.SandboxURL, name, staging.APIKey, production.APIKey, staging.DebianImage)
 	acctest.Must(t, os.WriteFile(filepath.Join(example, "terraform.tfvars"), []byte(vars), 0o600))
-
-	terraform := func(args ...string) (string, error) {
-		// Not t.Context: the cleanup's destroy runs after it ends.
-		cmd := exec.CommandContext(context.Background(), terraformCLI, args...)
-		cmd.Dir = example
-		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+cliConfig, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	mustTerraform := func(args ...string) string {
-		out, err := terraform(args...)
-		if err != nil {
-			t.Fatalf("terraform %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return out
-	}
+	tf := newCLI(t, staging, example)
+	terraform, mustTerraform := tf.Run, tf.Must
 	destroyed := false
 	t.Cleanup(func() {
 		if !destroyed {

@@ -65,7 +65,7 @@ func copyBuild(srv *acctest.Server, name, ctxDir string) string {
 
 // buildInputs are the arguments of e2b_template_build that an import
 // cannot know: E2B does not return a build's steps.
-var buildInputs = []string{"from_image", "context", "steps", "copy_hashes", "dockerfile", "timeouts", "files_hash", "force"}
+var buildInputs = []string{"from_image", "context", "steps", "copy_hashes", "dockerfile", "dockerfile_hash", "timeouts", "files_hash", "force"}
 
 // buildImportID is the import ID (template_id/build_id) of a build in the state.
 func buildImportID(resource string) tfresource.ImportStateIdFunc {
@@ -535,4 +535,97 @@ func schemaOf(t *testing.T, r resource.Resource) schema.Schema {
 		t.Fatal(diags)
 	}
 	return resp.Schema
+}
+
+// TestAccTemplateBuild_movedCheckout applies builds whose context and Dockerfile are
+// given as abspath, as path.module and from a module, then plans the same config and
+// state from another directory (a CI runner's checkout: other umask, other mtimes):
+// where the files are must not make new builds, only what they contain.
+func TestAccTemplateBuild_movedCheckout(t *testing.T) {
+	srv := localServer(t)
+	name := uniqueName("acc-moved")
+	first := filepath.Join(t.TempDir(), "checkout")
+	build := func(label, body string) string {
+		return fmt.Sprintf(`
+resource "e2b_template" %[1]q {
+  name = "%[2]s-%[1]s"
+}
+
+resource "e2b_template_build" %[1]q {
+  template_id = e2b_template.%[1]s.id
+%[3]s
+}
+`, label, name, body)
+	}
+	copyApp := fmt.Sprintf(`  from_image  = %q
+  steps       = [{ copy = { src = "app", dest = "/opt/app" } }]`, srv.DebianImage)
+	acctest.WriteFiles(t, first, map[string]string{
+		"main.tf": `terraform {
+  required_providers {
+    e2b = { source = "e2b-terraform/e2b" }
+  }
+}
+` + srv.ProviderConfig() +
+			build("abspath", copyApp+"\n  context = abspath(\"${path.module}/ctx\")") +
+			build("module_path", copyApp+"\n  context = \"${path.module}/ctx\"") +
+			build("dockerfile", `  dockerfile = abspath("${path.module}/ctx/Dockerfile")`) + `
+module "m" {
+  source = "./mod"
+}
+`,
+		"mod/main.tf": `terraform {
+  required_providers {
+    e2b = { source = "e2b-terraform/e2b" }
+  }
+}
+` + build("in_module", copyApp+"\n  context = \"${path.module}/ctx\""),
+		"ctx/app/a.txt":     "a\n",
+		"ctx/app/sub/b.txt": "b\n",
+		"ctx/Dockerfile":    "FROM " + srv.DebianImage + "\nCOPY app /opt/app\n",
+		"mod/ctx/app/c.txt": "c\n",
+	})
+	tf := newCLI(t, srv, first)
+	tf.Must("get", "-no-color")
+	tf.Must("apply", "-auto-approve", "-input=false", "-no-color")
+	t.Cleanup(func() {
+		if out, err := tf.Run("destroy", "-auto-approve", "-input=false", "-no-color"); err != nil {
+			t.Errorf("terraform destroy: %v\n%s", err, out)
+		}
+	})
+
+	// The same checkout elsewhere, with the state: 0600 files, 0700 directories, three
+	// days old.
+	moved := filepath.Join(t.TempDir(), "runner", "checkout")
+	old := time.Now().Add(-72 * time.Hour)
+	acctest.Must(t, filepath.WalkDir(first, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(first, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(moved, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o700)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(target, b, 0o600); err != nil {
+			return err
+		}
+		return os.Chtimes(target, old, old)
+	}))
+	tf.Dir = moved
+	if out, err := tf.Run("plan", "-detailed-exitcode", "-input=false", "-no-color"); err != nil {
+		t.Errorf("plan of the moved checkout is not empty (%v):\n%s", err, out)
+	}
+	// What the files contain still counts.
+	acctest.Must(t, os.WriteFile(filepath.Join(moved, "ctx", "Dockerfile"), []byte("FROM "+srv.DebianImage+"\nCOPY app /opt/app\nRUN true\n"), 0o600))
+	out, _ := tf.Run("plan", "-input=false", "-no-color")
+	if !regexp.MustCompile(`(?s)e2b_template_build.dockerfile must be replaced.*dockerfile_hash.*forces replacement`).MatchString(out) {
+		t.Errorf("a changed Dockerfile does not replace its build:\n%s", out)
+	}
 }
