@@ -629,3 +629,31 @@ module "m" {
 		t.Errorf("a changed Dockerfile does not replace its build:\n%s", out)
 	}
 }
+
+// TestAccTemplateBuild_symlinks copies symlinks whose targets are outside the context (a
+// relative link climbing out, an absolute one) as links, as Docker's COPY does: the plan
+// passes, the build succeeds and the sandbox holds the links.
+func TestAccTemplateBuild_symlinks(t *testing.T) {
+	srv := localServer(t)
+	ctxDir := filepath.Join(t.TempDir(), "ctx")
+	acctest.WriteFiles(t, ctxDir, map[string]string{"app/a.txt": "a\n"})
+	acctest.Must(t, os.Symlink("../../outside", filepath.Join(ctxDir, "app", "x")))
+	acctest.Must(t, os.Symlink("/dev/zero", filepath.Join(ctxDir, "app", "zero")))
+	config := templateBuild(srv, uniqueName("acc-links"), "v1", srv.DebianImage, fmt.Sprintf(`  context = %q
+  steps = [{ copy = { src = "app", dest = "/opt/app" } }]`, ctxDir)) + `
+data "e2b_process" "links" {
+  template = "${e2b_template.t.name}:${e2b_template_build.v1.build_id}"
+  command  = "readlink /opt/app/x /opt/app/zero"
+}
+`
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{{
+			Config: config,
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("e2b_template_build.v1", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+				statecheck.ExpectKnownValue("data.e2b_process.links", tfjsonpath.New("stdout"), knownvalue.StringExact("../../outside\n/dev/zero\n")),
+			},
+		}},
+	})
+}

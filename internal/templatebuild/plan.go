@@ -232,6 +232,10 @@ func (b *Build) hash(ctx context.Context, mode string, log e2bapi.Logger) error 
 		started := time.Now()
 		l, err := buildcontext.List(b.ContextDir, c.Src, buildcontext.ListOptions{ResolveLinks: c.resolveLinks})
 		if err == nil {
+			// What the server would refuse in the archive is refused now, by name.
+			err = l.CheckEntries()
+		}
+		if err == nil {
 			if mode == HashSDK {
 				c.Hash, err = l.SDKHash(ctx, c.Dest)
 			} else {
