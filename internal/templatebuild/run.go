@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"sync"
@@ -93,13 +94,19 @@ func Run(ctx context.Context, api *e2bapi.Client, b *Build, opts Options) (Resul
 		return Result{}, &Error{StageUpload, err}
 	}
 	buildID, onWaiting, err := start(ctx, api, tpl, b, log)
-	if err != nil {
+	unconfirmed := errors.Is(err, ErrStartUnconfirmed) && buildID != ""
+	if err != nil && !unconfirmed {
 		return Result{}, &Error{StageStart, err}
 	}
 	if opts.Started != nil {
 		if err := opts.Started(buildID); err != nil {
 			return Result{BuildID: buildID, Status: e2bapi.BuildBuilding}, err
 		}
+	}
+	if err != nil {
+		// The build may be running: the caller keeps it as building, and whoever looks
+		// at it next finds out (a build still waiting was never started).
+		return Result{BuildID: buildID, Status: e2bapi.BuildBuilding}, &Error{StageStart, err}
 	}
 	// A build registered anew got its tags then; one started on the waiting build only
 	// carries the default tag until it is ready.
@@ -240,10 +247,13 @@ func start(ctx context.Context, api *e2bapi.Client, tpl *e2bapi.TemplateWithBuil
 		if (b.CPUCount != nil && w.CPUCount != *b.CPUCount) || (b.MemoryMB != nil && w.MemoryMB != *b.MemoryMB) {
 			continue
 		}
-		err := api.StartBuild(ctx, tpl.TemplateID, w.BuildID, b.Start)
+		err := startKnown(ctx, api, tpl.TemplateID, w.BuildID, b.Start, log)
 		if err == nil {
 			log.Info(ctx, "build started on the template's waiting build", map[string]any{"build_id": w.BuildID})
 			return w.BuildID, true, nil
+		}
+		if errors.Is(err, ErrStartUnconfirmed) {
+			return w.BuildID, true, err
 		}
 		// Another apply may have taken it in the meantime.
 		if !e2bapi.IsInvalid(err) {
@@ -263,11 +273,44 @@ func start(ctx context.Context, api *e2bapi.Client, tpl *e2bapi.TemplateWithBuil
 	if out.TemplateID != tpl.TemplateID {
 		return "", false, fmt.Errorf("registering a build under the name %q gave template %s, not %s", name, out.TemplateID, tpl.TemplateID)
 	}
-	if err := api.StartBuild(ctx, tpl.TemplateID, out.BuildID, b.Start); err != nil {
+	if err := startKnown(ctx, api, tpl.TemplateID, out.BuildID, b.Start, log); err != nil {
+		if errors.Is(err, ErrStartUnconfirmed) {
+			return out.BuildID, false, err
+		}
 		return "", false, err
 	}
 	log.Info(ctx, "build started", map[string]any{"build_id": out.BuildID})
 	return out.BuildID, false, nil
+}
+
+// ErrStartUnconfirmed is a start of a known build whose answer was lost and whose status
+// could not be read either: the build may be running.
+var ErrStartUnconfirmed = errors.New("the build may have started")
+
+// startKnown starts the registered build buildID. The build ID is known before the start,
+// so a start without the server's answer (lost on the way back, or a 5xx from a proxy)
+// is checked against the build's status before it counts: a build no longer waiting did
+// start. When the status
+// cannot be read either, the error wraps ErrStartUnconfirmed.
+func startKnown(ctx context.Context, api *e2bapi.Client, templateID, buildID string, req e2bapi.TemplateBuildStartV2, log e2bapi.Logger) error {
+	err := api.StartBuild(ctx, templateID, buildID, req)
+	var apiErr *e2bapi.APIError
+	if err == nil || ctx.Err() != nil || (errors.As(err, &apiErr) && apiErr.StatusCode < 500) {
+		// No error, or the server's own answer: a refusal is one, whatever the
+		// build's status (another apply may have started it).
+		return err
+	}
+	info, statusErr := api.GetBuildStatus(ctx, templateID, buildID, math.MaxInt32)
+	switch {
+	case statusErr != nil:
+		return fmt.Errorf("starting build %s: %w; reading its status: %w (%w)", buildID, err, statusErr, ErrStartUnconfirmed)
+	case info.Status == e2bapi.BuildWaiting:
+		return err
+	}
+	log.Warn(ctx, "the answer to the build start was lost, but the build started", map[string]any{
+		"build_id": buildID, "status": info.Status, "error": err.Error(),
+	})
+	return nil
 }
 
 // templateName is the name builds of tpl are registered and tagged under.
