@@ -3,10 +3,16 @@ package provider
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -655,5 +661,67 @@ data "e2b_process" "links" {
 				statecheck.ExpectKnownValue("data.e2b_process.links", tfjsonpath.New("stdout"), knownvalue.StringExact("../../outside\n/dev/zero\n")),
 			},
 		}},
+	})
+}
+
+// failStatus is a reverse proxy in front of the local server that answers the first n
+// build status GETs with 503.
+func failStatus(t *testing.T, target string, n int) string {
+	t.Helper()
+	u, err := url.Parse(target)
+	acctest.Must(t, err)
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		fail := r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/status") && n > 0
+		if fail {
+			n--
+		}
+		mu.Unlock()
+		if fail {
+			http.Error(w, `{"code":503,"message":"unavailable"}`, http.StatusServiceUnavailable)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestAccTemplateBuild_statusUnavailable has the build status answer 503 until the
+// client gives up: the apply keeps the build as building (a warning, not a tainted
+// resource), and the next apply waits for that same build instead of building again.
+func TestAccTemplateBuild_statusUnavailable(t *testing.T) {
+	srv := localServer(t)
+	config := strings.Replace(templateBuild(srv, uniqueName("acc-503"), "b", srv.BaseImage, `  steps = [{ run = { command = "sleep 15" } }]`),
+		fmt.Sprintf("%q", srv.APIURL), fmt.Sprintf("%q", failStatus(t, srv.APIURL, 3)), 1)
+	var buildID string
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{
+			{
+				Config: config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("build_id"), capture(&buildID)),
+				},
+				ExpectNonEmptyPlan: true, // the next plan waits for the build
+			},
+			{
+				Config: config,
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("e2b_template_build.b", plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+					statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("build_id"), stringValue{"the first build", func(s string) error {
+						if s != buildID {
+							return fmt.Errorf("build %s, want the first apply's %s", s, buildID)
+						}
+						return nil
+					}}),
+				},
+			},
+		},
 	})
 }

@@ -211,8 +211,11 @@ func addRunError(diags *diag.Diagnostics, err error, templateID, buildID string)
 	case errors.As(err, &runErr) && runErr.Stage == templatebuild.StageTags:
 		diags.AddAttributeError(path.Root("tags"), "Tagging build "+buildID, err.Error())
 	default:
-		diags.AddError("Following build "+buildID,
-			fmt.Sprintf("%v. The build may go on; the state records it and the next plan refreshes its status.", err))
+		// A warning, as for the timeout: an error would taint the build the state keeps,
+		// and the next apply would build again instead of refreshing it.
+		diags.AddWarning("Build not followed to the end",
+			fmt.Sprintf("Following build %s of template %s failed: %v. The build may go on: the state records it with "+
+				"status \"building\"; the next plan refreshes its status, and apply waits for it again.", buildID, templateID, err))
 	}
 }
 
