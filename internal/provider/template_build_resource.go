@@ -45,6 +45,7 @@ var (
 	_ resource.ResourceWithImportState      = (*templateBuildResource)(nil)
 	_ resource.ResourceWithModifyPlan       = (*templateBuildResource)(nil)
 	_ resource.ResourceWithConfigValidators = (*templateBuildResource)(nil)
+	_ resource.ResourceWithValidateConfig   = (*templateBuildResource)(nil)
 )
 
 // NewTemplateBuildResource is the e2b_template_build resource.
@@ -315,9 +316,9 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true,
-				CreateDescription: "How long to wait for the build (default `60m`). When it elapses the build goes on: " +
+				CreateDescription: "How long to wait for the build, from `1s` to `168h` (default `60m`). When it elapses the build goes on: " +
 					"the state keeps it with status `building` and the next apply waits for it again.",
-				UpdateDescription: "How long to wait for a build that an earlier apply left running (default `60m`).",
+				UpdateDescription: "How long to wait for a build that an earlier apply left running, from `1s` to `168h` (default `60m`).",
 			}),
 		},
 	}
@@ -329,6 +330,21 @@ func (r *templateBuildResource) ConfigValidators(context.Context) []resource.Con
 		resourcevalidator.Conflicting(path.MatchRoot("dockerfile"), path.MatchRoot("steps")),
 		resourcevalidator.Conflicting(path.MatchRoot("from_image_registry"), path.MatchRoot("from_template")),
 		resourcevalidator.Conflicting(path.MatchRoot("from_image_registry"), path.MatchRoot("dockerfile")),
+	}
+}
+
+// ValidateConfig checks the range of timeouts.create and timeouts.update, which the
+// timeouts package only parses (a negative one returned at once).
+func (r *templateBuildResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	for _, name := range []string{"create", "update"} {
+		p := path.Root("timeouts").AtName(name)
+		var v types.String
+		if d := req.Config.GetAttribute(ctx, p, &v); d.HasError() || v.IsNull() || v.IsUnknown() {
+			continue
+		}
+		if _, err := buildTimeoutRange.parse(v.ValueString()); err != nil {
+			resp.Diagnostics.AddAttributeError(p, "Invalid timeout", err.Error())
+		}
 	}
 }
 

@@ -725,3 +725,21 @@ func TestAccTemplateBuild_statusUnavailable(t *testing.T) {
 		},
 	})
 }
+
+// TestAccTemplateBuild_timeoutRange refuses build timeouts that are not positive or
+// longer than a week, saying the range, at plan: a negative one returned at once.
+func TestAccTemplateBuild_timeoutRange(t *testing.T) {
+	build := func(timeouts string) string {
+		return fmt.Sprintf(`
+resource "e2b_template_build" "b" {
+  template_id = %q
+  from_image  = "busybox"
+  timeouts    = %s
+}
+`, someTemplateID, timeouts)
+	}
+	planErrors(t, map[string]struct{ config, err string }{
+		"negative create": {build(`{ create = "-5s" }`), `(?s)Invalid timeout.*"-5s" is out of range: it must be from 1s to 168h`},
+		"huge update":     {build(`{ update = "100000000h" }`), `(?s)Invalid timeout.*"100000000h" is too long: it must be from 1s to 168h`},
+	})
+}
