@@ -271,7 +271,9 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 			},
 			"tags": schema.SetAttribute{
 				MarkdownDescription: "Tags given to the build; once it is ready, `name:tag` starts sandboxes from it. Without tags the build gets `default`. " +
-					"The first build of a template carries `default` too: it runs on the build E2B registered with the template.",
+					"The first build of a template carries `default` too: it runs on the build E2B registered with the template. " +
+					"E2B cancels a build when another build of its template sharing a tag starts, so builds of one template " +
+					"in one apply that share a tag (`default` included) start one after the other; all of them complete.",
 				ElementType:   types.StringType,
 				Optional:      true,
 				Validators:    []validator.Set{setvalidator.ValueStringsAre(tagValidator())},

@@ -743,3 +743,28 @@ resource "e2b_template_build" "b" {
 		"huge update":     {build(`{ update = "100000000h" }`), `(?s)Invalid timeout.*"100000000h" is too long: it must be from 1s to 168h`},
 	})
 }
+
+// TestAccTemplateBuild_twoBuildsOfANewTemplate applies two builds without tags of a
+// template created in the same apply, in parallel: both carry the default tag, and
+// starting one must not cancel the other (superseded by a newer one).
+func TestAccTemplateBuild_twoBuildsOfANewTemplate(t *testing.T) {
+	srv := localServer(t)
+	config := templateBuild(srv, uniqueName("acc-two"), "one", srv.BaseImage, `  steps = [{ run = { command = "sleep 2; echo one" } }]`) + fmt.Sprintf(`
+resource "e2b_template_build" "two" {
+  template_id = e2b_template.t.id
+  from_image  = %q
+  steps       = [{ run = { command = "sleep 2; echo two" } }]
+}
+`, srv.BaseImage)
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{{
+			Config: config,
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("e2b_template_build.one", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+				statecheck.ExpectKnownValue("e2b_template_build.two", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+				statecheck.CompareValuePairs("e2b_template_build.one", tfjsonpath.New("build_id"), "e2b_template_build.two", tfjsonpath.New("build_id"), compare.ValuesDiffer()),
+			},
+		}},
+	})
+}

@@ -86,6 +86,7 @@ func Run(ctx context.Context, api *e2bapi.Client, b *Build, opts Options) (Resul
 	log := logger(opts)
 	waitCtx, cancel := withTimeout(ctx, opts.Timeout)
 	defer cancel()
+	// Read first to fail early on a wrong template; startAlone reads it again.
 	tpl, err := api.GetTemplate(ctx, b.TemplateID)
 	if err != nil {
 		return Result{}, &Error{StageTemplate, err}
@@ -93,7 +94,8 @@ func Run(ctx context.Context, api *e2bapi.Client, b *Build, opts Options) (Resul
 	if err := uploadMissing(waitCtx, api, b.TemplateID, b.Copies, log); err != nil {
 		return Result{}, &Error{StageUpload, err}
 	}
-	buildID, onWaiting, err := start(ctx, api, tpl, b, log)
+	buildID, onWaiting, fl, err := startAlone(ctx, waitCtx, api, b, log)
+	defer running.finish(fl)
 	unconfirmed := errors.Is(err, ErrStartUnconfirmed) && buildID != ""
 	if err != nil && !unconfirmed {
 		return Result{}, &Error{StageStart, err}
@@ -230,6 +232,124 @@ func uploadOne(ctx context.Context, api *e2bapi.Client, templateID string, c Cop
 		"files_hash": c.Hash, "bytes": size, "duration_ms": time.Since(started).Milliseconds(),
 	})
 	return nil
+}
+
+// running are the builds this process started and follows, per template. E2B cancels a
+// template's in-progress builds that share a tag with a build being started, and fails
+// its waiting builds that share a tag with one being registered: two builds of one
+// template in one apply (both without tags carry "default", like the waiting build the
+// template was registered with) would cancel each other. A build therefore starts only
+// when no build of this process it shares a tag with is in progress.
+var running = &flights{locks: map[string]chan struct{}{}, m: map[string][]*flight{}}
+
+type flights struct {
+	mu    sync.Mutex
+	locks map[string]chan struct{} // one start at a time per template
+	m     map[string][]*flight
+}
+
+// flight is a build in progress and the tags it carries as far as E2B's cancelling goes.
+type flight struct {
+	templateID, buildID string
+	tags                []string
+	done                chan struct{}
+}
+
+// lock takes the template's start lock, waiting under ctx.
+func (f *flights) lock(ctx context.Context, templateID string) (func(), error) {
+	f.mu.Lock()
+	l, ok := f.locks[templateID]
+	if !ok {
+		l = make(chan struct{}, 1)
+		f.locks[templateID] = l
+	}
+	f.mu.Unlock()
+	select {
+	case l <- struct{}{}:
+		return func() { <-l }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// sharing returns a build in progress of the template that carries one of tags, or nil.
+func (f *flights) sharing(templateID string, tags []string) *flight {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, fl := range f.m[templateID] {
+		if slices.ContainsFunc(tags, func(t string) bool { return slices.Contains(fl.tags, t) }) {
+			return fl
+		}
+	}
+	return nil
+}
+
+func (f *flights) add(templateID, buildID string, tags []string) *flight {
+	fl := &flight{templateID: templateID, buildID: buildID, tags: tags, done: make(chan struct{})}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.m[templateID] = append(f.m[templateID], fl)
+	return fl
+}
+
+// finish ends a flight (nil is none): this process no longer follows the build.
+func (f *flights) finish(fl *flight) {
+	if fl == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.m[fl.templateID] = slices.DeleteFunc(f.m[fl.templateID], func(o *flight) bool { return o == fl })
+	close(fl.done)
+}
+
+// startAlone starts b once no build this process follows shares a tag with it (see
+// running), reading the template afresh each time: the waiting build may have been taken
+// meanwhile. The wait is bounded by waitCtx. The returned flight, when not nil, must be
+// finished once the build is no longer followed.
+func startAlone(ctx, waitCtx context.Context, api *e2bapi.Client, b *Build, log e2bapi.Logger) (string, bool, *flight, error) {
+	for {
+		release, err := running.lock(waitCtx, b.TemplateID)
+		if err != nil {
+			return "", false, nil, fmt.Errorf("waiting to start a build of template %s: %w", b.TemplateID, err)
+		}
+		tpl, err := api.GetTemplate(ctx, b.TemplateID)
+		if err != nil {
+			release()
+			return "", false, nil, err
+		}
+		tags := carriedTags(tpl, b)
+		other := running.sharing(b.TemplateID, tags)
+		if other == nil {
+			buildID, onWaiting, err := start(ctx, api, tpl, b, log)
+			var fl *flight
+			if buildID != "" {
+				fl = running.add(b.TemplateID, buildID, tags)
+			}
+			release()
+			return buildID, onWaiting, fl, err
+		}
+		release()
+		log.Info(ctx, "waiting for a build of the same template to end before starting: E2B would cancel it, as both carry a tag", map[string]any{
+			"other_build_id": other.buildID, "tags": tags,
+		})
+		select {
+		case <-other.done:
+		case <-waitCtx.Done():
+			return "", false, nil, fmt.Errorf("waiting for build %s of the same template to end: %w", other.buildID, waitCtx.Err())
+		}
+	}
+}
+
+// carriedTags are the tags the build start will carry for E2B's cancelling, taken
+// broadly: the default tag of a waiting build it may run on, and the tags it is
+// registered with otherwise (the default tag when it has none).
+func carriedTags(tpl *e2bapi.TemplateWithBuilds, b *Build) []string {
+	tags := slices.Clone(b.Tags)
+	if len(tags) == 0 || slices.ContainsFunc(tpl.Builds, func(w e2bapi.TemplateBuild) bool { return w.Status == e2bapi.BuildWaiting }) {
+		tags = append(tags, e2bapi.DefaultTag)
+	}
+	return tags
 }
 
 // start starts the build of tpl. When the template has a waiting build (the one E2B

@@ -253,3 +253,29 @@ func TestRunAnswerOfTheStartLost(t *testing.T) {
 		t.Errorf("builds %+v, want the two started ones only", tpl.Builds)
 	}
 }
+
+// TestRunTwoBuildsOfOneTemplateAtOnce runs two builds without tags of a new template at
+// the same time, as one apply of two e2b_template_builds does: both carry the default
+// tag, so starting one would cancel the other; both must end ready.
+func TestRunTwoBuildsOfOneTemplateAtOnce(t *testing.T) {
+	srv, api, reg := newTemplate(t)
+	ctx := t.Context()
+	var wg sync.WaitGroup
+	results := make([]Result, 2)
+	errs := make([]error, 2)
+	for i := range results {
+		b, err := Plan(ctx, Spec{TemplateID: reg.TemplateID, FromImage: srv.BaseImage,
+			Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{fmt.Sprintf("sleep 2; echo build %d", i)}}}}}, &recorder{})
+		acctest.Must(t, err)
+		wg.Go(func() { results[i], errs[i] = Run(ctx, api, b, Options{}) })
+	}
+	wg.Wait()
+	for i := range results {
+		if errs[i] != nil || results[i].Status != e2bapi.BuildReady {
+			t.Errorf("build %d: %+v, %v", i+1, results[i], errs[i])
+		}
+	}
+	if results[0].BuildID == results[1].BuildID {
+		t.Errorf("both runs followed build %s", results[0].BuildID)
+	}
+}
