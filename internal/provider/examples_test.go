@@ -23,8 +23,9 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
-// copyDir copies the regular files and directories below src to dst.
-func copyDir(t *testing.T, src, dst string) {
+// copyDir copies the regular files and directories below src to dst, with their
+// permissions; then, when not nil, calls after with each path it wrote.
+func copyDir(t *testing.T, src, dst string, after func(path string, dir bool) error) {
 	t.Helper()
 	acctest.Must(t, filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
@@ -36,17 +37,20 @@ func copyDir(t *testing.T, src, dst string) {
 		}
 		target := filepath.Join(dst, rel)
 		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
+			err = os.MkdirAll(target, 0o755)
+		} else {
+			var info os.FileInfo
+			var b []byte
+			if info, err = d.Info(); err == nil {
+				if b, err = os.ReadFile(p); err == nil {
+					err = os.WriteFile(target, b, info.Mode().Perm())
+				}
+			}
 		}
-		info, err := d.Info()
-		if err != nil {
+		if err != nil || after == nil {
 			return err
 		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, b, info.Mode().Perm())
+		return after(target, d.IsDir())
 	}))
 }
 
@@ -66,7 +70,7 @@ func TestAccExamplePromotion_releaseModule(t *testing.T) {
 	root, err := acctest.ModuleRoot()
 	acctest.Must(t, err)
 	app := filepath.Join(t.TempDir(), "app")
-	copyDir(t, filepath.Join(root, "examples", "promotion", "app"), app)
+	copyDir(t, filepath.Join(root, "examples", "promotion", "app"), app, nil)
 	name := uniqueName("acc-promo")
 	vars := config.Variables{
 		"name":            config.StringVariable(name),
@@ -154,7 +158,7 @@ func TestAccExamplePromotion_cli(t *testing.T) {
 	acctest.Must(t, err)
 	work := t.TempDir()
 	example := filepath.Join(work, "promotion")
-	copyDir(t, filepath.Join(root, "examples", "promotion"), example)
+	copyDir(t, filepath.Join(root, "examples", "promotion"), example, nil)
 	name := uniqueName("acc-promo-example")
 	vars := fmt.Sprintf(`
 staging            = { api_url = %q, sandbox_url = %q, template_name = %q }

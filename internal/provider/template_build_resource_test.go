@@ -603,27 +603,16 @@ module "m" {
 	// days old.
 	moved := filepath.Join(t.TempDir(), "runner", "checkout")
 	old := time.Now().Add(-72 * time.Hour)
-	acctest.Must(t, filepath.WalkDir(first, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
+	copyDir(t, first, moved, func(p string, dir bool) error {
+		mode := os.FileMode(0o600)
+		if dir {
+			mode = 0o700
+		}
+		if err := os.Chmod(p, mode); err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(first, p)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(moved, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o700)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(target, b, 0o600); err != nil {
-			return err
-		}
-		return os.Chtimes(target, old, old)
-	}))
+		return os.Chtimes(p, old, old)
+	})
 	tf.Dir = moved
 	if out, err := tf.Run("plan", "-detailed-exitcode", "-input=false", "-no-color"); err != nil {
 		t.Errorf("plan of the moved checkout is not empty (%v):\n%s", err, out)
