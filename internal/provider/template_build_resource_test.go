@@ -653,9 +653,10 @@ data "e2b_process" "links" {
 	})
 }
 
-// failStatus is a reverse proxy in front of the local server that answers the first n
-// build status GETs with 503.
-func failStatus(t *testing.T, target string, n int) string {
+// faultProxy is a reverse proxy in front of the local server that drops the answer of
+// the first dropStarts build starts (the POST reaches the server, the connection closes
+// before its 202 comes back) and answers the first failStatus build status GETs with 503.
+func faultProxy(t *testing.T, target string, dropStarts, failStatus int) string {
 	t.Helper()
 	u, err := url.Parse(target)
 	acctest.Must(t, err)
@@ -663,56 +664,73 @@ func failStatus(t *testing.T, target string, n int) string {
 	var mu sync.Mutex
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		fail := r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/status") && n > 0
+		drop := r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v2/templates/") && dropStarts > 0
+		fail := r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/status") && failStatus > 0
+		if drop {
+			dropStarts--
+		}
 		if fail {
-			n--
+			failStatus--
 		}
 		mu.Unlock()
-		if fail {
+		switch {
+		case fail:
 			http.Error(w, `{"code":503,"message":"unavailable"}`, http.StatusServiceUnavailable)
-			return
+		case drop:
+			proxy.ServeHTTP(httptest.NewRecorder(), r)
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				conn.Close()
+			}
+		default:
+			proxy.ServeHTTP(w, r)
 		}
-		proxy.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
 
-// TestAccTemplateBuild_statusUnavailable has the build status answer 503 until the
-// client gives up: the apply keeps the build as building (a warning, not a tainted
-// resource), and the next apply waits for that same build instead of building again.
+// TestAccTemplateBuild_statusUnavailable loses what the client needs to follow a build:
+// the status answering 503 until the client gives up, or the start's 202 lost and the
+// status unreadable right after. The apply keeps the build as building (a warning, not a
+// tainted resource) and the next apply waits for that same build instead of building
+// again.
 func TestAccTemplateBuild_statusUnavailable(t *testing.T) {
 	srv := localServer(t)
-	config := strings.Replace(templateBuild(srv, uniqueName("acc-503"), "b", srv.BaseImage, `  steps = [{ run = { command = "sleep 15" } }]`),
-		fmt.Sprintf("%q", srv.APIURL), fmt.Sprintf("%q", failStatus(t, srv.APIURL, 3)), 1)
-	var buildID string
-	tfresource.Test(t, tfresource.TestCase{
-		ProtoV6ProviderFactories: factories(),
-		Steps: []tfresource.TestStep{
-			{
-				Config: config,
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("build_id"), capture(&buildID)),
+	for name, faults := range map[string][2]int{"status 503": {0, 3}, "start answer lost": {1, 3}} {
+		t.Run(name, func(t *testing.T) {
+			config := strings.Replace(templateBuild(srv, uniqueName("acc-503"), "b", srv.BaseImage, `  steps = [{ run = { command = "sleep 15" } }]`),
+				fmt.Sprintf("%q", srv.APIURL), fmt.Sprintf("%q", faultProxy(t, srv.APIURL, faults[0], faults[1])), 1)
+			var buildID string
+			tfresource.Test(t, tfresource.TestCase{
+				ProtoV6ProviderFactories: factories(),
+				Steps: []tfresource.TestStep{
+					{
+						Config: config,
+						ConfigStateChecks: []statecheck.StateCheck{
+							statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("status"), knownvalue.StringExact("building")),
+							statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("build_id"), capture(&buildID)),
+						},
+						ExpectNonEmptyPlan: true, // the next plan waits for the build
+					},
+					{
+						Config: config,
+						ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+							plancheck.ExpectResourceAction("e2b_template_build.b", plancheck.ResourceActionUpdate),
+						}},
+						ConfigStateChecks: []statecheck.StateCheck{
+							statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+							statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("build_id"), stringValue{"the first build", func(s string) error {
+								if s != buildID {
+									return fmt.Errorf("build %s, want the first apply's %s", s, buildID)
+								}
+								return nil
+							}}),
+						},
+					},
 				},
-				ExpectNonEmptyPlan: true, // the next plan waits for the build
-			},
-			{
-				Config: config,
-				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction("e2b_template_build.b", plancheck.ResourceActionUpdate),
-				}},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
-					statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("build_id"), stringValue{"the first build", func(s string) error {
-						if s != buildID {
-							return fmt.Errorf("build %s, want the first apply's %s", s, buildID)
-						}
-						return nil
-					}}),
-				},
-			},
-		},
-	})
+			})
+		})
+	}
 }
 
 // TestAccTemplateBuild_timeoutRange refuses build timeouts that are not positive or
