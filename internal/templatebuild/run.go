@@ -121,11 +121,15 @@ func Run(ctx context.Context, api *e2bapi.Client, b *Build, opts Options) (Resul
 }
 
 // Wait waits for a build an earlier run left going (Run's *TimeoutError) and, once it is
-// ready, gives it those of tags no build holds yet. It returns the build's status and
+// ready, gives it those of tags no build holds yet. Meanwhile Run starts no build of the
+// template sharing a tag with it (see running). It returns the build's status and
 // fails like Run. Log lines name step numbers only: the steps are not known here.
 func Wait(ctx context.Context, api *e2bapi.Client, templateID, buildID string, tags []string, opts Options) (string, error) {
 	waitCtx, cancel := withTimeout(ctx, opts.Timeout)
 	defer cancel()
+	// Followed again: a build started meanwhile must not cancel it. Its tags at the
+	// start are not known here; the default tag and tags cover every case.
+	defer running.finish(running.add(templateID, buildID, append(slices.Clone(tags), e2bapi.DefaultTag)))
 	return wait(ctx, waitCtx, api, templateID, buildID, nil, tags, "", opts)
 }
 

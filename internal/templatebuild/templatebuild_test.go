@@ -279,3 +279,35 @@ func TestRunTwoBuildsOfOneTemplateAtOnce(t *testing.T) {
 		t.Errorf("both runs followed build %s", results[0].BuildID)
 	}
 }
+
+// TestWaitWhileAnotherBuildStarts follows a build an earlier run left going while a new
+// build of the template without tags starts: the new one waits for it instead of
+// cancelling it, and both end ready.
+func TestWaitWhileAnotherBuildStarts(t *testing.T) {
+	srv, api, reg := newTemplate(t)
+	ctx := t.Context()
+	plan := func(cmd string) *Build {
+		b, err := Plan(ctx, Spec{TemplateID: reg.TemplateID, FromImage: srv.BaseImage,
+			Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{cmd}}}}}, &recorder{})
+		acctest.Must(t, err)
+		return b
+	}
+	left, err := Run(ctx, api, plan("sleep 4; echo left going"), Options{Timeout: time.Second})
+	var timeout *TimeoutError
+	if !errors.As(err, &timeout) {
+		t.Fatalf("first run: %+v, %v; want a timeout", left, err)
+	}
+	var wg sync.WaitGroup
+	var waited string
+	var waitErr error
+	wg.Go(func() { waited, waitErr = Wait(ctx, api, reg.TemplateID, left.BuildID, nil, Options{}) })
+	time.Sleep(100 * time.Millisecond) // Wait has registered the build
+	next, err := Run(ctx, api, plan("echo next"), Options{})
+	wg.Wait()
+	if waitErr != nil || waited != e2bapi.BuildReady {
+		t.Errorf("the build left going: %s, %v", waited, waitErr)
+	}
+	if err != nil || next.Status != e2bapi.BuildReady {
+		t.Errorf("the next build: %+v, %v", next, err)
+	}
+}
