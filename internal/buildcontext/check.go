@@ -27,9 +27,11 @@ type ArchiveLimits struct {
 // E2B SDKs write it) to its end within limits and reports whether it is gzip'd. It refuses,
 // with ErrUnsafeArchive and naming the entry, anything that could land outside the
 // directory the archive is extracted into: empty or invalid names, absolute names, ".."
-// components, entries below a name that was a symlink earlier in the archive, symlinks to
-// absolute paths or out of the root, hard links to such names, and entries other than
-// files, directories and links. Nothing is extracted; the caller unpacks the archive it
+// components, entries written through a symlink (below a name that was a symlink earlier
+// in the archive), hard links to such names or through a symlink, and entries other than
+// files, directories and links. A symlink's target is not checked: like Docker's COPY,
+// the archive carries links as links (to an absolute path or out of the context too),
+// and extracting one never writes where it points. Nothing is extracted; the caller unpacks the archive it
 // checked with a plain tar. A failure to read r is returned as it is, not as
 // ErrUnsafeArchive.
 func CheckArchive(r io.Reader, limits ArchiveLimits) (gzipped bool, err error) {
@@ -61,19 +63,12 @@ func CheckArchive(r io.Reader, limits ArchiveLimits) (gzipped bool, err error) {
 	// Names that were symlinks at any point: tar may write through them, so nothing may lie
 	// below them, even after a later entry replaced them.
 	symlinks := map[string]bool{}
-	// Every symlink's target, checked again at the end against all the archive's links.
-	var links []*tar.Header
 	for entries := 0; ; entries++ {
 		hdr, err := tr.Next()
 		switch {
 		case errors.Is(err, io.EOF) && entries == 0:
 			return gzipped, refuse("archive has no entries")
 		case errors.Is(err, io.EOF):
-			for _, link := range links {
-				if via := climbsOutOfSymlink(link, symlinks); via != "" {
-					return gzipped, refuse("archive entry %q: symlink to %q climbs out of the symlink %q with \"..\", which may leave the archive", link.Name, link.Linkname, via)
-				}
-			}
 			return gzipped, nil
 		case errors.Is(err, errUnpackedTooLarge):
 			return gzipped, tooLarge()
@@ -85,9 +80,6 @@ func CheckArchive(r io.Reader, limits ArchiveLimits) (gzipped bool, err error) {
 		}
 		if err := checkEntry(hdr, symlinks); err != nil {
 			return gzipped, refuse("archive entry %q: %v", hdr.Name, err)
-		}
-		if hdr.Typeflag == tar.TypeSymlink {
-			links = append(links, hdr)
 		}
 		// Read the content through the limit (Next would skip it unread).
 		if _, err := io.Copy(io.Discard, tr); errors.Is(err, errUnpackedTooLarge) {
@@ -107,27 +99,59 @@ func checkEntry(hdr *tar.Header, symlinks map[string]bool) error {
 	if err != nil {
 		return err
 	}
-	for dir := path.Dir(name); dir != "."; dir = path.Dir(dir) {
-		if symlinks[dir] {
-			return fmt.Errorf("lies below the symlink %q", dir)
-		}
+	if via := belowSymlink(name, symlinks); via != "" {
+		return fmt.Errorf("lies below the symlink %q, so it would be written through it", via)
 	}
 	switch hdr.Typeflag {
 	case tar.TypeReg, tar.TypeDir:
 	case tar.TypeSymlink:
-		if path.IsAbs(hdr.Linkname) {
-			return fmt.Errorf("symlink to the absolute path %q leaves the archive", hdr.Linkname)
-		}
-		if escapes(path.Join(path.Dir(name), hdr.Linkname)) {
-			return fmt.Errorf("symlink to %q leaves the archive", hdr.Linkname)
+		if name == "." {
+			return errors.New("a symlink cannot replace the directory the archive is extracted into")
 		}
 		symlinks[name] = true
 	case tar.TypeLink:
-		if _, err := entryName(hdr.Linkname); err != nil {
+		target, err := entryName(hdr.Linkname)
+		if err != nil {
 			return fmt.Errorf("hard link to %q: %w", hdr.Linkname, err)
+		}
+		if via := belowSymlink(target, symlinks); via != "" {
+			return fmt.Errorf("hard link to %q passes through the symlink %q", hdr.Linkname, via)
 		}
 	default:
 		return fmt.Errorf("unsupported entry type %q", string(hdr.Typeflag))
+	}
+	return nil
+}
+
+// belowSymlink returns the symlink among the directories above name, or "".
+func belowSymlink(name string, symlinks map[string]bool) string {
+	for dir := path.Dir(name); dir != "."; dir = path.Dir(dir) {
+		if symlinks[dir] {
+			return dir
+		}
+	}
+	return ""
+}
+
+// CheckEntries applies CheckArchive's rules to the entries of the listing's archive, so
+// that a plan refuses what the server would refuse, naming the entry.
+func (l *Listing) CheckEntries() error {
+	symlinks := map[string]bool{}
+	for i := range l.Entries {
+		e := &l.Entries[i]
+		hdr := &tar.Header{Name: e.Path, Typeflag: tar.TypeReg}
+		switch e.Kind {
+		case KindDir:
+			hdr.Typeflag = tar.TypeDir
+		case KindSymlink:
+			hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, e.LinkTarget
+		}
+		if e.Path == "." && e.Kind == KindDir {
+			continue
+		}
+		if err := checkEntry(hdr, symlinks); err != nil {
+			return &contextError{fmt.Sprintf("%s: %v", e.Path, err), ErrUnsafeArchive}
+		}
 	}
 	return nil
 }
@@ -150,37 +174,6 @@ func entryName(name string) (string, error) {
 	}
 	return path.Clean(name), nil
 }
-
-// climbsOutOfSymlink returns the symlink a link's target passes through before a ".."
-// component, or "". Lexically "a/b/.." is "a", but when a/b is itself a link, ".." climbs
-// from wherever a/b points, which the lexical check cannot see; such targets are refused
-// whichever entry (earlier or later in the archive) makes a/b a link.
-func climbsOutOfSymlink(link *tar.Header, symlinks map[string]bool) string {
-	name := path.Clean(link.Name)
-	var walked []string
-	if dir := path.Dir(name); dir != "." {
-		walked = strings.Split(dir, "/")
-	}
-	via := ""
-	for _, part := range strings.Split(link.Linkname, "/") {
-		switch part {
-		case "", ".":
-		case "..":
-			if via != "" {
-				return via
-			}
-			walked = walked[:len(walked)-1] // escapes() already refused climbing above the root
-		default:
-			walked = append(walked, part)
-			if p := strings.Join(walked, "/"); symlinks[p] {
-				via = p
-			}
-		}
-	}
-	return ""
-}
-
-func escapes(p string) bool { return p == ".." || strings.HasPrefix(p, "../") }
 
 // errUnpackedTooLarge ends reading when the unpacked archive passes ArchiveLimits.MaxUnpackedBytes.
 var errUnpackedTooLarge = errors.New("unpacked size limit reached")

@@ -24,6 +24,11 @@ func TestCheckArchiveAcceptsContextArchives(t *testing.T) {
 		tu.Symlink("app/sub/self", "."),
 		tu.Hardlink("app/hard", "app/a.txt"),
 		tu.File("./top.txt", "top"),
+		// Links are carried as links wherever they point, as Docker's COPY does.
+		tu.Symlink("app/out", "../../outside"),
+		tu.Symlink("zero", "/dev/zero"),
+		tu.Symlink("a/b", ".."),
+		tu.Symlink("x", "a/b/.."),
 	}
 	for _, gz := range []bool{true, false} {
 		gzipped, err := CheckArchive(bytes.NewReader(tu.Tarball(t, gz, entries...)), ArchiveLimits{})
@@ -48,14 +53,12 @@ func TestCheckArchiveRejectsUnsafeEntries(t *testing.T) {
 		{"parent", []tu.TarEntry{tu.File("../evil", "x")}, `"../evil": name contains ".."`},
 		{"dot dot below", []tu.TarEntry{tu.File("a/../../x", "x")}, `"a/../../x": name contains ".."`},
 		{"dot dot inside", []tu.TarEntry{tu.File("a/../b", "x")}, `"a/../b": name contains ".."`},
-		{"symlink out", []tu.TarEntry{tu.Symlink("l", "../outside")}, `"l": symlink to "../outside" leaves the archive`},
-		{"nested symlink out", []tu.TarEntry{tu.Symlink("app/l", "../../etc")}, `"app/l": symlink to "../../etc" leaves the archive`},
-		{"absolute symlink", []tu.TarEntry{tu.Symlink("abs", "/etc")}, `"abs": symlink to the absolute path "/etc" leaves the archive`},
-		{"write through symlink", []tu.TarEntry{tu.Symlink("d", "."), tu.File("d/x", "x")}, `"d/x": lies below the symlink "d"`},
-		{"write through an inner symlink", []tu.TarEntry{tu.Symlink("d", "sub"), tu.File("d/e/x", "x")}, `"d/e/x": lies below the symlink "d"`},
-		{"climb out of an earlier symlink", []tu.TarEntry{tu.Symlink("a/b", ".."), tu.Symlink("x", "a/b/..")}, `"x": symlink to "a/b/.." climbs out of the symlink "a/b"`},
-		{"climb out of a later symlink", []tu.TarEntry{tu.Dir("a/"), tu.Symlink("x", "a/b/../.."), tu.Symlink("a/b", "..")}, `"x": symlink to "a/b/../.." climbs out of the symlink "a/b"`},
-		{"symlink replaced by dir", []tu.TarEntry{tu.Symlink("d", "sub"), tu.Dir("d/"), tu.File("d/x", "x")}, `"d/x": lies below the symlink "d"`},
+		{"write through symlink", []tu.TarEntry{tu.Symlink("d", "."), tu.File("d/x", "x")}, `"d/x": lies below the symlink "d", so it would be written through it`},
+		{"write through an outside symlink", []tu.TarEntry{tu.Symlink("d", "/etc"), tu.File("d/passwd", "x")}, `"d/passwd": lies below the symlink "d", so it would be written through it`},
+		{"write through an inner symlink", []tu.TarEntry{tu.Symlink("d", "sub"), tu.File("d/e/x", "x")}, `"d/e/x": lies below the symlink "d", so it would be written through it`},
+		{"hard link through a symlink", []tu.TarEntry{tu.Symlink("d", "/etc"), tu.Hardlink("h", "d/shadow")}, `"h": hard link to "d/shadow" passes through the symlink "d"`},
+		{"symlink as the root", []tu.TarEntry{tu.Symlink("./", "/etc")}, `a symlink cannot replace the directory`},
+		{"symlink replaced by dir", []tu.TarEntry{tu.Symlink("d", "sub"), tu.Dir("d/"), tu.File("d/x", "x")}, `"d/x": lies below the symlink "d", so it would be written through it`},
 		{"hard link out", []tu.TarEntry{tu.Hardlink("h", "../x")}, `"h": hard link to "../x": name contains ".."`},
 		{"hard link far out", []tu.TarEntry{tu.Hardlink("h", "../../etc/passwd")}, `"h": hard link to "../../etc/passwd"`},
 		{"hard link absolute", []tu.TarEntry{tu.Hardlink("h", "/etc/shadow")}, `"h": hard link to "/etc/shadow": absolute name`},
@@ -121,5 +124,21 @@ func TestCheckArchiveLimits(t *testing.T) {
 	}
 	if _, err := CheckArchive(bytes.NewReader(zeros), ArchiveLimits{MaxUnpackedBytes: 8192}); !errors.Is(err, ErrUnsafeArchive) || !strings.Contains(err.Error(), "unpacks to more than the limit of 8192 bytes") {
 		t.Errorf("content size limit: %v", err)
+	}
+}
+
+// TestListingCheckEntries applies CheckArchive's rules to a listing: links pointing
+// anywhere pass, an entry below a link is refused by name.
+func TestListingCheckEntries(t *testing.T) {
+	ok := &Listing{Entries: []Entry{
+		{Path: ".", Kind: KindDir}, {Path: "x", Kind: KindSymlink, LinkTarget: "../../outside"},
+		{Path: "zero", Kind: KindSymlink, LinkTarget: "/dev/zero"},
+	}}
+	if err := ok.CheckEntries(); err != nil {
+		t.Errorf("links out of the context: %v", err)
+	}
+	bad := &Listing{Entries: []Entry{{Path: "d", Kind: KindSymlink, LinkTarget: "/etc"}, {Path: "d/passwd", Kind: KindFile}}}
+	if err := bad.CheckEntries(); !errors.Is(err, ErrUnsafeArchive) || !strings.Contains(err.Error(), `d/passwd: lies below the symlink "d"`) {
+		t.Errorf("entry below a link: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ var (
 	ErrLinkOutside  = errors.New("symlink points outside the build context")
 	ErrChanged      = errors.New("build context changed")
 	ErrNotDigested  = errors.New("listing has no file digests")
+	ErrIgnoreLimit  = errors.New(".dockerignore beyond its limits")
 	errSymlinkCycle = errors.New("symlink cycle")
 )
 

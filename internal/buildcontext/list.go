@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -105,6 +106,12 @@ func contextRoot(contextDir string) (string, error) {
 	return root, nil
 }
 
+// The limits of a .dockerignore file, which bound the memory its compiled patterns take.
+const (
+	MaxIgnoreBytes    = 1 << 20
+	MaxIgnorePatterns = 10000
+)
+
 // ignoreRules is the compiled .dockerignore plus extra patterns.
 type ignoreRules struct {
 	pm *patternmatcher.PatternMatcher
@@ -120,10 +127,20 @@ func loadIgnore(root string, extra []string) (*ignoreRules, error) {
 	var patterns []string
 	name := filepath.Join(root, ".dockerignore")
 	if f, err := os.Open(name); err == nil {
-		patterns, err = ignorefile.ReadAll(f)
+		// Read through a limit: compiled patterns take kilobytes each, so a huge file
+		// would take gigabytes of memory.
+		lr := &io.LimitedReader{R: f, N: MaxIgnoreBytes + 1}
+		patterns, err = ignorefile.ReadAll(lr)
 		f.Close()
-		if err != nil {
+		switch {
+		case err != nil:
 			return nil, fmt.Errorf("reading %s: %w", name, err)
+		case lr.N <= 0:
+			return nil, &contextError{fmt.Sprintf("%s is larger than the limit of %d bytes; a .dockerignore "+
+				"that size is not a list of patterns (use directory patterns such as logs/ instead of files)", name, MaxIgnoreBytes), ErrIgnoreLimit}
+		case len(patterns) > MaxIgnorePatterns:
+			return nil, &contextError{fmt.Sprintf("%s has %d patterns, more than the limit of %d; use directory "+
+				"patterns such as logs/ instead of one line a file", name, len(patterns), MaxIgnorePatterns), ErrIgnoreLimit}
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("reading %s: %w", name, err)

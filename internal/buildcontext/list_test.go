@@ -4,6 +4,7 @@ package buildcontext
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -220,5 +221,26 @@ func TestResolveLinksInsideContext(t *testing.T) {
 	h, err := l.PortableHash(t.Context(), "/x", HashOptions{})
 	if err != nil || h == "" {
 		t.Fatalf("hash of resolved links: %v", err)
+	}
+}
+
+// TestListIgnoreLimits refuses a .dockerignore beyond its limits by name instead of
+// compiling it (a million patterns took gigabytes); one at the limits lists.
+func TestListIgnoreLimits(t *testing.T) {
+	many := strings.Repeat("x\n", MaxIgnorePatterns+1)
+	big := strings.Repeat("#"+strings.Repeat("c", 1023)+"\n", MaxIgnoreBytes/1024+1)
+	for name, c := range map[string]struct{ content, want string }{
+		"too many patterns": {many, fmt.Sprintf("has %d patterns, more than the limit of %d", MaxIgnorePatterns+1, MaxIgnorePatterns)},
+		"too large":         {big, fmt.Sprintf("is larger than the limit of %d bytes", MaxIgnoreBytes)},
+	} {
+		ctx := newTree(t, file("a.txt", "a"), file(".dockerignore", c.content))
+		_, err := List(ctx, ".", ListOptions{})
+		if !errors.Is(err, ErrIgnoreLimit) || !strings.Contains(err.Error(), filepath.Join(ctx, ".dockerignore")) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	ctx := newTree(t, file("a.txt", "a"), file(".dockerignore", strings.Repeat("x\n", MaxIgnorePatterns)))
+	if _, err := List(ctx, ".", ListOptions{}); err != nil {
+		t.Errorf("at the limit: %v", err)
 	}
 }

@@ -7,6 +7,7 @@
 package dockerfile
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"regexp"
@@ -46,6 +47,11 @@ type Template struct {
 	Warnings []string
 }
 
+// MaxLineBytes is the longest Dockerfile line the buildkit parser reads (its
+// bufio.Scanner's limit, the line ending included); a backslash at the end of a line
+// continues an instruction on the next one.
+const MaxLineBytes = bufio.MaxScanTokenSize - 1
+
 // LineError is a conversion error at one line of the Dockerfile (1-based;
 // 0 when the error concerns the whole file).
 type LineError struct {
@@ -64,6 +70,14 @@ func (e *LineError) Unwrap() error { return e.Err }
 
 // Convert converts the content of a Dockerfile.
 func Convert(content string) (*Template, error) {
+	// The parser reads lines with a bufio.Scanner, whose token limit makes a longer line
+	// fail with the number of a line before it: refused here with its own number.
+	for n, line := range strings.Split(content, "\n") {
+		if len(line) > MaxLineBytes {
+			return nil, &LineError{Line: n + 1, Err: fmt.Errorf("the line is %d bytes long, more than the limit of %d; "+
+				"split it with a backslash at the end of each part, or move a long script into a file that COPY adds", len(line), MaxLineBytes)}
+		}
+	}
 	parsed, err := parser.Parse(strings.NewReader(content))
 	if err != nil {
 		return nil, &LineError{Line: errorLine(err), Err: err}

@@ -314,3 +314,18 @@ func FuzzConvert(f *testing.F) {
 		}
 	})
 }
+
+// TestConvertLongLine reports a line longer than the parser reads with its own number
+// (the parser's scanner named an earlier one); a line at the limit converts.
+func TestConvertLongLine(t *testing.T) {
+	ok := "FROM alpine\nRUN echo " + strings.Repeat("x", MaxLineBytes-len("RUN echo ")) + "\n"
+	if _, err := Convert(ok); err != nil {
+		t.Fatalf("a line at the limit: %v", err)
+	}
+	long := "FROM alpine\nRUN true\nRUN echo " + strings.Repeat("x", 70000) + "\nRUN true\n"
+	_, err := Convert(long)
+	var le *LineError
+	if !errors.As(err, &le) || le.Line != 3 || !strings.Contains(err.Error(), "more than the limit of 65535") {
+		t.Fatalf("Convert of a 70 kB line 3: %v", err)
+	}
+}

@@ -145,7 +145,7 @@ func (c *Client) retryingClient(cfg Config, timeout time.Duration) *retryablehtt
 		RequestLogHook:  c.logAttempt,
 		ResponseLogHook: c.logResponse,
 		CheckRetry:      c.checkRetry,
-		Backoff:         backoff,
+		Backoff:         c.backoff,
 		// Hand the last answer back when retries run out, so its error
 		// envelope is parsed like any other.
 		ErrorHandler: retryablehttp.PassthroughErrorHandler,
@@ -282,6 +282,42 @@ func shouldRetry(method string, resp *http.Response, err error) (bool, string) {
 func isDialError(err error) bool {
 	var opErr *net.OpError
 	return errors.As(err, &opErr) && opErr.Op == "dial"
+}
+
+// longRetryWait is the wait before a retry that is logged as a warning: the apply looks
+// stuck meanwhile.
+const longRetryWait = 10 * time.Second
+
+// backoff is backoff, logged: what the client waits for and how long, a warning when the
+// wait is long (such as a Retry-After of minutes).
+func (c *Client) backoff(waitMin, waitMax time.Duration, attempt int, resp *http.Response) time.Duration {
+	d := backoff(waitMin, waitMax, attempt, resp)
+	if resp == nil || resp.Request == nil {
+		return d
+	}
+	ctx := resp.Request.Context()
+	st := callStateOf(ctx)
+	fields := map[string]any{
+		"method": st.method, "url": st.logURL, "attempt": st.attempt, "status": resp.StatusCode,
+		"wait_ms": d.Milliseconds(), "wait": d.String(),
+	}
+	msg := "waiting before retrying the E2B API request"
+	if h := resp.Header.Get("Retry-After"); h != "" {
+		fields["retry_after"] = h
+		msg = "waiting before retrying the E2B API request, as its Retry-After header asks"
+		if d == maxRetryAfter {
+			msg += fmt.Sprintf(" (at most %s)", maxRetryAfter)
+		}
+	}
+	level := c.logger.Debug
+	switch {
+	case d >= longRetryWait:
+		level = c.logger.Warn
+	case fields["retry_after"] != nil:
+		level = c.logger.Info
+	}
+	c.log(ctx, level, msg, fields)
+	return d
 }
 
 // backoff waits as long as a Retry-After header asks (seconds or an HTTP

@@ -321,3 +321,38 @@ func TestNewRefusesUnsafeConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestBackoffLogsTheWait logs what a retry waits for and how long: a Retry-After of
+// minutes is a warning (the apply looks stuck meanwhile), a short one is information.
+func TestBackoffLogsTheWait(t *testing.T) {
+	logger := &captureLogger{}
+	c, err := New(Config{BaseURL: "http://127.0.0.1:9", APIKey: "e2b_0123456789abcdef", Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := func(retryAfter string) *http.Response {
+		req, _ := http.NewRequestWithContext(withCallState(t.Context(), http.MethodGet, "http://127.0.0.1:9/templates", ""), http.MethodGet, "http://127.0.0.1:9/templates", nil)
+		resp := &http.Response{StatusCode: http.StatusServiceUnavailable, Header: http.Header{}, Request: req}
+		resp.Header.Set("Retry-After", retryAfter)
+		return resp
+	}
+	if d := c.backoff(time.Millisecond, time.Second, 1, answer("180")); d != 3*time.Minute {
+		t.Errorf("Retry-After 180 waits %s", d)
+	}
+	if d := c.backoff(time.Millisecond, time.Second, 1, answer("2")); d != 2*time.Second {
+		t.Errorf("Retry-After 2 waits %s", d)
+	}
+	c.backoff(time.Millisecond, time.Second, 1, answer("86400"))
+	got := logger.all()
+	for _, want := range []string{
+		"WARN waiting before retrying the E2B API request, as its Retry-After header asks map[",
+		"retry_after:180", "wait:3m0s",
+		"INFO waiting before retrying the E2B API request, as its Retry-After header asks map[",
+		"wait:2s",
+		"asks (at most 5m0s)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("log lacks %q:\n%s", want, got)
+		}
+	}
+}

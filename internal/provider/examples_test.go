@@ -7,10 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/compare"
@@ -25,8 +23,9 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
-// copyDir copies the regular files and directories below src to dst.
-func copyDir(t *testing.T, src, dst string) {
+// copyDir copies the regular files and directories below src to dst, with their
+// permissions; then, when not nil, calls after with each path it wrote.
+func copyDir(t *testing.T, src, dst string, after func(path string, dir bool) error) {
 	t.Helper()
 	acctest.Must(t, filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
@@ -38,17 +37,20 @@ func copyDir(t *testing.T, src, dst string) {
 		}
 		target := filepath.Join(dst, rel)
 		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
+			err = os.MkdirAll(target, 0o755)
+		} else {
+			var info os.FileInfo
+			var b []byte
+			if info, err = d.Info(); err == nil {
+				if b, err = os.ReadFile(p); err == nil {
+					err = os.WriteFile(target, b, info.Mode().Perm())
+				}
+			}
 		}
-		info, err := d.Info()
-		if err != nil {
+		if err != nil || after == nil {
 			return err
 		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, b, info.Mode().Perm())
+		return after(target, d.IsDir())
 	}))
 }
 
@@ -68,7 +70,7 @@ func TestAccExamplePromotion_releaseModule(t *testing.T) {
 	root, err := acctest.ModuleRoot()
 	acctest.Must(t, err)
 	app := filepath.Join(t.TempDir(), "app")
-	copyDir(t, filepath.Join(root, "examples", "promotion", "app"), app)
+	copyDir(t, filepath.Join(root, "examples", "promotion", "app"), app, nil)
 	name := uniqueName("acc-promo")
 	vars := config.Variables{
 		"name":            config.StringVariable(name),
@@ -152,23 +154,11 @@ func TestAccExamplePromotion_releaseModule(t *testing.T) {
 func TestAccExamplePromotion_cli(t *testing.T) {
 	staging := localServer(t)
 	production := acctest.Another(t)
-	terraformCLI := os.Getenv("TF_ACC_TERRAFORM_PATH")
-	if terraformCLI == "" {
-		terraformCLI = "terraform"
-	}
 	root, err := acctest.ModuleRoot()
 	acctest.Must(t, err)
 	work := t.TempDir()
 	example := filepath.Join(work, "promotion")
-	copyDir(t, filepath.Join(root, "examples", "promotion"), example)
-	cliConfig := filepath.Join(work, "terraformrc")
-	acctest.Must(t, os.WriteFile(cliConfig, fmt.Appendf(nil, `provider_installation {
-  dev_overrides {
-    "e2b-terraform/e2b" = %q
-  }
-  direct {}
-}
-`, filepath.Dir(staging.Binary)), 0o600))
+	copyDir(t, filepath.Join(root, "examples", "promotion"), example, nil)
 	name := uniqueName("acc-promo-example")
 	vars := fmt.Sprintf(`
 staging            = { api_url = %q, sandbox_url = %q, template_name = %q }
@@ -178,22 +168,8 @@ production_api_key = %q
 base_image         = %q
 `, staging.APIURL, staging.SandboxURL, name, production.APIURL, production.SandboxURL, name, staging.APIKey, production.APIKey, staging.DebianImage)
 	acctest.Must(t, os.WriteFile(filepath.Join(example, "terraform.tfvars"), []byte(vars), 0o600))
-
-	terraform := func(args ...string) (string, error) {
-		// Not t.Context: the cleanup's destroy runs after it ends.
-		cmd := exec.CommandContext(context.Background(), terraformCLI, args...)
-		cmd.Dir = example
-		cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+cliConfig, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	mustTerraform := func(args ...string) string {
-		out, err := terraform(args...)
-		if err != nil {
-			t.Fatalf("terraform %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return out
-	}
+	tf := newCLI(t, staging, example)
+	terraform, mustTerraform := tf.Run, tf.Must
 	destroyed := false
 	t.Cleanup(func() {
 		if !destroyed {

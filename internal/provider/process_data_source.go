@@ -57,7 +57,7 @@ const (
 		"the ID of the sandbox that was created for the command (and killed since)."
 	processCommandDescription      = "Shell command, run as `/bin/bash -l -c <command>`. Exactly one of `command` and `cmd` is required."
 	processStdinDescription        = "Text sent to the command's standard input, followed by end of file. Without it the command has no standard input."
-	processTimeoutDescription      = "How long the command may run, as a duration such as `30s` or `5m` (default `60s`); it is killed then and the read fails."
+	processTimeoutDescription      = "How long the command may run, as a duration such as `30s` or `5m`, from `1s` to `24h` (default `60s`); it is killed then and the read fails."
 	processMaxOutputDescription    = "Bytes kept of each of stdout and stderr (default 1 MiB = 1048576); the rest is discarded and flagged in `stdout_truncated` / `stderr_truncated`."
 	processAllowNonZeroDescription = "Accept a non-zero exit code instead of failing with the command's stderr (default `false`)."
 )
@@ -84,7 +84,7 @@ func runProcess(ctx context.Context, data *ProviderData, m *processModel) (diags
 		MaxOutputBytes: envd.DefaultMaxOutputBytes,
 	}}
 	if !m.Timeout.IsNull() {
-		d, err := parsePositiveDuration(m.Timeout.ValueString())
+		d, err := processTimeoutRange.parse(m.Timeout.ValueString())
 		if err != nil {
 			diags.AddAttributeError(path.Root("timeout"), "Invalid timeout", err.Error())
 			return diags
@@ -182,7 +182,7 @@ func (d *processDataSource) Schema(_ context.Context, _ datasource.SchemaRequest
 			"cwd":     dschema.StringAttribute{MarkdownDescription: "Working directory; defaults to the template's workdir, else the user's home.", Optional: true},
 			"user":    dschema.StringAttribute{MarkdownDescription: "OS user to run as; defaults to the template's user.", Optional: true},
 			"stdin":   dschema.StringAttribute{MarkdownDescription: processStdinDescription, Optional: true},
-			"timeout": dschema.StringAttribute{MarkdownDescription: processTimeoutDescription, Optional: true, Validators: []validator.String{durationValidator()}},
+			"timeout": dschema.StringAttribute{MarkdownDescription: processTimeoutDescription, Optional: true, Validators: []validator.String{durationValidator(processTimeoutRange)}},
 			"max_output_bytes": dschema.Int64Attribute{
 				MarkdownDescription: processMaxOutputDescription,
 				Optional:            true,

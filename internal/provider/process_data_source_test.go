@@ -247,3 +247,25 @@ data "e2b_process" "p" {
 `, `(?s)not a duration`},
 	})
 }
+
+// TestAccProcessDataSource_timeoutRange refuses, at plan, timeouts out of the range a
+// sandbox's lifetime can have, saying the range: a sandbox's lifetime is sent in whole
+// seconds as an int32, so longer values were sent negative or wrapped around.
+func TestAccProcessDataSource_timeoutRange(t *testing.T) {
+	process := func(timeout string) string {
+		return fmt.Sprintf(`
+data "e2b_process" "p" {
+  template = "base"
+  command  = "true"
+  timeout  = %q
+}
+`, timeout)
+	}
+	planErrors(t, map[string]struct{ config, err string }{
+		"a hundred years": {process("876000h"), `(?s)"876000h" is out of range: it must be from 1s\s+to 24h`},
+		"int32 wrap":      {process("1193046h2236s"), `(?s)"1193046h2236s" is out of range: it must be from 1s to\s+24h`},
+		"too long":        {process("100000000h"), `(?s)"100000000h" is too long: it must be from 1s to\s+24h`},
+		"zero":            {process("0s"), `(?s)"0s" is out of range`},
+		"garbage":         {process("soon"), `(?s)"soon" is not a duration such as 30s or 5m \(from 1s to\s+24h\)`},
+	})
+}

@@ -51,7 +51,7 @@ func (r *processEphemeralResource) Schema(_ context.Context, _ ephemeral.SchemaR
 			"cwd":     eschema.StringAttribute{MarkdownDescription: "Working directory; defaults to the template's workdir, else the user's home.", Optional: true},
 			"user":    eschema.StringAttribute{MarkdownDescription: "OS user to run as; defaults to the template's user.", Optional: true},
 			"stdin":   eschema.StringAttribute{MarkdownDescription: processStdinDescription, Optional: true},
-			"timeout": eschema.StringAttribute{MarkdownDescription: processTimeoutDescription, Optional: true, Validators: []validator.String{durationValidator()}},
+			"timeout": eschema.StringAttribute{MarkdownDescription: processTimeoutDescription, Optional: true, Validators: []validator.String{durationValidator(processTimeoutRange)}},
 			"max_output_bytes": eschema.Int64Attribute{
 				MarkdownDescription: processMaxOutputDescription,
 				Optional:            true,

@@ -152,10 +152,10 @@ func (p *e2bProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *
 			},
 			"request_timeout": schema.StringAttribute{
 				MarkdownDescription: "Time limit of one HTTP request to the API, as a Go duration such as `60s` " +
-					"or `2m`. Defaults to `60s`. Long operations such as template builds are limited by the " +
+					"or `2m`, from `1s` to `24h`. Defaults to `60s`. Long operations such as template builds are limited by the " +
 					"resources' own timeouts, not by this.",
 				Optional:   true,
-				Validators: []validator.String{durationValidator()},
+				Validators: []validator.String{durationValidator(requestTimeoutRange)},
 			},
 			"max_retries": schema.Int64Attribute{
 				MarkdownDescription: fmt.Sprintf("How many times a failed API request is retried when retrying "+
@@ -261,7 +261,7 @@ func resolveProviderData(m providerModel, getenv func(string) string, version st
 
 	data.RequestTimeout = DefaultRequestTimeout
 	if !m.RequestTimeout.IsNull() {
-		d, err := parsePositiveDuration(m.RequestTimeout.ValueString())
+		d, err := requestTimeoutRange.parse(m.RequestTimeout.ValueString())
 		addErr(&diags, "request_timeout", "", err)
 		data.RequestTimeout = d
 	}

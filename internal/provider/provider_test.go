@@ -363,7 +363,7 @@ func TestResolveProviderData(t *testing.T) {
 		{
 			name:  "zero request_timeout",
 			model: model(func(m *providerModel) { m.RequestTimeout = types.StringValue("0s") }),
-			want:  want{errAttr: "request_timeout", errText: "greater than zero"},
+			want:  want{errAttr: "request_timeout", errText: "must be from 1s to 24h"},
 		},
 		{
 			name:  "negative max_retries",
@@ -613,7 +613,7 @@ func TestAccProvider_configurationRules(t *testing.T) {
 		"api_url with credentials":       {`api_url = "https://me:hunter2@api.e2b.app"`, `(?s)Invalid\s+api_url.*REDACTED`},
 		"domain with a port":             {`domain = "e2b.app:443"`, `(?s)Invalid\s+domain.*without\s+scheme,\s+port\s+or\s+path`},
 		"domain with a scheme":           {`domain = "https://e2b.app"`, `(?s)Invalid\s+domain.*bare\s+DNS\s+name`},
-		"zero request_timeout":           {`request_timeout = "0s"`, `(?s)Invalid\s+request_timeout.*greater\s+than\s+zero`},
+		"zero request_timeout":           {`request_timeout = "0s"`, `(?s)Invalid\s+request_timeout.*out\s+of\s+range.*from\s+1s\s+to\s+24h`},
 		"too many max_retries":           {`max_retries = 101`, `(?s)max_retries.*between\s+0\s+and\s+100`},
 	} {
 		t.Run(name, func(t *testing.T) {

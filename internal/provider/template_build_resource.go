@@ -45,6 +45,7 @@ var (
 	_ resource.ResourceWithImportState      = (*templateBuildResource)(nil)
 	_ resource.ResourceWithModifyPlan       = (*templateBuildResource)(nil)
 	_ resource.ResourceWithConfigValidators = (*templateBuildResource)(nil)
+	_ resource.ResourceWithValidateConfig   = (*templateBuildResource)(nil)
 )
 
 // NewTemplateBuildResource is the e2b_template_build resource.
@@ -73,6 +74,7 @@ type templateBuildModel struct {
 	FilesHash         types.String   `tfsdk:"files_hash"`
 	Triggers          types.Map      `tfsdk:"triggers"`
 	CopyHashes        types.List     `tfsdk:"copy_hashes"`
+	DockerfileHash    types.String   `tfsdk:"dockerfile_hash"`
 	Status            types.String   `tfsdk:"status"`
 	Timeouts          timeouts.Value `tfsdk:"timeouts"`
 }
@@ -184,19 +186,21 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 					"a base image, build steps and start/ready commands the way the E2B SDK does: one `FROM` only; " +
 					"`RUN`, `COPY`/`ADD`, `ENV`/`ARG`, `WORKDIR`, `USER` become steps, `CMD`/`ENTRYPOINT` the start " +
 					"command. Multi-stage builds and instructions without an E2B equivalent are refused with their " +
-					"line number. Cannot be combined with `steps`.",
-				Optional:      true,
-				Validators:    []validator.String{stringvalidator.LengthAtLeast(1)},
-				PlanModifiers: replaceString,
+					"line number. Cannot be combined with `steps`. Only the content counts: a Dockerfile moved " +
+					"elsewhere (another checkout path) with the same content does not make a new build, and the " +
+					"state keeps the path it was built from.",
+				Optional:   true,
+				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
 			},
 			"context": schema.StringAttribute{
 				MarkdownDescription: "Directory COPY sources are taken from. Defaults to the directory of " +
 					"`dockerfile` when it is a path, else Terraform's working directory (the root module). " +
 					"A `.dockerignore` file in it excludes files with Docker's rules. Relative paths are taken " +
-					"from Terraform's working directory; `path.module` makes them work from any module.",
-				Optional:      true,
-				Validators:    []validator.String{stringvalidator.LengthAtLeast(1)},
-				PlanModifiers: replaceString,
+					"from Terraform's working directory; `path.module` makes them work from any module. Only the " +
+					"files count (`copy_hashes`): the same files at another path (another checkout, an `abspath` " +
+					"of it) do not make a new build, and the state keeps the path the build was made from.",
+				Optional:   true,
+				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
 			},
 			"steps": schema.ListNestedAttribute{
 				MarkdownDescription: "Build steps, run in order. Each step sets exactly one of `run`, `copy`, `env`, `workdir` and `user`.",
@@ -267,7 +271,9 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 			},
 			"tags": schema.SetAttribute{
 				MarkdownDescription: "Tags given to the build; once it is ready, `name:tag` starts sandboxes from it. Without tags the build gets `default`. " +
-					"The first build of a template carries `default` too: it runs on the build E2B registered with the template.",
+					"The first build of a template carries `default` too: it runs on the build E2B registered with the template. " +
+					"E2B cancels a build when another build of its template sharing a tag starts, so builds of one template " +
+					"in one apply that share a tag (`default` included) start one after the other; all of them complete.",
 				ElementType:   types.StringType,
 				Optional:      true,
 				Validators:    []validator.Set{setvalidator.ValueStringsAre(tagValidator())},
@@ -301,15 +307,20 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 				ElementType:         types.StringType,
 				Computed:            true,
 			},
+			"dockerfile_hash": schema.StringAttribute{
+				MarkdownDescription: "SHA-256 of the Dockerfile's content (hex); null without `dockerfile`. A changed " +
+					"content replaces the build, a moved file does not.",
+				Computed: true,
+			},
 			"status": schema.StringAttribute{
 				MarkdownDescription: "Build status: `ready`, or `building` when the apply stopped waiting before the end.",
 				Computed:            true,
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true,
-				CreateDescription: "How long to wait for the build (default `60m`). When it elapses the build goes on: " +
+				CreateDescription: "How long to wait for the build, from `1s` to `168h` (default `60m`). When it elapses the build goes on: " +
 					"the state keeps it with status `building` and the next apply waits for it again.",
-				UpdateDescription: "How long to wait for a build that an earlier apply left running (default `60m`).",
+				UpdateDescription: "How long to wait for a build that an earlier apply left running, from `1s` to `168h` (default `60m`).",
 			}),
 		},
 	}
@@ -321,6 +332,21 @@ func (r *templateBuildResource) ConfigValidators(context.Context) []resource.Con
 		resourcevalidator.Conflicting(path.MatchRoot("dockerfile"), path.MatchRoot("steps")),
 		resourcevalidator.Conflicting(path.MatchRoot("from_image_registry"), path.MatchRoot("from_template")),
 		resourcevalidator.Conflicting(path.MatchRoot("from_image_registry"), path.MatchRoot("dockerfile")),
+	}
+}
+
+// ValidateConfig checks the range of timeouts.create and timeouts.update, which the
+// timeouts package only parses (a negative one returned at once).
+func (r *templateBuildResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	for _, name := range []string{"create", "update"} {
+		p := path.Root("timeouts").AtName(name)
+		var v types.String
+		if d := req.Config.GetAttribute(ctx, p, &v); d.HasError() || v.IsNull() || v.IsUnknown() {
+			continue
+		}
+		if _, err := buildTimeoutRange.parse(v.ValueString()); err != nil {
+			resp.Diagnostics.AddAttributeError(p, "Invalid timeout", err.Error())
+		}
 	}
 }
 
@@ -342,29 +368,60 @@ func (r *templateBuildResource) ModifyPlan(ctx context.Context, req resource.Mod
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	hashes := types.ListUnknown(types.StringType)
+	hashes, dockerfileHash := types.ListUnknown(types.StringType), types.StringUnknown()
 	if b := planBuild(ctx, &plan, &resp.Diagnostics); b != nil {
 		var d diag.Diagnostics
 		hashes, d = types.ListValueFrom(ctx, types.StringType, b.Hashes())
 		resp.Diagnostics.Append(d...)
+		dockerfileHash = optionalString(b.DockerfileHash)
 	}
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	if state != nil && state.DockerfileHash.IsNull() && !dockerfileHash.IsNull() && plan.Dockerfile.Equal(state.Dockerfile) {
+		// A state written before dockerfile_hash existed: the same Dockerfile argument
+		// is taken as the same build, as it was then.
+		dockerfileHash = state.DockerfileHash
+	}
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("copy_hashes"), hashes)...)
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("dockerfile_hash"), dockerfileHash)...)
 	if state == nil {
 		return
 	}
-	// An imported build has no hashes in its state: a known tree then replaces it too,
-	// since nothing says it matches.
+	// What the build is made of is the files (copy_hashes) and the Dockerfile's content
+	// (dockerfile_hash), never where they are. An imported build has no hashes in its
+	// state: a known tree then replaces it too, since nothing says it matches.
 	if !hashes.Equal(state.CopyHashes) {
 		resp.RequiresReplace = append(resp.RequiresReplace, path.Root("copy_hashes"))
 		return
+	}
+	if !dockerfileHash.Equal(state.DockerfileHash) {
+		resp.RequiresReplace = append(resp.RequiresReplace, path.Root("dockerfile_hash"))
+		return
+	}
+	// The same content at another path (another checkout, a CI runner): the plan keeps
+	// the path the build was made from, so that nothing changes. Terraform accepts a
+	// prior value in place of the configured one for this.
+	for _, p := range []struct {
+		name          string
+		config, prior types.String
+	}{{"context", plan.Context, state.Context}, {"dockerfile", plan.Dockerfile, state.Dockerfile}} {
+		if !p.config.IsNull() && !p.prior.IsNull() && !p.config.Equal(p.prior) {
+			resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root(p.name), p.prior)...)
+		}
 	}
 	if state.Status.ValueString() == e2bapi.BuildBuilding {
 		// An earlier apply stopped waiting: this one waits for the end.
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("status"), types.StringUnknown())...)
 	}
+}
+
+// optionalString is v, null when empty.
+func optionalString(v string) types.String {
+	if v == "" {
+		return types.StringNull()
+	}
+	return types.StringValue(v)
 }
 
 // errStateNotSaved stops a run whose build ID could not be saved in the state.
@@ -399,6 +456,7 @@ func (r *templateBuildResource) Create(ctx context.Context, req resource.CreateR
 	}
 	plan.CopyHashes, d = types.ListValueFrom(ctx, types.StringType, b.Hashes())
 	resp.Diagnostics.Append(d...)
+	plan.DockerfileHash = optionalString(b.DockerfileHash)
 
 	res, err := templatebuild.Run(ctx, api, b, runOptions(ctx, timeout, func(buildID string) error {
 		plan.ID, plan.BuildID, plan.Status = types.StringValue(buildID), types.StringValue(buildID), types.StringValue(e2bapi.BuildBuilding)
@@ -454,6 +512,9 @@ func (r *templateBuildResource) Read(ctx context.Context, req resource.ReadReque
 	if state.CopyHashes.IsUnknown() {
 		state.CopyHashes = types.ListNull(types.StringType)
 	}
+	if state.DockerfileHash.IsUnknown() {
+		state.DockerfileHash = types.StringNull()
+	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
@@ -467,6 +528,7 @@ func (r *templateBuildResource) Update(ctx context.Context, req resource.UpdateR
 		return
 	}
 	plan.ID, plan.BuildID, plan.CopyHashes, plan.Status = state.ID, state.BuildID, state.CopyHashes, state.Status
+	plan.DockerfileHash = state.DockerfileHash
 	if state.Status.ValueString() == e2bapi.BuildBuilding {
 		api := apiOrError(r.data, &resp.Diagnostics)
 		if resp.Diagnostics.HasError() {

@@ -3,10 +3,16 @@ package provider
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -65,7 +71,7 @@ func copyBuild(srv *acctest.Server, name, ctxDir string) string {
 
 // buildInputs are the arguments of e2b_template_build that an import
 // cannot know: E2B does not return a build's steps.
-var buildInputs = []string{"from_image", "context", "steps", "copy_hashes", "dockerfile", "timeouts", "files_hash", "force"}
+var buildInputs = []string{"from_image", "context", "steps", "copy_hashes", "dockerfile", "dockerfile_hash", "timeouts", "files_hash", "force"}
 
 // buildImportID is the import ID (template_id/build_id) of a build in the state.
 func buildImportID(resource string) tfresource.ImportStateIdFunc {
@@ -535,4 +541,237 @@ func schemaOf(t *testing.T, r resource.Resource) schema.Schema {
 		t.Fatal(diags)
 	}
 	return resp.Schema
+}
+
+// TestAccTemplateBuild_movedCheckout applies builds whose context and Dockerfile are
+// given as abspath, as path.module and from a module, then plans the same config and
+// state from another directory (a CI runner's checkout: other umask, other mtimes):
+// where the files are must not make new builds, only what they contain.
+func TestAccTemplateBuild_movedCheckout(t *testing.T) {
+	srv := localServer(t)
+	name := uniqueName("acc-moved")
+	first := filepath.Join(t.TempDir(), "checkout")
+	build := func(label, body string) string {
+		return fmt.Sprintf(`
+resource "e2b_template" %[1]q {
+  name = "%[2]s-%[1]s"
+}
+
+resource "e2b_template_build" %[1]q {
+  template_id = e2b_template.%[1]s.id
+%[3]s
+}
+`, label, name, body)
+	}
+	copyApp := fmt.Sprintf(`  from_image  = %q
+  steps       = [{ copy = { src = "app", dest = "/opt/app" } }]`, srv.DebianImage)
+	acctest.WriteFiles(t, first, map[string]string{
+		"main.tf": `terraform {
+  required_providers {
+    e2b = { source = "e2b-terraform/e2b" }
+  }
+}
+` + srv.ProviderConfig() +
+			build("abspath", copyApp+"\n  context = abspath(\"${path.module}/ctx\")") +
+			build("module_path", copyApp+"\n  context = \"${path.module}/ctx\"") +
+			build("dockerfile", `  dockerfile = abspath("${path.module}/ctx/Dockerfile")`) + `
+module "m" {
+  source = "./mod"
+}
+`,
+		"mod/main.tf": `terraform {
+  required_providers {
+    e2b = { source = "e2b-terraform/e2b" }
+  }
+}
+` + build("in_module", copyApp+"\n  context = \"${path.module}/ctx\""),
+		"ctx/app/a.txt":     "a\n",
+		"ctx/app/sub/b.txt": "b\n",
+		"ctx/Dockerfile":    "FROM " + srv.DebianImage + "\nCOPY app /opt/app\n",
+		"mod/ctx/app/c.txt": "c\n",
+	})
+	tf := newCLI(t, srv, first)
+	tf.Must("get", "-no-color")
+	tf.Must("apply", "-auto-approve", "-input=false", "-no-color")
+	t.Cleanup(func() {
+		if out, err := tf.Run("destroy", "-auto-approve", "-input=false", "-no-color"); err != nil {
+			t.Errorf("terraform destroy: %v\n%s", err, out)
+		}
+	})
+
+	// The same checkout elsewhere, with the state: 0600 files, 0700 directories, three
+	// days old.
+	moved := filepath.Join(t.TempDir(), "runner", "checkout")
+	old := time.Now().Add(-72 * time.Hour)
+	copyDir(t, first, moved, func(p string, dir bool) error {
+		mode := os.FileMode(0o600)
+		if dir {
+			mode = 0o700
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			return err
+		}
+		return os.Chtimes(p, old, old)
+	})
+	tf.Dir = moved
+	if out, err := tf.Run("plan", "-detailed-exitcode", "-input=false", "-no-color"); err != nil {
+		t.Errorf("plan of the moved checkout is not empty (%v):\n%s", err, out)
+	}
+	// What the files contain still counts.
+	acctest.Must(t, os.WriteFile(filepath.Join(moved, "ctx", "Dockerfile"), []byte("FROM "+srv.DebianImage+"\nCOPY app /opt/app\nRUN true\n"), 0o600))
+	out, _ := tf.Run("plan", "-input=false", "-no-color")
+	if !regexp.MustCompile(`(?s)e2b_template_build.dockerfile must be replaced.*dockerfile_hash.*forces replacement`).MatchString(out) {
+		t.Errorf("a changed Dockerfile does not replace its build:\n%s", out)
+	}
+}
+
+// TestAccTemplateBuild_symlinks copies symlinks whose targets are outside the context (a
+// relative link climbing out, an absolute one) as links, as Docker's COPY does: the plan
+// passes, the build succeeds and the sandbox holds the links.
+func TestAccTemplateBuild_symlinks(t *testing.T) {
+	srv := localServer(t)
+	ctxDir := filepath.Join(t.TempDir(), "ctx")
+	acctest.WriteFiles(t, ctxDir, map[string]string{"app/a.txt": "a\n"})
+	acctest.Must(t, os.Symlink("../../outside", filepath.Join(ctxDir, "app", "x")))
+	acctest.Must(t, os.Symlink("/dev/zero", filepath.Join(ctxDir, "app", "zero")))
+	config := templateBuild(srv, uniqueName("acc-links"), "v1", srv.DebianImage, fmt.Sprintf(`  context = %q
+  steps = [{ copy = { src = "app", dest = "/opt/app" } }]`, ctxDir)) + `
+data "e2b_process" "links" {
+  template = "${e2b_template.t.name}:${e2b_template_build.v1.build_id}"
+  command  = "readlink /opt/app/x /opt/app/zero"
+}
+`
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{{
+			Config: config,
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("e2b_template_build.v1", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+				statecheck.ExpectKnownValue("data.e2b_process.links", tfjsonpath.New("stdout"), knownvalue.StringExact("../../outside\n/dev/zero\n")),
+			},
+		}},
+	})
+}
+
+// faultProxy is a reverse proxy in front of the local server that drops the answer of
+// the first dropStarts build starts (the POST reaches the server, the connection closes
+// before its 202 comes back) and answers the first failStatus build status GETs with 503.
+func faultProxy(t *testing.T, target string, dropStarts, failStatus int) string {
+	t.Helper()
+	u, err := url.Parse(target)
+	acctest.Must(t, err)
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		drop := r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v2/templates/") && dropStarts > 0
+		fail := r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/status") && failStatus > 0
+		if drop {
+			dropStarts--
+		}
+		if fail {
+			failStatus--
+		}
+		mu.Unlock()
+		switch {
+		case fail:
+			http.Error(w, `{"code":503,"message":"unavailable"}`, http.StatusServiceUnavailable)
+		case drop:
+			proxy.ServeHTTP(httptest.NewRecorder(), r)
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				conn.Close()
+			}
+		default:
+			proxy.ServeHTTP(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestAccTemplateBuild_statusUnavailable loses what the client needs to follow a build:
+// the status answering 503 until the client gives up, or the start's 202 lost and the
+// status unreadable right after. The apply keeps the build as building (a warning, not a
+// tainted resource) and the next apply waits for that same build instead of building
+// again.
+func TestAccTemplateBuild_statusUnavailable(t *testing.T) {
+	srv := localServer(t)
+	for name, faults := range map[string][2]int{"status 503": {0, 3}, "start answer lost": {1, 3}} {
+		t.Run(name, func(t *testing.T) {
+			config := strings.Replace(templateBuild(srv, uniqueName("acc-503"), "b", srv.BaseImage, `  steps = [{ run = { command = "sleep 15" } }]`),
+				fmt.Sprintf("%q", srv.APIURL), fmt.Sprintf("%q", faultProxy(t, srv.APIURL, faults[0], faults[1])), 1)
+			var buildID string
+			tfresource.Test(t, tfresource.TestCase{
+				ProtoV6ProviderFactories: factories(),
+				Steps: []tfresource.TestStep{
+					{
+						Config: config,
+						ConfigStateChecks: []statecheck.StateCheck{
+							statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("status"), knownvalue.StringExact("building")),
+							statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("build_id"), capture(&buildID)),
+						},
+						ExpectNonEmptyPlan: true, // the next plan waits for the build
+					},
+					{
+						Config: config,
+						ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+							plancheck.ExpectResourceAction("e2b_template_build.b", plancheck.ResourceActionUpdate),
+						}},
+						ConfigStateChecks: []statecheck.StateCheck{
+							statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+							statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("build_id"), stringValue{"the first build", func(s string) error {
+								if s != buildID {
+									return fmt.Errorf("build %s, want the first apply's %s", s, buildID)
+								}
+								return nil
+							}}),
+						},
+					},
+				},
+			})
+		})
+	}
+}
+
+// TestAccTemplateBuild_timeoutRange refuses build timeouts that are not positive or
+// longer than a week, saying the range, at plan: a negative one returned at once.
+func TestAccTemplateBuild_timeoutRange(t *testing.T) {
+	build := func(timeouts string) string {
+		return fmt.Sprintf(`
+resource "e2b_template_build" "b" {
+  template_id = %q
+  from_image  = "busybox"
+  timeouts    = %s
+}
+`, someTemplateID, timeouts)
+	}
+	planErrors(t, map[string]struct{ config, err string }{
+		"negative create": {build(`{ create = "-5s" }`), `(?s)Invalid timeout.*"-5s" is out of range: it must be from 1s to 168h`},
+		"huge update":     {build(`{ update = "100000000h" }`), `(?s)Invalid timeout.*"100000000h" is too long: it must be from 1s to 168h`},
+	})
+}
+
+// TestAccTemplateBuild_twoBuildsOfANewTemplate applies two builds without tags of a
+// template created in the same apply, in parallel: both carry the default tag, and
+// starting one must not cancel the other (superseded by a newer one).
+func TestAccTemplateBuild_twoBuildsOfANewTemplate(t *testing.T) {
+	srv := localServer(t)
+	config := templateBuild(srv, uniqueName("acc-two"), "one", srv.BaseImage, `  steps = [{ run = { command = "sleep 2; echo one" } }]`) + fmt.Sprintf(`
+resource "e2b_template_build" "two" {
+  template_id = e2b_template.t.id
+  from_image  = %q
+  steps       = [{ run = { command = "sleep 2; echo two" } }]
+}
+`, srv.BaseImage)
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{{
+			Config: config,
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("e2b_template_build.one", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+				statecheck.ExpectKnownValue("e2b_template_build.two", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+				statecheck.CompareValuePairs("e2b_template_build.one", tfjsonpath.New("build_id"), "e2b_template_build.two", tfjsonpath.New("build_id"), compare.ValuesDiffer()),
+			},
+		}},
+	})
 }

@@ -201,13 +201,21 @@ func addRunError(diags *diag.Diagnostics, err error, templateID, buildID string)
 		diags.AddAttributeError(path.Root("template_id"), "Reading template "+templateID, err.Error())
 	case errors.As(err, &runErr) && runErr.Stage == templatebuild.StageUpload:
 		diags.AddError("Uploading the build context", err.Error())
+	case errors.Is(err, templatebuild.ErrStartUnconfirmed):
+		// Kept as building, not failed: a failed resource is tainted and built again.
+		diags.AddWarning("Build start not confirmed",
+			fmt.Sprintf("%v. The state records build %s of template %s with status \"building\": the next plan "+
+				"refreshes it, keeps it if it started (and apply waits for it) and builds again if it did not.", err, buildID, templateID))
 	case errors.As(err, &runErr) && runErr.Stage == templatebuild.StageStart:
 		diags.AddError("Starting build of template "+templateID, err.Error())
 	case errors.As(err, &runErr) && runErr.Stage == templatebuild.StageTags:
 		diags.AddAttributeError(path.Root("tags"), "Tagging build "+buildID, err.Error())
 	default:
-		diags.AddError("Following build "+buildID,
-			fmt.Sprintf("%v. The build may go on; the state records it and the next plan refreshes its status.", err))
+		// A warning, as for the timeout: an error would taint the build the state keeps,
+		// and the next apply would build again instead of refreshing it.
+		diags.AddWarning("Build not followed to the end",
+			fmt.Sprintf("Following build %s of template %s failed: %v. The build may go on: the state records it with "+
+				"status \"building\"; the next plan refreshes its status, and apply waits for it again.", buildID, templateID, err))
 	}
 }
 

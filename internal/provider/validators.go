@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -124,21 +125,53 @@ func baseURLValidator(attr string) validator.String {
 	}}
 }
 
-// durationValidator accepts a positive Go duration such as "30s".
-func durationValidator() validator.String {
-	return stringCheck{"must be a positive duration such as 30s or 5m", func(s string) error {
-		_, err := parsePositiveDuration(s)
+// durationRange is the range a duration attribute accepts.
+type durationRange struct{ min, max time.Duration }
+
+var (
+	// processTimeoutRange bounds e2b_process's timeout: the sandbox's lifetime is sent in
+	// whole seconds, and E2B keeps a sandbox at most 24 hours (on its largest plans).
+	processTimeoutRange = durationRange{time.Second, 24 * time.Hour}
+	// requestTimeoutRange bounds the provider's request_timeout.
+	requestTimeoutRange = durationRange{time.Second, 24 * time.Hour}
+	// buildTimeoutRange bounds e2b_template_build's timeouts.
+	buildTimeoutRange = durationRange{time.Second, 7 * 24 * time.Hour}
+)
+
+func (r durationRange) String() string {
+	return fmt.Sprintf("from %s to %s", formatDuration(r.min), formatDuration(r.max))
+}
+
+// formatDuration writes whole hours as "24h" rather than "24h0m0s".
+func formatDuration(d time.Duration) string {
+	if d >= time.Hour && d%time.Hour == 0 {
+		return fmt.Sprintf("%dh", d/time.Hour)
+	}
+	return d.String()
+}
+
+// durationValidator accepts a Go duration such as "30s" within r.
+func durationValidator(r durationRange) validator.String {
+	return stringCheck{"must be a duration such as 30s or 5m, " + r.String(), func(s string) error {
+		_, err := r.parse(s)
 		return err
 	}}
 }
 
-func parsePositiveDuration(s string) (time.Duration, error) {
+// durationSyntax is Go's duration syntax; a value that has it but does not parse is too
+// large for a time.Duration.
+var durationSyntax = regexp.MustCompile(`^\+?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$`)
+
+// parse reads s as a duration within r; errors say the allowed range.
+func (r durationRange) parse(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration such as 30s or 5m", s)
-	}
-	if d <= 0 {
-		return 0, fmt.Errorf("duration %q must be greater than zero", s)
+	switch {
+	case err != nil && durationSyntax.MatchString(s):
+		return 0, fmt.Errorf("duration %q is too long: it must be %s", s, r)
+	case err != nil:
+		return 0, fmt.Errorf("%q is not a duration such as 30s or 5m (%s)", s, r)
+	case d < r.min || d > r.max:
+		return 0, fmt.Errorf("duration %q is out of range: it must be %s", s, r)
 	}
 	return d, nil
 }

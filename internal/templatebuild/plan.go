@@ -2,6 +2,8 @@ package templatebuild
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -71,6 +73,10 @@ type Build struct {
 	Copies []Copy
 	// Warnings are Dockerfile instructions that were ignored, each naming its line.
 	Warnings []string
+	// DockerfileHash is the SHA-256 of the Dockerfile's content (hex); empty without a
+	// Dockerfile. With the files hashes it is what the build is made of, wherever the
+	// files are.
+	DockerfileHash string
 }
 
 // Copy is the archive of one COPY step.
@@ -132,6 +138,8 @@ func Plan(ctx context.Context, spec Spec, log e2bapi.Logger) (*Build, error) {
 	if spec.Dockerfile != "" {
 		content, dir, err := readDockerfile(spec.Dockerfile)
 		if err == nil {
+			sum := sha256.Sum256([]byte(content))
+			b.DockerfileHash = hex.EncodeToString(sum[:])
 			var t *dockerfile.Template
 			if t, err = dockerfile.Convert(content); err == nil {
 				if dir != "" {
@@ -223,6 +231,10 @@ func (b *Build) hash(ctx context.Context, mode string, log e2bapi.Logger) error 
 		c := &b.Copies[i]
 		started := time.Now()
 		l, err := buildcontext.List(b.ContextDir, c.Src, buildcontext.ListOptions{ResolveLinks: c.resolveLinks})
+		if err == nil {
+			// What the server would refuse in the archive is refused now, by name.
+			err = l.CheckEntries()
+		}
 		if err == nil {
 			if mode == HashSDK {
 				c.Hash, err = l.SDKHash(ctx, c.Dest)

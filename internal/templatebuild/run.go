@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"sync"
@@ -85,6 +86,7 @@ func Run(ctx context.Context, api *e2bapi.Client, b *Build, opts Options) (Resul
 	log := logger(opts)
 	waitCtx, cancel := withTimeout(ctx, opts.Timeout)
 	defer cancel()
+	// Read first to fail early on a wrong template; startAlone reads it again.
 	tpl, err := api.GetTemplate(ctx, b.TemplateID)
 	if err != nil {
 		return Result{}, &Error{StageTemplate, err}
@@ -92,14 +94,21 @@ func Run(ctx context.Context, api *e2bapi.Client, b *Build, opts Options) (Resul
 	if err := uploadMissing(waitCtx, api, b.TemplateID, b.Copies, log); err != nil {
 		return Result{}, &Error{StageUpload, err}
 	}
-	buildID, onWaiting, err := start(ctx, api, tpl, b, log)
-	if err != nil {
+	buildID, onWaiting, fl, err := startAlone(ctx, waitCtx, api, b, log)
+	defer running.finish(fl)
+	unconfirmed := errors.Is(err, ErrStartUnconfirmed) && buildID != ""
+	if err != nil && !unconfirmed {
 		return Result{}, &Error{StageStart, err}
 	}
 	if opts.Started != nil {
 		if err := opts.Started(buildID); err != nil {
 			return Result{BuildID: buildID, Status: e2bapi.BuildBuilding}, err
 		}
+	}
+	if err != nil {
+		// The build may be running: the caller keeps it as building, and whoever looks
+		// at it next finds out (a build still waiting was never started).
+		return Result{BuildID: buildID, Status: e2bapi.BuildBuilding}, &Error{StageStart, err}
 	}
 	// A build registered anew got its tags then; one started on the waiting build only
 	// carries the default tag until it is ready.
@@ -112,11 +121,15 @@ func Run(ctx context.Context, api *e2bapi.Client, b *Build, opts Options) (Resul
 }
 
 // Wait waits for a build an earlier run left going (Run's *TimeoutError) and, once it is
-// ready, gives it those of tags no build holds yet. It returns the build's status and
+// ready, gives it those of tags no build holds yet. Meanwhile Run starts no build of the
+// template sharing a tag with it (see running). It returns the build's status and
 // fails like Run. Log lines name step numbers only: the steps are not known here.
 func Wait(ctx context.Context, api *e2bapi.Client, templateID, buildID string, tags []string, opts Options) (string, error) {
 	waitCtx, cancel := withTimeout(ctx, opts.Timeout)
 	defer cancel()
+	// Followed again: a build started meanwhile must not cancel it. Its tags at the
+	// start are not known here; the default tag and tags cover every case.
+	defer running.finish(running.add(templateID, buildID, append(slices.Clone(tags), e2bapi.DefaultTag)))
 	return wait(ctx, waitCtx, api, templateID, buildID, nil, tags, "", opts)
 }
 
@@ -225,6 +238,124 @@ func uploadOne(ctx context.Context, api *e2bapi.Client, templateID string, c Cop
 	return nil
 }
 
+// running are the builds this process started and follows, per template. E2B cancels a
+// template's in-progress builds that share a tag with a build being started, and fails
+// its waiting builds that share a tag with one being registered: two builds of one
+// template in one apply (both without tags carry "default", like the waiting build the
+// template was registered with) would cancel each other. A build therefore starts only
+// when no build of this process it shares a tag with is in progress.
+var running = &flights{locks: map[string]chan struct{}{}, m: map[string][]*flight{}}
+
+type flights struct {
+	mu    sync.Mutex
+	locks map[string]chan struct{} // one start at a time per template
+	m     map[string][]*flight
+}
+
+// flight is a build in progress and the tags it carries as far as E2B's cancelling goes.
+type flight struct {
+	templateID, buildID string
+	tags                []string
+	done                chan struct{}
+}
+
+// lock takes the template's start lock, waiting under ctx.
+func (f *flights) lock(ctx context.Context, templateID string) (func(), error) {
+	f.mu.Lock()
+	l, ok := f.locks[templateID]
+	if !ok {
+		l = make(chan struct{}, 1)
+		f.locks[templateID] = l
+	}
+	f.mu.Unlock()
+	select {
+	case l <- struct{}{}:
+		return func() { <-l }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// sharing returns a build in progress of the template that carries one of tags, or nil.
+func (f *flights) sharing(templateID string, tags []string) *flight {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, fl := range f.m[templateID] {
+		if slices.ContainsFunc(tags, func(t string) bool { return slices.Contains(fl.tags, t) }) {
+			return fl
+		}
+	}
+	return nil
+}
+
+func (f *flights) add(templateID, buildID string, tags []string) *flight {
+	fl := &flight{templateID: templateID, buildID: buildID, tags: tags, done: make(chan struct{})}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.m[templateID] = append(f.m[templateID], fl)
+	return fl
+}
+
+// finish ends a flight (nil is none): this process no longer follows the build.
+func (f *flights) finish(fl *flight) {
+	if fl == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.m[fl.templateID] = slices.DeleteFunc(f.m[fl.templateID], func(o *flight) bool { return o == fl })
+	close(fl.done)
+}
+
+// startAlone starts b once no build this process follows shares a tag with it (see
+// running), reading the template afresh each time: the waiting build may have been taken
+// meanwhile. The wait is bounded by waitCtx. The returned flight, when not nil, must be
+// finished once the build is no longer followed.
+func startAlone(ctx, waitCtx context.Context, api *e2bapi.Client, b *Build, log e2bapi.Logger) (string, bool, *flight, error) {
+	for {
+		release, err := running.lock(waitCtx, b.TemplateID)
+		if err != nil {
+			return "", false, nil, fmt.Errorf("waiting to start a build of template %s: %w", b.TemplateID, err)
+		}
+		tpl, err := api.GetTemplate(ctx, b.TemplateID)
+		if err != nil {
+			release()
+			return "", false, nil, err
+		}
+		tags := carriedTags(tpl, b)
+		other := running.sharing(b.TemplateID, tags)
+		if other == nil {
+			buildID, onWaiting, err := start(ctx, api, tpl, b, log)
+			var fl *flight
+			if buildID != "" {
+				fl = running.add(b.TemplateID, buildID, tags)
+			}
+			release()
+			return buildID, onWaiting, fl, err
+		}
+		release()
+		log.Info(ctx, "waiting for a build of the same template to end before starting: E2B would cancel it, as both carry a tag", map[string]any{
+			"other_build_id": other.buildID, "tags": tags,
+		})
+		select {
+		case <-other.done:
+		case <-waitCtx.Done():
+			return "", false, nil, fmt.Errorf("waiting for build %s of the same template to end: %w", other.buildID, waitCtx.Err())
+		}
+	}
+}
+
+// carriedTags are the tags the build start will carry for E2B's cancelling, taken
+// broadly: the default tag of a waiting build it may run on, and the tags it is
+// registered with otherwise (the default tag when it has none).
+func carriedTags(tpl *e2bapi.TemplateWithBuilds, b *Build) []string {
+	tags := slices.Clone(b.Tags)
+	if len(tags) == 0 || slices.ContainsFunc(tpl.Builds, func(w e2bapi.TemplateBuild) bool { return w.Status == e2bapi.BuildWaiting }) {
+		tags = append(tags, e2bapi.DefaultTag)
+	}
+	return tags
+}
+
 // start starts the build of tpl. When the template has a waiting build (the one E2B
 // registers with a template) with the same resources, the build runs on it, so that one
 // does not wait forever: it carries the default tag, and onWaiting is true so that it
@@ -240,10 +371,13 @@ func start(ctx context.Context, api *e2bapi.Client, tpl *e2bapi.TemplateWithBuil
 		if (b.CPUCount != nil && w.CPUCount != *b.CPUCount) || (b.MemoryMB != nil && w.MemoryMB != *b.MemoryMB) {
 			continue
 		}
-		err := api.StartBuild(ctx, tpl.TemplateID, w.BuildID, b.Start)
+		err := startKnown(ctx, api, tpl.TemplateID, w.BuildID, b.Start, log)
 		if err == nil {
 			log.Info(ctx, "build started on the template's waiting build", map[string]any{"build_id": w.BuildID})
 			return w.BuildID, true, nil
+		}
+		if errors.Is(err, ErrStartUnconfirmed) {
+			return w.BuildID, true, err
 		}
 		// Another apply may have taken it in the meantime.
 		if !e2bapi.IsInvalid(err) {
@@ -263,11 +397,44 @@ func start(ctx context.Context, api *e2bapi.Client, tpl *e2bapi.TemplateWithBuil
 	if out.TemplateID != tpl.TemplateID {
 		return "", false, fmt.Errorf("registering a build under the name %q gave template %s, not %s", name, out.TemplateID, tpl.TemplateID)
 	}
-	if err := api.StartBuild(ctx, tpl.TemplateID, out.BuildID, b.Start); err != nil {
+	if err := startKnown(ctx, api, tpl.TemplateID, out.BuildID, b.Start, log); err != nil {
+		if errors.Is(err, ErrStartUnconfirmed) {
+			return out.BuildID, false, err
+		}
 		return "", false, err
 	}
 	log.Info(ctx, "build started", map[string]any{"build_id": out.BuildID})
 	return out.BuildID, false, nil
+}
+
+// ErrStartUnconfirmed is a start of a known build whose answer was lost and whose status
+// could not be read either: the build may be running.
+var ErrStartUnconfirmed = errors.New("the build may have started")
+
+// startKnown starts the registered build buildID. The build ID is known before the start,
+// so a start without the server's answer (lost on the way back, or a 5xx from a proxy)
+// is checked against the build's status before it counts: a build no longer waiting did
+// start. When the status
+// cannot be read either, the error wraps ErrStartUnconfirmed.
+func startKnown(ctx context.Context, api *e2bapi.Client, templateID, buildID string, req e2bapi.TemplateBuildStartV2, log e2bapi.Logger) error {
+	err := api.StartBuild(ctx, templateID, buildID, req)
+	var apiErr *e2bapi.APIError
+	if err == nil || ctx.Err() != nil || (errors.As(err, &apiErr) && apiErr.StatusCode < 500) {
+		// No error, or the server's own answer: a refusal is one, whatever the
+		// build's status (another apply may have started it).
+		return err
+	}
+	info, statusErr := api.GetBuildStatus(ctx, templateID, buildID, math.MaxInt32)
+	switch {
+	case statusErr != nil:
+		return fmt.Errorf("starting build %s: %w; reading its status: %w (%w)", buildID, err, statusErr, ErrStartUnconfirmed)
+	case info.Status == e2bapi.BuildWaiting:
+		return err
+	}
+	log.Warn(ctx, "the answer to the build start was lost, but the build started", map[string]any{
+		"build_id": buildID, "status": info.Status, "error": err.Error(),
+	})
+	return nil
 }
 
 // templateName is the name builds of tpl are registered and tagged under.

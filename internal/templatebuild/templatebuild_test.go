@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -189,5 +193,121 @@ func TestTemplateName(t *testing.T) {
 		if got := templateName(tpl); got != want {
 			t.Errorf("templateName(%+v) = %q, want %q", tpl, got, want)
 		}
+	}
+}
+
+// dropStarts is a reverse proxy in front of the local server that forwards every request
+// but drops the answer of the first n build starts (the POST reaches the server, the
+// connection closes before its 202 comes back).
+func dropStarts(t *testing.T, target string, n int) string {
+	t.Helper()
+	u, err := url.Parse(target)
+	acctest.Must(t, err)
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		drop := r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v2/templates/") && n > 0
+		if drop {
+			n--
+		}
+		mu.Unlock()
+		if !drop {
+			proxy.ServeHTTP(w, r)
+			return
+		}
+		proxy.ServeHTTP(httptest.NewRecorder(), r)
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestRunAnswerOfTheStartLost loses the answer of the build start, on the waiting build
+// and on a new one: the build did start, and Run follows it to the end instead of
+// failing (after which the next apply would build again).
+func TestRunAnswerOfTheStartLost(t *testing.T) {
+	srv, _, reg := newTemplate(t)
+	api, err := e2bapi.New(e2bapi.Config{BaseURL: dropStarts(t, srv.APIURL, 2), APIKey: srv.APIKey, MaxRetries: 2})
+	acctest.Must(t, err)
+	ctx := t.Context()
+	for i, tag := range []string{"v1", "v2"} {
+		b, err := Plan(ctx, Spec{TemplateID: reg.TemplateID, FromImage: srv.BaseImage, Tags: []string{tag},
+			Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{"echo " + tag}}}}}, &recorder{})
+		acctest.Must(t, err)
+		var log recorder
+		res, err := Run(ctx, api, b, Options{Logger: &log})
+		if err != nil || res.Status != e2bapi.BuildReady {
+			t.Fatalf("build %d with its start's answer lost: %+v, %v", i+1, res, err)
+		}
+		if log.count("the answer to the build start was lost, but the build started") != 1 {
+			t.Errorf("build %d: log %q", i+1, log.msgs)
+		}
+	}
+	tpl, err := api.GetTemplate(ctx, reg.TemplateID)
+	acctest.Must(t, err)
+	if len(tpl.Builds) != 2 {
+		t.Errorf("builds %+v, want the two started ones only", tpl.Builds)
+	}
+}
+
+// TestRunTwoBuildsOfOneTemplateAtOnce runs two builds without tags of a new template at
+// the same time, as one apply of two e2b_template_builds does: both carry the default
+// tag, so starting one would cancel the other; both must end ready.
+func TestRunTwoBuildsOfOneTemplateAtOnce(t *testing.T) {
+	srv, api, reg := newTemplate(t)
+	ctx := t.Context()
+	var wg sync.WaitGroup
+	results := make([]Result, 2)
+	errs := make([]error, 2)
+	for i := range results {
+		b, err := Plan(ctx, Spec{TemplateID: reg.TemplateID, FromImage: srv.BaseImage,
+			Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{fmt.Sprintf("sleep 2; echo build %d", i)}}}}}, &recorder{})
+		acctest.Must(t, err)
+		wg.Go(func() { results[i], errs[i] = Run(ctx, api, b, Options{}) })
+	}
+	wg.Wait()
+	for i := range results {
+		if errs[i] != nil || results[i].Status != e2bapi.BuildReady {
+			t.Errorf("build %d: %+v, %v", i+1, results[i], errs[i])
+		}
+	}
+	if results[0].BuildID == results[1].BuildID {
+		t.Errorf("both runs followed build %s", results[0].BuildID)
+	}
+}
+
+// TestWaitWhileAnotherBuildStarts follows a build an earlier run left going while a new
+// build of the template without tags starts: the new one waits for it instead of
+// cancelling it, and both end ready.
+func TestWaitWhileAnotherBuildStarts(t *testing.T) {
+	srv, api, reg := newTemplate(t)
+	ctx := t.Context()
+	plan := func(cmd string) *Build {
+		b, err := Plan(ctx, Spec{TemplateID: reg.TemplateID, FromImage: srv.BaseImage,
+			Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{cmd}}}}}, &recorder{})
+		acctest.Must(t, err)
+		return b
+	}
+	left, err := Run(ctx, api, plan("sleep 4; echo left going"), Options{Timeout: time.Second})
+	var timeout *TimeoutError
+	if !errors.As(err, &timeout) {
+		t.Fatalf("first run: %+v, %v; want a timeout", left, err)
+	}
+	var wg sync.WaitGroup
+	var waited string
+	var waitErr error
+	wg.Go(func() { waited, waitErr = Wait(ctx, api, reg.TemplateID, left.BuildID, nil, Options{}) })
+	time.Sleep(100 * time.Millisecond) // Wait has registered the build
+	next, err := Run(ctx, api, plan("echo next"), Options{})
+	wg.Wait()
+	if waitErr != nil || waited != e2bapi.BuildReady {
+		t.Errorf("the build left going: %s, %v", waited, waitErr)
+	}
+	if err != nil || next.Status != e2bapi.BuildReady {
+		t.Errorf("the next build: %+v, %v", next, err)
 	}
 }
