@@ -82,6 +82,7 @@ func CheckArchive(r io.Reader, limits ArchiveLimits) (gzipped bool, err error) {
 			return gzipped, refuse("archive entry %q: %v", hdr.Name, err)
 		}
 		// Read the content through the limit (Next would skip it unread).
+		//nolint:gosec // G110: the reader under tr stops at MaxUnpacked (errUnpackedTooLarge)
 		if _, err := io.Copy(io.Discard, tr); errors.Is(err, errUnpackedTooLarge) {
 			return gzipped, tooLarge()
 		} else if err != nil {

@@ -4,6 +4,7 @@ package buildcontext
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -81,7 +82,7 @@ func TestPortableHashMatchesPythonReference(t *testing.T) {
 		out, err := exec.Command(py, pythonReference, ctxDir, src, "/d").Output()
 		if err != nil {
 			var stderr []byte
-			if ee, ok := err.(*exec.ExitError); ok {
+			if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 				stderr = ee.Stderr
 			}
 			t.Fatalf("%s for %s: %v\n%s", pythonReference, src, err, stderr)

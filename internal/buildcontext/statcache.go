@@ -188,7 +188,7 @@ type digestTable struct {
 func newDigestTable(records []byte, asked int) digestTable {
 	t := digestTable{records: records, askedAt: make([]uint32, len(records)/cacheRecordSize)}
 	for i := range asked {
-		t.askedAt[i] = uint32(i + 1) //nolint:gosec // at most maxCacheEntries
+		t.askedAt[i] = uint32(i + 1)
 	}
 	return t
 }
@@ -260,7 +260,7 @@ func (t *digestTable) index() {
 		for t.slots[slot] != 0 {
 			slot = (slot + 1) & (len(t.slots) - 1)
 		}
-		t.slots[slot] = uint32(i + 1) //nolint:gosec // at most maxCacheEntries
+		t.slots[slot] = uint32(i + 1)
 	}
 }
 

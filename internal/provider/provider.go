@@ -39,7 +39,7 @@ const (
 	// would keep one Terraform operation waiting for hours.
 	maxMaxRetries = 100
 
-	EnvAPIKey     = "E2B_API_KEY"
+	EnvAPIKey     = "E2B_API_KEY" //nolint:gosec // G101: the variable's name, not a credential
 	EnvDomain     = "E2B_DOMAIN"
 	EnvAPIURL     = "E2B_API_URL"
 	EnvSandboxURL = "E2B_SANDBOX_URL"
