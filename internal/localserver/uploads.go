@@ -11,6 +11,7 @@ import (
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
 // uploadPath prefixes the upload URLs; the grant token follows it. It is
@@ -53,7 +54,8 @@ func (s *Server) handleFileLink(w http.ResponseWriter, r *http.Request, template
 // size limit, checked, then published under its hash by a hard link, so a
 // stored archive is never replaced (first write wins). The hash is the one
 // the client claimed, as on E2B, which does not verify it either. Any
-// failure leaves the grant usable for a retry; success consumes it.
+// failure leaves the grant usable for a retry; success spends it, and a
+// repeated PUT on the spent grant succeeds (see repeatedUpload).
 func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, token string) {
 	if r.Method != http.MethodPut {
 		writeError(w, http.StatusMethodNotAllowed, "uploads use PUT")
@@ -65,6 +67,10 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, token stri
 	grant, err := s.store.Grant(token)
 	if err != nil {
 		s.storeError(w, err)
+		return
+	}
+	if grant.UsedAt != nil {
+		s.repeatedUpload(w, r, grant)
 		return
 	}
 	if r.ContentLength > s.cfg.MaxUploadBytes {
@@ -110,6 +116,22 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, token stri
 		s.storeError(w, err)
 		return
 	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// repeatedUpload answers a PUT on a spent grant: E2B's presigned URLs can be
+// retried, so a client whose answer to the first PUT was lost is told the
+// upload succeeded when the archive of the grant's hash is stored. The body
+// is read (within the limit) and dropped; the first write won.
+func (s *Server) repeatedUpload(w http.ResponseWriter, r *http.Request, grant store.Grant) {
+	if _, present, err := s.store.ArchivePath(grant.Hash); err != nil {
+		s.internalError(w, err)
+		return
+	} else if !present {
+		s.storeError(w, store.ErrGrant())
+		return
+	}
+	_, _ = io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, s.cfg.MaxUploadBytes))
 	w.WriteHeader(http.StatusOK)
 }
 

@@ -7,12 +7,15 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Grant allows one upload of the archive Hash without an API key.
+// Grant allows one upload of the archive Hash without an API key. A spent
+// grant (UsedAt set) is kept until it expires so that a client whose answer
+// to the PUT was lost can repeat it and be told the archive is stored.
 type Grant struct {
-	Token      string    `json:"token"`
-	TemplateID string    `json:"templateID"`
-	Hash       string    `json:"hash"`
-	ExpiresAt  time.Time `json:"expiresAt"`
+	Token      string     `json:"token"`
+	TemplateID string     `json:"templateID"`
+	Hash       string     `json:"hash"`
+	ExpiresAt  time.Time  `json:"expiresAt"`
+	UsedAt     *time.Time `json:"usedAt,omitempty"`
 }
 
 // Stats are counters that are not part of the E2B API.
@@ -32,12 +35,12 @@ func (s *Store) CreateGrant(templateID, hash string, ttl time.Duration) (Grant, 
 	return g, err
 }
 
-// errGrant is deliberately the same for unknown, used and expired grants.
-func errGrant() error {
+// ErrGrant is deliberately the same for unknown, used and expired grants.
+func ErrGrant() error {
 	return errorf(KindForbidden, "the upload URL is invalid, expired or already used; ask for a new one")
 }
 
-// Grant returns the live grant with this token.
+// Grant returns the unexpired grant with this token, spent or not.
 func (s *Store) Grant(token string) (Grant, error) {
 	var g Grant
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -55,14 +58,14 @@ func (s *Store) liveGrant(tx *bolt.Tx, token string) (Grant, error) {
 		return g, err
 	}
 	if !found || !s.now().Before(g.ExpiresAt) {
-		return g, errGrant()
+		return g, ErrGrant()
 	}
 	return g, nil
 }
 
-// CommitUpload consumes the grant and records path as the archive of its
+// CommitUpload spends the grant and records path as the archive of its
 // hash unless an archive is already stored (first write wins). It reports
-// the path of the stored archive.
+// the path of the stored archive. A spent grant cannot commit again.
 func (s *Store) CommitUpload(token, path string) (string, error) {
 	stored := path
 	err := s.db.Update(func(tx *bolt.Tx) error {
@@ -70,7 +73,12 @@ func (s *Store) CommitUpload(token, path string) (string, error) {
 		if err != nil {
 			return err
 		}
-		if err := tx.Bucket(bucketGrants).Delete([]byte(token)); err != nil {
+		if g.UsedAt != nil {
+			return ErrGrant()
+		}
+		now := s.now().UTC()
+		g.UsedAt = &now
+		if err := putJSON(tx.Bucket(bucketGrants), token, g); err != nil {
 			return err
 		}
 		archives := tx.Bucket(bucketArchives)
