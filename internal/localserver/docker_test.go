@@ -1,6 +1,8 @@
 package localserver
 
 import (
+	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
 	dockerclient "github.com/docker/docker/client"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
@@ -256,6 +260,20 @@ func TestDockerRestartAfterSIGKILL(t *testing.T) {
 	// A sandbox that lives through the restart: its envd redials the relay
 	// the new server re-creates at the same host path.
 	survivor := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "killed", Timeout: int32p(600)})
+	// What a SIGKILL during the commit of the running build leaves: its
+	// image, which no ready build owns.
+	instance := hex.EncodeToString(sha256Prefix(dataDir))
+	orphanImage := "e2b-local/" + strings.ToLower(running.TemplateID) + ":" + strings.ToLower(running.BuildID)
+	plantImage(t, baseImage, orphanImage, map[string]string{
+		"e2b-local.instance": instance, "e2b-local.kind": "image",
+		"e2b-local.template-id": running.TemplateID, "e2b-local.build-id": running.BuildID,
+	})
+	// An image of another server on the same engine is not ours.
+	otherImage := "e2b-local/" + strings.ToLower(running.TemplateID) + ":other"
+	plantImage(t, baseImage, otherImage, map[string]string{
+		"e2b-local.instance": "another-server", "e2b-local.kind": "image",
+		"e2b-local.template-id": running.TemplateID, "e2b-local.build-id": "other",
+	})
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -271,6 +289,12 @@ func TestDockerRestartAfterSIGKILL(t *testing.T) {
 	}
 	if n := buildContainers(t, running.BuildID); n != 0 {
 		t.Errorf("%d containers of the interrupted build survived the restart", n)
+	}
+	if imageExists(t, orphanImage) {
+		t.Errorf("the image %s that no build owns survived the restart", orphanImage)
+	}
+	if !imageExists(t, otherImage) {
+		t.Errorf("another server's image %s was removed", otherImage)
 	}
 	var tags []e2bapi.TemplateTag
 	ts.call("GET", "/templates/killed/tags", nil, 200, &tags)
@@ -317,6 +341,41 @@ func buildContainers(t *testing.T, buildID string) int {
 		t.Fatal(err)
 	}
 	return len(list)
+}
+
+func testDockerClient(t *testing.T) *dockerclient.Client {
+	t.Helper()
+	cli, err := dockerclient.NewClientWithOpts(dockerclient.FromEnv, dockerclient.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// plantImage commits a container of base as ref with labels, and removes
+// ref when the test ends.
+func plantImage(t *testing.T, base, ref string, labels map[string]string) {
+	t.Helper()
+	cli := testDockerClient(t)
+	c, err := cli.ContainerCreate(t.Context(), &container.Config{Image: base, Cmd: []string{"true"}}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cli.ContainerRemove(context.Background(), c.ID, container.RemoveOptions{Force: true}) }()
+	if _, err := cli.ContainerCommit(t.Context(), c.ID, container.CommitOptions{Reference: ref, Config: &container.Config{Labels: labels}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = cli.ImageRemove(context.Background(), ref, image.RemoveOptions{}) })
+}
+
+func imageExists(t *testing.T, ref string) bool {
+	t.Helper()
+	_, err := testDockerClient(t).ImageInspect(t.Context(), ref)
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	return err == nil
 }
 
 // Host networking is an opt-in that the server warns about at start-up;

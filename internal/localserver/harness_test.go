@@ -420,7 +420,7 @@ func (e *fakeEngine) StopSandbox(_ context.Context, id string) error {
 	return err
 }
 
-func (e *fakeEngine) RemoveOrphans(_ context.Context, keep func(string) bool) error {
+func (e *fakeEngine) RemoveOrphans(_ context.Context, keep func(string) bool, _ func(string) bool) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var errs []error

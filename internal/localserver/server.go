@@ -194,10 +194,37 @@ func (s *Server) recover(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := s.engine.RemoveOrphans(ctx, func(id string) bool { return live[id] }); err != nil {
-		return fmt.Errorf("remove containers left by an earlier run: %w", err)
+	images, err := s.ownedImages()
+	if err != nil {
+		return err
+	}
+	if err := s.engine.RemoveOrphans(ctx, func(id string) bool { return live[id] }, func(ref string) bool { return images[ref] }); err != nil {
+		return fmt.Errorf("remove containers and images left by an earlier run: %w", err)
 	}
 	return nil
+}
+
+// ownedImages is the set of images the ready builds of live templates own;
+// a build the previous run was killed in may have committed one no record
+// owns.
+func (s *Server) ownedImages() (map[string]bool, error) {
+	templates, err := s.store.Templates()
+	if err != nil {
+		return nil, err
+	}
+	owned := map[string]bool{}
+	for _, t := range templates {
+		builds, err := s.store.Builds(t.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range builds {
+			if b.Status == e2bapi.BuildReady && b.Result != nil && b.Result.Image != "" {
+				owned[b.Result.Image] = true
+			}
+		}
+	}
+	return owned, nil
 }
 
 // Store is the server's state (for tests and the command).

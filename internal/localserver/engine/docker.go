@@ -626,8 +626,10 @@ func (d *Docker) list(ctx context.Context, extra ...filters.KeyValuePair) ([]con
 // containers keep does not claim, and every relay dir no kept container
 // uses (a crash can leave dirs whose container is already gone). The kept
 // sandboxes get their relay back at the same host path, where their envd
-// redials. Meant for start-up: builds running at the time are aborted.
-func (d *Docker) RemoveOrphans(ctx context.Context, keep func(sandboxID string) bool) error {
+// redials. Then it removes this instance's build images (in
+// ImageRepository, or untagged) that keepImage does not claim. Meant for
+// start-up: builds running at the time are aborted.
+func (d *Docker) RemoveOrphans(ctx context.Context, keep func(sandboxID string) bool, keepImage func(ref string) bool) error {
 	list, err := d.list(ctx)
 	if err != nil {
 		return fmt.Errorf("list containers: %w", err)
@@ -653,6 +655,7 @@ func (d *Docker) RemoveOrphans(ctx context.Context, keep func(sandboxID string) 
 		d.log.Info("removing orphaned container", "container", shortID(c.ID), "kind", kind, "id", id)
 		errs = append(errs, d.removeContainer(ctx, c.ID), d.detach(attachKey(kind, id)))
 	}
+	errs = append(errs, d.removeOrphanImages(ctx, keepImage))
 	socketsDir := filepath.Join(d.opts.StateDir, "s")
 	entries, err := os.ReadDir(socketsDir)
 	if err != nil {
@@ -661,6 +664,38 @@ func (d *Docker) RemoveOrphans(ctx context.Context, keep func(sandboxID string) 
 	for _, e := range entries {
 		if dir := filepath.Join(socketsDir, e.Name()); !inUse[dir] {
 			errs = append(errs, os.RemoveAll(dir))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeOrphanImages removes the images this instance committed (their
+// labels say so) that keep does not claim: by tag within ImageRepository
+// (other tags someone gave them are left alone), by ID when untagged. An
+// image that child images still need loses its tag and stays for them.
+func (d *Docker) removeOrphanImages(ctx context.Context, keep func(ref string) bool) error {
+	images, err := d.cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(
+		filters.Arg("label", d.label("instance")+"="+d.opts.Instance),
+		filters.Arg("label", d.label("kind")+"="+kindImage),
+	)})
+	if err != nil {
+		return fmt.Errorf("list images: %w", err)
+	}
+	var errs []error
+	for _, img := range images {
+		refs := img.RepoTags
+		if len(refs) == 0 {
+			refs = []string{img.ID}
+		}
+		for _, ref := range refs {
+			ours := ref == img.ID || strings.HasPrefix(ref, d.opts.ImageRepository+"/")
+			if !ours || (keep != nil && keep(ref)) {
+				continue
+			}
+			d.log.Info("removing orphaned image", "image", ref)
+			if err := d.RemoveImage(ctx, ref); err != nil && !cerrdefs.IsConflict(err) {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -99,9 +99,11 @@ type Engine interface {
 	DialSandbox(ctx context.Context, sandboxID string, port int) (net.Conn, error)
 	// StopSandbox removes the sandbox's container; an unknown ID is not an error.
 	StopSandbox(ctx context.Context, sandboxID string) error
-	// RemoveOrphans removes containers this server created that keep does
-	// not claim (after a crash), including leftover build containers.
-	RemoveOrphans(ctx context.Context, keep func(sandboxID string) bool) error
+	// RemoveOrphans removes containers this server created that keepSandbox
+	// does not claim (after a crash), including leftover build containers,
+	// and the build images of this server that keepImage does not claim
+	// (e.g. committed by a build the crash interrupted).
+	RemoveOrphans(ctx context.Context, keepSandbox func(sandboxID string) bool, keepImage func(ref string) bool) error
 	// RemoveImage removes a build's image when its template is deleted.
 	RemoveImage(ctx context.Context, image string) error
 }
