@@ -164,9 +164,9 @@ var (
 
 // startCommand runs `<binary> server` on dataDir and waits for its
 // server.json.
-func startCommand(t *testing.T, binary, dataDir string, extraArgs ...string) (*exec.Cmd, Info) {
+func startCommand(t *testing.T, binary, dataDir string) (*exec.Cmd, Info) {
 	t.Helper()
-	cmd, info, _ := startCommandLog(t, binary, dataDir, extraArgs...)
+	cmd, info, _ := startCommandLog(t, binary, dataDir)
 	return cmd, info
 }
 
@@ -391,4 +391,50 @@ func TestDockerHostNetworkWarns(t *testing.T) {
 	if log := stderr.String(); strings.Contains(log, "level=WARN") || !strings.Contains(log, "network=none") || !strings.Contains(log, `egress="public + allow 10.0.0.5:5000"`) {
 		t.Errorf("default start-up log:\n%s", log)
 	}
+}
+
+// A sandbox's container stops at the sandbox's end on its own while the
+// server is down, and a timeout change moves that end.
+func TestDockerSandboxDeadlineWhileServerIsDown(t *testing.T) {
+	_, baseImage := dockerEngine(t)
+	binary := buildEnvdBinary(t)
+	dataDir := t.TempDir()
+	cmd, info := startCommand(t, binary, dataDir)
+	ts := &testServer{t: t, URL: info.APIURL, client: http.DefaultClient, apiKey: info.APIKey}
+	if _, st := ts.buildFrom(baseImage, "deadline", run("true")); st.Status != "ready" {
+		t.Fatalf("build = %+v", st)
+	}
+	short := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "deadline", Timeout: int32p(3)})
+	moved := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "deadline", Timeout: int32p(3)})
+	ts.call("POST", "/sandboxes/"+moved.SandboxID+"/timeout", map[string]any{"timeout": 8}, http.StatusNoContent, nil)
+	start := time.Now()
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	time.Sleep(time.Until(start.Add(5500 * time.Millisecond)))
+	if sandboxRunning(t, short.SandboxID) {
+		t.Error("a sandbox with a 3 s timeout still runs 5.5 s later while the server is down")
+	}
+	if !sandboxRunning(t, moved.SandboxID) {
+		t.Error("a sandbox whose timeout was moved to 8 s stopped before it")
+	}
+	time.Sleep(time.Until(start.Add(10500 * time.Millisecond)))
+	if sandboxRunning(t, moved.SandboxID) {
+		t.Error("a sandbox with an 8 s timeout still runs 10.5 s later while the server is down")
+	}
+	// The restart removes the stopped containers.
+	_, info = startCommand(t, binary, dataDir)
+	ts.URL = info.APIURL
+	ts.call("DELETE", "/templates/deadline", nil, http.StatusNoContent, nil)
+}
+
+// sandboxRunning reports whether a container of the sandbox is running.
+func sandboxRunning(t *testing.T, sandboxID string) bool {
+	t.Helper()
+	list, err := testDockerClient(t).ContainerList(t.Context(), container.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "e2b-local.sandbox-id="+sandboxID))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(list) > 0
 }

@@ -289,6 +289,7 @@ type fakeEngine struct {
 	startErr      error                   // when set, StartSandbox fails with it
 	sandboxes     map[string]func() error // stops the sandbox's envd, returning its Serve error
 	removedImages []string
+	deadlines     map[string]time.Time
 	keptOrphans   []string
 }
 
@@ -433,6 +434,16 @@ func (e *fakeEngine) RemoveOrphans(_ context.Context, keep func(string) bool, _ 
 		}
 	}
 	return errors.Join(errs...)
+}
+
+func (e *fakeEngine) SetSandboxDeadline(_ context.Context, id string, end time.Time) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.deadlines == nil {
+		e.deadlines = map[string]time.Time{}
+	}
+	e.deadlines[id] = end
+	return nil
 }
 
 func (e *fakeEngine) RemoveImage(_ context.Context, image string) error {

@@ -328,12 +328,21 @@ func TestStartAfterCrash(t *testing.T) {
 // required timeout) and refreshes: both only ever move a sandbox's end later.
 func TestSandboxConnectAndRefresh(t *testing.T) {
 	clock := newTestClock()
-	ts := startServer(t, newFakeEngine(t), serverOptions{configure: func(c *Config) { c.Now = clock.Now }})
+	eng := newFakeEngine(t)
+	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.Now = clock.Now }})
 	ts.build("app")
 	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app", Timeout: int32p(10)})
 	endAt := func() time.Time {
+		t.Helper()
 		var detail e2bapi.SandboxDetail
 		ts.call("GET", "/sandboxes/"+sb.SandboxID, nil, 200, &detail)
+		// The container's own deadline moves with the sandbox's end.
+		eng.mu.Lock()
+		deadline := eng.deadlines[sb.SandboxID]
+		eng.mu.Unlock()
+		if !deadline.Equal(detail.EndAt) {
+			t.Errorf("the container's deadline is %v, the sandbox's end %v", deadline, detail.EndAt)
+		}
 		return detail.EndAt
 	}
 	start := clock.Now()

@@ -75,6 +75,10 @@ const (
 	containerSocketDir = "/run/e2b"
 	relaySocketName    = "relay.sock"
 	egressSocketName   = "egress.sock"
+	// deadlineFileName, in the same read-only directory, holds a sandbox's
+	// end for envd (--deadline-file), so that the container ends on time
+	// even while the server is down.
+	deadlineFileName = "deadline"
 	// hostNetEnvdSocket is where envd listens in a host-network container:
 	// a path of the container's own file system, not a host port.
 	hostNetEnvdSocket = "/.e2b/envd.sock"
@@ -274,6 +278,8 @@ type containerRequest struct {
 	labels   map[string]string
 	cpuCount int32
 	memoryMB int32
+	// end, when set, is when envd ends the container (a sandbox's end).
+	end time.Time
 }
 
 // runningContainer is a started container with envd answering.
@@ -292,16 +298,52 @@ type runningContainer struct {
 // when there is one. With host networking it listens on a socket of the
 // container's own file system instead, so that containers do not fight
 // over the host's port 49983.
-func (d *Docker) envdCommand(network string) []string {
+// A container with an end (a sandbox's) has envd watch its deadline file.
+func (d *Docker) envdCommand(network string, hasEnd bool) []string {
 	relaySock := "unix://" + containerSocketDir + "/" + relaySocketName
+	var cmd []string
 	if network == NetworkHost {
-		return []string{containerEnvdPath, "envd", "--listen", "unix://" + hostNetEnvdSocket, "--relay", relaySock}
+		cmd = []string{containerEnvdPath, "envd", "--listen", "unix://" + hostNetEnvdSocket, "--relay", relaySock}
+	} else {
+		cmd = []string{containerEnvdPath, "envd", "--listen", fmt.Sprintf("0.0.0.0:%d", envd.Port), "--relay", relaySock}
+		if d.egress != nil {
+			cmd = append(cmd, "--egress", "unix://"+containerSocketDir+"/"+egressSocketName, "--egress-listen", fmt.Sprintf("127.0.0.1:%d", EgressProxyPort))
+		}
 	}
-	cmd := []string{containerEnvdPath, "envd", "--listen", fmt.Sprintf("0.0.0.0:%d", envd.Port), "--relay", relaySock}
-	if d.egress != nil {
-		cmd = append(cmd, "--egress", "unix://"+containerSocketDir+"/"+egressSocketName, "--egress-listen", fmt.Sprintf("127.0.0.1:%d", EgressProxyPort))
+	if hasEnd {
+		cmd = append(cmd, "--deadline-file", containerSocketDir+"/"+deadlineFileName)
 	}
 	return cmd
+}
+
+// writeDeadline writes (atomically: a rename in the dir) the end of the
+// container whose host directory is dir, for envd's --deadline-file.
+func writeDeadline(dir string, end time.Time) error {
+	tmp, err := os.CreateTemp(dir, deadlineFileName+"-*")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(tmp, "%d\n", end.UnixMilli())
+	if closeErr := tmp.Close(); err == nil {
+		err = closeErr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(dir, deadlineFileName))
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write the deadline of %s: %w", dir, err)
+	}
+	return nil
+}
+
+// SetSandboxDeadline moves the end of the sandbox's container: envd stops
+// it then, with or without the server.
+func (d *Docker) SetSandboxDeadline(_ context.Context, sandboxID string, end time.Time) error {
+	return writeDeadline(containerDir(d.opts.StateDir, kindSandbox, sandboxID), end)
 }
 
 // startContainer creates and starts a container running envd, with the
@@ -318,13 +360,18 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 	if err != nil {
 		return nil, err
 	}
+	if !req.end.IsZero() {
+		if err := writeDeadline(dir, req.end); err != nil {
+			return nil, errors.Join(err, d.detach(key))
+		}
+	}
 	labels := maps.Clone(req.labels)
 	labels[d.label("network")] = d.opts.Network
 	cfg := &container.Config{
 		Image: req.image,
 		// envd must run as root to run processes as any user.
 		User:       "0:0",
-		Entrypoint: d.envdCommand(d.opts.Network),
+		Entrypoint: d.envdCommand(d.opts.Network, !req.end.IsZero()),
 		Labels:     labels,
 	}
 	hc := &container.HostConfig{
@@ -551,6 +598,7 @@ func (d *Docker) StartSandbox(ctx context.Context, spec SandboxSpec) (*Sandbox, 
 		labels:   d.labels(kindSandbox, spec.TemplateID, spec.BuildID, spec.SandboxID),
 		cpuCount: spec.CPUCount,
 		memoryMB: spec.MemoryMB,
+		end:      spec.EndAt,
 	}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
