@@ -171,7 +171,7 @@ func (s *Server) filteredSandboxes(w http.ResponseWriter, r *http.Request) ([]e2
 	if states := r.URL.Query().Get("state"); states != "" && !strings.Contains(states, "running") {
 		return []e2bapi.ListedSandbox{}, true
 	}
-	all, err := s.store.Sandboxes()
+	all, err := s.store.LiveSandboxes()
 	if err != nil {
 		s.internalError(w, err)
 		return nil, false
