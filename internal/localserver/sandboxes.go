@@ -377,16 +377,28 @@ func (s *Server) ttl(field string, requested *int32, def, least int32) (time.Dur
 	return time.Duration(seconds) * time.Second, nil
 }
 
-// reapLoop stops sandboxes whose time ran out until the server closes.
+// grantPruneInterval is how often the reaper also prunes expired upload
+// grants (link requests and the start prune them too).
+const grantPruneInterval = time.Minute
+
+// reapLoop stops sandboxes whose time ran out, and prunes expired upload
+// grants, until the server closes.
 func (s *Server) reapLoop() {
 	ticker := time.NewTicker(s.cfg.ReapInterval)
 	defer ticker.Stop()
+	lastPrune := time.Now()
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-ticker.C:
 			s.reapExpired(s.ctx)
+			if time.Since(lastPrune) >= grantPruneInterval {
+				lastPrune = time.Now()
+				if _, err := s.store.PruneGrants(); err != nil {
+					s.log.Error("prune expired upload grants", "err", err)
+				}
+			}
 		}
 	}
 }

@@ -175,6 +175,11 @@ func (s *Server) recover(ctx context.Context) error {
 	if n > 0 {
 		s.log.Info("builds interrupted by the previous run marked as failed", "count", n)
 	}
+	if n, err := s.store.PruneGrants(); err != nil {
+		return err
+	} else if n > 0 {
+		s.log.Info("expired upload grants pruned", "count", n)
+	}
 	// Leftover upload spools are incomplete uploads; their grants stay usable.
 	if spools, err := os.ReadDir(s.spoolDir); err == nil {
 		for _, e := range spools {

@@ -168,3 +168,39 @@ func TestCopyStepUsesTheStoredArchive(t *testing.T) {
 		t.Fatal(info)
 	}
 }
+
+// Upload grants do not pile up: a template and hash keep a bounded number,
+// and expired ones, spent or not, are pruned (on the next link request and
+// at start).
+func TestUploadGrantsArePruned(t *testing.T) {
+	clock := newTestClock()
+	dataDir := t.TempDir()
+	configure := func(c *Config) { c.Now = clock.Now }
+	ts := startServer(t, newFakeEngine(t), serverOptions{configure: configure, dataDir: dataDir, skipCleanup: true})
+	reg := ts.register("app")
+	var last e2bapi.TemplateBuildFileUpload
+	for range 300 {
+		last = ts.link(reg.TemplateID, hashOf(1))
+	}
+	if st := ts.stats(); st.Grants > store.MaxGrantsPerArchive {
+		t.Errorf("%d grants kept after 300 link requests for one archive, want at most %d", st.Grants, store.MaxGrantsPerArchive)
+	}
+	putOK(t, last.URL, testutil.Tarball(t, true, testutil.File("a", "A")))
+	for i := range 20 {
+		ts.link(reg.TemplateID, hashOf(100+i))
+	}
+	clock.Advance(ts.Config.UploadURLTTL)
+	ts.link(reg.TemplateID, hashOf(2))
+	if st := ts.stats(); st.Grants != 1 {
+		t.Errorf("%d grants kept once all but one expired, want 1", st.Grants)
+	}
+	// At start, too.
+	clock.Advance(ts.Config.UploadURLTTL)
+	if err := ts.Server.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ts = startServer(t, newFakeEngine(t), serverOptions{configure: configure, dataDir: dataDir})
+	if st := ts.stats(); st.Grants != 0 {
+		t.Errorf("%d grants kept at start after all expired, want 0", st.Grants)
+	}
+}

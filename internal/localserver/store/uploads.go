@@ -2,6 +2,8 @@ package store
 
 import (
 	"encoding/binary"
+	"encoding/json"
+	"sort"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -23,16 +25,82 @@ type Stats struct {
 	// Uploads counts accepted archive uploads since the data dir was created.
 	Uploads  int64 `json:"uploads"`
 	Archives int   `json:"archives"`
+	// Grants counts the upload grants kept (live ones and spent ones
+	// that have not expired yet).
+	Grants int `json:"grants"`
 }
 
+// MaxGrantsPerArchive bounds the grants kept for one template and hash:
+// a new one pushes out the one that expires first.
+const MaxGrantsPerArchive = 16
+
 // CreateGrant stores a single-use grant to upload the archive hash for
-// templateID, valid for ttl.
+// templateID, valid for ttl. In the same transaction it prunes the expired
+// grants and keeps at most MaxGrantsPerArchive for templateID and hash, so
+// grants cannot pile up however many links are asked for.
 func (s *Store) CreateGrant(templateID, hash string, ttl time.Duration) (Grant, error) {
-	g := Grant{Token: RandomID(40), TemplateID: templateID, Hash: hash, ExpiresAt: s.now().UTC().Add(ttl)}
+	now := s.now().UTC()
+	g := Grant{Token: RandomID(40), TemplateID: templateID, Hash: hash, ExpiresAt: now.Add(ttl)}
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		return putJSON(tx.Bucket(bucketGrants), g.Token, g)
+		b := tx.Bucket(bucketGrants)
+		var same []Grant
+		_, err := pruneGrants(b, now, func(old Grant) {
+			if old.TemplateID == templateID && old.Hash == hash {
+				same = append(same, old)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		sort.Slice(same, func(i, j int) bool { return same[i].ExpiresAt.Before(same[j].ExpiresAt) })
+		for len(same) >= MaxGrantsPerArchive {
+			if err := b.Delete([]byte(same[0].Token)); err != nil {
+				return err
+			}
+			same = same[1:]
+		}
+		return putJSON(b, g.Token, g)
 	})
 	return g, err
+}
+
+// PruneGrants deletes the expired grants, spent or not, and reports how
+// many it deleted.
+func (s *Store) PruneGrants() (int, error) {
+	n := 0
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		var err error
+		n, err = pruneGrants(tx.Bucket(bucketGrants), s.now(), func(Grant) {})
+		return err
+	})
+	return n, err
+}
+
+// pruneGrants deletes b's grants expired at now, calls live with the
+// others and reports how many it deleted.
+func pruneGrants(b *bolt.Bucket, now time.Time, live func(Grant)) (int, error) {
+	var expired [][]byte
+	err := b.ForEach(func(k, v []byte) error {
+		var g Grant
+		if err := json.Unmarshal(v, &g); err != nil {
+			return err
+		}
+		if now.Before(g.ExpiresAt) {
+			live(g)
+		} else {
+			expired = append(expired, k)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, k := range expired {
+		if err := b.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	return len(expired), nil
 }
 
 // ErrGrant is deliberately the same for unknown, used and expired grants.
@@ -115,6 +183,7 @@ func (s *Store) Stats() (Stats, error) {
 			st.Uploads = int64(binary.BigEndian.Uint64(raw)) //nolint:gosec // the counter only counts up from 0, one per upload
 		}
 		st.Archives = tx.Bucket(bucketArchives).Stats().KeyN
+		st.Grants = tx.Bucket(bucketGrants).Stats().KeyN
 		return nil
 	})
 	return st, err
