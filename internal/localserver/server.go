@@ -51,6 +51,10 @@ type Config struct {
 	// Now is the clock (time.Now when nil); tests move it to expire sandboxes.
 	Now    func() time.Time
 	Logger *slog.Logger
+
+	// appendLogs stores build log entries (the store's AppendLogs when
+	// nil); tests inject faults such as a full disk here.
+	appendLogs func(buildID string, entries []e2bapi.BuildLogEntry) error
 }
 
 // Defaults of the limits in Config.
