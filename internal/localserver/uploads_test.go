@@ -2,10 +2,12 @@ package localserver
 
 import (
 	"bytes"
+	"compress/gzip"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -203,4 +205,51 @@ func TestUploadGrantsArePruned(t *testing.T) {
 	if st := ts.stats(); st.Grants != 0 {
 		t.Errorf("%d grants kept at start after all expired, want 0", st.Grants)
 	}
+}
+
+// A full disk on the server is the server's failure (507), not the
+// client's, and leaves nothing in the spool.
+func TestUploadDiskFullIsAServerError(t *testing.T) {
+	dataDir := t.TempDir()
+	spool := filepath.Join(dataDir, "uploads")
+	if err := os.Mkdir(spool, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", spool).CombinedOutput(); err != nil {
+		testutil.Missing(t, "needs a small tmpfs for a full disk (root with CAP_SYS_ADMIN): %v %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", spool).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v %s", spool, err, out)
+		}
+	})
+	ts := startServer(t, newFakeEngine(t), serverOptions{dataDir: dataDir})
+	reg := ts.register("app")
+	u := ts.link(reg.TemplateID, hashOf(1)).URL
+	expectError(t, put(t, u, bytes.Repeat([]byte("x"), 256<<10)), http.StatusInsufficientStorage, "no space left")
+	if spools, _ := os.ReadDir(spool); len(spools) != 0 {
+		t.Errorf("spool dir holds %d files after the failed upload", len(spools))
+	}
+}
+
+// A tar cut short at a block boundary, plain or gzip'd, lacks the
+// end-of-archive marker and is refused.
+func TestUploadRequiresTheEndOfArchiveMarker(t *testing.T) {
+	ts := startServer(t, newFakeEngine(t))
+	reg := ts.register("app")
+	plain := testutil.Tarball(t, false, testutil.File("a.txt", "A"), testutil.File("b.txt", strings.Repeat("\x00", 2048)))
+	cut := plain[:512+512+512+2048] // both entries, no end marker
+	u := ts.link(reg.TemplateID, hashOf(1)).URL
+	expectError(t, put(t, u, cut), 400, "end-of-archive marker")
+	expectError(t, put(t, u, plain[:len(cut)+512]), 400, "end-of-archive marker") // one zero block
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	if _, err := zw.Write(cut); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	expectError(t, put(t, u, gz.Bytes()), 400, "end-of-archive marker")
+	putOK(t, u, plain)
 }
