@@ -162,6 +162,20 @@ var (
 	stateDirs   = map[string]string{}
 )
 
+// startCommandServer starts `<binary> server` on Docker with a fresh data
+// dir, for tests that kill it; it returns the base image, the binary, the
+// data dir, the process and a client of it.
+func startCommandServer(t *testing.T) (baseImage, binary, dataDir string, cmd *exec.Cmd, ts *testServer) {
+	t.Helper()
+	_, baseImage = dockerEngine(t)
+	binary = buildEnvdBinary(t)
+	dataDir = t.TempDir()
+	cmd, info := startCommand(t, binary, dataDir)
+	// Not validated by the contract check: this server is another process.
+	ts = &testServer{t: t, URL: info.APIURL, client: http.DefaultClient, apiKey: info.APIKey}
+	return baseImage, binary, dataDir, cmd, ts
+}
+
 // startCommand runs `<binary> server` on dataDir and waits for its
 // server.json.
 func startCommand(t *testing.T, binary, dataDir string) (*exec.Cmd, Info) {
@@ -227,13 +241,8 @@ func startCommandLog(t *testing.T, binary, dataDir string, extraArgs ...string) 
 // template, build, tag or archive; the interrupted build is failed and its
 // container removed.
 func TestDockerRestartAfterSIGKILL(t *testing.T) {
-	_, baseImage := dockerEngine(t)
-	binary := buildEnvdBinary(t)
-	dataDir := t.TempDir()
-	cmd, info := startCommand(t, binary, dataDir)
-	// Not validated by the contract check: this server is another process.
-	ts := &testServer{t: t, URL: info.APIURL, client: http.DefaultClient, apiKey: info.APIKey}
-	if info.APIKey != readKey(t, dataDir) {
+	baseImage, binary, dataDir, cmd, ts := startCommandServer(t)
+	if ts.apiKey != readKey(t, dataDir) {
 		t.Fatal("server.json and the kept API key disagree")
 	}
 
@@ -281,7 +290,7 @@ func TestDockerRestartAfterSIGKILL(t *testing.T) {
 		t.Fatalf("waiting for the killed server: %v", err)
 	}
 
-	_, info = startCommand(t, binary, dataDir)
+	_, info := startCommand(t, binary, dataDir)
 	ts.URL = info.APIURL
 	st := ts.status(running.TemplateID, running.BuildID, "")
 	if st.Status != "error" || st.Reason == nil || st.Reason.Message != ReasonRestarted {
@@ -396,11 +405,7 @@ func TestDockerHostNetworkWarns(t *testing.T) {
 // A sandbox's container stops at the sandbox's end on its own while the
 // server is down, and a timeout change moves that end.
 func TestDockerSandboxDeadlineWhileServerIsDown(t *testing.T) {
-	_, baseImage := dockerEngine(t)
-	binary := buildEnvdBinary(t)
-	dataDir := t.TempDir()
-	cmd, info := startCommand(t, binary, dataDir)
-	ts := &testServer{t: t, URL: info.APIURL, client: http.DefaultClient, apiKey: info.APIKey}
+	baseImage, binary, dataDir, cmd, ts := startCommandServer(t)
 	if _, st := ts.buildFrom(baseImage, "deadline", run("true")); st.Status != "ready" {
 		t.Fatalf("build = %+v", st)
 	}
@@ -424,7 +429,7 @@ func TestDockerSandboxDeadlineWhileServerIsDown(t *testing.T) {
 		t.Error("a sandbox with an 8 s timeout still runs 10.5 s later while the server is down")
 	}
 	// The restart removes the stopped containers.
-	_, info = startCommand(t, binary, dataDir)
+	_, info := startCommand(t, binary, dataDir)
 	ts.URL = info.APIURL
 	ts.call("DELETE", "/templates/deadline", nil, http.StatusNoContent, nil)
 }
