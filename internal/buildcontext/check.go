@@ -24,7 +24,8 @@ type ArchiveLimits struct {
 }
 
 // CheckArchive reads a build-context archive (gzip'd or plain tar, as WriteArchive or the
-// E2B SDKs write it) to its end within limits and reports whether it is gzip'd. It refuses,
+// E2B SDKs write it) to its end-of-archive marker within limits and reports whether it is
+// gzip'd. It refuses a tar that ends without the marker (cut short), and,
 // with ErrUnsafeArchive and naming the entry, anything that could land outside the
 // directory the archive is extracted into: empty or invalid names, absolute names, ".."
 // components, entries written through a symlink (below a name that was a symlink earlier
@@ -59,15 +60,21 @@ func CheckArchive(r io.Reader, limits ArchiveLimits) (gzipped bool, err error) {
 	tooLarge := func() error {
 		return refuse("archive unpacks to more than the limit of %d bytes", limits.MaxUnpackedBytes)
 	}
-	tr := tar.NewReader(stream)
+	ends := &endMarker{r: stream}
+	tr := tar.NewReader(ends)
 	// Names that were symlinks at any point: tar may write through them, so nothing may lie
 	// below them, even after a later entry replaced them.
 	symlinks := map[string]bool{}
 	for entries := 0; ; entries++ {
+		before := ends.n
 		hdr, err := tr.Next()
 		switch {
 		case errors.Is(err, io.EOF) && entries == 0:
 			return gzipped, refuse("archive has no entries")
+		case errors.Is(err, io.EOF) && !ends.endedAfter(before):
+			// archive/tar takes an end of data at a block boundary for the
+			// end of the archive; a cut-short upload looks just like that.
+			return gzipped, refuse("archive ends without the end-of-archive marker (two zero blocks): it was cut short")
 		case errors.Is(err, io.EOF):
 			return gzipped, nil
 		case errors.Is(err, errUnpackedTooLarge):
@@ -89,6 +96,39 @@ func CheckArchive(r io.Reader, limits ArchiveLimits) (gzipped bool, err error) {
 			return gzipped, refuse("archive entry %q: %v", hdr.Name, err)
 		}
 	}
+}
+
+// endMarker counts the bytes of the tar stream read and how many of the
+// last ones were zero, to tell the end-of-archive marker from a stream that
+// just stops.
+type endMarker struct {
+	r     io.Reader
+	n     int64 // bytes read
+	zeros int64 // length of the run of zero bytes the read bytes end with
+}
+
+func (e *endMarker) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	e.n += int64(n)
+	last := len(p[:n]) - 1
+	for last >= 0 && p[last] == 0 {
+		last--
+	}
+	if last < 0 {
+		e.zeros += int64(n)
+	} else {
+		e.zeros = int64(n - 1 - last)
+	}
+	return n, err
+}
+
+// endedAfter reports whether the stream read since offset before (the
+// start of tar.Reader.Next, once the previous entry's content was read: its
+// padding, under one block, then headers) ended with the two zero blocks of
+// the end-of-archive marker.
+func (e *endMarker) endedAfter(before int64) bool {
+	const marker = 2 * 512
+	return e.n-before >= marker && e.zeros >= marker
 }
 
 // checkEntry checks one entry against the symlinks seen before it.

@@ -16,10 +16,12 @@ import (
 //
 //	envd --listen 127.0.0.1:49983|unix:///path/envd.sock [--default-user U] [--default-workdir D]
 //	     [--relay unix:///run/e2b/relay.sock] [--egress unix:///run/e2b/egress.sock --egress-listen 127.0.0.1:49984]
+//	     [--deadline-file /run/e2b/deadline]
 //
 // With --relay, envd dials out to the local server's relay socket; with
 // --egress, it offers the server's egress proxy on --egress-listen
-// (envd/server.RunOptions).
+// (envd/server.RunOptions); with --deadline-file, it stops once the time
+// in that file has passed.
 //
 // It serves until SIGINT or SIGTERM and returns the exit code: 0, 2 for
 // bad flags, 1 when envd fails.
@@ -29,6 +31,7 @@ func Envd(args []string) int {
 	relayAddr := flags.String("relay", "", "unix:///path of the local server's relay socket to dial out to (optional)")
 	egressAddr := flags.String("egress", "", "unix:///path of the local server's egress proxy socket (optional)")
 	egressListen := flags.String("egress-listen", "127.0.0.1:49984", "where processes in the sandbox reach the egress proxy (with --egress)")
+	deadlineFile := flags.String("deadline-file", "", "file with the sandbox's end in Unix milliseconds; envd stops once it has passed (optional)")
 	defaultUser := flags.String("default-user", "", "user for requests that name none (default root; POST /init may change it)")
 	defaultWorkdir := flags.String("default-workdir", "", "working directory for processes started without one (default the user's home)")
 	version := flags.Bool("version", false, "print the envd protocol version and exit")
@@ -44,7 +47,7 @@ func Envd(args []string) int {
 		return 0
 	}
 	opts := envdserver.RunOptions{
-		Listen: *listen, EgressListen: *egressListen,
+		Listen: *listen, EgressListen: *egressListen, DeadlineFile: *deadlineFile,
 		DefaultUser: *defaultUser, DefaultWorkdir: *defaultWorkdir, Log: os.Stderr,
 	}
 	var ok bool

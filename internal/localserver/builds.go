@@ -162,7 +162,14 @@ func (s *Server) runBuild(ctx context.Context, spec engine.BuildSpec, failure *e
 			}
 		}
 	}
-	logs.close()
+	if err := logs.close(); err != nil && failure == nil {
+		// A build that reports ready with its log lost would hide
+		// whatever the log said; the image it committed goes with it.
+		failure = &e2bapi.BuildStatusReason{Message: fmt.Sprintf("the build log could not be stored: %v", err), Step: "finalize"}
+		if rmErr := s.engine.RemoveImage(context.WithoutCancel(ctx), result.Image); rmErr != nil {
+			s.log.Warn("remove the image of a build whose log was lost", "build", spec.BuildID, "err", rmErr)
+		}
+	}
 	if failure != nil {
 		s.log.Info("build failed", "template", spec.TemplateID, "build", spec.BuildID, "step", failure.Step, "reason", failure.Message)
 		result = nil
@@ -183,10 +190,18 @@ type logWriter struct {
 
 	mu     sync.Mutex
 	closed bool // entries sent after Build returned are dropped, not a panic
+	// err is the first failure to store entries, reported by close; under
+	// errMu, not mu, which add holds while it may block on a full channel.
+	errMu sync.Mutex
+	err   error
 }
 
 func (s *Server) newLogWriter(buildID string) *logWriter {
 	lw := &logWriter{entries: make(chan e2bapi.BuildLogEntry, 1024), done: make(chan struct{}), now: s.cfg.Now}
+	appendLogs := s.cfg.appendLogs
+	if appendLogs == nil {
+		appendLogs = s.store.AppendLogs
+	}
 	go func() {
 		defer close(lw.done)
 		for e := range lw.entries {
@@ -203,8 +218,13 @@ func (s *Server) newLogWriter(buildID string) *logWriter {
 					break drain
 				}
 			}
-			if err := s.store.AppendLogs(buildID, batch); err != nil {
+			if err := appendLogs(buildID, batch); err != nil {
 				s.log.Error("store build log", "build", buildID, "err", err)
+				lw.errMu.Lock()
+				if lw.err == nil {
+					lw.err = err
+				}
+				lw.errMu.Unlock()
 			}
 		}
 	}()
@@ -225,13 +245,17 @@ func (lw *logWriter) add(e e2bapi.BuildLogEntry) {
 	}
 }
 
-// close waits until every entry is stored.
-func (lw *logWriter) close() {
+// close waits until every entry is stored and reports the first failure
+// to store some.
+func (lw *logWriter) close() error {
 	lw.mu.Lock()
 	lw.closed = true
 	close(lw.entries)
 	lw.mu.Unlock()
 	<-lw.done
+	lw.errMu.Lock()
+	defer lw.errMu.Unlock()
+	return lw.err
 }
 
 // queryLevel reads the optional level parameter.

@@ -1,6 +1,8 @@
 package localserver
 
 import (
+	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
 	dockerclient "github.com/docker/docker/client"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
@@ -158,11 +162,25 @@ var (
 	stateDirs   = map[string]string{}
 )
 
+// startCommandServer starts `<binary> server` on Docker with a fresh data
+// dir, for tests that kill it; it returns the base image, the binary, the
+// data dir, the process and a client of it.
+func startCommandServer(t *testing.T) (baseImage, binary, dataDir string, cmd *exec.Cmd, ts *testServer) {
+	t.Helper()
+	_, baseImage = dockerEngine(t)
+	binary = buildEnvdBinary(t)
+	dataDir = t.TempDir()
+	cmd, info := startCommand(t, binary, dataDir)
+	// Not validated by the contract check: this server is another process.
+	ts = &testServer{t: t, URL: info.APIURL, client: http.DefaultClient, apiKey: info.APIKey}
+	return baseImage, binary, dataDir, cmd, ts
+}
+
 // startCommand runs `<binary> server` on dataDir and waits for its
 // server.json.
-func startCommand(t *testing.T, binary, dataDir string, extraArgs ...string) (*exec.Cmd, Info) {
+func startCommand(t *testing.T, binary, dataDir string) (*exec.Cmd, Info) {
 	t.Helper()
-	cmd, info, _ := startCommandLog(t, binary, dataDir, extraArgs...)
+	cmd, info, _ := startCommandLog(t, binary, dataDir)
 	return cmd, info
 }
 
@@ -223,13 +241,8 @@ func startCommandLog(t *testing.T, binary, dataDir string, extraArgs ...string) 
 // template, build, tag or archive; the interrupted build is failed and its
 // container removed.
 func TestDockerRestartAfterSIGKILL(t *testing.T) {
-	_, baseImage := dockerEngine(t)
-	binary := buildEnvdBinary(t)
-	dataDir := t.TempDir()
-	cmd, info := startCommand(t, binary, dataDir)
-	// Not validated by the contract check: this server is another process.
-	ts := &testServer{t: t, URL: info.APIURL, client: http.DefaultClient, apiKey: info.APIKey}
-	if info.APIKey != readKey(t, dataDir) {
+	baseImage, binary, dataDir, cmd, ts := startCommandServer(t)
+	if ts.apiKey != readKey(t, dataDir) {
 		t.Fatal("server.json and the kept API key disagree")
 	}
 
@@ -256,6 +269,20 @@ func TestDockerRestartAfterSIGKILL(t *testing.T) {
 	// A sandbox that lives through the restart: its envd redials the relay
 	// the new server re-creates at the same host path.
 	survivor := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "killed", Timeout: int32p(600)})
+	// What a SIGKILL during the commit of the running build leaves: its
+	// image, which no ready build owns.
+	instance := hex.EncodeToString(sha256Prefix(dataDir))
+	orphanImage := "e2b-local/" + strings.ToLower(running.TemplateID) + ":" + strings.ToLower(running.BuildID)
+	plantImage(t, baseImage, orphanImage, map[string]string{
+		"e2b-local.instance": instance, "e2b-local.kind": "image",
+		"e2b-local.template-id": running.TemplateID, "e2b-local.build-id": running.BuildID,
+	})
+	// An image of another server on the same engine is not ours.
+	otherImage := "e2b-local/" + strings.ToLower(running.TemplateID) + ":other"
+	plantImage(t, baseImage, otherImage, map[string]string{
+		"e2b-local.instance": "another-server", "e2b-local.kind": "image",
+		"e2b-local.template-id": running.TemplateID, "e2b-local.build-id": "other",
+	})
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +290,7 @@ func TestDockerRestartAfterSIGKILL(t *testing.T) {
 		t.Fatalf("waiting for the killed server: %v", err)
 	}
 
-	_, info = startCommand(t, binary, dataDir)
+	_, info := startCommand(t, binary, dataDir)
 	ts.URL = info.APIURL
 	st := ts.status(running.TemplateID, running.BuildID, "")
 	if st.Status != "error" || st.Reason == nil || st.Reason.Message != ReasonRestarted {
@@ -271,6 +298,12 @@ func TestDockerRestartAfterSIGKILL(t *testing.T) {
 	}
 	if n := buildContainers(t, running.BuildID); n != 0 {
 		t.Errorf("%d containers of the interrupted build survived the restart", n)
+	}
+	if imageExists(t, orphanImage) {
+		t.Errorf("the image %s that no build owns survived the restart", orphanImage)
+	}
+	if !imageExists(t, otherImage) {
+		t.Errorf("another server's image %s was removed", otherImage)
 	}
 	var tags []e2bapi.TemplateTag
 	ts.call("GET", "/templates/killed/tags", nil, 200, &tags)
@@ -319,6 +352,41 @@ func buildContainers(t *testing.T, buildID string) int {
 	return len(list)
 }
 
+func testDockerClient(t *testing.T) *dockerclient.Client {
+	t.Helper()
+	cli, err := dockerclient.NewClientWithOpts(dockerclient.FromEnv, dockerclient.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// plantImage commits a container of base as ref with labels, and removes
+// ref when the test ends.
+func plantImage(t *testing.T, base, ref string, labels map[string]string) {
+	t.Helper()
+	cli := testDockerClient(t)
+	c, err := cli.ContainerCreate(t.Context(), &container.Config{Image: base, Cmd: []string{"true"}}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cli.ContainerRemove(context.Background(), c.ID, container.RemoveOptions{Force: true}) }()
+	if _, err := cli.ContainerCommit(t.Context(), c.ID, container.CommitOptions{Reference: ref, Config: &container.Config{Labels: labels}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = cli.ImageRemove(context.Background(), ref, image.RemoveOptions{}) })
+}
+
+func imageExists(t *testing.T, ref string) bool {
+	t.Helper()
+	_, err := testDockerClient(t).ImageInspect(t.Context(), ref)
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
 // Host networking is an opt-in that the server warns about at start-up;
 // the default logs the network namespace and the egress policy.
 func TestDockerHostNetworkWarns(t *testing.T) {
@@ -332,4 +400,46 @@ func TestDockerHostNetworkWarns(t *testing.T) {
 	if log := stderr.String(); strings.Contains(log, "level=WARN") || !strings.Contains(log, "network=none") || !strings.Contains(log, `egress="public + allow 10.0.0.5:5000"`) {
 		t.Errorf("default start-up log:\n%s", log)
 	}
+}
+
+// A sandbox's container stops at the sandbox's end on its own while the
+// server is down, and a timeout change moves that end.
+func TestDockerSandboxDeadlineWhileServerIsDown(t *testing.T) {
+	baseImage, binary, dataDir, cmd, ts := startCommandServer(t)
+	if _, st := ts.buildFrom(baseImage, "deadline", run("true")); st.Status != "ready" {
+		t.Fatalf("build = %+v", st)
+	}
+	short := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "deadline", Timeout: int32p(3)})
+	moved := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "deadline", Timeout: int32p(3)})
+	ts.call("POST", "/sandboxes/"+moved.SandboxID+"/timeout", map[string]any{"timeout": 8}, http.StatusNoContent, nil)
+	start := time.Now()
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	time.Sleep(time.Until(start.Add(5500 * time.Millisecond)))
+	if sandboxRunning(t, short.SandboxID) {
+		t.Error("a sandbox with a 3 s timeout still runs 5.5 s later while the server is down")
+	}
+	if !sandboxRunning(t, moved.SandboxID) {
+		t.Error("a sandbox whose timeout was moved to 8 s stopped before it")
+	}
+	time.Sleep(time.Until(start.Add(10500 * time.Millisecond)))
+	if sandboxRunning(t, moved.SandboxID) {
+		t.Error("a sandbox with an 8 s timeout still runs 10.5 s later while the server is down")
+	}
+	// The restart removes the stopped containers.
+	_, info := startCommand(t, binary, dataDir)
+	ts.URL = info.APIURL
+	ts.call("DELETE", "/templates/deadline", nil, http.StatusNoContent, nil)
+}
+
+// sandboxRunning reports whether a container of the sandbox is running.
+func sandboxRunning(t *testing.T, sandboxID string) bool {
+	t.Helper()
+	list, err := testDockerClient(t).ContainerList(t.Context(), container.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "e2b-local.sandbox-id="+sandboxID))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(list) > 0
 }

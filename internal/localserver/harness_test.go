@@ -289,6 +289,7 @@ type fakeEngine struct {
 	startErr      error                   // when set, StartSandbox fails with it
 	sandboxes     map[string]func() error // stops the sandbox's envd, returning its Serve error
 	removedImages []string
+	deadlines     map[string]time.Time
 	keptOrphans   []string
 }
 
@@ -420,7 +421,7 @@ func (e *fakeEngine) StopSandbox(_ context.Context, id string) error {
 	return err
 }
 
-func (e *fakeEngine) RemoveOrphans(_ context.Context, keep func(string) bool) error {
+func (e *fakeEngine) RemoveOrphans(_ context.Context, keep func(string) bool, _ func(string) bool) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var errs []error
@@ -433,6 +434,16 @@ func (e *fakeEngine) RemoveOrphans(_ context.Context, keep func(string) bool) er
 		}
 	}
 	return errors.Join(errs...)
+}
+
+func (e *fakeEngine) SetSandboxDeadline(_ context.Context, id string, end time.Time) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.deadlines == nil {
+		e.deadlines = map[string]time.Time{}
+	}
+	e.deadlines[id] = end
+	return nil
 }
 
 func (e *fakeEngine) RemoveImage(_ context.Context, image string) error {

@@ -87,6 +87,9 @@ func (s *Server) createSandbox(ctx context.Context, req e2bapi.NewSandbox, defau
 		SandboxID: id, TemplateID: t.ID, BuildID: b.ID, Image: b.Result.Image,
 		User: b.Result.User, Workdir: b.Result.Workdir, Env: env, StartCmd: b.Result.StartCmd,
 		AccessToken: token, CPUCount: b.CPUCount, MemoryMB: b.MemoryMB,
+		// Moved to the recorded end below; this one holds should the
+		// server die in between.
+		EndAt: s.cfg.Now().Add(timeout),
 	})
 	if err != nil {
 		s.log.Error("start sandbox", "template", t.ID, "build", b.ID, "err", err)
@@ -103,7 +106,14 @@ func (s *Server) createSandbox(ctx context.Context, req e2bapi.NewSandbox, defau
 		CPUCount: b.CPUCount, MemoryMB: b.MemoryMB, EnvdVersion: envdVersion,
 		Metadata: req.Metadata, ContainerID: started.ContainerID,
 	}
-	if err := s.store.CreateSandbox(sb); err != nil {
+	err = s.store.CreateSandbox(sb)
+	if err == nil {
+		if err = s.engine.SetSandboxDeadline(ctx, id, sb.EndAt); err != nil {
+			_, _ = s.store.DeleteSandbox(id)
+			err = s.internal(err)
+		}
+	}
+	if err != nil {
 		if stopErr := s.engine.StopSandbox(context.WithoutCancel(ctx), id); stopErr != nil {
 			s.log.Error("stop a sandbox that could not be recorded", "sandbox", id, "err", stopErr)
 		}
@@ -161,7 +171,7 @@ func (s *Server) filteredSandboxes(w http.ResponseWriter, r *http.Request) ([]e2
 	if states := r.URL.Query().Get("state"); states != "" && !strings.Contains(states, "running") {
 		return []e2bapi.ListedSandbox{}, true
 	}
-	all, err := s.store.Sandboxes()
+	all, err := s.store.LiveSandboxes()
 	if err != nil {
 		s.internalError(w, err)
 		return nil, false
@@ -247,8 +257,13 @@ func (s *Server) handleSandboxTimeout(w http.ResponseWriter, r *http.Request) {
 		s.answerError(w, err)
 		return
 	}
-	if err := s.store.SetSandboxEndAt(id, s.cfg.Now().Add(timeout)); err != nil {
+	end := s.cfg.Now().Add(timeout)
+	if err := s.store.SetSandboxEndAt(id, end); err != nil {
 		s.storeError(w, err)
+		return
+	}
+	if err := s.engine.SetSandboxDeadline(r.Context(), id, end); err != nil {
+		s.internalError(w, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -265,7 +280,7 @@ func (s *Server) handleConnectSandbox(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &req, true) {
 		return
 	}
-	s.connectSandbox(w, id, req.Timeout)
+	s.connectSandbox(w, r, id, req.Timeout)
 }
 
 // handleConnectSandboxV1 serves POST /sandboxes/{sandboxID}/connect, which
@@ -283,21 +298,20 @@ func (s *Server) handleConnectSandboxV1(w http.ResponseWriter, r *http.Request) 
 		writeError(w, http.StatusBadRequest, "timeout is required")
 		return
 	}
-	s.connectSandbox(w, id, req.Timeout)
+	s.connectSandbox(w, r, id, req.Timeout)
 }
 
 // connectSandbox answers a connect. Every sandbox here runs (none is ever
 // paused), so the answer is 200 with the sandbox, whose end moves to
 // now+timeout (300 s when unset) when that is later: connecting only extends.
-func (s *Server) connectSandbox(w http.ResponseWriter, id string, requested *int32) {
+func (s *Server) connectSandbox(w http.ResponseWriter, r *http.Request, id string, requested *int32) {
 	timeout, err := s.ttl("timeout", requested, defaultTimeoutV2, 0)
 	if err != nil {
 		s.answerError(w, err)
 		return
 	}
-	sb, err := s.store.ExtendSandboxEndAt(id, s.cfg.Now().Add(timeout))
-	if err != nil {
-		s.storeError(w, err)
+	sb, ok := s.extendSandbox(w, r, id, timeout)
+	if !ok {
 		return
 	}
 	writeJSON(w, http.StatusOK, e2bapi.Sandbox{
@@ -325,11 +339,25 @@ func (s *Server) handleRefreshSandbox(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "duration %d is invalid: it must be from 0 to %d seconds", duration, maxRefreshSeconds)
 		return
 	}
-	if _, err := s.store.ExtendSandboxEndAt(id, s.cfg.Now().Add(time.Duration(duration)*time.Second)); err != nil {
-		s.storeError(w, err)
+	if _, ok := s.extendSandbox(w, r, id, time.Duration(duration)*time.Second); !ok {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// extendSandbox moves the sandbox's end to now+d when that is later, in the
+// store and in its container; on failure it answers the request.
+func (s *Server) extendSandbox(w http.ResponseWriter, r *http.Request, id string, d time.Duration) (store.Sandbox, bool) {
+	sb, err := s.store.ExtendSandboxEndAt(id, s.cfg.Now().Add(d))
+	if err != nil {
+		s.storeError(w, err)
+		return sb, false
+	}
+	if err := s.engine.SetSandboxDeadline(r.Context(), id, sb.EndAt); err != nil {
+		s.internalError(w, err)
+		return sb, false
+	}
+	return sb, true
 }
 
 // maxRefreshSeconds is the largest refresh E2B accepts (SandboxRefreshRequest).
@@ -349,16 +377,28 @@ func (s *Server) ttl(field string, requested *int32, def, least int32) (time.Dur
 	return time.Duration(seconds) * time.Second, nil
 }
 
-// reapLoop stops sandboxes whose time ran out until the server closes.
+// grantPruneInterval is how often the reaper also prunes expired upload
+// grants (link requests and the start prune them too).
+const grantPruneInterval = time.Minute
+
+// reapLoop stops sandboxes whose time ran out, and prunes expired upload
+// grants, until the server closes.
 func (s *Server) reapLoop() {
 	ticker := time.NewTicker(s.cfg.ReapInterval)
 	defer ticker.Stop()
+	lastPrune := time.Now()
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-ticker.C:
 			s.reapExpired(s.ctx)
+			if time.Since(lastPrune) >= grantPruneInterval {
+				lastPrune = time.Now()
+				if _, err := s.store.PruneGrants(); err != nil {
+					s.log.Error("prune expired upload grants", "err", err)
+				}
+			}
 		}
 	}
 }

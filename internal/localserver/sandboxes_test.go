@@ -191,7 +191,7 @@ func TestSandboxTimeoutIsEnforced(t *testing.T) {
 	}
 	// The engine stops the container before the record goes; wait for both.
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if _, err := ts.Server.Store().Sandbox(short.SandboxID); store.KindOf(err) == store.KindNotFound {
+		if all, err := ts.Server.Store().Sandboxes(); err == nil && !slices.ContainsFunc(all, func(sb store.Sandbox) bool { return sb.ID == short.SandboxID }) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -328,12 +328,21 @@ func TestStartAfterCrash(t *testing.T) {
 // required timeout) and refreshes: both only ever move a sandbox's end later.
 func TestSandboxConnectAndRefresh(t *testing.T) {
 	clock := newTestClock()
-	ts := startServer(t, newFakeEngine(t), serverOptions{configure: func(c *Config) { c.Now = clock.Now }})
+	eng := newFakeEngine(t)
+	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.Now = clock.Now }})
 	ts.build("app")
 	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app", Timeout: int32p(10)})
 	endAt := func() time.Time {
+		t.Helper()
 		var detail e2bapi.SandboxDetail
 		ts.call("GET", "/sandboxes/"+sb.SandboxID, nil, 200, &detail)
+		// The container's own deadline moves with the sandbox's end.
+		eng.mu.Lock()
+		deadline := eng.deadlines[sb.SandboxID]
+		eng.mu.Unlock()
+		if !deadline.Equal(detail.EndAt) {
+			t.Errorf("the container's deadline is %v, the sandbox's end %v", deadline, detail.EndAt)
+		}
 		return detail.EndAt
 	}
 	start := clock.Now()
@@ -370,4 +379,31 @@ func TestSandboxConnectAndRefresh(t *testing.T) {
 	ts.expectError("POST", "/v2/sandboxes/inope/connect", nil, 404, "not found")
 	ts.expectError("POST", "/sandboxes/inope/refreshes", e2bapi.SandboxRefreshRequest{Duration: int32p(5)}, 404, "not found")
 	expectError(t, ts.direct("POST", "/sandboxes/"+sb.SandboxID+"/refreshes", []byte(`{"duration":3601}`)), 400, "duration 3601")
+}
+
+// From its end on, a sandbox is gone in every answer, even before the
+// reaper has stopped it: never "running" with endAt in the past.
+func TestSandboxIsGoneAtItsEnd(t *testing.T) {
+	clock := newTestClock()
+	ts := startServer(t, newFakeEngine(t), serverOptions{configure: func(c *Config) {
+		c.Now = clock.Now
+		c.ReapInterval = time.Hour // the reaper is late
+	}})
+	ts.build("app")
+	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app", Timeout: int32p(10)})
+	clock.Advance(10 * time.Second)
+	ts.expectError("GET", "/sandboxes/"+sb.SandboxID, nil, 404, "not found")
+	var list []e2bapi.ListedSandbox
+	ts.call("GET", "/sandboxes", nil, 200, &list)
+	if len(list) != 0 {
+		t.Errorf("GET /sandboxes = %+v, want none", list)
+	}
+	ts.call("GET", "/v2/sandboxes", nil, 200, &list)
+	if len(list) != 0 {
+		t.Errorf("GET /v2/sandboxes = %+v, want none", list)
+	}
+	ts.expectError("POST", "/sandboxes/"+sb.SandboxID+"/timeout", e2bapi.SandboxTimeoutRequest{Timeout: 100}, 404, "not found")
+	ts.expectError("POST", "/sandboxes/"+sb.SandboxID+"/refreshes", e2bapi.SandboxRefreshRequest{Duration: int32p(100)}, 404, "not found")
+	ts.expectError("POST", "/v2/sandboxes/"+sb.SandboxID+"/connect", nil, 404, "not found")
+	expectError(t, ts.request("GET", "/health", nil, "E2b-Sandbox-Id", sb.SandboxID, "E2b-Sandbox-Port", "49983"), 502, "not found")
 }

@@ -51,6 +51,10 @@ type Config struct {
 	// Now is the clock (time.Now when nil); tests move it to expire sandboxes.
 	Now    func() time.Time
 	Logger *slog.Logger
+
+	// appendLogs stores build log entries (the store's AppendLogs when
+	// nil); tests inject faults such as a full disk here.
+	appendLogs func(buildID string, entries []e2bapi.BuildLogEntry) error
 }
 
 // Defaults of the limits in Config.
@@ -175,6 +179,11 @@ func (s *Server) recover(ctx context.Context) error {
 	if n > 0 {
 		s.log.Info("builds interrupted by the previous run marked as failed", "count", n)
 	}
+	if n, err := s.store.PruneGrants(); err != nil {
+		return err
+	} else if n > 0 {
+		s.log.Info("expired upload grants pruned", "count", n)
+	}
 	// Leftover upload spools are incomplete uploads; their grants stay usable.
 	if spools, err := os.ReadDir(s.spoolDir); err == nil {
 		for _, e := range spools {
@@ -194,10 +203,37 @@ func (s *Server) recover(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := s.engine.RemoveOrphans(ctx, func(id string) bool { return live[id] }); err != nil {
-		return fmt.Errorf("remove containers left by an earlier run: %w", err)
+	images, err := s.ownedImages()
+	if err != nil {
+		return err
+	}
+	if err := s.engine.RemoveOrphans(ctx, func(id string) bool { return live[id] }, func(ref string) bool { return images[ref] }); err != nil {
+		return fmt.Errorf("remove containers and images left by an earlier run: %w", err)
 	}
 	return nil
+}
+
+// ownedImages is the set of images the ready builds of live templates own;
+// a build the previous run was killed in may have committed one no record
+// owns.
+func (s *Server) ownedImages() (map[string]bool, error) {
+	templates, err := s.store.Templates()
+	if err != nil {
+		return nil, err
+	}
+	owned := map[string]bool{}
+	for _, t := range templates {
+		builds, err := s.store.Builds(t.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range builds {
+			if b.Status == e2bapi.BuildReady && b.Result != nil && b.Result.Image != "" {
+				owned[b.Result.Image] = true
+			}
+		}
+	}
+	return owned, nil
 }
 
 // Store is the server's state (for tests and the command).

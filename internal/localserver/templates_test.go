@@ -1,10 +1,12 @@
 package localserver
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -352,5 +354,20 @@ func lastBuildSpec(t *testing.T, eng *fakeEngine, buildID string) engine.BuildSp
 		case <-timeout:
 			t.Fatalf("the engine was not asked to run build %s within 30 s", buildID)
 		}
+	}
+}
+
+// A build whose log cannot be stored (a full disk) fails, saying so,
+// instead of reporting ready with its log silently dropped.
+func TestBuildFailsWhenItsLogCannotBeStored(t *testing.T) {
+	eng := newFakeEngine(t)
+	ts := startServer(t, eng, serverOptions{configure: func(c *Config) {
+		c.appendLogs = func(string, []e2bapi.BuildLogEntry) error {
+			return fmt.Errorf("store log: %w", syscall.ENOSPC)
+		}
+	}})
+	_, info := ts.build("app", e2bapi.TemplateStep{Type: "RUN", Args: []string{"true"}})
+	if info.Status != "error" || info.Reason == nil || !strings.Contains(info.Reason.Message, "build log") || !strings.Contains(info.Reason.Message, "no space left") {
+		t.Fatalf("build = %+v, want an error naming the lost build log", info)
 	}
 }

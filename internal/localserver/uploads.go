@@ -8,9 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
 // uploadPath prefixes the upload URLs; the grant token follows it. It is
@@ -53,7 +55,8 @@ func (s *Server) handleFileLink(w http.ResponseWriter, r *http.Request, template
 // size limit, checked, then published under its hash by a hard link, so a
 // stored archive is never replaced (first write wins). The hash is the one
 // the client claimed, as on E2B, which does not verify it either. Any
-// failure leaves the grant usable for a retry; success consumes it.
+// failure leaves the grant usable for a retry; success spends it, and a
+// repeated PUT on the spent grant succeeds (see repeatedUpload).
 func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, token string) {
 	if r.Method != http.MethodPut {
 		writeError(w, http.StatusMethodNotAllowed, "uploads use PUT")
@@ -67,25 +70,37 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, token stri
 		s.storeError(w, err)
 		return
 	}
+	if grant.UsedAt != nil {
+		s.repeatedUpload(w, r, grant)
+		return
+	}
 	if r.ContentLength > s.cfg.MaxUploadBytes {
 		writeError(w, http.StatusRequestEntityTooLarge, "archive of %d bytes is larger than the limit of %d bytes", r.ContentLength, s.cfg.MaxUploadBytes)
 		return
 	}
 	spool, err := os.CreateTemp(s.spoolDir, grant.Hash+"-*.part")
 	if err != nil {
-		s.internalError(w, err)
+		s.storageError(w, err)
 		return
 	}
 	defer os.Remove(spool.Name())
-	_, err = io.Copy(spool, http.MaxBytesReader(w, r.Body, s.cfg.MaxUploadBytes))
+	// The writer's failures are the server's (a full disk), the body's the
+	// client's: they get different answers.
+	sw := &spoolWriter{f: spool}
+	_, err = io.Copy(sw, http.MaxBytesReader(w, r.Body, s.cfg.MaxUploadBytes))
 	if err == nil {
-		err = spool.Sync() // on disk before the state says it is stored
+		if err = spool.Sync(); err != nil { // on disk before the state says it is stored
+			sw.err = err
+		}
 	}
-	if closeErr := spool.Close(); err == nil {
-		err = closeErr
+	if closeErr := spool.Close(); err == nil && closeErr != nil {
+		err, sw.err = closeErr, closeErr
 	}
 	var tooLarge *http.MaxBytesError
 	switch {
+	case sw.err != nil:
+		s.storageError(w, fmt.Errorf("spool archive: %w", sw.err))
+		return
 	case errors.As(err, &tooLarge):
 		writeError(w, http.StatusRequestEntityTooLarge, "archive is larger than the limit of %d bytes", s.cfg.MaxUploadBytes)
 		return
@@ -93,24 +108,73 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, token stri
 		writeError(w, http.StatusBadRequest, "receive archive: %v", err)
 		return
 	}
-	if err := s.checkArchiveFile(spool.Name()); err != nil {
+	if err := s.checkArchiveFile(spool.Name()); errors.Is(err, buildcontext.ErrUnsafeArchive) {
 		writeError(w, http.StatusBadRequest, "%v", err)
+		return
+	} else if err != nil {
+		s.storageError(w, fmt.Errorf("read the spooled archive: %w", err))
 		return
 	}
 	final := filepath.Join(s.archiveDir, grant.Hash+".tar")
 	if err := os.Link(spool.Name(), final); err != nil && !errors.Is(err, os.ErrExist) {
-		s.internalError(w, fmt.Errorf("publish archive %s: %w", final, err))
+		s.storageError(w, fmt.Errorf("publish archive %s: %w", final, err))
 		return
 	}
 	if err := syncDir(s.archiveDir); err != nil {
-		s.internalError(w, err)
+		s.storageError(w, err)
 		return
 	}
 	if _, err := s.store.CommitUpload(token, final); err != nil {
-		s.storeError(w, err)
+		if store.KindOf(err) != 0 {
+			s.storeError(w, err)
+		} else {
+			s.storageError(w, err)
+		}
 		return
 	}
 	w.WriteHeader(http.StatusOK)
+}
+
+// repeatedUpload answers a PUT on a spent grant: E2B's presigned URLs can be
+// retried, so a client whose answer to the first PUT was lost is told the
+// upload succeeded when the archive of the grant's hash is stored. The body
+// is read (within the limit) and dropped; the first write won.
+func (s *Server) repeatedUpload(w http.ResponseWriter, r *http.Request, grant store.Grant) {
+	if _, present, err := s.store.ArchivePath(grant.Hash); err != nil {
+		s.internalError(w, err)
+		return
+	} else if !present {
+		s.storeError(w, store.ErrGrant())
+		return
+	}
+	_, _ = io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, s.cfg.MaxUploadBytes))
+	w.WriteHeader(http.StatusOK)
+}
+
+// spoolWriter remembers its file's write failure.
+type spoolWriter struct {
+	f   *os.File
+	err error
+}
+
+func (w *spoolWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	if err != nil {
+		w.err = err
+	}
+	return n, err
+}
+
+// storageError answers a failure to store on the server's disk: 507 when
+// the disk (or quota) is full, naming it, else 500. Neither is the
+// client's fault, so a retry later may succeed.
+func (s *Server) storageError(w http.ResponseWriter, err error) {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		s.log.Error("no space left to store an upload", "err", err)
+		writeError(w, http.StatusInsufficientStorage, "no space left on the server's disk to store the archive; free some and retry")
+		return
+	}
+	s.internalError(w, err)
 }
 
 func syncDir(dir string) error {

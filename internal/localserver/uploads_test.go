@@ -2,10 +2,12 @@ package localserver
 
 import (
 	"bytes"
+	"compress/gzip"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -72,8 +74,10 @@ func TestUploadGrantFlow(t *testing.T) {
 	expectError(t, put(t, first.URL, []byte("not a tar at all, just some text that is long enough to not be a header")), 400, "archive")
 	archive := testutil.Tarball(t, true, testutil.Dir("app/"), testutil.File("app/a.txt", "A"), testutil.Symlink("app/link", "a.txt"), testutil.Hardlink("app/hard", "app/a.txt"))
 	putOK(t, first.URL, archive)
-	// The grant is single use.
-	expectError(t, put(t, first.URL, archive), 403, "already used")
+	// A retry of a PUT whose answer was lost succeeds, as with E2B's
+	// presigned URLs: the archive of the grant's hash is stored.
+	putOK(t, first.URL, archive)
+	putOK(t, first.URL, testutil.Tarball(t, false, testutil.File("other.txt", "B")))
 
 	again := ts.link(reg.TemplateID, hash)
 	if !again.Present || again.URL == "" || again.URL == first.URL {
@@ -165,4 +169,87 @@ func TestCopyStepUsesTheStoredArchive(t *testing.T) {
 	if info := ts.waitBuild(reg); info.Status != "ready" {
 		t.Fatal(info)
 	}
+}
+
+// Upload grants do not pile up: a template and hash keep a bounded number,
+// and expired ones, spent or not, are pruned (on the next link request and
+// at start).
+func TestUploadGrantsArePruned(t *testing.T) {
+	clock := newTestClock()
+	dataDir := t.TempDir()
+	configure := func(c *Config) { c.Now = clock.Now }
+	ts := startServer(t, newFakeEngine(t), serverOptions{configure: configure, dataDir: dataDir, skipCleanup: true})
+	reg := ts.register("app")
+	var last e2bapi.TemplateBuildFileUpload
+	for range 300 {
+		last = ts.link(reg.TemplateID, hashOf(1))
+	}
+	if st := ts.stats(); st.Grants > store.MaxGrantsPerArchive {
+		t.Errorf("%d grants kept after 300 link requests for one archive, want at most %d", st.Grants, store.MaxGrantsPerArchive)
+	}
+	putOK(t, last.URL, testutil.Tarball(t, true, testutil.File("a", "A")))
+	for i := range 20 {
+		ts.link(reg.TemplateID, hashOf(100+i))
+	}
+	clock.Advance(ts.Config.UploadURLTTL)
+	ts.link(reg.TemplateID, hashOf(2))
+	if st := ts.stats(); st.Grants != 1 {
+		t.Errorf("%d grants kept once all but one expired, want 1", st.Grants)
+	}
+	// At start, too.
+	clock.Advance(ts.Config.UploadURLTTL)
+	if err := ts.Server.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ts = startServer(t, newFakeEngine(t), serverOptions{configure: configure, dataDir: dataDir})
+	if st := ts.stats(); st.Grants != 0 {
+		t.Errorf("%d grants kept at start after all expired, want 0", st.Grants)
+	}
+}
+
+// A full disk on the server is the server's failure (507), not the
+// client's, and leaves nothing in the spool.
+func TestUploadDiskFullIsAServerError(t *testing.T) {
+	dataDir := t.TempDir()
+	spool := filepath.Join(dataDir, "uploads")
+	if err := os.Mkdir(spool, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", spool).CombinedOutput(); err != nil {
+		testutil.Missing(t, "needs a small tmpfs for a full disk (root with CAP_SYS_ADMIN): %v %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", spool).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v %s", spool, err, out)
+		}
+	})
+	ts := startServer(t, newFakeEngine(t), serverOptions{dataDir: dataDir})
+	reg := ts.register("app")
+	u := ts.link(reg.TemplateID, hashOf(1)).URL
+	expectError(t, put(t, u, bytes.Repeat([]byte("x"), 256<<10)), http.StatusInsufficientStorage, "no space left")
+	if spools, _ := os.ReadDir(spool); len(spools) != 0 {
+		t.Errorf("spool dir holds %d files after the failed upload", len(spools))
+	}
+}
+
+// A tar cut short at a block boundary, plain or gzip'd, lacks the
+// end-of-archive marker and is refused.
+func TestUploadRequiresTheEndOfArchiveMarker(t *testing.T) {
+	ts := startServer(t, newFakeEngine(t))
+	reg := ts.register("app")
+	plain := testutil.Tarball(t, false, testutil.File("a.txt", "A"), testutil.File("b.txt", strings.Repeat("\x00", 2048)))
+	cut := plain[:512+512+512+2048] // both entries, no end marker
+	u := ts.link(reg.TemplateID, hashOf(1)).URL
+	expectError(t, put(t, u, cut), 400, "end-of-archive marker")
+	expectError(t, put(t, u, plain[:len(cut)+512]), 400, "end-of-archive marker") // one zero block
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	if _, err := zw.Write(cut); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	expectError(t, put(t, u, gz.Bytes()), 400, "end-of-archive marker")
+	putOK(t, u, plain)
 }

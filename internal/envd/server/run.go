@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,15 @@ type RunOptions struct {
 	// process envd starts is pointed there (HTTP_PROXY, HTTPS_PROXY,
 	// NO_PROXY and their lower-case forms).
 	EgressSocket, EgressListen string
+	// DeadlineFile, when set, is a file holding the sandbox's end as Unix
+	// milliseconds in decimal, written (and moved) by the local server only.
+	// envd reads it every DeadlinePoll and, once the end has passed, stops
+	// serving and kills its processes, which ends the container: a sandbox
+	// ends on time even while the server is down. A missing or unreadable
+	// file sets no deadline.
+	DeadlineFile string
+	// DeadlinePoll is how often DeadlineFile is read (default 250 ms).
+	DeadlinePoll time.Duration
 	// DefaultUser and DefaultWorkdir are Config's.
 	DefaultUser, DefaultWorkdir string
 	// Log receives envd's messages.
@@ -45,6 +55,15 @@ func Run(ctx context.Context, o RunOptions) error {
 	// subreaper of what it starts. Either way orphans are its to reap.
 	if err := becomeSubreaper(); err != nil {
 		fmt.Fprintln(o.Log, "envd: cannot become a child subreaper, orphans may stay zombies:", err)
+	}
+	if o.DeadlineFile != "" {
+		var stop context.CancelFunc
+		ctx, stop = context.WithCancel(ctx)
+		defer stop()
+		go watchDeadline(ctx, o.DeadlineFile, o.DeadlinePoll, func(end time.Time) {
+			fmt.Fprintf(o.Log, "envd: the sandbox's end %s has passed: stopping\n", end.UTC().Format(time.RFC3339Nano))
+			stop()
+		})
 	}
 	cfg := Config{DefaultUser: o.DefaultUser, DefaultWorkdir: o.DefaultWorkdir, ReapOrphans: true}
 	if o.EgressSocket != "" {
@@ -78,6 +97,40 @@ func Run(ctx context.Context, o RunOptions) error {
 	srv := New(cfg)
 	fmt.Fprintf(o.Log, "envd %s listening on %s\n", Version, o.Listen)
 	return srv.Serve(ctx, ln)
+}
+
+// watchDeadline reads the deadline file every poll until ctx ends and calls
+// passed once the time it holds has come.
+func watchDeadline(ctx context.Context, path string, poll time.Duration, passed func(time.Time)) {
+	if poll <= 0 {
+		poll = 250 * time.Millisecond
+	}
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	for {
+		if end, ok := ReadDeadline(path); ok && !time.Now().Before(end) {
+			passed(end)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// ReadDeadline reads a deadline file (see RunOptions.DeadlineFile).
+func ReadDeadline(path string) (time.Time, bool) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return time.Time{}, false
+	}
+	ms, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(ms), true
 }
 
 // ProxyEnv is the environment that points HTTP clients at an egress proxy

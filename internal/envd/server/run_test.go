@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -121,5 +122,33 @@ func TestBaseEnvUnderInitAndRequest(t *testing.T) {
 	r := run(t, e, shell(`echo "$HTTP_PROXY|$https_proxy|$NO_PROXY|$no_proxy|$A"`), nil)
 	if want := "http://127.0.0.1:49984|http://mine|localhost,127.0.0.1,::1|localhost,127.0.0.1,::1|init\n"; string(r.stdout) != want {
 		t.Errorf("process env %q, want %q", r.stdout, want)
+	}
+}
+
+// envd stops once the time in its deadline file has passed, reading the
+// file anew so that a moved deadline counts.
+func TestRunStopsAtTheDeadline(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "deadline")
+	write := func(end time.Time) {
+		if err := os.WriteFile(file, []byte(strconv.FormatInt(end.UnixMilli(), 10)+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	write(start.Add(300 * time.Millisecond))
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(t.Context(), RunOptions{Listen: "unix://" + filepath.Join(dir, "envd.sock"), DeadlineFile: file, DeadlinePoll: 20 * time.Millisecond, Log: io.Discard})
+	}()
+	time.Sleep(100 * time.Millisecond)
+	write(start.Add(800 * time.Millisecond))
+	select {
+	case err := <-done:
+		if took := time.Since(start); err != nil || took < 800*time.Millisecond {
+			t.Fatalf("Run = %v after %v, want nil once the moved deadline passed", err, took)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("envd still runs 5 s after its deadline")
 	}
 }

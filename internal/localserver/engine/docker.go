@@ -75,6 +75,10 @@ const (
 	containerSocketDir = "/run/e2b"
 	relaySocketName    = "relay.sock"
 	egressSocketName   = "egress.sock"
+	// deadlineFileName, in the same read-only directory, holds a sandbox's
+	// end for envd (--deadline-file), so that the container ends on time
+	// even while the server is down.
+	deadlineFileName = "deadline"
 	// hostNetEnvdSocket is where envd listens in a host-network container:
 	// a path of the container's own file system, not a host port.
 	hostNetEnvdSocket = "/.e2b/envd.sock"
@@ -274,6 +278,8 @@ type containerRequest struct {
 	labels   map[string]string
 	cpuCount int32
 	memoryMB int32
+	// end, when set, is when envd ends the container (a sandbox's end).
+	end time.Time
 }
 
 // runningContainer is a started container with envd answering.
@@ -292,16 +298,52 @@ type runningContainer struct {
 // when there is one. With host networking it listens on a socket of the
 // container's own file system instead, so that containers do not fight
 // over the host's port 49983.
-func (d *Docker) envdCommand(network string) []string {
+// A container with an end (a sandbox's) has envd watch its deadline file.
+func (d *Docker) envdCommand(network string, hasEnd bool) []string {
 	relaySock := "unix://" + containerSocketDir + "/" + relaySocketName
+	var cmd []string
 	if network == NetworkHost {
-		return []string{containerEnvdPath, "envd", "--listen", "unix://" + hostNetEnvdSocket, "--relay", relaySock}
+		cmd = []string{containerEnvdPath, "envd", "--listen", "unix://" + hostNetEnvdSocket, "--relay", relaySock}
+	} else {
+		cmd = []string{containerEnvdPath, "envd", "--listen", fmt.Sprintf("0.0.0.0:%d", envd.Port), "--relay", relaySock}
+		if d.egress != nil {
+			cmd = append(cmd, "--egress", "unix://"+containerSocketDir+"/"+egressSocketName, "--egress-listen", fmt.Sprintf("127.0.0.1:%d", EgressProxyPort))
+		}
 	}
-	cmd := []string{containerEnvdPath, "envd", "--listen", fmt.Sprintf("0.0.0.0:%d", envd.Port), "--relay", relaySock}
-	if d.egress != nil {
-		cmd = append(cmd, "--egress", "unix://"+containerSocketDir+"/"+egressSocketName, "--egress-listen", fmt.Sprintf("127.0.0.1:%d", EgressProxyPort))
+	if hasEnd {
+		cmd = append(cmd, "--deadline-file", containerSocketDir+"/"+deadlineFileName)
 	}
 	return cmd
+}
+
+// writeDeadline writes (atomically: a rename in the dir) the end of the
+// container whose host directory is dir, for envd's --deadline-file.
+func writeDeadline(dir string, end time.Time) error {
+	tmp, err := os.CreateTemp(dir, deadlineFileName+"-*")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(tmp, "%d\n", end.UnixMilli())
+	if closeErr := tmp.Close(); err == nil {
+		err = closeErr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(dir, deadlineFileName))
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write the deadline of %s: %w", dir, err)
+	}
+	return nil
+}
+
+// SetSandboxDeadline moves the end of the sandbox's container: envd stops
+// it then, with or without the server.
+func (d *Docker) SetSandboxDeadline(_ context.Context, sandboxID string, end time.Time) error {
+	return writeDeadline(containerDir(d.opts.StateDir, kindSandbox, sandboxID), end)
 }
 
 // startContainer creates and starts a container running envd, with the
@@ -318,13 +360,18 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 	if err != nil {
 		return nil, err
 	}
+	if !req.end.IsZero() {
+		if err := writeDeadline(dir, req.end); err != nil {
+			return nil, errors.Join(err, d.detach(key))
+		}
+	}
 	labels := maps.Clone(req.labels)
 	labels[d.label("network")] = d.opts.Network
 	cfg := &container.Config{
 		Image: req.image,
 		// envd must run as root to run processes as any user.
 		User:       "0:0",
-		Entrypoint: d.envdCommand(d.opts.Network),
+		Entrypoint: d.envdCommand(d.opts.Network, !req.end.IsZero()),
 		Labels:     labels,
 	}
 	hc := &container.HostConfig{
@@ -551,6 +598,7 @@ func (d *Docker) StartSandbox(ctx context.Context, spec SandboxSpec) (*Sandbox, 
 		labels:   d.labels(kindSandbox, spec.TemplateID, spec.BuildID, spec.SandboxID),
 		cpuCount: spec.CPUCount,
 		memoryMB: spec.MemoryMB,
+		end:      spec.EndAt,
 	}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
@@ -626,8 +674,10 @@ func (d *Docker) list(ctx context.Context, extra ...filters.KeyValuePair) ([]con
 // containers keep does not claim, and every relay dir no kept container
 // uses (a crash can leave dirs whose container is already gone). The kept
 // sandboxes get their relay back at the same host path, where their envd
-// redials. Meant for start-up: builds running at the time are aborted.
-func (d *Docker) RemoveOrphans(ctx context.Context, keep func(sandboxID string) bool) error {
+// redials. Then it removes this instance's build images (in
+// ImageRepository, or untagged) that keepImage does not claim. Meant for
+// start-up: builds running at the time are aborted.
+func (d *Docker) RemoveOrphans(ctx context.Context, keep func(sandboxID string) bool, keepImage func(ref string) bool) error {
 	list, err := d.list(ctx)
 	if err != nil {
 		return fmt.Errorf("list containers: %w", err)
@@ -653,6 +703,7 @@ func (d *Docker) RemoveOrphans(ctx context.Context, keep func(sandboxID string) 
 		d.log.Info("removing orphaned container", "container", shortID(c.ID), "kind", kind, "id", id)
 		errs = append(errs, d.removeContainer(ctx, c.ID), d.detach(attachKey(kind, id)))
 	}
+	errs = append(errs, d.removeOrphanImages(ctx, keepImage))
 	socketsDir := filepath.Join(d.opts.StateDir, "s")
 	entries, err := os.ReadDir(socketsDir)
 	if err != nil {
@@ -661,6 +712,38 @@ func (d *Docker) RemoveOrphans(ctx context.Context, keep func(sandboxID string) 
 	for _, e := range entries {
 		if dir := filepath.Join(socketsDir, e.Name()); !inUse[dir] {
 			errs = append(errs, os.RemoveAll(dir))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeOrphanImages removes the images this instance committed (their
+// labels say so) that keep does not claim: by tag within ImageRepository
+// (other tags someone gave them are left alone), by ID when untagged. An
+// image that child images still need loses its tag and stays for them.
+func (d *Docker) removeOrphanImages(ctx context.Context, keep func(ref string) bool) error {
+	images, err := d.cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(
+		filters.Arg("label", d.label("instance")+"="+d.opts.Instance),
+		filters.Arg("label", d.label("kind")+"="+kindImage),
+	)})
+	if err != nil {
+		return fmt.Errorf("list images: %w", err)
+	}
+	var errs []error
+	for _, img := range images {
+		refs := img.RepoTags
+		if len(refs) == 0 {
+			refs = []string{img.ID}
+		}
+		for _, ref := range refs {
+			ours := ref == img.ID || strings.HasPrefix(ref, d.opts.ImageRepository+"/")
+			if !ours || (keep != nil && keep(ref)) {
+				continue
+			}
+			d.log.Info("removing orphaned image", "image", ref)
+			if err := d.RemoveImage(ctx, ref); err != nil && !cerrdefs.IsConflict(err) {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)

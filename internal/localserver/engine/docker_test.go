@@ -125,7 +125,7 @@ func newTestDocker(t *testing.T, network string) *Docker {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := d.RemoveOrphans(context.Background(), nil); err != nil {
+		if err := d.RemoveOrphans(context.Background(), nil, nil); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 		d.Close()
@@ -574,7 +574,7 @@ func TestRemoveOrphans(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := d.RemoveOrphans(t.Context(), func(id string) bool { return id == kept.ID }); err != nil {
+	if err := d.RemoveOrphans(t.Context(), func(id string) bool { return id == kept.ID }, nil); err != nil {
 		t.Fatal(err)
 	}
 	left := map[string]bool{}

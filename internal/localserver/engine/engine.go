@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
@@ -70,6 +71,9 @@ type SandboxSpec struct {
 	AccessToken string
 	CPUCount    int32
 	MemoryMB    int32
+	// EndAt, when set, is when the container ends itself, server or not;
+	// SetSandboxDeadline moves it.
+	EndAt time.Time
 }
 
 // Sandbox is a running sandbox container.
@@ -97,11 +101,17 @@ type Engine interface {
 	// DialSandbox opens a stream to a port inside the sandbox (envd's
 	// 49983, or any a sandbox process listens on), for the sandbox proxy.
 	DialSandbox(ctx context.Context, sandboxID string, port int) (net.Conn, error)
+	// SetSandboxDeadline moves the time at which the sandbox's container
+	// ends itself (SandboxSpec.EndAt), so that it ends on time even while
+	// the server is down.
+	SetSandboxDeadline(ctx context.Context, sandboxID string, end time.Time) error
 	// StopSandbox removes the sandbox's container; an unknown ID is not an error.
 	StopSandbox(ctx context.Context, sandboxID string) error
-	// RemoveOrphans removes containers this server created that keep does
-	// not claim (after a crash), including leftover build containers.
-	RemoveOrphans(ctx context.Context, keep func(sandboxID string) bool) error
+	// RemoveOrphans removes containers this server created that keepSandbox
+	// does not claim (after a crash), including leftover build containers,
+	// and the build images of this server that keepImage does not claim
+	// (e.g. committed by a build the crash interrupted).
+	RemoveOrphans(ctx context.Context, keepSandbox func(sandboxID string) bool, keepImage func(ref string) bool) error
 	// RemoveImage removes a build's image when its template is deleted.
 	RemoveImage(ctx context.Context, image string) error
 }

@@ -47,20 +47,43 @@ func (s *Store) CreateSandbox(sb Sandbox) error {
 	})
 }
 
-// Sandbox returns a recorded sandbox.
+// Sandbox returns a live sandbox. From its end on a sandbox is gone
+// (KindNotFound), as on E2B, although its record stays until the reaper
+// has stopped its container.
 func (s *Store) Sandbox(id string) (Sandbox, error) {
 	var sb Sandbox
 	err := s.db.View(func(tx *bolt.Tx) error {
-		found, err := getJSON(tx.Bucket(bucketSandboxes), id, &sb)
-		if err == nil && !found {
-			return errorf(KindNotFound, "sandbox '%s' not found", id)
-		}
+		var err error
+		sb, err = s.liveSandbox(tx.Bucket(bucketSandboxes), id)
 		return err
 	})
 	return sb, err
 }
 
-// Sandboxes lists the recorded sandboxes, oldest first.
+func (s *Store) liveSandbox(b *bolt.Bucket, id string) (Sandbox, error) {
+	var sb Sandbox
+	found, err := getJSON(b, id, &sb)
+	if err == nil && (!found || !s.now().Before(sb.EndAt)) {
+		return sb, errorf(KindNotFound, "sandbox '%s' not found", id)
+	}
+	return sb, err
+}
+
+// LiveSandboxes lists the sandboxes whose end has not come, oldest first.
+func (s *Store) LiveSandboxes() ([]Sandbox, error) {
+	all, err := s.Sandboxes()
+	live := all[:0]
+	now := s.now()
+	for _, sb := range all {
+		if now.Before(sb.EndAt) {
+			live = append(live, sb)
+		}
+	}
+	return live, err
+}
+
+// Sandboxes lists every recorded sandbox, expired ones included (for the
+// reaper), oldest first.
 func (s *Store) Sandboxes() ([]Sandbox, error) {
 	var out []Sandbox
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -113,12 +136,9 @@ func (s *Store) updateSandbox(id string, change func(*Sandbox)) (Sandbox, error)
 	var sb Sandbox
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketSandboxes)
-		found, err := getJSON(b, id, &sb)
-		if err != nil {
+		var err error
+		if sb, err = s.liveSandbox(b, id); err != nil {
 			return err
-		}
-		if !found {
-			return errorf(KindNotFound, "sandbox '%s' not found", id)
 		}
 		change(&sb)
 		return putJSON(b, id, sb)
