@@ -204,7 +204,7 @@ func (p *e2bProvider) Resources(context.Context) []func() resource.Resource {
 }
 
 func (p *e2bProvider) DataSources(context.Context) []func() datasource.DataSource {
-	return []func() datasource.DataSource{NewProcessDataSource}
+	return []func() datasource.DataSource{NewProcessDataSource, NewTemplateDataSource, NewAliasDataSource}
 }
 
 func (p *e2bProvider) EphemeralResources(context.Context) []func() ephemeral.EphemeralResource {
