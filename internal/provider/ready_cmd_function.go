@@ -40,3 +40,15 @@ func (f *readyCmdFunction) Run(ctx context.Context, req function.RunRequest, res
 	}
 	resp.Error = resp.Result.Set(ctx, cmd)
 }
+
+// oneArgReadyCmd is a ready-command function of the one parameter def has,
+// which cmd turns into the command.
+func oneArgReadyCmd[T any](name string, def function.Definition, cmd func(T) string) function.Function {
+	return &readyCmdFunction{name: name, definition: def, command: func(ctx context.Context, args function.ArgumentsData) (string, *function.FuncError) {
+		var v T
+		if err := args.Get(ctx, &v); err != nil {
+			return "", err
+		}
+		return cmd(v), nil
+	}}
+}

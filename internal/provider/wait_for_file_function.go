@@ -1,8 +1,6 @@
 package provider
 
 import (
-	"context"
-
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/function"
 
@@ -11,21 +9,13 @@ import (
 
 // NewWaitForFileFunction is provider::e2b::wait_for_file(path).
 func NewWaitForFileFunction() function.Function {
-	return &readyCmdFunction{
-		name: "wait_for_file",
-		definition: function.Definition{
-			Summary:             "Ready command: wait until a file exists",
-			MarkdownDescription: "Returns a ready command that succeeds once `path` is a regular file, checked with `[ -f path ]`.",
-			Parameters: []function.Parameter{function.StringParameter{
-				Name:                "path",
-				MarkdownDescription: "The file, such as `/tmp/ready`; quoted for the shell where it needs to be.",
-				Validators:          []function.StringParameterValidator{stringvalidator.LengthAtLeast(1)},
-			}},
-		},
-		command: func(ctx context.Context, args function.ArgumentsData) (string, *function.FuncError) {
-			var path string
-			err := args.Get(ctx, &path)
-			return readycmd.WaitForFile(path), err
-		},
-	}
+	return oneArgReadyCmd("wait_for_file", function.Definition{
+		Summary:             "Ready command: wait until a file exists",
+		MarkdownDescription: "Returns a ready command that succeeds once `path` is a regular file, checked with `[ -f path ]`.",
+		Parameters: []function.Parameter{function.StringParameter{
+			Name:                "path",
+			MarkdownDescription: "The file, such as `/tmp/ready`; quoted for the shell where it needs to be.",
+			Validators:          []function.StringParameterValidator{stringvalidator.LengthAtLeast(1)},
+		}},
+	}, readycmd.WaitForFile)
 }

@@ -1,8 +1,6 @@
 package provider
 
 import (
-	"context"
-
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework/function"
 
@@ -11,21 +9,13 @@ import (
 
 // NewWaitForPortFunction is provider::e2b::wait_for_port(port).
 func NewWaitForPortFunction() function.Function {
-	return &readyCmdFunction{
-		name: "wait_for_port",
-		definition: function.Definition{
-			Summary:             "Ready command: wait until a port is listening",
-			MarkdownDescription: "Returns a ready command that succeeds once something listens on `port` (TCP or UDP, that port exactly), checked with `ss`.",
-			Parameters: []function.Parameter{function.Int64Parameter{
-				Name:                "port",
-				MarkdownDescription: "The port, from 1 to 65535.",
-				Validators:          []function.Int64ParameterValidator{int64validator.Between(1, 65535)},
-			}},
-		},
-		command: func(ctx context.Context, args function.ArgumentsData) (string, *function.FuncError) {
-			var port int64
-			err := args.Get(ctx, &port)
-			return readycmd.WaitForPort(port), err
-		},
-	}
+	return oneArgReadyCmd("wait_for_port", function.Definition{
+		Summary:             "Ready command: wait until a port is listening",
+		MarkdownDescription: "Returns a ready command that succeeds once something listens on `port` (TCP or UDP, that port exactly), checked with `ss`.",
+		Parameters: []function.Parameter{function.Int64Parameter{
+			Name:                "port",
+			MarkdownDescription: "The port, from 1 to 65535.",
+			Validators:          []function.Int64ParameterValidator{int64validator.Between(1, 65535)},
+		}},
+	}, readycmd.WaitForPort)
 }

@@ -1,8 +1,6 @@
 package provider
 
 import (
-	"context"
-
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/function"
 
@@ -11,21 +9,13 @@ import (
 
 // NewWaitForProcessFunction is provider::e2b::wait_for_process(name).
 func NewWaitForProcessFunction() function.Function {
-	return &readyCmdFunction{
-		name: "wait_for_process",
-		definition: function.Definition{
-			Summary:             "Ready command: wait until a process runs",
-			MarkdownDescription: "Returns a ready command that succeeds once a process whose name matches `name` runs, checked with `pgrep`.",
-			Parameters: []function.Parameter{function.StringParameter{
-				Name:                "name",
-				MarkdownDescription: "The process name, a `pgrep` pattern such as `nginx`; quoted for the shell where it needs to be.",
-				Validators:          []function.StringParameterValidator{stringvalidator.LengthAtLeast(1)},
-			}},
-		},
-		command: func(ctx context.Context, args function.ArgumentsData) (string, *function.FuncError) {
-			var name string
-			err := args.Get(ctx, &name)
-			return readycmd.WaitForProcess(name), err
-		},
-	}
+	return oneArgReadyCmd("wait_for_process", function.Definition{
+		Summary:             "Ready command: wait until a process runs",
+		MarkdownDescription: "Returns a ready command that succeeds once a process whose name matches `name` runs, checked with `pgrep`.",
+		Parameters: []function.Parameter{function.StringParameter{
+			Name:                "name",
+			MarkdownDescription: "The process name, a `pgrep` pattern such as `nginx`; quoted for the shell where it needs to be.",
+			Validators:          []function.StringParameterValidator{stringvalidator.LengthAtLeast(1)},
+		}},
+	}, readycmd.WaitForProcess)
 }
