@@ -17,7 +17,7 @@ import (
 )
 
 // templateLookupConfig is a template with one build and data sources looking it
-// up by name, by name:tag and by ID (lookups is false before the tag exists).
+// up by name, by name:tag, by ID and by name:<build ID> (lookups is false before the tag exists).
 func templateLookupConfig(srv *acctest.Server, name string, lookups bool) string {
 	config := templateBuild(srv, name, "b", srv.BaseImage, `  cpu_count = 1
   memory_mb = 256`)
@@ -38,6 +38,10 @@ data "e2b_template" "by_tag" {
 data "e2b_template" "by_id" {
   template   = e2b_template.t.id
   depends_on = [e2b_template_build.b]
+}
+
+data "e2b_template" "by_build" {
+  template = "%[1]s:${e2b_template_build.b.build_id}"
 }
 `, name)
 }
@@ -80,7 +84,7 @@ func TestAccTemplateDataSource_lookup(t *testing.T) {
 		}
 	}
 	var checks []statecheck.StateCheck
-	for _, address := range []string{"data.e2b_template.by_name", "data.e2b_template.by_tag", "data.e2b_template.by_id"} {
+	for _, address := range []string{"data.e2b_template.by_name", "data.e2b_template.by_tag", "data.e2b_template.by_id", "data.e2b_template.by_build"} {
 		checks = append(checks, same(address)...)
 	}
 	tfresource.Test(t, tfresource.TestCase{
