@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
+	"github.com/hashicorp/terraform-plugin-framework/function"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
@@ -83,6 +84,7 @@ func (d *ProviderData) RequireAPIKey() error {
 var (
 	_ provider.Provider                       = (*e2bProvider)(nil)
 	_ provider.ProviderWithEphemeralResources = (*e2bProvider)(nil)
+	_ provider.ProviderWithFunctions          = (*e2bProvider)(nil)
 )
 
 type e2bProvider struct {
@@ -204,7 +206,14 @@ func (p *e2bProvider) Resources(context.Context) []func() resource.Resource {
 }
 
 func (p *e2bProvider) DataSources(context.Context) []func() datasource.DataSource {
-	return []func() datasource.DataSource{NewProcessDataSource}
+	return []func() datasource.DataSource{NewProcessDataSource, NewTemplateDataSource, NewAliasDataSource}
+}
+
+func (p *e2bProvider) Functions(context.Context) []func() function.Function {
+	return []func() function.Function{
+		NewWaitForPortFunction, NewWaitForURLFunction, NewWaitForProcessFunction,
+		NewWaitForFileFunction, NewWaitForTimeoutFunction,
+	}
 }
 
 func (p *e2bProvider) EphemeralResources(context.Context) []func() ephemeral.EphemeralResource {

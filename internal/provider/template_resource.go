@@ -293,11 +293,18 @@ func resolveTemplateID(ctx context.Context, api *e2bapi.Client, ref string) (str
 	a, err := api.GetTemplateByAlias(ctx, ref)
 	if err != nil {
 		if e2bapi.IsNotFound(err) {
-			diags.AddError("Template not found", fmt.Sprintf("No template has the ID or name %q.", ref))
+			diags.AddError("Template not found", templateNotFound(ref))
 		} else {
 			diags.AddError("Resolving template "+ref, err.Error())
 		}
 		return "", diags
 	}
 	return a.TemplateID, diags
+}
+
+// templateNotFound is the error detail of a template reference nothing
+// answers to, with how to check.
+func templateNotFound(ref string) string {
+	return fmt.Sprintf("No template has the ID or name %q, or it belongs to another team and is not public. "+
+		"Check that it exists with the E2B CLI (`e2b template list`) or GET /templates/aliases/%s.", ref, ref)
 }

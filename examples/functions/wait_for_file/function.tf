@@ -1,0 +1,7 @@
+# The sandbox is ready once the start command has written /tmp/ready.
+resource "e2b_template_build" "init" {
+  template_id = e2b_template.init.id
+  from_image  = "debian:bookworm-slim"
+  start_cmd   = "/opt/init.sh && touch /tmp/ready && sleep infinity"
+  ready_cmd   = provider::e2b::wait_for_file("/tmp/ready")
+}

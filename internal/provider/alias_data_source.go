@@ -1,0 +1,94 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	dschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+)
+
+var _ datasource.DataSourceWithConfigure = (*aliasDataSource)(nil)
+
+// NewAliasDataSource is the e2b_alias data source.
+func NewAliasDataSource() datasource.DataSource { return &aliasDataSource{} }
+
+type aliasDataSource struct {
+	data *ProviderData
+}
+
+type aliasDataModel struct {
+	Template types.String `tfsdk:"template"`
+	Tag      types.String `tfsdk:"tag"`
+	BuildID  types.String `tfsdk:"build_id"`
+}
+
+func (d *aliasDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_alias"
+}
+
+func (d *aliasDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
+	resp.Schema = dschema.Schema{
+		MarkdownDescription: "Reads the build a tag of a template points at now, such as a base image tag another " +
+			"team moves. Building `from_template = \"base:${data.e2b_alias.base.build_id}\"` pins that build, so " +
+			"when the tag moves the plan shows the dependent build being replaced. A tag that does not exist is an error.",
+		Attributes: map[string]dschema.Attribute{
+			"template": dschema.StringAttribute{
+				MarkdownDescription: "Template name (or ID) the tag belongs to, without a tag.",
+				Required:            true,
+				Validators:          []validator.String{templateRefValidator()},
+			},
+			"tag": dschema.StringAttribute{
+				MarkdownDescription: "The tag, such as `prod`; `default` is the tag every new build takes.",
+				Required:            true,
+				Validators:          []validator.String{stringCheck{"must be a tag (a-z, 0-9, '-', '_', '.')", e2bapi.ValidateTag}},
+			},
+			"build_id": dschema.StringAttribute{
+				MarkdownDescription: "The build the tag resolves to: its newest ready build, as for sandboxes started from `template:tag`.",
+				Computed:            true,
+			},
+		},
+	}
+}
+
+func (d *aliasDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
+	d.data, resp.Diagnostics = providerDataFrom(req.ProviderData)
+}
+
+func (d *aliasDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
+	var m aliasDataModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	api := apiOrError(d.data, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx = d.data.logContext(ctx)
+	template := m.Template.ValueString()
+	tag, err := e2bapi.NormalizeTag(m.Tag.ValueString())
+	if err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("tag"), "Invalid tag", err.Error())
+		return
+	}
+	tags, err := api.ListTags(ctx, template)
+	if e2bapi.IsNotFound(err) {
+		resp.Diagnostics.AddAttributeError(path.Root("template"), "Template not found", templateNotFound(template))
+		return
+	}
+	if err != nil {
+		resp.Diagnostics.AddError("Reading tags of "+template, err.Error())
+		return
+	}
+	buildID := tagBuild(tags, tag)
+	if buildID == "" {
+		resp.Diagnostics.AddAttributeError(path.Root("tag"), "Tag not found",
+			fmt.Sprintf("Template %s has no tag %q that resolves to a ready build. %s", template, tag, listTagsHint(template)))
+		return
+	}
+	m.BuildID = types.StringValue(buildID)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
