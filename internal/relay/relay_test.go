@@ -75,6 +75,20 @@ func dial(t *testing.T, l *Listener, port int) (net.Conn, error) {
 	return l.Dial(ctx, port)
 }
 
+// mustEcho dials port through l and checks that msg comes back from the
+// echo server; when is what the test has just done, for the failure.
+func mustEcho(t *testing.T, l *Listener, port int, when, msg string) {
+	t.Helper()
+	c, err := dial(t, l, port)
+	if err != nil {
+		t.Fatalf("%s: %v", when, err)
+	}
+	defer c.Close()
+	if got := roundTrip(t, c, msg); got != "echo "+msg+"\n" {
+		t.Errorf("%s: got %q", when, got)
+	}
+}
+
 func TestRelayStreamsAndRefusal(t *testing.T) {
 	port := echoServer(t)
 	sock := filepath.Join(t.TempDir(), "relay.sock")
@@ -135,14 +149,7 @@ func TestRelayServerRestart(t *testing.T) {
 		t.Fatalf("listen again over the old socket: %v", err)
 	}
 	defer l2.Close()
-	c, err = dial(t, l2, port)
-	if err != nil {
-		t.Fatalf("after restart: %v", err)
-	}
-	defer c.Close()
-	if got := roundTrip(t, c, "again"); got != "echo again\n" {
-		t.Errorf("got %q", got)
-	}
+	mustEcho(t, l2, port, "after restart", "again")
 }
 
 // Stale pooled connections (envd restarted) are skipped, not returned.
@@ -161,14 +168,7 @@ func TestRelaySkipsStaleConnections(t *testing.T) {
 	}
 	stop() // the pooled connections die with the agent
 	startAgent(t, sock, AgentOptions{Idle: 1})
-	c, err := dial(t, l, port)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if got := roundTrip(t, c, "fresh"); got != "echo fresh\n" {
-		t.Errorf("got %q", got)
-	}
+	mustEcho(t, l, port, "after the agent restarted", "fresh")
 }
 
 // The peer check refuses connections; the server's Dial then times out
@@ -238,14 +238,7 @@ func TestRelayFloodIsBounded(t *testing.T) {
 		t.Errorf("%d of 50 silent connections were closed, want all beyond the 8 pending", closed)
 	}
 	startAgent(t, sock, AgentOptions{Idle: 1})
-	c, err := dial(t, l, port)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if got := roundTrip(t, c, "after"); got != "echo after\n" {
-		t.Errorf("got %q", got)
-	}
+	mustEcho(t, l, port, "after the silent connections", "after")
 }
 
 func TestLimitListener(t *testing.T) {
