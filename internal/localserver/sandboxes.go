@@ -134,6 +134,15 @@ func sandboxID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	return id, true
 }
 
+// sandboxRequest reads the sandbox ID of the path and the JSON body of a
+// request about that sandbox, answering 400 itself when either is bad.
+func sandboxRequest[T any](w http.ResponseWriter, r *http.Request, allowEmpty bool) (id string, req T, ok bool) {
+	if id, ok = sandboxID(w, r); !ok {
+		return id, req, false
+	}
+	return id, req, decodeBody(w, r, &req, allowEmpty)
+}
+
 func (s *Server) handleGetSandbox(w http.ResponseWriter, r *http.Request) {
 	id, ok := sandboxID(w, r)
 	if !ok {
@@ -244,12 +253,8 @@ func (s *Server) stopSandbox(ctx context.Context, id string) error {
 }
 
 func (s *Server) handleSandboxTimeout(w http.ResponseWriter, r *http.Request) {
-	id, ok := sandboxID(w, r)
+	id, req, ok := sandboxRequest[e2bapi.SandboxTimeoutRequest](w, r, false)
 	if !ok {
-		return
-	}
-	var req e2bapi.SandboxTimeoutRequest
-	if !decodeBody(w, r, &req, false) {
 		return
 	}
 	timeout, err := s.ttl("timeout", &req.Timeout, 0, 0)
@@ -272,12 +277,8 @@ func (s *Server) handleSandboxTimeout(w http.ResponseWriter, r *http.Request) {
 // handleConnectSandbox serves POST /v2/sandboxes/{sandboxID}/connect, the
 // SDK's Sandbox.connect; its body is optional (timeout 300 s).
 func (s *Server) handleConnectSandbox(w http.ResponseWriter, r *http.Request) {
-	id, ok := sandboxID(w, r)
+	id, req, ok := sandboxRequest[e2bapi.ConnectSandbox](w, r, true)
 	if !ok {
-		return
-	}
-	var req e2bapi.ConnectSandbox
-	if !decodeBody(w, r, &req, true) {
 		return
 	}
 	s.connectSandbox(w, r, id, req.Timeout)
@@ -286,12 +287,8 @@ func (s *Server) handleConnectSandbox(w http.ResponseWriter, r *http.Request) {
 // handleConnectSandboxV1 serves POST /sandboxes/{sandboxID}/connect, which
 // requires the timeout.
 func (s *Server) handleConnectSandboxV1(w http.ResponseWriter, r *http.Request) {
-	id, ok := sandboxID(w, r)
+	id, req, ok := sandboxRequest[e2bapi.ConnectSandbox](w, r, false)
 	if !ok {
-		return
-	}
-	var req e2bapi.ConnectSandbox
-	if !decodeBody(w, r, &req, false) {
 		return
 	}
 	if req.Timeout == nil {
@@ -323,12 +320,8 @@ func (s *Server) connectSandbox(w http.ResponseWriter, r *http.Request, id strin
 // handleRefreshSandbox keeps a sandbox alive for duration seconds more (0 to 3600) from
 // now, never shortening it.
 func (s *Server) handleRefreshSandbox(w http.ResponseWriter, r *http.Request) {
-	id, ok := sandboxID(w, r)
+	id, req, ok := sandboxRequest[e2bapi.SandboxRefreshRequest](w, r, true)
 	if !ok {
-		return
-	}
-	var req e2bapi.SandboxRefreshRequest
-	if !decodeBody(w, r, &req, true) {
 		return
 	}
 	var duration int32
