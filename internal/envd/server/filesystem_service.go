@@ -10,6 +10,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"connectrpc.com/connect"
@@ -55,11 +56,19 @@ func (fsv *filesystemService) MakeDir(_ context.Context, req *connect.Request[pb
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Lstat(path); err == nil {
-		return nil, connect.NewError(connect.CodeAlreadyExists, fmt.Errorf("path '%s' already exists", path))
+	// envd's codes (design/envd.md): the SDKs read already_exists as "was
+	// there", so a file in the way must be something else.
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && fi.IsDir():
+		return nil, connect.NewError(connect.CodeAlreadyExists, fmt.Errorf("directory already exists: %s", path))
+	case err == nil:
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("path already exists but it is not a directory: %s", path))
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("error getting file info: %w", err))
 	}
 	if err := u.mkdirAll(path); err != nil {
-		return nil, fsError(err, path)
+		return nil, connect.NewError(connect.CodeInternal, err)
 	}
 	entry, err := entryInfo(path)
 	if err != nil {
@@ -98,12 +107,21 @@ func (fsv *filesystemService) ListDir(_ context.Context, req *connect.Request[pb
 	if err != nil {
 		return nil, err
 	}
-	fi, err := os.Stat(path)
+	resolved, err := filepath.EvalSymlinks(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("path not found: %w", err))
+	case err != nil && strings.Contains(err.Error(), "too many links"):
+		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("cyclic symlink or chain >255 links at %q", path))
+	case err != nil:
+		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("error resolving symlink: %w", err))
+	}
+	fi, err := os.Stat(resolved)
 	if err != nil {
-		return nil, fsError(err, path)
+		return nil, fsError(err, resolved)
 	}
 	if !fi.IsDir() {
-		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("path '%s' is not a directory", path))
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("path is not a directory: %s", resolved))
 	}
 	depth := int(req.Msg.GetDepth())
 	if depth == 0 {
@@ -117,7 +135,7 @@ func (fsv *filesystemService) ListDir(_ context.Context, req *connect.Request[pb
 }
 
 // listDir appends the entries of dir and, down to depth levels, of its
-// subdirectories (symlinks are listed, not followed).
+// subdirectories (symlinks are listed, not descended into).
 func listDir(dir string, depth int, out *[]*pb.EntryInfo) error {
 	des, err := os.ReadDir(dir)
 	if err != nil {
@@ -147,11 +165,9 @@ func (fsv *filesystemService) Remove(_ context.Context, req *connect.Request[pb.
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Lstat(path); err != nil {
-		return nil, fsError(err, path)
-	}
+	// A missing path is removed already: envd answers {} (design/envd.md).
 	if err := os.RemoveAll(path); err != nil {
-		return nil, fsError(err, path)
+		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("error removing file or directory: %w", err))
 	}
 	return connect.NewResponse(&pb.RemoveResponse{}), nil
 }
@@ -174,7 +190,11 @@ func (fsv *filesystemService) RemoveWatcher(context.Context, *connect.Request[pb
 	return nil, connect.NewError(connect.CodeUnimplemented, errWatchers)
 }
 
-// entryInfo describes path without following a final symlink.
+// entryInfo describes path as envd does (design/envd.md): name, size,
+// permissions, times and owner are the entry's own (a symlink's are the
+// link's), but a symlink has its target's type and permission bits and its
+// resolved absolute target; a broken one has no type, mode 0 and itself as
+// target.
 func entryInfo(path string) (*pb.EntryInfo, error) {
 	fi, err := os.Lstat(path)
 	if err != nil {
@@ -194,17 +214,23 @@ func entryInfo(path string) (*pb.EntryInfo, error) {
 		entry.Group = groupName(st.Gid)
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
-		if target, err := os.Readlink(path); err == nil {
-			entry.SymlinkTarget = &target
+		target, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			target = path
+		}
+		entry.SymlinkTarget = &target
+		entry.Type, entry.Mode = pb.FileType_FILE_TYPE_UNSPECIFIED, 0
+		if ti, err := os.Stat(target); err == nil {
+			entry.Type, entry.Mode = fileType(ti.Mode()), uint32(ti.Mode().Perm())
 		}
 	}
 	return entry, nil
 }
 
+// fileType is the type of a followed entry: envd never reports
+// FILE_TYPE_SYMLINK.
 func fileType(m fs.FileMode) pb.FileType {
 	switch {
-	case m&fs.ModeSymlink != 0:
-		return pb.FileType_FILE_TYPE_SYMLINK
 	case m.IsDir():
 		return pb.FileType_FILE_TYPE_DIRECTORY
 	case m.IsRegular():

@@ -234,7 +234,9 @@ func (s *Server) receiveUpload(r *http.Request, u *osUser) ([]uploadedEntry, err
 		if err != nil {
 			return nil, &httpError{http.StatusBadRequest, fmt.Sprintf("invalid multipart body: %v", err)}
 		}
-		var entries []uploadedEntry
+		// A body without a part named file uploads nothing: 200 [] as on
+		// envd (design/envd.md).
+		entries := []uploadedEntry{}
 		for {
 			part, err := mr.NextPart()
 			if errors.Is(err, io.EOF) {
@@ -262,9 +264,6 @@ func (s *Server) receiveUpload(r *http.Request, u *osUser) ([]uploadedEntry, err
 			}
 			entries = append(entries, entry)
 		}
-		if len(entries) == 0 {
-			return nil, &httpError{http.StatusBadRequest, "no part named 'file' in the multipart body"}
-		}
 		return entries, nil
 	default:
 		return nil, &httpError{http.StatusBadRequest, fmt.Sprintf("unsupported Content-Type %q, supported: multipart/form-data, application/octet-stream", mediaType)}
@@ -275,16 +274,22 @@ func (s *Server) receiveUpload(r *http.Request, u *osUser) ([]uploadedEntry, err
 // u, the file is written beside the target and renamed over it, so a failed
 // upload never destroys the previous content.
 func writeUpload(u *osUser, path string, body io.Reader) (uploadedEntry, error) {
-	mode := fs.FileMode(0o644)
-	if fi, err := os.Stat(path); err == nil { //nolint:gosec // envd opens the paths its clients name, as the user they name: that is its API (design/envd.md)
-		if fi.IsDir() {
-			return uploadedEntry{}, &httpError{http.StatusBadRequest, fmt.Sprintf("path '%s' is a directory", path)}
-		}
-		mode = fi.Mode().Perm()
-	}
 	dir := filepath.Dir(path)
 	if err := u.mkdirAll(dir); err != nil {
-		return uploadedEntry{}, uploadError(err, dir)
+		if isNoSpace(err) {
+			return uploadedEntry{}, uploadError(err, dir)
+		}
+		return uploadedEntry{}, fmt.Errorf("error ensuring directories: %w", err)
+	}
+	mode := fs.FileMode(0o644)
+	fi, err := os.Stat(path) //nolint:gosec // envd opens the paths its clients name, as the user they name: that is its API (design/envd.md)
+	switch {
+	case err == nil && fi.IsDir():
+		return uploadedEntry{}, &httpError{http.StatusBadRequest, fmt.Sprintf("path is a directory: %s", path)}
+	case err == nil:
+		mode = fi.Mode().Perm()
+	case !errors.Is(err, fs.ErrNotExist):
+		return uploadedEntry{}, fmt.Errorf("error getting file info: %w", err)
 	}
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".upload-*")
 	if err != nil {
@@ -336,14 +341,14 @@ func (rw *recordingWriter) Write(p []byte) (int, error) {
 }
 
 func uploadError(err error, path string) error {
-	switch {
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+	if isNoSpace(err) {
 		return &httpError{http.StatusInsufficientStorage, "not enough disk space available"}
-	case errors.Is(err, syscall.ENOTDIR):
-		return &httpError{http.StatusBadRequest, fmt.Sprintf("path '%s': a parent is not a directory", path)}
-	default:
-		return fmt.Errorf("error writing file '%s': %v", path, err)
 	}
+	return fmt.Errorf("error writing file '%s': %v", path, err)
+}
+
+func isNoSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
 // writeFileError answers a failure to open a file for download.
@@ -351,9 +356,8 @@ func writeFileError(w http.ResponseWriter, err error, path string) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		writeError(w, http.StatusNotFound, fmt.Sprintf("path '%s' does not exist", path))
-	case errors.Is(err, syscall.ENOTDIR):
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("path '%s': a parent is not a directory", path))
 	default:
-		writeError(w, http.StatusInternalServerError, fmt.Sprintf("error opening file '%s': %v", path, err))
+		// Also a parent that is a file (ENOTDIR), as on envd.
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("error checking if path exists '%s': %v", path, err))
 	}
 }

@@ -301,7 +301,34 @@ func TestFilesUploadDownload(t *testing.T) {
 		checkError(t, do(t, http.MethodGet, e.url+"/files?path="+url.QueryEscape(path)+"&username=nosuchuser", "", nil, nil), http.StatusUnauthorized, "error looking up user 'nosuchuser'")
 	})
 	t.Run("upload onto a directory", func(t *testing.T) {
-		checkError(t, do(t, http.MethodPost, e.url+"/files?path="+url.QueryEscape(dir), "application/octet-stream", strings.NewReader("x"), nil), http.StatusBadRequest, "is a directory")
+		checkError(t, do(t, http.MethodPost, e.url+"/files?path="+url.QueryEscape(dir), "application/octet-stream", strings.NewReader("x"), nil), http.StatusBadRequest, "path is a directory: "+dir)
+	})
+	t.Run("below a file", func(t *testing.T) {
+		file := filepath.Join(dir, "plain")
+		if err := os.WriteFile(file, []byte("keep"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, below := range []string{file + "/x", file + "/a/b/x"} {
+			checkError(t, do(t, http.MethodPost, e.url+"/files?path="+url.QueryEscape(below), "application/octet-stream", strings.NewReader("x"), nil),
+				http.StatusInternalServerError, "error ensuring directories: path is a file: "+file)
+		}
+		checkError(t, do(t, http.MethodGet, e.url+"/files?path="+url.QueryEscape(file+"/x"), "", nil, nil),
+			http.StatusInternalServerError, "error checking if path exists '"+file+"/x'")
+		if got, _ := os.ReadFile(file); string(got) != "keep" {
+			t.Errorf("the file in the way holds %q", got)
+		}
+	})
+	t.Run("multipart without a file part", func(t *testing.T) {
+		var buf bytes.Buffer
+		mw := multipart.NewWriter(&buf)
+		_ = mw.Close()
+		r := do(t, http.MethodPost, e.url+"/files?path="+url.QueryEscape(filepath.Join(dir, "none")), mw.FormDataContentType(), &buf, nil)
+		if r.status != http.StatusOK || strings.TrimSpace(string(r.body)) != "[]" {
+			t.Errorf("upload = %d %s, want 200 []", r.status, r.body)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "none")); !os.IsNotExist(err) {
+			t.Errorf("a file was written: %v", err)
+		}
 	})
 }
 
