@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -21,8 +22,7 @@ import (
 
 // filesystemService implements filesystem.Filesystem (design/e2b-api.md §6.3).
 // Operations run as the daemon (root in a sandbox), like envd's; what the
-// daemon creates for a user is given to that user. The watcher RPCs are not
-// implemented.
+// daemon creates for a user is given to that user.
 type filesystemService struct {
 	s *Server
 }
@@ -172,22 +172,89 @@ func (fsv *filesystemService) Remove(_ context.Context, req *connect.Request[pb.
 	return connect.NewResponse(&pb.RemoveResponse{}), nil
 }
 
-var errWatchers = errors.New("directory watching is not implemented by this envd")
-
-func (fsv *filesystemService) WatchDir(context.Context, *connect.Request[pb.WatchDirRequest], *connect.ServerStream[pb.WatchDirResponse]) error {
-	return connect.NewError(connect.CodeUnimplemented, errWatchers)
+func (fsv *filesystemService) WatchDir(ctx context.Context, req *connect.Request[pb.WatchDirRequest], stream *connect.ServerStream[pb.WatchDirResponse]) error {
+	dw, err := fsv.watch(req.Header(), req.Msg)
+	if err != nil {
+		return err
+	}
+	defer dw.close()
+	if err := stream.Send(&pb.WatchDirResponse{Event: &pb.WatchDirResponse_Start{Start: &pb.WatchDirResponse_StartEvent{}}}); err != nil {
+		return connect.NewError(connect.CodeUnknown, fmt.Errorf("error sending start event: %w", err))
+	}
+	interval := keepaliveInterval(req.Header())
+	keepalive := time.NewTimer(interval)
+	defer keepalive.Stop()
+	events := make(chan *pb.FilesystemEvent)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	failed := make(chan error, 1)
+	go func() {
+		failed <- dw.run(ctx, func(ev *pb.FilesystemEvent) error {
+			select {
+			case events <- ev:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+	for {
+		select {
+		case ev := <-events:
+			if err := stream.Send(&pb.WatchDirResponse{Event: &pb.WatchDirResponse_Filesystem{Filesystem: ev}}); err != nil {
+				return connect.NewError(connect.CodeUnknown, fmt.Errorf("error sending filesystem event: %w", err))
+			}
+			keepalive.Reset(interval)
+		case <-keepalive.C:
+			if err := stream.Send(&pb.WatchDirResponse{Event: &pb.WatchDirResponse_Keepalive{Keepalive: &pb.WatchDirResponse_KeepAlive{}}}); err != nil {
+				return connect.NewError(connect.CodeUnknown, fmt.Errorf("error sending keepalive: %w", err))
+			}
+			keepalive.Reset(interval)
+		case err := <-failed:
+			if err == nil {
+				return ctx.Err()
+			}
+			return err
+		}
+	}
 }
 
-func (fsv *filesystemService) CreateWatcher(context.Context, *connect.Request[pb.CreateWatcherRequest]) (*connect.Response[pb.CreateWatcherResponse], error) {
-	return nil, connect.NewError(connect.CodeUnimplemented, errWatchers)
+func (fsv *filesystemService) CreateWatcher(ctx context.Context, req *connect.Request[pb.CreateWatcherRequest]) (*connect.Response[pb.CreateWatcherResponse], error) {
+	dw, err := fsv.watch(req.Header(), req.Msg)
+	if err != nil {
+		return nil, err
+	}
+	id := fsv.s.watchers.add(startBufferedWatcher(ctx, dw))
+	return connect.NewResponse(&pb.CreateWatcherResponse{WatcherId: id}), nil
 }
 
-func (fsv *filesystemService) GetWatcherEvents(context.Context, *connect.Request[pb.GetWatcherEventsRequest]) (*connect.Response[pb.GetWatcherEventsResponse], error) {
-	return nil, connect.NewError(connect.CodeUnimplemented, errWatchers)
+func (fsv *filesystemService) GetWatcherEvents(_ context.Context, req *connect.Request[pb.GetWatcherEventsRequest]) (*connect.Response[pb.GetWatcherEventsResponse], error) {
+	bw, err := fsv.s.watchers.get(req.Msg.GetWatcherId())
+	if err != nil {
+		return nil, err
+	}
+	events, err := bw.take()
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&pb.GetWatcherEventsResponse{Events: events}), nil
 }
 
-func (fsv *filesystemService) RemoveWatcher(context.Context, *connect.Request[pb.RemoveWatcherRequest]) (*connect.Response[pb.RemoveWatcherResponse], error) {
-	return nil, connect.NewError(connect.CodeUnimplemented, errWatchers)
+func (fsv *filesystemService) RemoveWatcher(_ context.Context, req *connect.Request[pb.RemoveWatcherRequest]) (*connect.Response[pb.RemoveWatcherResponse], error) {
+	if err := fsv.s.watchers.remove(req.Msg.GetWatcherId()); err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&pb.RemoveWatcherResponse{}), nil
+}
+
+// watch starts watching the directory a WatchDir or CreateWatcher request
+// names.
+func (fsv *filesystemService) watch(h http.Header, req watchRequest) (*dirWatcher, error) {
+	_, path, err := fsv.path(h, req.GetPath())
+	if err != nil {
+		return nil, err
+	}
+	return newDirWatcher(path, req)
 }
 
 // entryInfo describes path as envd does (design/envd.md): name, size,

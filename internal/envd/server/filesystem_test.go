@@ -124,21 +124,6 @@ func TestFilesystem(t *testing.T) {
 			t.Errorf("Remove /proc/1/status: %v, want internal", err)
 		}
 	})
-	t.Run("watchers are unimplemented", func(t *testing.T) {
-		_, err := fsc.CreateWatcher(ctx, connect.NewRequest(&pb.CreateWatcherRequest{Path: dir}))
-		if connect.CodeOf(err) != connect.CodeUnimplemented {
-			t.Errorf("CreateWatcher: %v", err)
-		}
-		stream, err := fsc.WatchDir(ctx, connect.NewRequest(&pb.WatchDirRequest{Path: dir}))
-		if err == nil {
-			for stream.Receive() {
-			}
-			err = stream.Err()
-		}
-		if connect.CodeOf(err) != connect.CodeUnimplemented {
-			t.Errorf("WatchDir: %v", err)
-		}
-	})
 }
 
 func TestFilesystemAsUser(t *testing.T) {

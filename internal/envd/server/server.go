@@ -67,6 +67,8 @@ type Server struct {
 	logger  *log.Logger
 	handler http.Handler
 	procs   *processTable
+	// watchers are the CreateWatcher watchers.
+	watchers *watcherTable
 
 	mu             sync.Mutex
 	accessToken    string
@@ -94,6 +96,7 @@ func New(cfg Config) *Server {
 		s.defaultUser = fallbackUser
 	}
 	s.procs = newProcessTable(cfg.EndedRetention)
+	s.watchers = newWatcherTable()
 
 	opts := []connect.HandlerOption{
 		connect.WithReadMaxBytes(maxMessageBytes),
@@ -145,8 +148,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// Close kills every process the server started that is still running.
-func (s *Server) Close() { s.procs.killAll() }
+// Close kills every process the server started that is still running and
+// stops the directory watchers.
+func (s *Server) Close() {
+	s.procs.killAll()
+	s.watchers.closeAll()
+}
 
 // settings is a consistent snapshot of what /init configures.
 type settings struct {
