@@ -261,7 +261,7 @@ func (fsv *filesystemService) watch(h http.Header, req watchRequest) (*dirWatche
 // permissions, times and owner are the entry's own (a symlink's are the
 // link's), but a symlink has its target's type and permission bits and its
 // resolved absolute target; a broken one has no type, mode 0 and itself as
-// target.
+// target. Metadata is the user.e2b.* attributes (metadata.go).
 func entryInfo(path string) (*pb.EntryInfo, error) {
 	fi, err := os.Lstat(path)
 	if err != nil {
@@ -291,6 +291,7 @@ func entryInfo(path string) (*pb.EntryInfo, error) {
 			entry.Type, entry.Mode = fileType(ti.Mode()), uint32(ti.Mode().Perm())
 		}
 	}
+	entry.Metadata = readMetadata(path)
 	return entry, nil
 }
 
