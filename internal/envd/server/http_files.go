@@ -72,9 +72,10 @@ func (s *Server) authorizeFiles(r *http.Request, operation string) error {
 		return errors.New("missing signature query parameter")
 	}
 	payload := q.Get("path") + ":" + operation + ":" + q.Get("username") + ":" + token
+	rawExpiration := q.Get("signature_expiration")
 	var expiration int64
-	if raw := q.Get("signature_expiration"); raw != "" {
-		exp, err := strconv.ParseInt(raw, 10, 64)
+	if rawExpiration != "" {
+		exp, err := strconv.ParseInt(rawExpiration, 10, 64)
 		if err != nil {
 			return errors.New("invalid signature")
 		}
@@ -86,7 +87,7 @@ func (s *Server) authorizeFiles(r *http.Request, operation string) error {
 	if subtle.ConstantTimeCompare([]byte(want), []byte(q.Get("signature"))) != 1 {
 		return errors.New("invalid signature")
 	}
-	if q.Get("signature_expiration") != "" && expiration < time.Now().Unix() {
+	if rawExpiration != "" && expiration < time.Now().Unix() {
 		return errors.New("signature is already expired")
 	}
 	return nil
