@@ -338,12 +338,21 @@ func TestCreateWatcherBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range maxBufferedEvents + 100 {
+	// Writes alternating between two files: inotify merges only repeats of
+	// the event queued last.
+	var files [2]*os.File
+	for i := range files {
 		f, err := os.Create(filepath.Join(dir, fmt.Sprint(i)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		_ = f.Close()
+		defer func() { _ = f.Close() }()
+		files[i] = f
+	}
+	for i := range maxBufferedEvents + 100 {
+		if _, err := files[i%2].Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
 	}
 	id := resp.Msg.GetWatcherId()
 	bw, err := e.srv.watchers.get(id)
