@@ -48,7 +48,7 @@ type watchStream struct {
 	cancel context.CancelFunc
 }
 
-func openWatch(t *testing.T, e *testEnvd, body string) *watchStream {
+func openWatch(t *testing.T, e *testEnvd, body, keepaliveSeconds string) *watchStream {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url+"/filesystem.Filesystem/WatchDir", bytes.NewReader(envelope(0, body)))
@@ -59,7 +59,7 @@ func openWatch(t *testing.T, e *testEnvd, body string) *watchStream {
 	req.Header.Set("Connect-Protocol-Version", "1")
 	req.Header.Set("Connect-Timeout-Ms", "60000")
 	req.Header.Set("Authorization", "Basic cm9vdDo=")
-	req.Header.Set("Keepalive-Ping-Interval", "50")
+	req.Header.Set("Keepalive-Ping-Interval", keepaliveSeconds)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +133,7 @@ func TestWireWatchDirRecursive(t *testing.T) {
 	e := startEnvd(t, Config{})
 	dir := t.TempDir()
 	before := inotifyFDs(t)
-	ws := openWatch(t, e, `{"path":"`+dir+`","recursive":true,"includeEntry":false,"allowNetworkMounts":false}`)
+	ws := openWatch(t, e, `{"path":"`+dir+`","recursive":true,"includeEntry":false,"allowNetworkMounts":false}`, "50")
 	if f := ws.next(); f.flags != 0 || f.data != `{"start":{}}` {
 		t.Fatalf("first frame %#x %s, want the start event", f.flags, f.data)
 	}
@@ -213,13 +213,21 @@ func TestWatchDir(t *testing.T) {
 	t.Run("not recursive: children only", func(t *testing.T) {
 		root := filepath.Join(dir, "flat")
 		mustWrite(t, filepath.Join(root, "sub", "old"), "")
-		ws := openWatch(t, e, `{"path":"`+root+`"}`)
+		ws := openWatch(t, e, `{"path":"`+root+`"}`, "50")
 		ws.next() // start
 		mustWrite(t, filepath.Join(root, "sub", "f"), "below")
 		mustWrite(t, filepath.Join(root, "top"), "here")
 		for _, ev := range ws.expect(create("top")) {
 			if strings.HasPrefix(ev.name, "sub/") {
 				t.Errorf("event %v below the directory without recursive", ev)
+			}
+		}
+	})
+	t.Run("keepalive", func(t *testing.T) {
+		ws := openWatch(t, e, `{"path":"`+dir+`"}`, "1")
+		for _, want := range []string{`{"start":{}}`, `{"keepalive":{}}`} {
+			if f := ws.next(); f.flags != 0 || f.data != want {
+				t.Errorf("frame %#x %s, want %s", f.flags, f.data, want)
 			}
 		}
 	})
