@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,6 +21,7 @@ import (
 	"connectrpc.com/connect"
 
 	pb "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/filesystem"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/filesystem/filesystemconnect"
 )
 
 // inotifyFDs counts this process's inotify instances: what a watcher that
@@ -407,5 +409,62 @@ func TestCloseStopsWatchers(t *testing.T) {
 	e.srv.Close()
 	if got := inotifyFDs(t); got != before {
 		t.Errorf("after Close %d inotify instances, want %d", got, before)
+	}
+}
+
+// BenchmarkWatchDirEvent is one write seen through a WatchDir stream: from
+// the write to the event's arrival at a connect-go client.
+func BenchmarkWatchDirEvent(b *testing.B) {
+	srv := New(Config{})
+	hs := httptest.NewServer(srv)
+	b.Cleanup(func() {
+		hs.Close()
+		srv.Close()
+	})
+	dir := b.TempDir()
+	f, err := os.Create(filepath.Join(dir, "f"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	fsc := filesystemconnect.NewFilesystemClient(http.DefaultClient, hs.URL)
+	stream, err := fsc.WatchDir(b.Context(), connect.NewRequest(&pb.WatchDirRequest{Path: dir}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = stream.Close() }()
+	if !stream.Receive() {
+		b.Fatal(stream.Err())
+	}
+	for b.Loop() {
+		if _, err := f.Write([]byte("x")); err != nil {
+			b.Fatal(err)
+		}
+		if !stream.Receive() || stream.Msg().GetFilesystem().GetType() != pb.EventType_EVENT_TYPE_WRITE {
+			b.Fatalf("%v %v", stream.Msg(), stream.Err())
+		}
+	}
+}
+
+// BenchmarkListDir lists 1000 files, each with its metadata read.
+func BenchmarkListDir(b *testing.B) {
+	srv := New(Config{})
+	hs := httptest.NewServer(srv)
+	b.Cleanup(func() {
+		hs.Close()
+		srv.Close()
+	})
+	dir := b.TempDir()
+	for i := range 1000 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprint(i)), nil, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	fsc := filesystemconnect.NewFilesystemClient(http.DefaultClient, hs.URL)
+	for b.Loop() {
+		resp, err := fsc.ListDir(b.Context(), connect.NewRequest(&pb.ListDirRequest{Path: dir}))
+		if err != nil || len(resp.Msg.GetEntries()) != 1000 {
+			b.Fatalf("%d entries, %v", len(resp.Msg.GetEntries()), err)
+		}
 	}
 }
