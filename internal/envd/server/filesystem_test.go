@@ -293,6 +293,17 @@ func TestFilesystemSymlinks(t *testing.T) {
 	if connect.CodeOf(err) != connect.CodeNotFound || !strings.Contains(err.Error(), "path not found") {
 		t.Errorf("ListDir of a broken link: %v", err)
 	}
+	loop := filepath.Join(dir, "loop")
+	if err := os.Symlink("loop", loop); err != nil {
+		t.Fatal(err)
+	}
+	_, err = fsc.ListDir(ctx, connect.NewRequest(&pb.ListDirRequest{Path: loop}))
+	if connect.CodeOf(err) != connect.CodeFailedPrecondition || !strings.Contains(err.Error(), "cyclic symlink") {
+		t.Errorf("ListDir of a symlink cycle: %v", err)
+	}
+	if e := stat(loop); e.GetType() != pb.FileType_FILE_TYPE_UNSPECIFIED || e.GetSymlinkTarget() != loop {
+		t.Errorf("Stat of a symlink cycle = %v, want a broken link", e)
+	}
 	_, err = fsc.ListDir(ctx, connect.NewRequest(&pb.ListDirRequest{Path: filepath.Join(links, "to-file")}))
 	if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), "path is not a directory: "+filepath.Join(dir, "real", "f.txt")) {
 		t.Errorf("ListDir of a link to a file: %v", err)
