@@ -231,6 +231,68 @@ try {
       })
     })
 
+    // E2B's answers the SDK keys off: remove of a missing path resolves,
+    // makeDir onto a file throws (false is for an existing directory only).
+    await attempt('files: remove of a missing path, makeDir onto a file', async () => {
+      await sandbox.files.remove('/app/never-was/there')
+      await sandbox.files.write('/app/plain-file', 'p')
+      let threw = null
+      try {
+        await sandbox.files.makeDir('/app/plain-file')
+      } catch (err) {
+        threw = err?.name
+      }
+      expectEqual('files: remove of a missing path, makeDir onto a file', {
+        threw: threw !== null,
+        existingDir: await sandbox.files.makeDir('/app'),
+      }, { threw: true, existingDir: false })
+    })
+
+    // A symlinked directory is listed as a directory with its resolved target.
+    await attempt('files: list types a symlinked directory dir', async () => {
+      await sandbox.commands.run('mkdir -p /app/links/real && ln -s real /app/links/linked')
+      const listed = (await sandbox.files.list('/app/links')).map((e) => ({ name: e.name, type: e.type, symlinkTarget: e.symlinkTarget }))
+      expectEqual('files: list types a symlinked directory dir', listed, [
+        { name: 'linked', type: 'dir', symlinkTarget: '/app/links/real' },
+        { name: 'real', type: 'dir', symlinkTarget: undefined },
+      ])
+    })
+
+    await attempt('files: metadata', async () => {
+      const info = await sandbox.files.write('/app/with-metadata.txt', 'm', { metadata: { Team: 'infra' } })
+      const stat = await sandbox.files.getInfo('/app/with-metadata.txt')
+      expectEqual('files: metadata', { written: info.metadata, stat: stat.metadata }, {
+        written: { team: 'infra' },
+        stat: { team: 'infra' },
+      })
+    })
+
+    // watchDir (the WatchDir stream), recursive: a directory created below
+    // is watched too.
+    await attempt('files: watchDir receives events', async () => {
+      await sandbox.files.makeDir('/app/watched')
+      const events = []
+      const handle = await sandbox.files.watchDir('/app/watched', (ev) => { events.push({ name: ev.name, type: ev.type }) }, { recursive: true })
+      const seen = async (name, type) => {
+        for (let i = 0; i < 200 && !events.some((e) => e.name === name && e.type === type); i++) {
+          await new Promise((resolve) => setTimeout(resolve, 50))
+        }
+        return events.some((e) => e.name === name && e.type === type)
+      }
+      try {
+        await sandbox.commands.run('mkdir /app/watched/sub')
+        const sub = await seen('sub', 'create')
+        await sandbox.commands.run('echo hi > /app/watched/sub/cmd.txt')
+        expectEqual('files: watchDir receives events', {
+          sub,
+          create: await seen('sub/cmd.txt', 'create'),
+          write: await seen('sub/cmd.txt', 'write'),
+        }, { sub: true, create: true, write: true })
+      } finally {
+        await handle.stop()
+      }
+    })
+
     // Sandbox.connect (POST /v2/sandboxes/{id}/connect): the same sandbox, usable.
     await attempt('sandbox connect', async () => {
       const again = await Sandbox.connect(sandbox.sandboxId, { timeoutMs: 15 * 60 * 1000 })
