@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
 // aliasConfig is a template with two builds, v1 and then v2, each writing its name to
@@ -127,13 +128,6 @@ func TestAccAlias_drift(t *testing.T) {
 
 func TestAccAlias_planErrors(t *testing.T) {
 	planErrors(t, map[string]struct{ config, err string }{
-		"alias on the default tag": {`
-resource "e2b_alias" "a" {
-  template = "good"
-  tag      = "default"
-  build_id = "1f0c6f2e-8f5b-4b8e-9a8e-1c2d3e4f5a6b"
-}
-`, `(?s)tag "default" cannot be managed`},
 		"alias with a bad build_id": {`
 resource "e2b_alias" "a" {
   template = "good"
@@ -141,5 +135,199 @@ resource "e2b_alias" "a" {
   build_id = "latest"
 }
 `, `(?s)build_id`},
+		"gate with both command and cmd": {`
+resource "e2b_alias" "a" {
+  template = "good"
+  tag      = "prod"
+  build_id = "1f0c6f2e-8f5b-4b8e-9a8e-1c2d3e4f5a6b"
+  gate     = { command = "true", cmd = "/bin/true" }
+}
+`, `(?s)gate.*command.*cmd`},
+		"gate without a command": {`
+resource "e2b_alias" "a" {
+  template = "good"
+  tag      = "prod"
+  build_id = "1f0c6f2e-8f5b-4b8e-9a8e-1c2d3e4f5a6b"
+  gate     = { env = { A = "b" } }
+}
+`, `(?s)gate.*command.*cmd`},
+		"gate args without cmd": {`
+resource "e2b_alias" "a" {
+  template = "good"
+  tag      = "prod"
+  build_id = "1f0c6f2e-8f5b-4b8e-9a8e-1c2d3e4f5a6b"
+  gate     = { command = "echo", args = ["a"] }
+}
+`, `(?s)Invalid gate\.args.*args without cmd`},
+		"gate timeout out of range": {`
+resource "e2b_alias" "a" {
+  template = "good"
+  tag      = "prod"
+  build_id = "1f0c6f2e-8f5b-4b8e-9a8e-1c2d3e4f5a6b"
+  gate     = { command = "true", timeout = "25h" }
+}
+`, `(?s)gate\.timeout.*from 1s to 24h`},
+		"timeouts out of range": {`
+resource "e2b_alias" "a" {
+  template = "good"
+  tag      = "prod"
+  build_id = "1f0c6f2e-8f5b-4b8e-9a8e-1c2d3e4f5a6b"
+  timeouts = { create = "0s" }
+}
+`, `(?s)timeouts\.create.*out of range`},
+	})
+}
+
+// tagOn checks on the server that tag of template points at the build in the state.
+func tagOn(api *e2bapi.Client, template, tag string, build *string) serverCheck {
+	return func(ctx context.Context) error {
+		tags, err := api.ListTags(ctx, template)
+		if err != nil {
+			return err
+		}
+		for _, t := range tags {
+			if t.Tag == tag && t.BuildID == *build {
+				return nil
+			}
+		}
+		return fmt.Errorf("tag %s of %s is not on %s: %+v", tag, template, *build, tags)
+	}
+}
+
+// twoBuilds is a template with two tagged builds, v1 and then v2, each writing its name
+// to /opt/version.
+func twoBuilds(srv *acctest.Server, name string) string {
+	return srv.ProviderConfig() + fmt.Sprintf(`
+resource "e2b_template" "t" {
+  name = %[1]q
+}
+
+resource "e2b_template_build" "v1" {
+  template_id = e2b_template.t.id
+  from_image  = %[2]q
+  steps       = [{ run = { command = "echo v1 > /opt/version", user = "root" } }]
+  tags        = ["v1"]
+}
+
+resource "e2b_template_build" "v2" {
+  template_id = e2b_template.t.id
+  from_image  = %[2]q
+  steps       = [{ run = { command = "echo v2 > /opt/version", user = "root" } }]
+  tags        = ["v2"]
+  depends_on  = [e2b_template_build.v1]
+}
+`, name, srv.DebianImage)
+}
+
+// defaultConfig is twoBuilds with the alias live on the default tag on the build named
+// by build (with the HCL lines extra) and a sandbox started from the bare template name,
+// as Sandbox.create("name") does.
+func defaultConfig(srv *acctest.Server, name, build, extra string) string {
+	return twoBuilds(srv, name) + fmt.Sprintf(`
+resource "e2b_alias" "live" {
+  template = e2b_template.t.name
+  tag      = "default"
+  build_id = e2b_template_build.%[1]s.build_id
+%[2]s}
+
+data "e2b_process" "bare_name" {
+  template = e2b_template.t.name
+  command  = "cat /opt/version"
+  env      = { BUILD = e2b_alias.live.build_id }
+}
+`, build, extra)
+}
+
+// TestAccAlias_default promotes builds to default, which sandboxes started from the bare
+// name run: create on v2 (the template's first build, v1, had it), move to v1, import;
+// the plan warns of a build without tags of the template whichever of the two plans
+// second; destroying the alias leaves default where it was.
+func TestAccAlias_default(t *testing.T) {
+	srv := localServer(t)
+	api := testAPI(t, srv)
+	name := uniqueName("acc-default")
+	warnings := &planWarnings{}
+	var v1, v2 string
+	untagged := `
+resource "e2b_template_build" "untagged" {
+  template_id = e2b_template.t.id
+  from_image  = %q
+%s}
+`
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: warnings.factories(),
+		Steps: []tfresource.TestStep{
+			{
+				Config: defaultConfig(srv, name, "v2", ""),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("e2b_template_build.v1", tfjsonpath.New("build_id"), capture(&v1)),
+					statecheck.ExpectKnownValue("e2b_template_build.v2", tfjsonpath.New("build_id"), capture(&v2)),
+					statecheck.CompareValuePairs("e2b_alias.live", tfjsonpath.New("build_id"), "e2b_template_build.v2", tfjsonpath.New("build_id"), compare.ValuesSame()),
+					statecheck.ExpectKnownValue("e2b_alias.live", tfjsonpath.New("id"), knownvalue.StringExact(name+":default")),
+					statecheck.ExpectKnownValue("data.e2b_process.bare_name", tfjsonpath.New("stdout"), knownvalue.StringExact("v2\n")),
+					tagOn(api, name, "default", &v2),
+					warnings.none(),
+				},
+			},
+			{
+				Config: defaultConfig(srv, name, "v1", ""),
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("e2b_alias.live", plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("data.e2b_process.bare_name", tfjsonpath.New("stdout"), knownvalue.StringExact("v1\n")),
+					tagOn(api, name, "default", &v1),
+				},
+			},
+			{
+				ResourceName:            "e2b_alias.live",
+				ImportState:             true,
+				ImportStateId:           name + ":default",
+				ImportStateVerify:       true,
+				ImportStateVerifyIgnore: []string{"timeouts"},
+			},
+			{
+				ResourceName:    "e2b_alias.live",
+				ImportState:     true,
+				ImportStateKind: tfresource.ImportBlockWithID,
+				ImportStateId:   name + ":default",
+			},
+			{
+				// The build plans first (the alias depends on it), the alias warns.
+				PreConfig:          warnings.reset,
+				Config:             defaultConfig(srv, name, "v1", "  depends_on = [e2b_template_build.untagged]\n") + fmt.Sprintf(untagged, srv.DebianImage, ""),
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PostApplyPreRefresh: []plancheck.PlanCheck{
+					warnings.only("e2b_alias", "A build takes the default tag before this alias"),
+				}},
+			},
+			{
+				// The alias plans first (the build depends on it), the build warns.
+				PreConfig:          warnings.reset,
+				Config:             defaultConfig(srv, name, "v1", "") + fmt.Sprintf(untagged, srv.DebianImage, "  depends_on = [e2b_alias.live]\n"),
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PostApplyPreRefresh: []plancheck.PlanCheck{
+					warnings.only("e2b_template_build", "Build takes the default tag before e2b_alias"),
+				}},
+			},
+			{
+				// Without the alias: default stays on v1, which the bare name still runs.
+				Config: twoBuilds(srv, name) + `
+data "e2b_process" "bare_name" {
+  template = e2b_template.t.name
+  command  = "cat /opt/version"
+}
+`,
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("e2b_alias.live", plancheck.ResourceActionDestroy),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("data.e2b_process.bare_name", tfjsonpath.New("stdout"), knownvalue.StringExact("v1\n")),
+					tagOn(api, name, "default", &v1),
+				},
+			},
+		},
 	})
 }

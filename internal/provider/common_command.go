@@ -50,7 +50,7 @@ func (m *commandModel) runRequest(ctx context.Context, at path.Path) (envd.RunRe
 	if !m.Timeout.IsNull() && !m.Timeout.IsUnknown() {
 		d, err := processTimeoutRange.parse(m.Timeout.ValueString())
 		if err != nil {
-			diags.AddAttributeError(at.AtName("timeout"), "Invalid timeout", err.Error())
+			diags.AddAttributeError(at.AtName("timeout"), "Invalid "+at.AtName("timeout").String(), err.Error())
 		}
 		req.Timeout = d
 	}
@@ -61,7 +61,8 @@ func (m *commandModel) runRequest(ctx context.Context, at path.Path) (envd.RunRe
 		diags.Append(m.Env.ElementsAs(ctx, &req.Env, false)...)
 	}
 	if !m.Args.IsNull() && m.Cmd.IsNull() {
-		diags.AddAttributeError(at.AtName("args"), "args without cmd", "args are the arguments of cmd; with command, write them into the shell string.")
+		diags.AddAttributeError(at.AtName("args"), "Invalid "+at.AtName("args").String(),
+			"args without cmd: args are the arguments of cmd; with command, write them into the shell string.")
 	}
 	return req, diags
 }

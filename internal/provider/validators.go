@@ -146,7 +146,7 @@ func validateTimeouts(ctx context.Context, config tfsdk.Config, r durationRange,
 			continue
 		}
 		if _, err := r.parse(v.ValueString()); err != nil {
-			diags.AddAttributeError(p, "Invalid timeout", err.Error())
+			diags.AddAttributeError(p, "Invalid "+p.String(), err.Error())
 		}
 	}
 	return diags
