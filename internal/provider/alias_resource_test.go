@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/compare"
@@ -326,6 +327,123 @@ data "e2b_process" "bare_name" {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("data.e2b_process.bare_name", tfjsonpath.New("stdout"), knownvalue.StringExact("v1\n")),
 					tagOn(api, name, "default", &v1),
+				},
+			},
+		},
+	})
+}
+
+// gateConfig is twoBuilds with the alias prod on the build named by build behind the HCL
+// lines gate.
+func gateConfig(srv *acctest.Server, name, build, gate string) string {
+	return twoBuilds(srv, name) + fmt.Sprintf(`
+resource "e2b_alias" "prod" {
+  template = e2b_template.t.name
+  tag      = "prod"
+  build_id = e2b_template_build.%s.build_id
+%s}
+`, build, gate)
+}
+
+// smokeGate passes on v1 only, telling on stderr why it fails.
+const smokeGate = `
+  gate = {
+    command = "test \"$(cat /opt/version)\" = \"$WANT\" || { echo \"smoke test failed on $(cat /opt/version)\" >&2; exit 3; }"
+    env     = { WANT = "v1" }
+    timeout = "2m"
+  }
+`
+
+// TestAccAlias_gate runs the gate once per move, in a sandbox of the new build, counted on
+// the server by the template's spawn count: passing, the tag moves; failing, the error
+// shows its stderr and the tag stays; plans, refreshes and a change of the gate alone run
+// nothing; a gate outliving timeouts.update stops the move.
+func TestAccAlias_gate(t *testing.T) {
+	srv := localServer(t)
+	api := testAPI(t, srv)
+	name := uniqueName("acc-gate")
+	var v1 string
+	// spawned checks how many sandboxes were started from the template so far.
+	spawned := func(want int64) serverCheck {
+		return func(ctx context.Context) error {
+			a, err := api.GetTemplateByAlias(ctx, name)
+			if err != nil {
+				return err
+			}
+			tpl, err := api.GetTemplate(ctx, a.TemplateID)
+			if err != nil {
+				return err
+			}
+			if tpl.SpawnCount != want {
+				return fmt.Errorf("%d sandboxes started from %s, want %d", tpl.SpawnCount, name, want)
+			}
+			return nil
+		}
+	}
+	// still checks between steps that the tag stayed on v1 and how many sandboxes started.
+	still := func(sandboxes int64) func() {
+		return func() {
+			acctest.Must(t, tagOn(api, name, "prod", &v1)(t.Context()))
+			acctest.Must(t, spawned(sandboxes)(t.Context()))
+		}
+	}
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{
+			{
+				Config: gateConfig(srv, name, "v1", smokeGate),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("e2b_template_build.v1", tfjsonpath.New("build_id"), capture(&v1)),
+					tagOn(api, name, "prod", &v1),
+					spawned(1),
+				},
+			},
+			{
+				Config:      gateConfig(srv, name, "v2", smokeGate),
+				ExpectError: regexp.MustCompile(`(?s)Gate failed.*exited with code 3.*tag "prod" was not moved.*smoke test failed on v2`),
+			},
+			{
+				PreConfig:          still(2),
+				Config:             gateConfig(srv, name, "v2", smokeGate),
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+			},
+			{
+				PreConfig:          still(2),
+				RefreshState:       true,
+				ExpectNonEmptyPlan: true,
+			},
+			{
+				// Only the gate changes: recorded, not run (it would fail on v1).
+				PreConfig: still(2),
+				Config: gateConfig(srv, name, "v1", `
+  gate = {
+    cmd  = "/bin/false"
+    args = ["never run"]
+  }
+`),
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("e2b_alias.prod", plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("e2b_alias.prod", tfjsonpath.New("gate").AtMapKey("cmd"), knownvalue.StringExact("/bin/false")),
+					tagOn(api, name, "prod", &v1),
+					spawned(2),
+				},
+			},
+			{
+				Config: gateConfig(srv, name, "v2", `
+  gate     = { command = "sleep 600", timeout = "15m" }
+  timeouts = { update = "20s" }
+`),
+				ExpectError: regexp.MustCompile(`(?s)Tag not moved in time.*timeouts\.update \(20s\) elapsed`),
+			},
+			{
+				PreConfig: still(3),
+				Config:    gateConfig(srv, name, "v1", ""),
+				ConfigStateChecks: []statecheck.StateCheck{
+					tagOn(api, name, "prod", &v1),
+					spawned(3),
 				},
 			},
 		},
