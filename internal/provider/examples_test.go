@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/compare"
@@ -213,4 +214,59 @@ base_image         = %q
 			t.Errorf("%s: template %s after destroy: %v, want not found", env, name, err)
 		}
 	}
+}
+
+// validateExamples runs terraform validate on each directory below examples/ that
+// patterns match (such as resources/*), copied with the provider's address as the
+// promotion example declares it: every example must stand on its own.
+func validateExamples(t *testing.T, patterns ...string) {
+	srv := localServer(t)
+	root, err := acctest.ModuleRoot()
+	acctest.Must(t, err)
+	for _, pattern := range patterns {
+		dirs, err := filepath.Glob(filepath.Join(root, "examples", pattern))
+		acctest.Must(t, err)
+		if len(dirs) == 0 {
+			t.Fatalf("no examples match examples/%s", pattern)
+		}
+		for _, dir := range dirs {
+			rel, err := filepath.Rel(filepath.Join(root, "examples"), dir)
+			acctest.Must(t, err)
+			t.Run(rel, func(t *testing.T) {
+				work := t.TempDir()
+				declared := false
+				copyDir(t, dir, work, func(path string, dir bool) error {
+					if dir {
+						return nil
+					}
+					b, err := os.ReadFile(path)
+					declared = declared || strings.Contains(string(b), "required_providers")
+					return err
+				})
+				if !declared {
+					acctest.Must(t, os.WriteFile(filepath.Join(work, "terraform.tf"), []byte(`
+terraform {
+  required_providers {
+    e2b = {
+      source = "e2b-terraform/e2b"
+    }
+  }
+}
+`), 0o600))
+				}
+				newCLI(t, srv, work).Must("validate", "-no-color")
+			})
+		}
+	}
+}
+
+// TestAccExamples_validate validates the examples of the documentation.
+func TestAccExamples_validate(t *testing.T) {
+	validateExamples(t, "provider", "resources/*", "data-sources/*", "functions/*")
+}
+
+// TestAccExamples_validateEphemeral validates the ephemeral resources' examples, which
+// need Terraform 1.10 or OpenTofu 1.11.
+func TestAccExamples_validateEphemeral(t *testing.T) {
+	validateExamples(t, "ephemeral-resources/*")
 }
