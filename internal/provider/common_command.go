@@ -2,7 +2,11 @@ package provider
 
 import (
 	"context"
+	"iter"
+	"maps"
+	"slices"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -54,10 +58,10 @@ func (m *commandModel) runRequest(ctx context.Context, at path.Path) (envd.RunRe
 		}
 		req.Timeout = d
 	}
-	if !m.Args.IsUnknown() {
+	if !m.Args.IsUnknown() && noneUnknown(slices.Values(m.Args.Elements())) {
 		diags.Append(m.Args.ElementsAs(ctx, &req.Args, false)...)
 	}
-	if !m.Env.IsUnknown() {
+	if !m.Env.IsUnknown() && noneUnknown(maps.Values(m.Env.Elements())) {
 		diags.Append(m.Env.ElementsAs(ctx, &req.Env, false)...)
 	}
 	if !m.Args.IsNull() && m.Cmd.IsNull() {
@@ -65,4 +69,14 @@ func (m *commandModel) runRequest(ctx context.Context, at path.Path) (envd.RunRe
 			"args without cmd: args are the arguments of cmd; with command, write them into the shell string.")
 	}
 	return req, diags
+}
+
+// noneUnknown reports whether none of values is unknown.
+func noneUnknown(values iter.Seq[attr.Value]) bool {
+	for v := range values {
+		if v.IsUnknown() {
+			return false
+		}
+	}
+	return true
 }
