@@ -2,7 +2,9 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"regexp"
 	"testing"
 
@@ -333,6 +335,28 @@ data "e2b_process" "bare_name" {
 	})
 }
 
+// liveSandboxes are the running sandboxes of the template named name (GET /sandboxes).
+func liveSandboxes(t *testing.T, srv *acctest.Server, name string) []string {
+	t.Helper()
+	tpl, err := testAPI(t, srv).GetTemplateByAlias(t.Context(), name)
+	acctest.Must(t, err)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.APIURL+"/sandboxes", nil)
+	acctest.Must(t, err)
+	req.Header.Set("X-API-Key", srv.APIKey)
+	resp, err := http.DefaultClient.Do(req)
+	acctest.Must(t, err)
+	defer resp.Body.Close()
+	var listed []e2bapi.ListedSandbox
+	acctest.Must(t, json.NewDecoder(resp.Body).Decode(&listed))
+	var live []string
+	for _, sb := range listed {
+		if sb.TemplateID == tpl.TemplateID {
+			live = append(live, sb.SandboxID)
+		}
+	}
+	return live
+}
+
 // gateConfig is twoBuilds with the alias prod on the build named by build behind the HCL
 // lines gate.
 func gateConfig(srv *acctest.Server, name, build, gate string) string {
@@ -380,11 +404,15 @@ func TestAccAlias_gate(t *testing.T) {
 			return nil
 		}
 	}
-	// still checks between steps that the tag stayed on v1 and how many sandboxes started.
+	// still checks between steps that the tag stayed on v1, how many sandboxes started
+	// and that none of them is left running.
 	still := func(sandboxes int64) func() {
 		return func() {
 			acctest.Must(t, tagOn(api, name, "prod", &v1)(t.Context()))
 			acctest.Must(t, spawned(sandboxes)(t.Context()))
+			if live := liveSandboxes(t, srv, name); len(live) != 0 {
+				t.Errorf("gate sandboxes left running: %v", live)
+			}
 		}
 	}
 	tfresource.Test(t, tfresource.TestCase{

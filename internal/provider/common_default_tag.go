@@ -74,7 +74,7 @@ func (p *defaultTagPlans) resolve(ref string) string {
 
 // recordTemplatePlan records the name and ID of a planned e2b_template, once both are known.
 func (d *ProviderData) recordTemplatePlan(name, id types.String) {
-	if d == nil || !known(name) || !known(id) {
+	if d == nil || d.defaultTag == nil || !known(name) || !known(id) {
 		return
 	}
 	d.defaultTag.template(name.ValueString(), id.ValueString())
@@ -83,7 +83,7 @@ func (d *ProviderData) recordTemplatePlan(name, id types.String) {
 // recordBuildPlan records a new e2b_template_build; without tags it takes default, which
 // warns when an alias on default of its template is planned too.
 func (d *ProviderData) recordBuildPlan(templateID types.String, tags types.Set) (diags diag.Diagnostics) {
-	if d == nil || !known(templateID) || tags.IsUnknown() || len(tags.Elements()) > 0 {
+	if d == nil || d.defaultTag == nil || !known(templateID) || tags.IsUnknown() || len(tags.Elements()) > 0 {
 		return diags
 	}
 	if d.defaultTag.build(templateID.ValueString()) {
@@ -98,7 +98,7 @@ func (d *ProviderData) recordBuildPlan(templateID types.String, tags types.Set) 
 // recordAliasPlan records an e2b_alias; on default it warns when a build without tags of
 // its template is planned too.
 func (d *ProviderData) recordAliasPlan(template, tag types.String) (diags diag.Diagnostics) {
-	if d == nil || !known(template) || tag.ValueString() != e2bapi.DefaultTag {
+	if d == nil || d.defaultTag == nil || !known(template) || tag.ValueString() != e2bapi.DefaultTag {
 		return diags
 	}
 	if d.defaultTag.alias(template.ValueString()) {
