@@ -338,16 +338,7 @@ func (r *templateBuildResource) ConfigValidators(context.Context) []resource.Con
 // ValidateConfig checks the range of timeouts.create and timeouts.update, which the
 // timeouts package only parses (a negative one returned at once).
 func (r *templateBuildResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	for _, name := range []string{"create", "update"} {
-		p := path.Root("timeouts").AtName(name)
-		var v types.String
-		if d := req.Config.GetAttribute(ctx, p, &v); d.HasError() || v.IsNull() || v.IsUnknown() {
-			continue
-		}
-		if _, err := buildTimeoutRange.parse(v.ValueString()); err != nil {
-			resp.Diagnostics.AddAttributeError(p, "Invalid timeout", err.Error())
-		}
-	}
+	resp.Diagnostics.Append(validateTimeouts(ctx, req.Config, buildTimeoutRange, "create", "update")...)
 }
 
 func (r *templateBuildResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
@@ -386,6 +377,7 @@ func (r *templateBuildResource) ModifyPlan(ctx context.Context, req resource.Mod
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("copy_hashes"), hashes)...)
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("dockerfile_hash"), dockerfileHash)...)
 	if state == nil {
+		resp.Diagnostics.Append(r.data.recordBuildPlan(plan.TemplateID, plan.Tags)...)
 		return
 	}
 	// What the build is made of is the files (copy_hashes) and the Dockerfile's content

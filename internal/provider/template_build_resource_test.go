@@ -131,6 +131,18 @@ data "e2b_process" "v1" {
 				ImportStateVerify:       true,
 				ImportStateVerifyIgnore: buildInputs,
 			},
+			{
+				// E2B does not return a build's inputs, so the import block's plan
+				// replaces the build it imports.
+				ResourceName:       "e2b_template_build.v1",
+				ImportState:        true,
+				ImportStateKind:    tfresource.ImportBlockWithID,
+				ImportStateIdFunc:  buildImportID("e2b_template_build.v1"),
+				ExpectNonEmptyPlan: true,
+				ImportPlanChecks: tfresource.ImportPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("e2b_template_build.v1", plancheck.ResourceActionReplace),
+				}},
+			},
 		},
 	})
 }

@@ -7,7 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
@@ -73,23 +76,6 @@ func templateRunRefValidator() validator.String {
 	}}
 }
 
-// aliasTagValidator accepts a tag e2b_alias may move: a valid tag other
-// than "default".
-func aliasTagValidator() validator.String {
-	return stringCheck{"must be a tag (a-z, 0-9, '-', '_', '.') other than default", func(s string) error {
-		if err := e2bapi.ValidateTag(s); err != nil {
-			return err
-		}
-		if strings.EqualFold(s, e2bapi.DefaultTag) {
-			return fmt.Errorf("tag %q cannot be managed by e2b_alias: every build of a template carries it and E2B refuses to delete it", s)
-		}
-		if strings.ToLower(s) != s {
-			return fmt.Errorf("tag %q must be lower case", s)
-		}
-		return nil
-	}}
-}
-
 // tagValidator accepts a build tag.
 func tagValidator() validator.String {
 	return stringCheck{"must be a tag (a-z, 0-9, '-', '_', '.')", func(s string) error {
@@ -148,6 +134,22 @@ func formatDuration(d time.Duration) string {
 		return fmt.Sprintf("%dh", d/time.Hour)
 	}
 	return d.String()
+}
+
+// validateTimeouts checks the range of the timeouts named, which the timeouts package
+// only parses (a negative one returned at once).
+func validateTimeouts(ctx context.Context, config tfsdk.Config, r durationRange, names ...string) (diags diag.Diagnostics) {
+	for _, name := range names {
+		p := path.Root("timeouts").AtName(name)
+		var v types.String
+		if d := config.GetAttribute(ctx, p, &v); d.HasError() || v.IsNull() || v.IsUnknown() {
+			continue
+		}
+		if _, err := r.parse(v.ValueString()); err != nil {
+			diags.AddAttributeError(p, "Invalid "+p.String(), err.Error())
+		}
+	}
+	return diags
 }
 
 // durationValidator accepts a Go duration such as "30s" within r.
