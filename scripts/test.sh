@@ -115,7 +115,7 @@ go_test() {
 
 # Acceptance tests that need a CLI newer than the pinned Terraform (the
 # ephemeral resource: Terraform 1.10+) run in the OpenTofu pass only.
-newer_cli_tests='^TestAccProcessEphemeralResource_echo$'
+newer_cli_tests='^(TestAccProcessEphemeralResource_echo|TestAccTemplateBuild_writeOnlySecret|TestAccTemplateBuild_writeOnlyErrors)$'
 
 run_tests() {
 	go_test "$terraform" "$work/tests-terraform.json" -skip "$newer_cli_tests" "${packages[@]}"

@@ -80,13 +80,19 @@ type templateBuildModel struct {
 }
 
 type registryModel struct {
-	Type               types.String `tfsdk:"type"`
-	Username           types.String `tfsdk:"username"`
-	Password           types.String `tfsdk:"password"`
-	AWSAccessKeyID     types.String `tfsdk:"aws_access_key_id"`
-	AWSSecretAccessKey types.String `tfsdk:"aws_secret_access_key"`
-	AWSRegion          types.String `tfsdk:"aws_region"`
-	ServiceAccountJSON types.String `tfsdk:"service_account_json"`
+	Type                        types.String `tfsdk:"type"`
+	Username                    types.String `tfsdk:"username"`
+	Password                    types.String `tfsdk:"password"`
+	PasswordWO                  types.String `tfsdk:"password_wo"`
+	PasswordWOVersion           types.Int64  `tfsdk:"password_wo_version"`
+	AWSAccessKeyID              types.String `tfsdk:"aws_access_key_id"`
+	AWSSecretAccessKey          types.String `tfsdk:"aws_secret_access_key"`
+	AWSSecretAccessKeyWO        types.String `tfsdk:"aws_secret_access_key_wo"`
+	AWSSecretAccessKeyWOVersion types.Int64  `tfsdk:"aws_secret_access_key_wo_version"`
+	AWSRegion                   types.String `tfsdk:"aws_region"`
+	ServiceAccountJSON          types.String `tfsdk:"service_account_json"`
+	ServiceAccountJSONWO        types.String `tfsdk:"service_account_json_wo"`
+	ServiceAccountJSONWOVersion types.Int64  `tfsdk:"service_account_json_wo_version"`
 }
 
 type stepModel struct {
@@ -157,22 +163,13 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 			"from_image_registry": schema.SingleNestedAttribute{
 				MarkdownDescription: "Credentials for a private `from_image` registry. `type` selects which other " +
 					"attributes apply: `registry` (`username`, `password`), `aws` (`aws_access_key_id`, " +
-					"`aws_secret_access_key`, `aws_region`) or `gcp` (`service_account_json`). The secrets are " +
-					"sensitive; they are kept in the state like every other argument.",
-				Optional: true,
-				Attributes: map[string]schema.Attribute{
-					"type": schema.StringAttribute{
-						MarkdownDescription: "`registry`, `aws` or `gcp`.",
-						Required:            true,
-						Validators:          []validator.String{stringvalidator.OneOf("registry", "aws", "gcp")},
-					},
-					"username":              schema.StringAttribute{MarkdownDescription: "Registry user (`registry`).", Optional: true},
-					"password":              schema.StringAttribute{MarkdownDescription: "Registry password (`registry`).", Optional: true, Sensitive: true},
-					"aws_access_key_id":     schema.StringAttribute{MarkdownDescription: "AWS access key ID (`aws`).", Optional: true},
-					"aws_secret_access_key": schema.StringAttribute{MarkdownDescription: "AWS secret access key (`aws`).", Optional: true, Sensitive: true},
-					"aws_region":            schema.StringAttribute{MarkdownDescription: "AWS region (`aws`).", Optional: true},
-					"service_account_json":  schema.StringAttribute{MarkdownDescription: "GCP service account key as JSON (`gcp`).", Optional: true, Sensitive: true},
-				},
+					"`aws_secret_access_key`, `aws_region`) or `gcp` (`service_account_json`). The plain secret " +
+					"attributes are sensitive but kept in the state like every other argument; with Terraform or " +
+					"OpenTofu 1.11 or later use their write-only twins (`password_wo`, `aws_secret_access_key_wo`, " +
+					"`service_account_json_wo`), which are sent to E2B and never stored. A write-only secret is not " +
+					"compared between plans: change its `*_wo_version` to make a new build with a new secret.",
+				Optional:      true,
+				Attributes:    registryAttributes(),
 				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
 			},
 			"from_template": schema.StringAttribute{
@@ -446,6 +443,9 @@ func (r *templateBuildResource) Create(ctx context.Context, req resource.CreateR
 		resp.Diagnostics.AddError("Build configuration not known", "A value of the build is still unknown during apply; this is a bug in Terraform or the provider.")
 		return
 	}
+	if resp.Diagnostics.Append(addWriteOnlySecrets(ctx, req.Config, b.Start.FromImageRegistry)...); resp.Diagnostics.HasError() {
+		return
+	}
 	if !plan.CopyHashes.IsUnknown() {
 		var planned []string
 		resp.Diagnostics.Append(plan.CopyHashes.ElementsAs(ctx, &planned, false)...)
@@ -568,4 +568,49 @@ func (r *templateBuildResource) ImportState(ctx context.Context, req resource.Im
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), buildID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("files_hash"), templatebuild.HashPortable)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("force"), false)...)
+}
+
+// registryAttributes are the attributes of from_image_registry: each secret is either a
+// plain attribute (kept in the state) or a write-only one with the version that makes a
+// change of it plannable.
+func registryAttributes() map[string]schema.Attribute {
+	attrs := map[string]schema.Attribute{
+		"type": schema.StringAttribute{
+			MarkdownDescription: "`registry`, `aws` or `gcp`.",
+			Required:            true,
+			Validators:          []validator.String{stringvalidator.OneOf("registry", "aws", "gcp")},
+		},
+		"username":          schema.StringAttribute{MarkdownDescription: "Registry user (`registry`).", Optional: true},
+		"aws_access_key_id": schema.StringAttribute{MarkdownDescription: "AWS access key ID (`aws`).", Optional: true},
+		"aws_region":        schema.StringAttribute{MarkdownDescription: "AWS region (`aws`).", Optional: true},
+	}
+	for _, secret := range []struct{ name, what string }{
+		{"password", "Registry password (`registry`)"},
+		{"aws_secret_access_key", "AWS secret access key (`aws`)"},
+		{"service_account_json", "GCP service account key as JSON (`gcp`)"},
+	} {
+		plain, wo, version := secret.name, secret.name+"_wo", secret.name+"_wo_version"
+		sibling := func(name string) path.Expression { return path.MatchRelative().AtParent().AtName(name) }
+		attrs[plain] = schema.StringAttribute{
+			MarkdownDescription: secret.what + ". Kept in the state; prefer `" + wo + "`.",
+			Optional:            true,
+			Sensitive:           true,
+			Validators:          []validator.String{stringvalidator.ConflictsWith(sibling(wo))},
+		}
+		attrs[wo] = schema.StringAttribute{
+			MarkdownDescription: secret.what + ", write-only (Terraform/OpenTofu 1.11+): sent to E2B, never stored. " +
+				"Requires `" + version + "`.",
+			Optional:   true,
+			Sensitive:  true,
+			WriteOnly:  true,
+			Validators: []validator.String{stringvalidator.AlsoRequires(sibling(version))},
+		}
+		attrs[version] = schema.Int64Attribute{
+			MarkdownDescription: "Version of `" + wo + "`: the secret itself is not stored, so changing this number " +
+				"is what makes a new build with a changed secret.",
+			Optional:   true,
+			Validators: []validator.Int64{int64validator.AlsoRequires(sibling(wo))},
+		}
+	}
+	return attrs
 }

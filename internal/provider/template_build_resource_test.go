@@ -1,8 +1,11 @@
 package provider
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -28,6 +31,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/hashicorp/terraform-plugin-testing/tfversion"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
@@ -774,4 +778,146 @@ resource "e2b_template_build" "two" {
 			},
 		}},
 	})
+}
+
+// startRecorder is a reverse proxy in front of the local server that keeps the body of
+// every build start (POST /v2/templates/{id}/builds/{buildID}): what the server was sent.
+func startRecorder(t *testing.T, target string) (proxyURL string, starts func() []string) {
+	t.Helper()
+	u, err := url.Parse(target)
+	acctest.Must(t, err)
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	var mu sync.Mutex
+	var bodies []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v2/templates/") {
+			b, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			mu.Lock()
+			bodies = append(bodies, string(b))
+			mu.Unlock()
+			r.Body = io.NopCloser(bytes.NewReader(b))
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(bodies)
+	}
+}
+
+// stateLacks is a state check that none of secrets appears anywhere in the state
+// (`terraform show -json`).
+type stateLacks []string
+
+func (s stateLacks) CheckState(_ context.Context, req statecheck.CheckStateRequest, resp *statecheck.CheckStateResponse) {
+	b, err := json.Marshal(req.State)
+	if err != nil {
+		resp.Error = err
+		return
+	}
+	for _, secret := range s {
+		if strings.Contains(string(b), secret) {
+			resp.Error = fmt.Errorf("the state contains the secret %q", secret)
+			return
+		}
+	}
+}
+
+// TestAccTemplateBuild_writeOnlySecret sends a write-only registry password with the build
+// start and keeps it out of the state; a new password alone plans nothing, a new
+// password_wo_version replaces the build with the new password.
+func TestAccTemplateBuild_writeOnlySecret(t *testing.T) {
+	srv := localServer(t)
+	proxyURL, starts := startRecorder(t, srv.APIURL)
+	name := uniqueName("acc-wo-secret")
+	config := func(password string, version int) string {
+		return strings.Replace(templateBuild(srv, name, "b", srv.BaseImage, fmt.Sprintf(`  from_image_registry = {
+    type                = "registry"
+    username            = "robot"
+    password_wo         = %q
+    password_wo_version = %d
+  }`, password, version)), fmt.Sprintf("%q", srv.APIURL), fmt.Sprintf("%q", proxyURL), 1)
+	}
+	first, second := "wo-first-"+uniqueName("secret"), "wo-second-"+uniqueName("secret")
+	sentLast := func(secret string) serverCheck {
+		return func(context.Context) error {
+			bodies := starts()
+			if len(bodies) == 0 || !strings.Contains(bodies[len(bodies)-1], `"password":"`+secret+`"`) {
+				return fmt.Errorf("the last build start did not carry the password %q: %q", secret, bodies)
+			}
+			return nil
+		}
+	}
+	tfresource.Test(t, tfresource.TestCase{
+		TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_11_0)},
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{
+			{
+				Config: config(first, 1),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+					statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("from_image_registry").AtMapKey("password_wo"), knownvalue.Null()),
+					sentLast(first),
+					stateLacks{first},
+				},
+			},
+			{
+				// PlanOnly fails on a non-empty plan.
+				Config:   config(second, 1),
+				PlanOnly: true,
+			},
+			{
+				Config: config(second, 2),
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("e2b_template_build.b", plancheck.ResourceActionReplace),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+					sentLast(second),
+					stateLacks{first, second},
+				},
+			},
+		},
+	})
+}
+
+// TestAccTemplateBuild_writeOnlyErrors refuses a secret given both ways and a write-only
+// secret without its version (or the version alone), naming the attributes.
+func TestAccTemplateBuild_writeOnlyErrors(t *testing.T) {
+	accPreCheck(t)
+	build := func(registry string) string {
+		return planProvider + fmt.Sprintf(`
+resource "e2b_template_build" "b" {
+  template_id = %q
+  from_image  = "registry.example/img:1"
+  from_image_registry = {
+%s
+  }
+}
+`, someTemplateID, registry)
+	}
+	for name, c := range map[string]struct{ config, err string }{
+		"both ways": {build(`    type = "registry"
+    password = "a"
+    password_wo = "b"
+    password_wo_version = 1`), `(?s)password_wo.*cannot be\s+specified\s+when.*password`},
+		"no version": {build(`    type = "aws"
+    aws_secret_access_key_wo = "b"`), `(?s)aws_secret_access_key_wo_version.*must be\s+specified`},
+		"version alone": {build(`    type = "gcp"
+    service_account_json_wo_version = 3`), `(?s)service_account_json_wo.*must be\s+specified`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tfresource.UnitTest(t, tfresource.TestCase{
+				TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_11_0)},
+				ProtoV6ProviderFactories: factories(),
+				Steps:                    []tfresource.TestStep{{Config: c.config, PlanOnly: true, ExpectError: regexp.MustCompile(c.err)}},
+			})
+		})
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -64,6 +65,29 @@ func buildSpec(ctx context.Context, m *templateBuildModel) (spec templatebuild.S
 		spec.Steps = append(spec.Steps, step)
 	}
 	return spec, true, diags
+}
+
+// addWriteOnlySecrets puts the write-only secrets of from_image_registry into reg (nil
+// without a registry). They are in the configuration only: kept out of the model, which
+// becomes the state also when the apply fails.
+func addWriteOnlySecrets(ctx context.Context, config tfsdk.Config, reg *e2bapi.FromImageRegistry) diag.Diagnostics {
+	if reg == nil {
+		return nil
+	}
+	var m *registryModel
+	diags := config.GetAttribute(ctx, path.Root("from_image_registry"), &m)
+	if m == nil {
+		return diags
+	}
+	for _, s := range []struct {
+		wo   types.String
+		into *string
+	}{{m.PasswordWO, &reg.Password}, {m.AWSSecretAccessKeyWO, &reg.AWSSecretAccessKey}, {m.ServiceAccountJSONWO, &reg.ServiceAccountJSON}} {
+		if !s.wo.IsNull() {
+			*s.into = s.wo.ValueString()
+		}
+	}
+	return diags
 }
 
 // stepFromModel converts one configured step; known is false when one of its values is

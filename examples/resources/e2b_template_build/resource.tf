@@ -33,3 +33,24 @@ resource "e2b_template_build" "from_dockerfile" {
   template_id = e2b_template.app.id
   dockerfile  = "${path.module}/app/Dockerfile"
 }
+
+# A private base image. The write-only password (Terraform or OpenTofu 1.11+) is
+# sent to E2B and never stored in the state; raise password_wo_version to make a
+# new build with a new password. The plain `password` would be kept in the state.
+variable "registry_password" {
+  type      = string
+  sensitive = true
+  ephemeral = true
+}
+
+resource "e2b_template_build" "private_base" {
+  template_id = e2b_template.app.id
+  from_image  = "registry.example.com/team/base:1.4"
+
+  from_image_registry = {
+    type                = "registry"
+    username            = "robot"
+    password_wo         = var.registry_password
+    password_wo_version = 1
+  }
+}
