@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -63,6 +64,7 @@ type templateBuildModel struct {
 	FromImageRegistry *registryModel `tfsdk:"from_image_registry"`
 	FromTemplate      types.String   `tfsdk:"from_template"`
 	Dockerfile        types.String   `tfsdk:"dockerfile"`
+	BuildArgs         types.Map      `tfsdk:"build_args"`
 	Context           types.String   `tfsdk:"context"`
 	Steps             types.List     `tfsdk:"steps"`
 	StartCmd          types.String   `tfsdk:"start_cmd"`
@@ -96,16 +98,18 @@ type registryModel struct {
 }
 
 type stepModel struct {
-	Run     *runStepModel  `tfsdk:"run"`
-	Copy    *copyStepModel `tfsdk:"copy"`
-	Env     types.Map      `tfsdk:"env"`
-	Workdir types.String   `tfsdk:"workdir"`
-	User    types.String   `tfsdk:"user"`
+	Run       *runStepModel  `tfsdk:"run"`
+	Copy      *copyStepModel `tfsdk:"copy"`
+	Env       types.Map      `tfsdk:"env"`
+	Workdir   types.String   `tfsdk:"workdir"`
+	User      types.String   `tfsdk:"user"`
+	SkipCache types.Bool     `tfsdk:"skip_cache"`
 }
 
 type runStepModel struct {
-	Command types.String `tfsdk:"command"`
-	User    types.String `tfsdk:"user"`
+	Command  types.String `tfsdk:"command"`
+	Commands types.List   `tfsdk:"commands"`
+	User     types.String `tfsdk:"user"`
 }
 
 type copyStepModel struct {
@@ -114,6 +118,7 @@ type copyStepModel struct {
 	User            types.String `tfsdk:"user"`
 	Mode            types.String `tfsdk:"mode"`
 	ResolveSymlinks types.Bool   `tfsdk:"resolve_symlinks"`
+	ForceUpload     types.Bool   `tfsdk:"force_upload"`
 }
 
 var modePattern = regexp.MustCompile(`^0?[0-7]{3}$`)
@@ -183,11 +188,23 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 					"a base image, build steps and start/ready commands the way the E2B SDK does: one `FROM` only; " +
 					"`RUN`, `COPY`/`ADD`, `ENV`/`ARG`, `WORKDIR`, `USER` become steps, `CMD`/`ENTRYPOINT` the start " +
 					"command. Multi-stage builds and instructions without an E2B equivalent are refused with their " +
-					"line number. Cannot be combined with `steps`. Only the content counts: a Dockerfile moved " +
+					"line number, and so is `RUN --mount=type=secret` (E2B builds have no build secrets). `steps` run " +
+					"after the Dockerfile's own steps, as its default user `user` in `/home/user` unless they say " +
+					"otherwise. Only the content counts: a Dockerfile moved " +
 					"elsewhere (another checkout path) with the same content does not make a new build, and the " +
 					"state keeps the path it was built from.",
 				Optional:   true,
 				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
+			},
+			"build_args": schema.MapAttribute{
+				MarkdownDescription: "Values of the `dockerfile`'s `ARG`s, over their defaults, as `docker build --build-arg` " +
+					"sets them (an `ARG` before `FROM` also names the base image). An `ARG` becomes an environment " +
+					"variable of later steps and of sandboxes, as in the E2B SDK. A name no `ARG` declares is an " +
+					"error, where Docker only warns: the build would not be the one asked for.",
+				ElementType:   types.StringType,
+				Optional:      true,
+				Validators:    []validator.Map{mapvalidator.AlsoRequires(path.MatchRoot("dockerfile"))},
+				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplace()},
 			},
 			"context": schema.StringAttribute{
 				MarkdownDescription: "Directory COPY sources are taken from. Defaults to the directory of " +
@@ -200,15 +217,26 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
 			},
 			"steps": schema.ListNestedAttribute{
-				MarkdownDescription: "Build steps, run in order. Each step sets exactly one of `run`, `copy`, `env`, `workdir` and `user`.",
-				Optional:            true,
+				MarkdownDescription: "Build steps, run in order (after a `dockerfile`'s own). Each step sets exactly one of " +
+					"`run`, `copy`, `env`, `workdir` and `user`, and may set `skip_cache`.",
+				Optional: true,
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"run": schema.SingleNestedAttribute{
-						MarkdownDescription: "Run a shell command (`bash -l -c`); a non-zero exit fails the build.",
-						Optional:            true,
+						MarkdownDescription: "Run a shell command (`bash -l -c`); a non-zero exit fails the build. " +
+							"Exactly one of `command` and `commands` is required.",
+						Optional: true,
 						Attributes: map[string]schema.Attribute{
-							"command": schema.StringAttribute{MarkdownDescription: "The command.", Required: true},
-							"user":    schema.StringAttribute{MarkdownDescription: "User to run it as, for this step only.", Optional: true},
+							"command": schema.StringAttribute{
+								MarkdownDescription: "The command.",
+								Optional:            true,
+							},
+							"commands": schema.ListAttribute{
+								MarkdownDescription: "Commands joined with ` && ` into one step, as the SDK's `runCmd([...])`: the first to fail stops the step.",
+								ElementType:         types.StringType,
+								Optional:            true,
+								Validators:          []validator.List{listvalidator.SizeAtLeast(1), listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
+							},
+							"user": schema.StringAttribute{MarkdownDescription: "User to run it as, for this step only.", Optional: true},
 						},
 					},
 					"copy": schema.SingleNestedAttribute{
@@ -231,6 +259,11 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 								MarkdownDescription: "Copy what symlinks inside the context point to instead of the links. Defaults to `false`.",
 								Optional:            true,
 							},
+							"force_upload": schema.BoolAttribute{
+								MarkdownDescription: "Upload the files even when E2B already has an archive with their files hash, and " +
+									"run this step without the layer cache (the SDK's `forceUpload`). Defaults to `false`.",
+								Optional: true,
+							},
 						},
 					},
 					"env": schema.MapAttribute{
@@ -240,6 +273,11 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 					},
 					"workdir": schema.StringAttribute{MarkdownDescription: "Working directory for later steps and sandboxes; created when missing.", Optional: true},
 					"user":    schema.StringAttribute{MarkdownDescription: "User for later steps and sandboxes; created when missing.", Optional: true},
+					"skip_cache": schema.BoolAttribute{
+						MarkdownDescription: "Run this step and every later one without E2B's layer cache (the SDK's " +
+							"`skipCache()`), such as to fetch the newest packages again. Defaults to `false`.",
+						Optional: true,
+					},
 				}},
 				Validators:    []validator.List{listvalidator.SizeAtLeast(1), oneStepKind{}},
 				PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplace()},
@@ -326,7 +364,6 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 func (r *templateBuildResource) ConfigValidators(context.Context) []resource.ConfigValidator {
 	return []resource.ConfigValidator{
 		resourcevalidator.ExactlyOneOf(path.MatchRoot("from_image"), path.MatchRoot("from_template"), path.MatchRoot("dockerfile")),
-		resourcevalidator.Conflicting(path.MatchRoot("dockerfile"), path.MatchRoot("steps")),
 		resourcevalidator.Conflicting(path.MatchRoot("from_image_registry"), path.MatchRoot("from_template")),
 		resourcevalidator.Conflicting(path.MatchRoot("from_image_registry"), path.MatchRoot("dockerfile")),
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -399,6 +400,25 @@ resource "e2b_template_build" "b" {
 		"multi-stage dockerfile": {build(fmt.Sprintf(`
   dockerfile = %q
 `, filepath.Join(dockerDir, "Dockerfile"))), `(?s)Invalid dockerfile.*line 3`},
+		"secret mount in the dockerfile": {build(`
+  dockerfile = "FROM busybox\nRUN true\nRUN --mount=type=secret,id=token cat /run/secrets/token\n"
+`), `(?s)Invalid dockerfile.*Dockerfile line 3: RUN --mount=type=secret is not supported`},
+		"build arg no ARG declares": {build(`
+  dockerfile = "FROM busybox\nARG VERSION=1\n"
+  build_args = { VERSION = "2", RELEASE = "3" }
+`), `(?s)Unknown build argument.*build_args.*no ARG of the Dockerfile declares RELEASE`},
+		"build_args without dockerfile": {build(`
+  from_image = "busybox"
+  build_args = { A = "1" }
+`), `(?s)"dockerfile" must be specified when "build_args"`},
+		"run with command and commands": {build(`
+  from_image = "busybox"
+  steps = [{ run = { command = "true", commands = ["true"] } }]
+`), `(?s)Step 1: run must set exactly one of command and commands`},
+		"run without a command": {build(`
+  from_image = "busybox"
+  steps = [{ run = { user = "root" } }]
+`), `(?s)Step 1: run must set exactly one of command and commands`},
 		"bad template_id": {`
 resource "e2b_template_build" "b" {
   template_id = "Not-An-ID"
@@ -478,10 +498,12 @@ func TestBuildSpec(t *testing.T) {
 	})
 	stepType := stepObjectType(t)
 	stepsValue, d := types.ListValueFrom(ctx, stepType, []stepModel{
-		{Run: &runStepModel{Command: types.StringValue("make"), User: types.StringValue("root")}, Env: types.MapNull(types.StringType)},
+		{Run: &runStepModel{Command: types.StringValue("make"), Commands: types.ListNull(types.StringType), User: types.StringValue("root")}, Env: types.MapNull(types.StringType)},
 		{Copy: &copyStepModel{Src: types.StringValue("a.txt"), Dest: types.StringValue("/a"), User: types.StringNull(),
-			Mode: types.StringValue("755"), ResolveSymlinks: types.BoolValue(true)}, Env: types.MapNull(types.StringType)},
+			Mode: types.StringValue("755"), ResolveSymlinks: types.BoolValue(true), ForceUpload: types.BoolValue(true)}, Env: types.MapNull(types.StringType)},
 		{Env: types.MapValueMust(types.StringType, map[string]attr.Value{"B": types.StringValue("2"), "A": types.StringValue("1")})},
+		{Run: &runStepModel{Commands: types.ListValueMust(types.StringType, []attr.Value{types.StringValue("cd /x"), types.StringValue("make")})},
+			Env: types.MapNull(types.StringType), SkipCache: types.BoolValue(true)},
 	})
 	if d.HasError() {
 		t.Fatal(d)
@@ -489,6 +511,7 @@ func TestBuildSpec(t *testing.T) {
 	m := templateBuildModel{
 		TemplateID: types.StringValue(someTemplateID),
 		Dockerfile: types.StringValue(filepath.Join(dir, "Dockerfile")),
+		BuildArgs:  types.MapNull(types.StringType),
 		Steps:      stepsValue,
 		Force:      types.BoolValue(true),
 		Tags:       types.SetNull(types.StringType),
@@ -502,9 +525,14 @@ func TestBuildSpec(t *testing.T) {
 		{Type: steps.Run, Args: []string{"make", "root"}},
 		{Type: steps.Copy, Args: []string{"a.txt", "/a", "", "0755"}},
 		{Type: steps.Env, Args: []string{"A", "1", "B", "2"}},
+		{Type: steps.Run, Args: []string{"cd /x && make"}, Force: true},
+	}
+	if len(spec.Steps) != len(want) {
+		t.Fatalf("%d steps, want %d", len(spec.Steps), len(want))
 	}
 	for i, s := range spec.Steps {
-		if !slices.Equal(s.Args, want[i].Args) || s.Type != want[i].Type || s.ResolveSymlinks != (i == 1) {
+		if !slices.Equal(s.Args, want[i].Args) || s.Type != want[i].Type || s.Force != want[i].Force ||
+			s.ResolveSymlinks != (i == 1) || s.ForceUpload != (i == 1) {
 			t.Errorf("step %d = %+v, want %+v", i+1, s, want[i])
 		}
 	}
@@ -920,4 +948,100 @@ resource "e2b_template_build" "b" {
 			})
 		})
 	}
+}
+
+// TestAccTemplateBuild_buildOptions builds a Dockerfile whose ARGs build_args set (the base
+// image among them), with steps after its own: a run of joined commands that skips the
+// cache from there on, read back in a sandbox, and the start request checked for the
+// steps' force. force_upload then uploads the archive the server has again.
+func TestAccTemplateBuild_buildOptions(t *testing.T) {
+	srv := localServer(t)
+	proxyURL, starts := startRecorder(t, srv.APIURL)
+	ctxDir := t.TempDir()
+	acctest.WriteFiles(t, ctxDir, map[string]string{"a.txt": "from the context\n"})
+	name := uniqueName("acc-options")
+	config := func(forceUpload bool) string {
+		return strings.Replace(srv.ProviderConfig(), fmt.Sprintf("%q", srv.APIURL), fmt.Sprintf("%q", proxyURL), 1) + fmt.Sprintf(`
+resource "e2b_template" "t" {
+  name = %q
+}
+
+resource "e2b_template_build" "b" {
+  template_id = e2b_template.t.id
+  dockerfile  = "ARG BASE=busybox\nFROM $${BASE}\nARG GREETING=hello\nRUN echo \"$GREETING\" > /tmp/greeting\n"
+  build_args  = { BASE = %q, GREETING = "hi from build_args" }
+  context     = %q
+  steps = [
+    { copy = { src = "a.txt", dest = "/tmp/a.txt", force_upload = %t } },
+    { run = { commands = ["cat /tmp/greeting /tmp/a.txt > /tmp/out", "echo joined >> /tmp/out"] }, skip_cache = true },
+    { run = { command = "echo last >> /tmp/out" } },
+  ]
+}
+
+data "e2b_process" "out" {
+  template = "${e2b_template.t.name}:${e2b_template_build.b.build_id}"
+  command  = "cat /tmp/out; echo \"$GREETING\"; whoami"
+}
+`, name, srv.DebianImage, ctxDir, forceUpload)
+	}
+	// lastStart checks the steps of the last build start: type, first argument, force.
+	lastStart := func(want ...string) serverCheck {
+		return func(context.Context) error {
+			bodies := starts()
+			if len(bodies) == 0 {
+				return errors.New("no build start seen")
+			}
+			var req e2bapi.TemplateBuildStartV2
+			if err := json.Unmarshal([]byte(bodies[len(bodies)-1]), &req); err != nil {
+				return err
+			}
+			var got []string
+			for _, s := range req.Steps {
+				got = append(got, fmt.Sprintf("%s %s %v", s.Type, s.Args[0], s.Force))
+			}
+			if req.FromImage != srv.DebianImage || !slices.Equal(got, want) {
+				return fmt.Errorf("start from %q with steps\n%q\nwant from %q with\n%q", req.FromImage, got, srv.DebianImage, want)
+			}
+			return nil
+		}
+	}
+	dockerfileSteps := []string{"USER root false", "WORKDIR / false", "ENV GREETING false", `RUN echo "$GREETING" > /tmp/greeting false`,
+		"USER user false", "WORKDIR /home/user false"}
+	ownSteps := func(copyForced bool) []string {
+		return append(slices.Clone(dockerfileSteps), fmt.Sprintf("COPY a.txt %v", copyForced),
+			"RUN cat /tmp/greeting /tmp/a.txt > /tmp/out && echo joined >> /tmp/out true", "RUN echo last >> /tmp/out true")
+	}
+	var uploadsAfterFirst int64
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{
+			{
+				Config: config(false),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("data.e2b_process.out", tfjsonpath.New("stdout"),
+						knownvalue.StringExact("hi from build_args\nfrom the context\njoined\nlast\nhi from build_args\nuser\n")),
+					lastStart(ownSteps(false)...),
+					serverCheck(func(ctx context.Context) (err error) {
+						uploadsAfterFirst, err = uploads(ctx, srv)
+						return err
+					}),
+				},
+			},
+			{
+				Config: config(true),
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("e2b_template_build.b", plancheck.ResourceActionReplace),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					lastStart(ownSteps(true)...),
+					serverCheck(func(ctx context.Context) error {
+						if n, err := uploads(ctx, srv); err != nil || n != uploadsAfterFirst+1 {
+							return fmt.Errorf("the server counted %d uploads (%v), %d before: want the present archive uploaded again", n, err, uploadsAfterFirst)
+						}
+						return nil
+					}),
+				},
+			},
+		},
+	})
 }
