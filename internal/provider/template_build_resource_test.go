@@ -22,9 +22,12 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"github.com/hashicorp/terraform-plugin-testing/compare"
 	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -913,6 +916,64 @@ func TestAccTemplateBuild_writeOnlySecret(t *testing.T) {
 			},
 		},
 	})
+}
+
+// TestAccTemplateBuild_writeOnlyOldCLI refuses a write-only secret, naming it and the
+// version it needs, on a CLI without write-only arguments (the pinned Terraform 1.8),
+// before anything is created.
+func TestAccTemplateBuild_writeOnlyOldCLI(t *testing.T) {
+	accPreCheck(t)
+	tfresource.UnitTest(t, tfresource.TestCase{
+		TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipAbove(tfversion.Version1_10_0)},
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{{
+			Config: planProvider + fmt.Sprintf(`
+resource "e2b_template_build" "b" {
+  template_id = %q
+  from_image  = "registry.example/img:1"
+  from_image_registry = {
+    type                = "registry"
+    password_wo         = "secret"
+    password_wo_version = 1
+  }
+}
+`, someTemplateID),
+			PlanOnly:    true,
+			ExpectError: regexp.MustCompile(`(?s)WriteOnly Attribute Not Allowed.*from_image_registry\.password_wo.*Terraform 1\.11`),
+		}},
+	})
+}
+
+// TestAddWriteOnlySecrets puts each write-only secret of the configuration in place of its
+// plain twin and leaves the plain secrets a configuration without them has.
+func TestAddWriteOnlySecrets(t *testing.T) {
+	ctx := context.Background()
+	sch := schemaOf(t, NewTemplateBuildResource())
+	config := func(reg *registryModel) tfsdk.Config {
+		plan := tfsdk.Plan{Schema: sch, Raw: tftypes.NewValue(sch.Type().TerraformType(ctx), nil)}
+		if d := plan.SetAttribute(ctx, path.Root("from_image_registry"), reg); d.HasError() {
+			t.Fatal(d)
+		}
+		return tfsdk.Config{Schema: sch, Raw: plan.Raw}
+	}
+	plain := e2bapi.FromImageRegistry{Type: "registry", Username: "u", Password: "p", AWSSecretAccessKey: "k", ServiceAccountJSON: "j"}
+	reg := plain
+	if d := addWriteOnlySecrets(ctx, config(&registryModel{
+		Type: types.StringValue("registry"), PasswordWO: types.StringValue("p-wo"),
+		AWSSecretAccessKeyWO: types.StringValue("k-wo"), ServiceAccountJSONWO: types.StringValue("j-wo"),
+	}), &reg); d.HasError() {
+		t.Fatal(d)
+	}
+	if want := (e2bapi.FromImageRegistry{Type: "registry", Username: "u", Password: "p-wo", AWSSecretAccessKey: "k-wo", ServiceAccountJSON: "j-wo"}); reg != want {
+		t.Errorf("registry %+v, want %+v", reg, want)
+	}
+	reg = plain
+	if d := addWriteOnlySecrets(ctx, config(&registryModel{Type: types.StringValue("registry")}), &reg); d.HasError() || reg != plain {
+		t.Errorf("without write-only secrets: registry %+v, want %+v unchanged (%v)", reg, plain, d)
+	}
+	if d := addWriteOnlySecrets(ctx, config(nil), nil); d.HasError() {
+		t.Errorf("without a registry: %v", d)
+	}
 }
 
 // TestAccTemplateBuild_writeOnlyErrors refuses a secret given both ways and a write-only
