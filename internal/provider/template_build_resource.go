@@ -261,7 +261,8 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 							},
 							"force_upload": schema.BoolAttribute{
 								MarkdownDescription: "Upload the files even when E2B already has an archive with their files hash, and " +
-									"run this step without the layer cache (the SDK's `forceUpload`). Defaults to `false`.",
+									"run this step without the layer cache (the SDK's `forceUpload`; E2B then rebuilds every later " +
+									"step too, as after any uncached one). Defaults to `false`.",
 								Optional: true,
 							},
 						},
