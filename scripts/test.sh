@@ -114,7 +114,8 @@ go_test() {
 }
 
 # Acceptance tests that need a CLI newer than the pinned Terraform (the
-# ephemeral resource: Terraform 1.10+) run in the OpenTofu pass only.
+# ephemeral resource: Terraform 1.10+; write-only arguments: 1.11+) run in
+# the OpenTofu pass only.
 newer_cli_tests='^(TestAccProcessEphemeralResource_echo|TestAccTemplateBuild_writeOnlySecret|TestAccTemplateBuild_writeOnlyErrors)$'
 
 run_tests() {
