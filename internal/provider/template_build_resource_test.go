@@ -29,6 +29,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"github.com/hashicorp/terraform-plugin-testing/compare"
+	"github.com/hashicorp/terraform-plugin-testing/config"
 	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -842,38 +843,56 @@ func startRecorder(t *testing.T, target string) (proxyURL string, starts func() 
 	}
 }
 
-// stateLacks is a state check that none of secrets appears anywhere in the state
-// (`terraform show -json`).
-type stateLacks []string
+// lacks is a state and a plan check that none of the secrets appears anywhere in the
+// state or the plan (`terraform show -json`, which shows sensitive values too).
+type lacks []string
 
-func (s stateLacks) CheckState(_ context.Context, req statecheck.CheckStateRequest, resp *statecheck.CheckStateResponse) {
-	b, err := json.Marshal(req.State)
+func (s lacks) CheckState(_ context.Context, req statecheck.CheckStateRequest, resp *statecheck.CheckStateResponse) {
+	resp.Error = s.check("state", req.State)
+}
+
+func (s lacks) CheckPlan(_ context.Context, req plancheck.CheckPlanRequest, resp *plancheck.CheckPlanResponse) {
+	resp.Error = s.check("plan", req.Plan)
+}
+
+func (s lacks) check(what string, v any) error {
+	b, err := json.Marshal(v)
 	if err != nil {
-		resp.Error = err
-		return
+		return err
 	}
 	for _, secret := range s {
 		if strings.Contains(string(b), secret) {
-			resp.Error = fmt.Errorf("the state contains the secret %q", secret)
-			return
+			return fmt.Errorf("the %s contains the secret %q", what, secret)
 		}
 	}
+	return nil
 }
 
 // TestAccTemplateBuild_writeOnlySecret sends a write-only registry password with the build
-// start and keeps it out of the state; a new password alone plans nothing, a new
+// start and keeps it out of the plan and the state; a new password alone plans nothing, a new
 // password_wo_version replaces the build with the new password.
 func TestAccTemplateBuild_writeOnlySecret(t *testing.T) {
 	srv := localServer(t)
 	proxyURL, starts := startRecorder(t, srv.APIURL)
 	name := uniqueName("acc-wo-secret")
-	config := func(password string, version int) string {
+	// The secret comes from an ephemeral variable, as it would in use: a literal would be
+	// in the plan's copy of the configuration.
+	build := func(version int) string {
 		return strings.Replace(templateBuild(srv, name, "b", srv.BaseImage, fmt.Sprintf(`  from_image_registry = {
     type                = "registry"
     username            = "robot"
-    password_wo         = %q
+    password_wo         = var.registry_password
     password_wo_version = %d
-  }`, password, version)), fmt.Sprintf("%q", srv.APIURL), fmt.Sprintf("%q", proxyURL), 1)
+  }`, version)), fmt.Sprintf("%q", srv.APIURL), fmt.Sprintf("%q", proxyURL), 1) + `
+variable "registry_password" {
+  type      = string
+  sensitive = true
+  ephemeral = true
+}
+`
+	}
+	password := func(secret string) config.Variables {
+		return config.Variables{"registry_password": config.StringVariable(secret)}
 	}
 	first, second := "wo-first-"+uniqueName("secret"), "wo-second-"+uniqueName("secret")
 	sentLast := func(secret string) serverCheck {
@@ -890,28 +909,33 @@ func TestAccTemplateBuild_writeOnlySecret(t *testing.T) {
 		ProtoV6ProviderFactories: factories(),
 		Steps: []tfresource.TestStep{
 			{
-				Config: config(first, 1),
+				Config:           build(1),
+				ConfigVariables:  password(first),
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{lacks{first}}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
 					statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("from_image_registry").AtMapKey("password_wo"), knownvalue.Null()),
 					sentLast(first),
-					stateLacks{first},
+					lacks{first},
 				},
 			},
 			{
 				// PlanOnly fails on a non-empty plan.
-				Config:   config(second, 1),
-				PlanOnly: true,
+				Config:          build(1),
+				ConfigVariables: password(second),
+				PlanOnly:        true,
 			},
 			{
-				Config: config(second, 2),
+				Config:          build(2),
+				ConfigVariables: password(second),
 				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction("e2b_template_build.b", plancheck.ResourceActionReplace),
+					lacks{first, second},
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
 					sentLast(second),
-					stateLacks{first, second},
+					lacks{first, second},
 				},
 			},
 		},
