@@ -694,11 +694,8 @@ data "e2b_process" "links" {
 // before its 202 comes back) and answers the first failStatus build status GETs with 503.
 func faultProxy(t *testing.T, target string, dropStarts, failStatus int) string {
 	t.Helper()
-	u, err := url.Parse(target)
-	acctest.Must(t, err)
-	proxy := httputil.NewSingleHostReverseProxy(u)
 	var mu sync.Mutex
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return proxyTo(t, target, func(w http.ResponseWriter, r *http.Request, proxy http.Handler) {
 		mu.Lock()
 		drop := r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v2/templates/") && dropStarts > 0
 		fail := r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/status") && failStatus > 0
@@ -720,7 +717,17 @@ func faultProxy(t *testing.T, target string, dropStarts, failStatus int) string 
 		default:
 			proxy.ServeHTTP(w, r)
 		}
-	}))
+	})
+}
+
+// proxyTo is a loopback server in front of the server at target: serve gets every
+// request with the reverse proxy that passes it on.
+func proxyTo(t *testing.T, target string, serve func(w http.ResponseWriter, r *http.Request, proxy http.Handler)) string {
+	t.Helper()
+	u, err := url.Parse(target)
+	acctest.Must(t, err)
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serve(w, r, proxy) }))
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
@@ -816,12 +823,9 @@ resource "e2b_template_build" "two" {
 // every build start (POST /v2/templates/{id}/builds/{buildID}): what the server was sent.
 func startRecorder(t *testing.T, target string) (proxyURL string, starts func() []string) {
 	t.Helper()
-	u, err := url.Parse(target)
-	acctest.Must(t, err)
-	proxy := httputil.NewSingleHostReverseProxy(u)
 	var mu sync.Mutex
 	var bodies []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	proxyURL = proxyTo(t, target, func(w http.ResponseWriter, r *http.Request, proxy http.Handler) {
 		if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v2/templates/") {
 			b, err := io.ReadAll(r.Body)
 			if err != nil {
@@ -834,9 +838,8 @@ func startRecorder(t *testing.T, target string) (proxyURL string, starts func() 
 			r.Body = io.NopCloser(bytes.NewReader(b))
 		}
 		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL, func() []string {
+	})
+	return proxyURL, func() []string {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Clone(bodies)
