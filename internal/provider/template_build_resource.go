@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -63,6 +64,7 @@ type templateBuildModel struct {
 	FromImageRegistry *registryModel `tfsdk:"from_image_registry"`
 	FromTemplate      types.String   `tfsdk:"from_template"`
 	Dockerfile        types.String   `tfsdk:"dockerfile"`
+	BuildArgs         types.Map      `tfsdk:"build_args"`
 	Context           types.String   `tfsdk:"context"`
 	Steps             types.List     `tfsdk:"steps"`
 	StartCmd          types.String   `tfsdk:"start_cmd"`
@@ -80,26 +82,34 @@ type templateBuildModel struct {
 }
 
 type registryModel struct {
-	Type               types.String `tfsdk:"type"`
-	Username           types.String `tfsdk:"username"`
-	Password           types.String `tfsdk:"password"`
-	AWSAccessKeyID     types.String `tfsdk:"aws_access_key_id"`
-	AWSSecretAccessKey types.String `tfsdk:"aws_secret_access_key"`
-	AWSRegion          types.String `tfsdk:"aws_region"`
-	ServiceAccountJSON types.String `tfsdk:"service_account_json"`
+	Type                        types.String `tfsdk:"type"`
+	Username                    types.String `tfsdk:"username"`
+	Password                    types.String `tfsdk:"password"`
+	PasswordWO                  types.String `tfsdk:"password_wo"`
+	PasswordWOVersion           types.Int64  `tfsdk:"password_wo_version"`
+	AWSAccessKeyID              types.String `tfsdk:"aws_access_key_id"`
+	AWSSecretAccessKey          types.String `tfsdk:"aws_secret_access_key"`
+	AWSSecretAccessKeyWO        types.String `tfsdk:"aws_secret_access_key_wo"`
+	AWSSecretAccessKeyWOVersion types.Int64  `tfsdk:"aws_secret_access_key_wo_version"`
+	AWSRegion                   types.String `tfsdk:"aws_region"`
+	ServiceAccountJSON          types.String `tfsdk:"service_account_json"`
+	ServiceAccountJSONWO        types.String `tfsdk:"service_account_json_wo"`
+	ServiceAccountJSONWOVersion types.Int64  `tfsdk:"service_account_json_wo_version"`
 }
 
 type stepModel struct {
-	Run     *runStepModel  `tfsdk:"run"`
-	Copy    *copyStepModel `tfsdk:"copy"`
-	Env     types.Map      `tfsdk:"env"`
-	Workdir types.String   `tfsdk:"workdir"`
-	User    types.String   `tfsdk:"user"`
+	Run       *runStepModel  `tfsdk:"run"`
+	Copy      *copyStepModel `tfsdk:"copy"`
+	Env       types.Map      `tfsdk:"env"`
+	Workdir   types.String   `tfsdk:"workdir"`
+	User      types.String   `tfsdk:"user"`
+	SkipCache types.Bool     `tfsdk:"skip_cache"`
 }
 
 type runStepModel struct {
-	Command types.String `tfsdk:"command"`
-	User    types.String `tfsdk:"user"`
+	Command  types.String `tfsdk:"command"`
+	Commands types.List   `tfsdk:"commands"`
+	User     types.String `tfsdk:"user"`
 }
 
 type copyStepModel struct {
@@ -108,6 +118,7 @@ type copyStepModel struct {
 	User            types.String `tfsdk:"user"`
 	Mode            types.String `tfsdk:"mode"`
 	ResolveSymlinks types.Bool   `tfsdk:"resolve_symlinks"`
+	ForceUpload     types.Bool   `tfsdk:"force_upload"`
 }
 
 var modePattern = regexp.MustCompile(`^0?[0-7]{3}$`)
@@ -157,22 +168,13 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 			"from_image_registry": schema.SingleNestedAttribute{
 				MarkdownDescription: "Credentials for a private `from_image` registry. `type` selects which other " +
 					"attributes apply: `registry` (`username`, `password`), `aws` (`aws_access_key_id`, " +
-					"`aws_secret_access_key`, `aws_region`) or `gcp` (`service_account_json`). The secrets are " +
-					"sensitive; they are kept in the state like every other argument.",
-				Optional: true,
-				Attributes: map[string]schema.Attribute{
-					"type": schema.StringAttribute{
-						MarkdownDescription: "`registry`, `aws` or `gcp`.",
-						Required:            true,
-						Validators:          []validator.String{stringvalidator.OneOf("registry", "aws", "gcp")},
-					},
-					"username":              schema.StringAttribute{MarkdownDescription: "Registry user (`registry`).", Optional: true},
-					"password":              schema.StringAttribute{MarkdownDescription: "Registry password (`registry`).", Optional: true, Sensitive: true},
-					"aws_access_key_id":     schema.StringAttribute{MarkdownDescription: "AWS access key ID (`aws`).", Optional: true},
-					"aws_secret_access_key": schema.StringAttribute{MarkdownDescription: "AWS secret access key (`aws`).", Optional: true, Sensitive: true},
-					"aws_region":            schema.StringAttribute{MarkdownDescription: "AWS region (`aws`).", Optional: true},
-					"service_account_json":  schema.StringAttribute{MarkdownDescription: "GCP service account key as JSON (`gcp`).", Optional: true, Sensitive: true},
-				},
+					"`aws_secret_access_key`, `aws_region`) or `gcp` (`service_account_json`). The plain secret " +
+					"attributes are sensitive but kept in the state like every other argument; with Terraform or " +
+					"OpenTofu 1.11 or later use their write-only twins (`password_wo`, `aws_secret_access_key_wo`, " +
+					"`service_account_json_wo`), which are sent to E2B and never stored. A write-only secret is not " +
+					"compared between plans: change its `*_wo_version` to make a new build with a new secret.",
+				Optional:      true,
+				Attributes:    registryAttributes(),
 				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
 			},
 			"from_template": schema.StringAttribute{
@@ -186,11 +188,23 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 					"a base image, build steps and start/ready commands the way the E2B SDK does: one `FROM` only; " +
 					"`RUN`, `COPY`/`ADD`, `ENV`/`ARG`, `WORKDIR`, `USER` become steps, `CMD`/`ENTRYPOINT` the start " +
 					"command. Multi-stage builds and instructions without an E2B equivalent are refused with their " +
-					"line number. Cannot be combined with `steps`. Only the content counts: a Dockerfile moved " +
+					"line number, and so is `RUN --mount=type=secret` (E2B builds have no build secrets). `steps` run " +
+					"after the Dockerfile's own steps, as its default user `user` in `/home/user` unless they say " +
+					"otherwise. Only the content counts: a Dockerfile moved " +
 					"elsewhere (another checkout path) with the same content does not make a new build, and the " +
 					"state keeps the path it was built from.",
 				Optional:   true,
 				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
+			},
+			"build_args": schema.MapAttribute{
+				MarkdownDescription: "Values of the `dockerfile`'s `ARG`s, over their defaults, as `docker build --build-arg` " +
+					"sets them (an `ARG` before `FROM` also names the base image). An `ARG` becomes an environment " +
+					"variable of later steps and of sandboxes, as in the E2B SDK. A name no `ARG` declares is an " +
+					"error, where Docker only warns: the build would not be the one asked for.",
+				ElementType:   types.StringType,
+				Optional:      true,
+				Validators:    []validator.Map{mapvalidator.AlsoRequires(path.MatchRoot("dockerfile"))},
+				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplace()},
 			},
 			"context": schema.StringAttribute{
 				MarkdownDescription: "Directory COPY sources are taken from. Defaults to the directory of " +
@@ -203,15 +217,26 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
 			},
 			"steps": schema.ListNestedAttribute{
-				MarkdownDescription: "Build steps, run in order. Each step sets exactly one of `run`, `copy`, `env`, `workdir` and `user`.",
-				Optional:            true,
+				MarkdownDescription: "Build steps, run in order (after a `dockerfile`'s own). Each step sets exactly one of " +
+					"`run`, `copy`, `env`, `workdir` and `user`, and may set `skip_cache`.",
+				Optional: true,
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"run": schema.SingleNestedAttribute{
-						MarkdownDescription: "Run a shell command (`bash -l -c`); a non-zero exit fails the build.",
-						Optional:            true,
+						MarkdownDescription: "Run a shell command (`bash -l -c`); a non-zero exit fails the build. " +
+							"Exactly one of `command` and `commands` is required.",
+						Optional: true,
 						Attributes: map[string]schema.Attribute{
-							"command": schema.StringAttribute{MarkdownDescription: "The command.", Required: true},
-							"user":    schema.StringAttribute{MarkdownDescription: "User to run it as, for this step only.", Optional: true},
+							"command": schema.StringAttribute{
+								MarkdownDescription: "The command.",
+								Optional:            true,
+							},
+							"commands": schema.ListAttribute{
+								MarkdownDescription: "Commands joined with ` && ` into one step, as the SDK's `runCmd([...])`: the first to fail stops the step.",
+								ElementType:         types.StringType,
+								Optional:            true,
+								Validators:          []validator.List{listvalidator.SizeAtLeast(1), listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
+							},
+							"user": schema.StringAttribute{MarkdownDescription: "User to run it as, for this step only.", Optional: true},
 						},
 					},
 					"copy": schema.SingleNestedAttribute{
@@ -234,6 +259,12 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 								MarkdownDescription: "Copy what symlinks inside the context point to instead of the links. Defaults to `false`.",
 								Optional:            true,
 							},
+							"force_upload": schema.BoolAttribute{
+								MarkdownDescription: "Upload the files even when E2B already has an archive with their files hash, and " +
+									"run this step without the layer cache (the SDK's `forceUpload`; E2B then rebuilds every later " +
+									"step too, as after any uncached one). Defaults to `false`.",
+								Optional: true,
+							},
 						},
 					},
 					"env": schema.MapAttribute{
@@ -243,6 +274,11 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 					},
 					"workdir": schema.StringAttribute{MarkdownDescription: "Working directory for later steps and sandboxes; created when missing.", Optional: true},
 					"user":    schema.StringAttribute{MarkdownDescription: "User for later steps and sandboxes; created when missing.", Optional: true},
+					"skip_cache": schema.BoolAttribute{
+						MarkdownDescription: "Run this step and every later one without E2B's layer cache (the SDK's " +
+							"`skipCache()`), such as to fetch the newest packages again. Defaults to `false`.",
+						Optional: true,
+					},
 				}},
 				Validators:    []validator.List{listvalidator.SizeAtLeast(1), oneStepKind{}},
 				PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplace()},
@@ -329,7 +365,6 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 func (r *templateBuildResource) ConfigValidators(context.Context) []resource.ConfigValidator {
 	return []resource.ConfigValidator{
 		resourcevalidator.ExactlyOneOf(path.MatchRoot("from_image"), path.MatchRoot("from_template"), path.MatchRoot("dockerfile")),
-		resourcevalidator.Conflicting(path.MatchRoot("dockerfile"), path.MatchRoot("steps")),
 		resourcevalidator.Conflicting(path.MatchRoot("from_image_registry"), path.MatchRoot("from_template")),
 		resourcevalidator.Conflicting(path.MatchRoot("from_image_registry"), path.MatchRoot("dockerfile")),
 	}
@@ -436,6 +471,9 @@ func (r *templateBuildResource) Create(ctx context.Context, req resource.CreateR
 	}
 	if b == nil {
 		resp.Diagnostics.AddError("Build configuration not known", "A value of the build is still unknown during apply; this is a bug in Terraform or the provider.")
+		return
+	}
+	if resp.Diagnostics.Append(addWriteOnlySecrets(ctx, req.Config, b.Start.FromImageRegistry)...); resp.Diagnostics.HasError() {
 		return
 	}
 	if !plan.CopyHashes.IsUnknown() {
@@ -560,4 +598,49 @@ func (r *templateBuildResource) ImportState(ctx context.Context, req resource.Im
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), buildID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("files_hash"), templatebuild.HashPortable)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("force"), false)...)
+}
+
+// registryAttributes are the attributes of from_image_registry: each secret is either a
+// plain attribute (kept in the state) or a write-only one with the version that makes a
+// change of it plannable.
+func registryAttributes() map[string]schema.Attribute {
+	attrs := map[string]schema.Attribute{
+		"type": schema.StringAttribute{
+			MarkdownDescription: "`registry`, `aws` or `gcp`.",
+			Required:            true,
+			Validators:          []validator.String{stringvalidator.OneOf("registry", "aws", "gcp")},
+		},
+		"username":          schema.StringAttribute{MarkdownDescription: "Registry user (`registry`).", Optional: true},
+		"aws_access_key_id": schema.StringAttribute{MarkdownDescription: "AWS access key ID (`aws`).", Optional: true},
+		"aws_region":        schema.StringAttribute{MarkdownDescription: "AWS region (`aws`).", Optional: true},
+	}
+	for _, secret := range []struct{ name, what string }{
+		{"password", "Registry password (`registry`)"},
+		{"aws_secret_access_key", "AWS secret access key (`aws`)"},
+		{"service_account_json", "GCP service account key as JSON (`gcp`)"},
+	} {
+		plain, wo, version := secret.name, secret.name+"_wo", secret.name+"_wo_version"
+		sibling := func(name string) path.Expression { return path.MatchRelative().AtParent().AtName(name) }
+		attrs[plain] = schema.StringAttribute{
+			MarkdownDescription: secret.what + ". Kept in the state; prefer `" + wo + "`.",
+			Optional:            true,
+			Sensitive:           true,
+			Validators:          []validator.String{stringvalidator.ConflictsWith(sibling(wo))},
+		}
+		attrs[wo] = schema.StringAttribute{
+			MarkdownDescription: secret.what + ", write-only (Terraform/OpenTofu 1.11+): sent to E2B, never stored. " +
+				"Requires `" + version + "`.",
+			Optional:   true,
+			Sensitive:  true,
+			WriteOnly:  true,
+			Validators: []validator.String{stringvalidator.AlsoRequires(sibling(version))},
+		}
+		attrs[version] = schema.Int64Attribute{
+			MarkdownDescription: "Version of `" + wo + "`: the secret itself is not stored, so changing this number " +
+				"is what makes a new build with a changed secret.",
+			Optional:   true,
+			Validators: []validator.Int64{int64validator.AlsoRequires(sibling(wo))},
+		}
+	}
+	return attrs
 }

@@ -211,7 +211,7 @@ func (v evenValidator) ValidateInt64(_ context.Context, req validator.Int64Reque
 type oneStepKind struct{}
 
 func (oneStepKind) Description(context.Context) string {
-	return "each step must set exactly one of run, copy, env, workdir and user"
+	return "each step must set exactly one of run, copy, env, workdir and user, and a run exactly one of command and commands"
 }
 func (v oneStepKind) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
 
@@ -237,6 +237,13 @@ func (oneStepKind) ValidateList(_ context.Context, req validator.ListRequest, re
 			}
 			resp.Diagnostics.AddAttributeError(req.Path.AtListIndex(i), "Invalid build step",
 				fmt.Sprintf("Step %d must set exactly one of run, copy, env, workdir and user; it sets %s.", i+1, described))
+		}
+		if run, ok := obj.Attributes()["run"].(types.Object); ok && !run.IsNull() && !run.IsUnknown() {
+			command, commands := run.Attributes()["command"], run.Attributes()["commands"]
+			if command != nil && commands != nil && command.IsNull() == commands.IsNull() {
+				resp.Diagnostics.AddAttributeError(req.Path.AtListIndex(i).AtName("run"), "Invalid build step",
+					fmt.Sprintf("Step %d: run must set exactly one of command and commands.", i+1))
+			}
 		}
 	}
 }

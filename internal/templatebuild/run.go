@@ -174,10 +174,10 @@ func logger(opts Options) e2bapi.Logger {
 	return opts.Logger
 }
 
-// uploadMissing asks the server for every archive and uploads those it does not have, a
-// few at a time; an archive shared by several steps is asked for once. Each is spooled to
-// a temporary file (every file checked against the digest the hash used) and streamed
-// from there.
+// uploadMissing asks the server for every archive and uploads those it does not have, or
+// whose step forces the upload, a few at a time; an archive shared by several steps is
+// asked for once. Each is spooled to a temporary file (every file checked against the
+// digest the hash used) and streamed from there.
 func uploadMissing(ctx context.Context, api *e2bapi.Client, templateID string, copies []Copy, log e2bapi.Logger) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -185,12 +185,17 @@ func uploadMissing(ctx context.Context, api *e2bapi.Client, templateID string, c
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error
-	seen := map[string]bool{}
+	var unique []Copy
+	at := map[string]int{}
 	for _, c := range copies {
-		if seen[c.Hash] {
+		if i, ok := at[c.Hash]; ok {
+			unique[i].forceUpload = unique[i].forceUpload || c.forceUpload
 			continue
 		}
-		seen[c.Hash] = true
+		at[c.Hash] = len(unique)
+		unique = append(unique, c)
+	}
+	for _, c := range unique {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
@@ -211,7 +216,7 @@ func uploadOne(ctx context.Context, api *e2bapi.Client, templateID string, c Cop
 	if err != nil {
 		return err
 	}
-	if link.Present {
+	if link.Present && !c.forceUpload {
 		log.Info(ctx, "build context already uploaded", map[string]any{"files_hash": c.Hash})
 		return nil
 	}
