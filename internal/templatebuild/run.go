@@ -37,6 +37,8 @@ type Options struct {
 	OnLog func(line e2bapi.BuildLogEntry, step string)
 	// Logger receives the progress messages (uploads, start); may be nil.
 	Logger e2bapi.Logger
+	// Reuse is the build the plan reuses (Reusable), if any: Run takes exactly that one.
+	Reuse string
 }
 
 // Result is what a run left: the build's ID and status (BuildReady; BuildBuilding when
@@ -53,6 +55,7 @@ type Stage string
 // The stages of a run.
 const (
 	StageTemplate Stage = "template" // reading the template
+	StageReuse    Stage = "reuse"    // finding or checking the build to reuse
 	StageUpload   Stage = "upload"   // uploading the build context
 	StageStart    Stage = "start"    // registering and starting the build
 	StageFollow   Stage = "follow"   // following the build (it may go on)
@@ -81,9 +84,13 @@ func (e *TimeoutError) Error() string {
 // Run runs the build b: it uploads the COPY archives the server does not have, starts the
 // build, calls opts.Started, and waits for the build to end. It fails with an *Error, a
 // *FailedError (the build failed) or a *TimeoutError (the build goes on); Result says
-// what became of the build in every case.
+// what became of the build in every case. A build with Reuse instead takes a ready build
+// that carries its spec tag, when there is one, and gives it b's tags.
 func Run(ctx context.Context, api *e2bapi.Client, b *Build, opts Options) (Result, error) {
 	log := logger(opts)
+	if res, reused, err := reuse(ctx, api, b, opts.Reuse, log); reused || err != nil {
+		return res, err
+	}
 	waitCtx, cancel := withTimeout(ctx, opts.Timeout)
 	defer cancel()
 	// Read first to fail early on a wrong template; startAlone reads it again.
@@ -118,6 +125,47 @@ func Run(ctx context.Context, api *e2bapi.Client, b *Build, opts Options) (Resul
 	}
 	status, err := wait(ctx, waitCtx, api, b.TemplateID, buildID, b.Start.Steps, tags, templateName(tpl), opts)
 	return Result{BuildID: buildID, Status: status}, err
+}
+
+// reuse takes, for b, the ready build planned (when not empty) or else the one Reusable
+// finds now, and points b's tags at it, as a new build would take them. reused is false
+// when there is no build to reuse: b is then to be built.
+func reuse(ctx context.Context, api *e2bapi.Client, b *Build, planned string, log e2bapi.Logger) (res Result, reused bool, err error) {
+	if !b.reuses() {
+		return Result{}, false, nil
+	}
+	buildID := planned
+	if planned == "" {
+		if buildID, err = Reusable(ctx, api, b); err != nil || buildID == "" {
+			return Result{}, false, wrapStage(StageReuse, err)
+		}
+	} else if ready, err := isReady(ctx, api, b.TemplateID, planned); err != nil {
+		return Result{}, false, &Error{StageReuse, err}
+	} else if !ready {
+		// Building now would contradict the plan, which showed this build ID.
+		return Result{}, false, &Error{StageReuse, fmt.Errorf("build %s of template %s, which the plan reuses, "+
+			"is no longer a ready build; run terraform plan again", planned, b.TemplateID)}
+	}
+	tpl, err := api.GetTemplate(ctx, b.TemplateID)
+	if err != nil {
+		return Result{}, false, &Error{StageTemplate, err}
+	}
+	res = Result{BuildID: buildID, Status: e2bapi.BuildReady}
+	if _, err := api.AssignTags(ctx, templateName(tpl)+":"+buildID, b.Tags); err != nil {
+		return res, true, &Error{StageTags, err}
+	}
+	log.Info(ctx, "reused a ready build with the same spec hash instead of building", map[string]any{
+		"build_id": buildID, "spec_hash": b.SpecHash,
+	})
+	return res, true, nil
+}
+
+// wrapStage is err as an *Error of stage, nil for nil.
+func wrapStage(stage Stage, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &Error{stage, err}
 }
 
 // Wait waits for a build an earlier run left going (Run's *TimeoutError) and, once it is
