@@ -496,6 +496,12 @@ func templateName(tpl *e2bapi.TemplateWithBuilds) string {
 	return tpl.TemplateID
 }
 
+// Tag gives the ready build buildID those of tags that no build of its template holds
+// yet, as Wait does once a build is ready; it fails with an *Error of StageTags.
+func Tag(ctx context.Context, api *e2bapi.Client, templateID, buildID string, tags []string) error {
+	return wrapStage(StageTags, assignMissingTags(ctx, api, templateID, buildID, "", tags))
+}
+
 // assignMissingTags points those of tags that no build of the template holds yet at the
 // ready build buildID: a build started on the template's waiting build got only the
 // default tag at registration. Tags another build holds were assigned after this build
