@@ -948,3 +948,64 @@ func TestAccTemplateBuild_reuse(t *testing.T) {
 	acctest.Must(t, tagsAt(api, templateID, &secondID, tag("second"))(t.Context()))
 	acctest.Must(t, buildCount(api, templateID, 2)(t.Context()))
 }
+
+// TestAccTemplateBuild_reuseTurnedOn turns reuse on for a build made without it (an update
+// in place that gives it its spec tag) and off again (the tag stays); a forced build with
+// reuse builds though a ready build has its spec hash.
+func TestAccTemplateBuild_reuseTurnedOn(t *testing.T) {
+	srv := localServer(t)
+	api := testAPI(t, srv)
+	body := `  steps = [{ run = { command = "echo reuse turned on" } }]
+  tags  = ["v1"]`
+	config := templateBuild(srv, uniqueName("acc-reuse-on"), "b", srv.BaseImage, body)
+	var templateID, buildID, spec string
+	specTag := func() string { return "spec-" + spec[:16] }
+	res := "e2b_template_build.b"
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{
+			{
+				Config: config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(res, tfjsonpath.New("template_id"), capture(&templateID)),
+					statecheck.ExpectKnownValue(res, tfjsonpath.New("build_id"), capture(&buildID)),
+					statecheck.ExpectKnownValue(res, tfjsonpath.New("spec_hash"), capture(&spec)),
+					statecheck.ExpectKnownValue(res, tfjsonpath.New("reuse"), knownvalue.Bool(false)),
+				},
+			},
+			{
+				Config: strings.Replace(config, body, body+"\n  reuse = true", 1),
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(res, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(res, tfjsonpath.New("build_id"), equalTo("the build made without reuse", &buildID)),
+					serverCheck(func(ctx context.Context) error {
+						return tagsAt(api, templateID, &buildID, func() string { return "v1" }, specTag)(ctx)
+					}),
+				},
+			},
+			{
+				Config: strings.Replace(config, body, body+"\n  reuse = false", 1) + fmt.Sprintf(`
+resource "e2b_template_build" "forced" {
+  template_id = e2b_template.t.id
+  from_image  = %q
+  steps       = [{ run = { command = "echo reuse turned on" } }]
+  tags        = ["v1"]
+  reuse       = true
+  force       = true
+}
+`, srv.BaseImage),
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(res, plancheck.ResourceActionUpdate),
+					plancheck.ExpectUnknownValue("e2b_template_build.forced", tfjsonpath.New("build_id")),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.CompareValuePairs(res, tfjsonpath.New("spec_hash"), "e2b_template_build.forced", tfjsonpath.New("spec_hash"), compare.ValuesSame()),
+					statecheck.CompareValuePairs(res, tfjsonpath.New("build_id"), "e2b_template_build.forced", tfjsonpath.New("build_id"), compare.ValuesDiffer()),
+					serverCheck(func(ctx context.Context) error { return buildCount(api, templateID, 2)(ctx) }),
+				},
+			},
+		},
+	})
+}
