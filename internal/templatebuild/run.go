@@ -88,11 +88,18 @@ func (e *TimeoutError) Error() string {
 // that carries its spec tag, when there is one, and gives it b's tags.
 func Run(ctx context.Context, api *e2bapi.Client, b *Build, opts Options) (Result, error) {
 	log := logger(opts)
+	waitCtx, cancel := withTimeout(ctx, opts.Timeout)
+	defer cancel()
+	if b.reuses() {
+		unlock, err := sameSpec.lock(waitCtx, b.TemplateID+"/"+b.SpecHash)
+		if err != nil {
+			return Result{}, &Error{StageReuse, fmt.Errorf("waiting for a build of the same spec hash to end: %w", err)}
+		}
+		defer unlock()
+	}
 	if res, reused, err := reuse(ctx, api, b, opts.Reuse, log); reused || err != nil {
 		return res, err
 	}
-	waitCtx, cancel := withTimeout(ctx, opts.Timeout)
-	defer cancel()
 	// Read first to fail early on a wrong template; startAlone reads it again.
 	tpl, err := api.GetTemplate(ctx, b.TemplateID)
 	if err != nil {
@@ -292,12 +299,43 @@ func uploadOne(ctx context.Context, api *e2bapi.Client, templateID string, c Cop
 // template in one apply (both without tags carry "default", like the waiting build the
 // template was registered with) would cancel each other. A build therefore starts only
 // when no build of this process it shares a tag with is in progress.
-var running = &flights{locks: map[string]chan struct{}{}, m: map[string][]*flight{}}
+var running = &flights{m: map[string][]*flight{}}
 
 type flights struct {
-	mu    sync.Mutex
-	locks map[string]chan struct{} // one start at a time per template
-	m     map[string][]*flight
+	starts keyedLocks // one start at a time per template
+	mu     sync.Mutex
+	m      map[string][]*flight
+}
+
+// sameSpec makes the runs of one template and spec hash with reuse in this process go one
+// after the other, so that the later ones reuse the first build instead of building it
+// again (the plan found none, as neither had run).
+var sameSpec = &keyedLocks{}
+
+// keyedLocks are locks by key.
+type keyedLocks struct {
+	mu sync.Mutex
+	m  map[string]chan struct{}
+}
+
+// lock takes the lock of key, waiting under ctx.
+func (k *keyedLocks) lock(ctx context.Context, key string) (func(), error) {
+	k.mu.Lock()
+	l, ok := k.m[key]
+	if !ok {
+		if k.m == nil {
+			k.m = map[string]chan struct{}{}
+		}
+		l = make(chan struct{}, 1)
+		k.m[key] = l
+	}
+	k.mu.Unlock()
+	select {
+	case l <- struct{}{}:
+		return func() { <-l }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // flight is a build in progress and the tags it carries as far as E2B's cancelling goes.
@@ -305,23 +343,6 @@ type flight struct {
 	templateID, buildID string
 	tags                []string
 	done                chan struct{}
-}
-
-// lock takes the template's start lock, waiting under ctx.
-func (f *flights) lock(ctx context.Context, templateID string) (func(), error) {
-	f.mu.Lock()
-	l, ok := f.locks[templateID]
-	if !ok {
-		l = make(chan struct{}, 1)
-		f.locks[templateID] = l
-	}
-	f.mu.Unlock()
-	select {
-	case l <- struct{}{}:
-		return func() { <-l }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
 }
 
 // sharing returns a build in progress of the template that carries one of tags, or nil.
@@ -361,7 +382,7 @@ func (f *flights) finish(fl *flight) {
 // finished once the build is no longer followed.
 func startAlone(ctx, waitCtx context.Context, api *e2bapi.Client, b *Build, log e2bapi.Logger) (string, bool, *flight, error) {
 	for {
-		release, err := running.lock(waitCtx, b.TemplateID)
+		release, err := running.starts.lock(waitCtx, b.TemplateID)
 		if err != nil {
 			return "", false, nil, fmt.Errorf("waiting to start a build of template %s: %w", b.TemplateID, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
@@ -172,5 +173,30 @@ func TestRunReuses(t *testing.T) {
 	forced, err := Run(ctx, api, b, Options{})
 	if err != nil || forced.BuildID == first.BuildID {
 		t.Errorf("forced run: %+v, %v; want a new build", forced, err)
+	}
+}
+
+// TestRunReusesWithinOneProcess runs one spec with reuse twice at once, as two resources
+// of one apply: one builds, the other waits and reuses that build.
+func TestRunReusesWithinOneProcess(t *testing.T) {
+	srv, api, reg := newTemplate(t)
+	ctx := t.Context()
+	b, err := Plan(ctx, Spec{TemplateID: reg.TemplateID, FromImage: srv.BaseImage, Reuse: true,
+		Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{"sleep 1; echo once"}}}}}, &recorder{})
+	acctest.Must(t, err)
+	results := make([]Result, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Go(func() { results[i], errs[i] = Run(ctx, api, b, Options{}) })
+	}
+	wg.Wait()
+	if errs[0] != nil || errs[1] != nil || results[0] != results[1] || results[0].Status != e2bapi.BuildReady {
+		t.Fatalf("runs = %+v, %v; want one ready build for both", results, errs)
+	}
+	tpl, err := api.GetTemplate(ctx, reg.TemplateID)
+	acctest.Must(t, err)
+	if len(tpl.Builds) != 1 {
+		t.Errorf("template has %d builds, want 1: %+v", len(tpl.Builds), tpl.Builds)
 	}
 }
