@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -800,12 +801,12 @@ resource "e2b_template_build" "two" {
 	})
 }
 
-// reuseBuild is srv's provider block and a build with reuse of the template templateID
-// with tags, copying app from ctxDir.
+// reuseBuild is srv's provider block and a build with reuse of the template templateID (an
+// HCL expression) with tags, copying app from ctxDir.
 func reuseBuild(srv *acctest.Server, templateID, ctxDir, tags string) string {
 	return srv.ProviderConfig() + fmt.Sprintf(`
 resource "e2b_template_build" "b" {
-  template_id = %q
+  template_id = %s
   from_image  = %q
   context     = %q
   reuse       = true
@@ -878,9 +879,16 @@ func equalTo(what string, want *string) knownvalue.Check {
 func TestAccTemplateBuild_reuse(t *testing.T) {
 	srv := localServer(t)
 	api := testAPI(t, srv)
-	templateID := builtTemplate(t, api, uniqueName("acc-reuse"))
+	name := uniqueName("acc-reuse")
+	templateID := builtTemplate(t, api, name)
 	ctxDir := t.TempDir()
 	acctest.WriteFiles(t, ctxDir, map[string]string{"app/a.txt": "one\n"})
+	// The second state finds the template by name, as another workspace would.
+	second := reuseBuild(srv, "data.e2b_template.t.id", ctxDir, `"second"`) + fmt.Sprintf(`
+data "e2b_template" "t" {
+  template = %q
+}
+`, name)
 	var firstID, firstSpec, secondID string
 	specTag := func() string { return "spec-" + firstSpec[:16] }
 	tag := func(s string) func() string { return func() string { return s } }
@@ -888,7 +896,7 @@ func TestAccTemplateBuild_reuse(t *testing.T) {
 	tfresource.Test(t, tfresource.TestCase{
 		ProtoV6ProviderFactories: factories(),
 		Steps: []tfresource.TestStep{{
-			Config: reuseBuild(srv, templateID, ctxDir, `"first"`),
+			Config: reuseBuild(srv, strconv.Quote(templateID), ctxDir, `"first"`),
 			ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 				plancheck.ExpectUnknownValue(res, tfjsonpath.New("build_id")),
 				plancheck.ExpectKnownValue(res, tfjsonpath.New("spec_hash"), capture(&firstSpec)),
@@ -909,7 +917,7 @@ func TestAccTemplateBuild_reuse(t *testing.T) {
 		ProtoV6ProviderFactories: factories(),
 		Steps: []tfresource.TestStep{
 			{
-				Config: reuseBuild(srv, templateID, ctxDir, `"second"`),
+				Config: second,
 				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(res, plancheck.ResourceActionCreate),
 					plancheck.ExpectKnownValue(res, tfjsonpath.New("build_id"), equalTo("the first state's build", &firstID)),
@@ -924,7 +932,7 @@ func TestAccTemplateBuild_reuse(t *testing.T) {
 			},
 			{
 				PreConfig: func() { acctest.WriteFiles(t, ctxDir, map[string]string{"app/a.txt": "two\n"}) },
-				Config:    reuseBuild(srv, templateID, ctxDir, `"second"`),
+				Config:    second,
 				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(res, plancheck.ResourceActionDestroyBeforeCreate),
 					plancheck.ExpectUnknownValue(res, tfjsonpath.New("build_id")),
