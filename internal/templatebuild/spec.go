@@ -115,9 +115,11 @@ func Reusable(ctx context.Context, api *e2bapi.Client, b *Build) (string, error)
 	return "", nil
 }
 
-// reuses reports whether b may take a build instead of building: a forced build is meant
-// to run.
-func (b *Build) reuses() bool { return b.Reuse && !b.Start.Force }
+// reuses reports whether b may take a build instead of building: a forced build, or one
+// with a forced step (the cache skipped from there on), is meant to run.
+func (b *Build) reuses() bool {
+	return b.Reuse && !b.Start.Force && !slices.ContainsFunc(b.Start.Steps, func(s e2bapi.TemplateStep) bool { return s.Force })
+}
 
 // isReady reports whether the build exists and is ready.
 func isReady(ctx context.Context, api *e2bapi.Client, templateID, buildID string) (bool, error) {

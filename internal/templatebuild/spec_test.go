@@ -89,6 +89,23 @@ func TestSpecHashCovers(t *testing.T) {
 	}
 }
 
+// TestForcedBuildsDoNotReuse checks a forced build, or one with a forced step, looks for
+// no build to reuse (the client is never used).
+func TestForcedBuildsDoNotReuse(t *testing.T) {
+	for name, b := range map[string]*Build{
+		"force":      {Reuse: true, Start: e2bapi.TemplateBuildStartV2{Force: true}},
+		"step force": {Reuse: true, Start: e2bapi.TemplateBuildStartV2{Steps: []steps.Step{{Type: steps.Run, Args: []string{"x"}, Force: true}}}},
+		"no reuse":   {Start: e2bapi.TemplateBuildStartV2{Steps: []steps.Step{{Type: steps.Run, Args: []string{"x"}}}}},
+	} {
+		if id, err := Reusable(t.Context(), nil, b); id != "" || err != nil {
+			t.Errorf("%s: Reusable = %q, %v; want none", name, id, err)
+		}
+		if _, reused, err := reuse(t.Context(), nil, b, "00000000-0000-4000-8000-000000000000", noopLogger{}); reused || err != nil {
+			t.Errorf("%s: reuse = %v, %v; want a build", name, reused, err)
+		}
+	}
+}
+
 // TestPlanSpecHash plans one tree from two checkout paths (the same spec hash) and with
 // a file changed (another one); reuse adds the spec tag, and the default tag when no
 // other is configured.
