@@ -141,6 +141,11 @@ func reuse(ctx context.Context, api *e2bapi.Client, b *Build, planned string, lo
 	if !b.reuses() {
 		return Result{}, false, nil
 	}
+	// Read first: a wrong template is the template's error, and its name takes the tags.
+	tpl, err := api.GetTemplate(ctx, b.TemplateID)
+	if err != nil {
+		return Result{}, false, &Error{StageTemplate, err}
+	}
 	buildID := planned
 	if planned == "" {
 		if buildID, err = Reusable(ctx, api, b); err != nil || buildID == "" {
@@ -152,10 +157,6 @@ func reuse(ctx context.Context, api *e2bapi.Client, b *Build, planned string, lo
 		// Building now would contradict the plan, which showed this build ID.
 		return Result{}, false, &Error{StageReuse, fmt.Errorf("build %s of template %s, which the plan reuses, "+
 			"is no longer a ready build; run terraform plan again", planned, b.TemplateID)}
-	}
-	tpl, err := api.GetTemplate(ctx, b.TemplateID)
-	if err != nil {
-		return Result{}, false, &Error{StageTemplate, err}
 	}
 	res = Result{BuildID: buildID, Status: e2bapi.BuildReady}
 	if _, err := api.AssignTags(ctx, templateName(tpl)+":"+buildID, b.Tags); err != nil {
