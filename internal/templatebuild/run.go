@@ -97,7 +97,7 @@ func Run(ctx context.Context, api *e2bapi.Client, b *Build, opts Options) (Resul
 		}
 		defer unlock()
 	}
-	if res, reused, err := reuse(ctx, api, b, opts.Reuse, log); reused || err != nil {
+	if res, reused, err := reuse(ctx, waitCtx, api, b, opts.Reuse, log); reused || err != nil {
 		return res, err
 	}
 	// Read first to fail early on a wrong template; startAlone reads it again.
@@ -134,22 +134,40 @@ func Run(ctx context.Context, api *e2bapi.Client, b *Build, opts Options) (Resul
 	return Result{BuildID: buildID, Status: status}, err
 }
 
-// reuse takes, for b, the ready build planned (when not empty) or else the one Reusable
-// finds now, and points b's tags at it, as a new build would take them. reused is false
-// when there is no build to reuse: b is then to be built.
-func reuse(ctx context.Context, api *e2bapi.Client, b *Build, planned string, log e2bapi.Logger) (res Result, reused bool, err error) {
+// reuse takes, for b, the ready build planned (when not empty) or else the one its spec tag
+// points at now, and points b's tags at it, as a new build would take them. A build of the
+// spec that another run is building is waited for (under waitCtx) rather than cancelled by
+// a build sharing its tag. reused is false when there is no build to reuse: b is then to
+// be built.
+func reuse(ctx, waitCtx context.Context, api *e2bapi.Client, b *Build, planned string, log e2bapi.Logger) (res Result, reused bool, err error) {
 	if !b.reuses() {
 		return Result{}, false, nil
 	}
-	// Read first: a wrong template is the template's error, and its name takes the tags.
 	tpl, err := api.GetTemplate(ctx, b.TemplateID)
 	if err != nil {
 		return Result{}, false, &Error{StageTemplate, err}
 	}
 	buildID := planned
 	if planned == "" {
-		if buildID, err = Reusable(ctx, api, b); err != nil || buildID == "" {
-			return Result{}, false, wrapStage(StageReuse, err)
+		var status string
+		if buildID, status, err = specTagged(ctx, api, b); err != nil {
+			return Result{}, false, &Error{StageReuse, err}
+		}
+		if status == e2bapi.BuildBuilding {
+			log.Info(ctx, "waiting for a build of the same spec hash that another run started, to reuse it", map[string]any{"build_id": buildID})
+			var failed *FailedError
+			status, err = wait(ctx, waitCtx, api, b.TemplateID, buildID, nil, nil, templateName(tpl), Options{})
+			if errors.As(err, &failed) {
+				err = nil // built below instead
+			}
+			if err != nil {
+				// It goes on (a timeout) or could not be followed: kept as building, as
+				// a build of this run would be.
+				return Result{BuildID: buildID, Status: status}, true, err
+			}
+		}
+		if status != e2bapi.BuildReady {
+			return Result{}, false, nil
 		}
 	} else if ready, err := isReady(ctx, api, b.TemplateID, planned); err != nil {
 		return Result{}, false, &Error{StageReuse, err}

@@ -93,26 +93,37 @@ func SpecTag(specHash string) string { return SpecTagPrefix + specHash[:16] }
 // "" when there is none or b is not to reuse one (Spec.Reuse off, or a forced build,
 // which is meant to run).
 func Reusable(ctx context.Context, api *e2bapi.Client, b *Build) (string, error) {
+	buildID, status, err := specTagged(ctx, api, b)
+	if status != e2bapi.BuildReady {
+		return "", err
+	}
+	return buildID, nil
+}
+
+// specTagged returns the build b's spec tag points at and its status; none ("", "") when
+// no build carries it or b is not to reuse one. E2B lists a tag's newest assignment
+// whatever its build's status; the local server lists only tags of ready builds.
+func specTagged(ctx context.Context, api *e2bapi.Client, b *Build) (buildID, status string, err error) {
 	if !b.reuses() {
-		return "", nil
+		return "", "", nil
 	}
 	tags, err := api.ListTags(ctx, b.TemplateID)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	tag := SpecTag(b.SpecHash)
-	for _, t := range tags {
-		if t.Tag != tag {
-			continue
-		}
-		// E2B lists a tag's newest assignment whatever its build's status.
-		ready, err := isReady(ctx, api, b.TemplateID, t.BuildID)
-		if err != nil || !ready {
-			return "", err
-		}
-		return t.BuildID, nil
+	i := slices.IndexFunc(tags, func(t e2bapi.TemplateTag) bool { return t.Tag == tag })
+	if i < 0 {
+		return "", "", nil
 	}
-	return "", nil
+	info, err := api.GetBuildStatus(ctx, b.TemplateID, tags[i].BuildID, math.MaxInt32)
+	if e2bapi.IsBuildGone(err) {
+		return "", "", nil
+	}
+	if err != nil {
+		return "", "", err
+	}
+	return tags[i].BuildID, info.Status, nil
 }
 
 // reuses reports whether b may take a build instead of building: a forced build, or one
