@@ -958,15 +958,15 @@ data "e2b_template" "t" {
 }
 
 // TestAccTemplateBuild_reuseTurnedOn turns reuse on for a build made without it (an update
-// in place that gives it its spec tag) and off again (the tag stays); a forced build with
-// reuse builds though a ready build has its spec hash.
+// in place that gives it its spec tag) and off again (in place); a forced build with reuse
+// builds though a ready build has its spec hash, and takes the spec tag.
 func TestAccTemplateBuild_reuseTurnedOn(t *testing.T) {
 	srv := localServer(t)
 	api := testAPI(t, srv)
 	body := `  steps = [{ run = { command = "echo reuse turned on" } }]
   tags  = ["v1"]`
 	config := templateBuild(srv, uniqueName("acc-reuse-on"), "b", srv.BaseImage, body)
-	var templateID, buildID, spec string
+	var templateID, buildID, spec, forcedID string
 	specTag := func() string { return "spec-" + spec[:16] }
 	res := "e2b_template_build.b"
 	tfresource.Test(t, tfresource.TestCase{
@@ -1011,7 +1011,9 @@ resource "e2b_template_build" "forced" {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.CompareValuePairs(res, tfjsonpath.New("spec_hash"), "e2b_template_build.forced", tfjsonpath.New("spec_hash"), compare.ValuesSame()),
 					statecheck.CompareValuePairs(res, tfjsonpath.New("build_id"), "e2b_template_build.forced", tfjsonpath.New("build_id"), compare.ValuesDiffer()),
+					statecheck.ExpectKnownValue("e2b_template_build.forced", tfjsonpath.New("build_id"), capture(&forcedID)),
 					serverCheck(func(ctx context.Context) error { return buildCount(api, templateID, 2)(ctx) }),
+					serverCheck(func(ctx context.Context) error { return tagsAt(api, templateID, &forcedID, specTag)(ctx) }),
 				},
 			},
 		},
