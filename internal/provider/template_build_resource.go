@@ -73,10 +73,12 @@ type templateBuildModel struct {
 	MemoryMB          types.Int64    `tfsdk:"memory_mb"`
 	Tags              types.Set      `tfsdk:"tags"`
 	Force             types.Bool     `tfsdk:"force"`
+	Reuse             types.Bool     `tfsdk:"reuse"`
 	FilesHash         types.String   `tfsdk:"files_hash"`
 	Triggers          types.Map      `tfsdk:"triggers"`
 	CopyHashes        types.List     `tfsdk:"copy_hashes"`
 	DockerfileHash    types.String   `tfsdk:"dockerfile_hash"`
+	SpecHash          types.String   `tfsdk:"spec_hash"`
 	Status            types.String   `tfsdk:"status"`
 	Timeouts          timeouts.Value `tfsdk:"timeouts"`
 }
@@ -139,8 +141,12 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 			"does not have yet, starts the build and follows it to the end, logging every build log line. The " +
 			"build ID is saved in the state before waiting, so a build whose apply timed out is still tracked: " +
 			"the next plan refreshes its status and waits for it if it is still running.\n\n" +
-			"**Destroy** only forgets the build: E2B cannot delete a single build. Builds go when their template " +
-			"(`e2b_template`) is deleted.",
+			"**Reuse** (`reuse = true`): a build whose `spec_hash` a ready build of the template already carries " +
+			"(as its tag `spec-<first 16 hex>`) is not built again: the plan shows that build's ID and says so, and " +
+			"apply gives it this resource's tags. A fresh state, another workspace or another checkout of the same " +
+			"configuration reuses the build.\n\n" +
+			"**Destroy** only forgets the build, reused or not: E2B cannot delete a single build, and it removes no " +
+			"tag, as another state may rely on them. Builds go when their template (`e2b_template`) is deleted.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
 				MarkdownDescription: "The build ID (same as `build_id`).",
@@ -322,6 +328,16 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 				Default:             booldefault.StaticBool(false),
 				PlanModifiers:       []planmodifier.Bool{boolplanmodifier.RequiresReplace()},
 			},
+			"reuse": schema.BoolAttribute{
+				MarkdownDescription: "Reuse a ready build of the template with the same `spec_hash` instead of building, " +
+					"and tag this build `spec-<first 16 hex of spec_hash>` so that others can reuse it. The plan looks the " +
+					"build up when `template_id` is known (the only API call of a plan) and shows its `build_id`. " +
+					"`force` builds anyway (a forced build is meant to run), still with the tag. Changing `reuse` " +
+					"changes nothing but that tag: turning it on tags the existing build. Defaults to `false`.",
+				Optional: true,
+				Computed: true,
+				Default:  booldefault.StaticBool(false),
+			},
 			"files_hash": schema.StringAttribute{
 				MarkdownDescription: "How COPY sources are hashed: `portable` (default: the same on every machine and " +
 					"filesystem) or `e2b-sdk` (what the E2B SDKs compute, so uploads are shared with SDK users of " +
@@ -346,6 +362,13 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 			"dockerfile_hash": schema.StringAttribute{
 				MarkdownDescription: "SHA-256 of the Dockerfile's content (hex); null without `dockerfile`. A changed " +
 					"content replaces the build, a moved file does not.",
+				Computed: true,
+			},
+			"spec_hash": schema.StringAttribute{
+				MarkdownDescription: "SHA-256 (hex) of everything that defines the build: its base, every step with the " +
+					"files hash of each COPY, the start and ready commands, `cpu_count`, `memory_mb` and `triggers`; " +
+					"not the tags, `force`, credentials or where the files are. Known at plan time whenever `copy_hashes` " +
+					"is, and the same on every machine and checkout path (see the hashing guide).",
 				Computed: true,
 			},
 			"status": schema.StringAttribute{
@@ -394,12 +417,16 @@ func (r *templateBuildResource) ModifyPlan(ctx context.Context, req resource.Mod
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	hashes, dockerfileHash := types.ListUnknown(types.StringType), types.StringUnknown()
-	if b := planBuild(ctx, &plan, &resp.Diagnostics); b != nil {
+	hashes, dockerfileHash, specHash := types.ListUnknown(types.StringType), types.StringUnknown(), types.StringUnknown()
+	b := planBuild(ctx, &plan, &resp.Diagnostics)
+	if b != nil {
 		var d diag.Diagnostics
 		hashes, d = types.ListValueFrom(ctx, types.StringType, b.Hashes())
 		resp.Diagnostics.Append(d...)
 		dockerfileHash = optionalString(b.DockerfileHash)
+		if fullyKnown(ctx, plan.Triggers) {
+			specHash = types.StringValue(b.SpecHash)
+		}
 	}
 	if resp.Diagnostics.HasError() {
 		return
@@ -411,8 +438,13 @@ func (r *templateBuildResource) ModifyPlan(ctx context.Context, req resource.Mod
 	}
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("copy_hashes"), hashes)...)
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("dockerfile_hash"), dockerfileHash)...)
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("spec_hash"), specHash)...)
 	if state == nil {
 		resp.Diagnostics.Append(r.data.recordBuildPlan(plan.TemplateID, plan.Tags)...)
+		// A create, also the one of a replacement (planned again without the state).
+		if b != nil && !specHash.IsUnknown() && !plan.TemplateID.IsUnknown() {
+			r.planReuse(ctx, b, resp)
+		}
 		return
 	}
 	// What the build is made of is the files (copy_hashes) and the Dockerfile's content
@@ -441,6 +473,36 @@ func (r *templateBuildResource) ModifyPlan(ctx context.Context, req resource.Mod
 		// An earlier apply stopped waiting: this one waits for the end.
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("status"), types.StringUnknown())...)
 	}
+}
+
+// planReuse plans the ready build that b would reuse, when there is one: its ID, known
+// now, and a warning that says so. The lookup is the only API call of a plan; when it
+// fails the build ID stays unknown and apply looks again.
+func (r *templateBuildResource) planReuse(ctx context.Context, b *templatebuild.Build, resp *resource.ModifyPlanResponse) {
+	if !b.Reuse || r.data == nil {
+		return
+	}
+	api, err := r.data.API()
+	var buildID string
+	if err == nil {
+		buildID, err = templatebuild.Reusable(r.data.logContext(ctx), api, b)
+	}
+	if err != nil {
+		resp.Diagnostics.AddAttributeWarning(path.Root("reuse"), "Reusable build not looked up",
+			fmt.Sprintf("Looking for a ready build of template %s with spec hash %s failed: %v. Apply looks again "+
+				"and builds when there is none.", b.TemplateID, b.SpecHash, err))
+		return
+	}
+	if buildID == "" {
+		return
+	}
+	for name, v := range map[string]string{"id": buildID, "build_id": buildID, "status": e2bapi.BuildReady} {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root(name), v)...)
+	}
+	resp.Diagnostics.AddAttributeWarning(path.Root("build_id"), "Reusing build "+buildID,
+		fmt.Sprintf("Build %s of template %s is ready and carries the tag %s (the same spec hash): apply adopts it "+
+			"instead of building and gives it this resource's tags. Destroy will forget it and leave it in place.",
+			buildID, b.TemplateID, templatebuild.SpecTag(b.SpecHash)))
 }
 
 // optionalString is v, null when empty.
@@ -487,15 +549,20 @@ func (r *templateBuildResource) Create(ctx context.Context, req resource.CreateR
 	plan.CopyHashes, d = types.ListValueFrom(ctx, types.StringType, b.Hashes())
 	resp.Diagnostics.Append(d...)
 	plan.DockerfileHash = optionalString(b.DockerfileHash)
+	plan.SpecHash = types.StringValue(b.SpecHash)
 
-	res, err := templatebuild.Run(ctx, api, b, runOptions(ctx, timeout, func(buildID string) error {
+	opts := runOptions(ctx, timeout, func(buildID string) error {
 		plan.ID, plan.BuildID, plan.Status = types.StringValue(buildID), types.StringValue(buildID), types.StringValue(e2bapi.BuildBuilding)
 		// Saved before waiting: an apply that stops now still tracks the build.
 		if resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...); resp.Diagnostics.HasError() {
 			return errStateNotSaved
 		}
 		return nil
-	}))
+	})
+	if !plan.BuildID.IsUnknown() {
+		opts.Reuse = plan.BuildID.ValueString() // the build the plan showed
+	}
+	res, err := templatebuild.Run(ctx, api, b, opts)
 	if errors.Is(err, errStateNotSaved) {
 		return
 	}
@@ -503,7 +570,7 @@ func (r *templateBuildResource) Create(ctx context.Context, req resource.CreateR
 	if res.BuildID == "" {
 		return
 	}
-	plan.Status = types.StringValue(res.Status)
+	plan.ID, plan.BuildID, plan.Status = types.StringValue(res.BuildID), types.StringValue(res.BuildID), types.StringValue(res.Status)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
@@ -548,8 +615,9 @@ func (r *templateBuildResource) Read(ctx context.Context, req resource.ReadReque
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
-// Update changes nothing on E2B (every argument replaces the build); it waits for a build
-// an earlier apply left running.
+// Update changes nothing on E2B but the spec tag (every other argument replaces the
+// build): it waits for a build an earlier apply left running, and with reuse tags the
+// ready build with its spec tag, which it lacks when reuse was turned on later.
 func (r *templateBuildResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	var plan, state templateBuildModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
@@ -559,29 +627,44 @@ func (r *templateBuildResource) Update(ctx context.Context, req resource.UpdateR
 	}
 	plan.ID, plan.BuildID, plan.CopyHashes, plan.Status = state.ID, state.BuildID, state.CopyHashes, state.Status
 	plan.DockerfileHash = state.DockerfileHash
-	if state.Status.ValueString() == e2bapi.BuildBuilding {
+	if plan.SpecHash.IsUnknown() {
+		plan.SpecHash = state.SpecHash
+	}
+	var tags []string
+	resp.Diagnostics.Append(plan.Tags.ElementsAs(ctx, &tags, false)...)
+	if plan.Reuse.ValueBool() && !plan.SpecHash.IsNull() {
+		tags = append(tags, templatebuild.SpecTag(plan.SpecHash.ValueString()))
+	}
+	building := state.Status.ValueString() == e2bapi.BuildBuilding
+	if building || (plan.Reuse.ValueBool() && !state.Reuse.ValueBool()) {
 		api := apiOrError(r.data, &resp.Diagnostics)
 		if resp.Diagnostics.HasError() {
 			return
 		}
 		ctx = r.data.logContext(ctx)
-		timeout, d := plan.Timeouts.Update(ctx, defaultBuildTimeout)
-		resp.Diagnostics.Append(d...)
-		var tags []string
-		resp.Diagnostics.Append(plan.Tags.ElementsAs(ctx, &tags, false)...)
 		templateID, buildID := state.TemplateID.ValueString(), state.BuildID.ValueString()
-		status, err := templatebuild.Wait(ctx, api, templateID, buildID, tags, runOptions(tflog.SetField(ctx, "build_id", buildID), timeout, nil))
+		var err error
+		if building {
+			timeout, d := plan.Timeouts.Update(ctx, defaultBuildTimeout)
+			resp.Diagnostics.Append(d...)
+			var status string
+			status, err = templatebuild.Wait(ctx, api, templateID, buildID, tags, runOptions(tflog.SetField(ctx, "build_id", buildID), timeout, nil))
+			plan.Status = types.StringValue(status)
+		} else {
+			err = templatebuild.Tag(ctx, api, templateID, buildID, tags)
+		}
 		addRunError(&resp.Diagnostics, err, templateID, buildID)
-		plan.Status = types.StringValue(status)
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
-// Delete forgets the build: E2B has no way to delete one build.
+// Delete forgets the build: E2B has no way to delete one build. It removes no tag either:
+// a build with reuse may be another state's too (it reused this one, or this one reused
+// it), and that state's tags, or a spec tag it relies on, may be among this build's.
 func (r *templateBuildResource) Delete(ctx context.Context, req resource.DeleteRequest, _ *resource.DeleteResponse) {
 	var state templateBuildModel
 	req.State.Get(ctx, &state)
-	tflog.Info(ctx, "build removed from the state only: E2B cannot delete a single build; it goes with its template",
+	tflog.Info(ctx, "build removed from the state only: E2B cannot delete a single build; it goes with its template, and its tags stay",
 		map[string]any{"build_id": state.BuildID.ValueString()})
 }
 
@@ -598,6 +681,7 @@ func (r *templateBuildResource) ImportState(ctx context.Context, req resource.Im
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), buildID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("files_hash"), templatebuild.HashPortable)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("force"), false)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("reuse"), false)...)
 }
 
 // registryAttributes are the attributes of from_image_registry: each secret is either a

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -80,7 +81,7 @@ func copyBuild(srv *acctest.Server, name, ctxDir string) string {
 
 // buildInputs are the arguments of e2b_template_build that an import
 // cannot know: E2B does not return a build's steps.
-var buildInputs = []string{"from_image", "context", "steps", "copy_hashes", "dockerfile", "dockerfile_hash", "timeouts", "files_hash", "force"}
+var buildInputs = []string{"from_image", "context", "steps", "copy_hashes", "dockerfile", "dockerfile_hash", "spec_hash", "timeouts", "files_hash", "force"}
 
 // buildImportID is the import ID (template_id/build_id) of a build in the state.
 func buildImportID(resource string) tfresource.ImportStateIdFunc {
@@ -478,6 +479,7 @@ resource "e2b_template_build" "b" {
 						knownvalue.StringRegexp(regexp.MustCompile(`^[0-9a-f]{64}$`)),
 						knownvalue.StringRegexp(regexp.MustCompile(`^[0-9a-f]{64}$`)),
 					})),
+					plancheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("spec_hash"), knownvalue.StringRegexp(regexp.MustCompile(`^[0-9a-f]{64}$`))),
 				}},
 			},
 			{
@@ -497,6 +499,26 @@ resource "e2b_template_build" "b" {
 				ExpectNonEmptyPlan: true,
 				ConfigPlanChecks: tfresource.ConfigPlanChecks{PostApplyPreRefresh: []plancheck.PlanCheck{
 					plancheck.ExpectUnknownValue("e2b_template_build.b", tfjsonpath.New("copy_hashes")),
+					plancheck.ExpectUnknownValue("e2b_template_build.b", tfjsonpath.New("spec_hash")),
+				}},
+			},
+			{
+				// With reuse the plan looks for a build to reuse; an API that does not
+				// answer leaves the build ID unknown, and the plan goes on.
+				Config: planProvider + fmt.Sprintf(`
+resource "e2b_template_build" "b" {
+  template_id = %q
+  from_image  = "busybox"
+  context     = %q
+  reuse       = true
+%s
+}
+`, someTemplateID, ctxDir, steps),
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PostApplyPreRefresh: []plancheck.PlanCheck{
+					plancheck.ExpectUnknownValue("e2b_template_build.b", tfjsonpath.New("build_id")),
+					plancheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("spec_hash"), knownvalue.StringRegexp(regexp.MustCompile(`^[0-9a-f]{64}$`))),
 				}},
 			},
 		},
@@ -532,6 +554,8 @@ func TestBuildSpec(t *testing.T) {
 		Force:      types.BoolValue(true),
 		Tags:       types.SetNull(types.StringType),
 		CPUCount:   types.Int64Value(2),
+		Triggers:   types.MapValueMust(types.StringType, map[string]attr.Value{"date": types.StringValue("2026-12-01")}),
+		Reuse:      types.BoolValue(true),
 	}
 	spec, known, diags := buildSpec(ctx, &m)
 	if diags.HasError() || !known {
@@ -552,7 +576,8 @@ func TestBuildSpec(t *testing.T) {
 			t.Errorf("step %d = %+v, want %+v", i+1, s, want[i])
 		}
 	}
-	if spec.Dockerfile != filepath.Join(dir, "Dockerfile") || !spec.Force || *spec.CPUCount != 2 || spec.MemoryMB != nil {
+	if spec.Dockerfile != filepath.Join(dir, "Dockerfile") || !spec.Force || *spec.CPUCount != 2 || spec.MemoryMB != nil ||
+		!spec.Reuse || spec.Triggers["date"] != "2026-12-01" {
 		t.Errorf("spec %+v", spec)
 	}
 	var planDiags diag.Diagnostics
@@ -1140,6 +1165,225 @@ data "e2b_process" "out" {
 						}
 						return nil
 					}),
+				},
+			},
+		},
+	})
+}
+
+// reuseBuild is srv's provider block and a build with reuse of the template templateID (an
+// HCL expression) with tags, copying app from ctxDir.
+func reuseBuild(srv *acctest.Server, templateID, ctxDir, tags string) string {
+	return srv.ProviderConfig() + fmt.Sprintf(`
+resource "e2b_template_build" "b" {
+  template_id = %s
+  from_image  = %q
+  context     = %q
+  reuse       = true
+  tags        = [%s]
+  steps = [
+    { copy = { src = "app", dest = "/opt/app" } },
+    { run = { command = "cat /opt/app/a.txt" } },
+  ]
+}
+`, templateID, srv.BaseImage, ctxDir, tags)
+}
+
+// builtTemplate registers a template outside Terraform, as another workspace has it, and
+// deletes it when the test ends.
+func builtTemplate(t *testing.T, api *e2bapi.Client, name string) string {
+	t.Helper()
+	reg, err := api.CreateTemplateBuild(t.Context(), e2bapi.TemplateBuildRequestV3{Name: name})
+	acctest.Must(t, err)
+	t.Cleanup(func() {
+		if err := api.DeleteTemplate(context.Background(), reg.TemplateID); err != nil {
+			t.Errorf("deleting template %s: %v", reg.TemplateID, err)
+		}
+	})
+	return reg.TemplateID
+}
+
+// buildCount checks the number of builds the server has of the template.
+func buildCount(api *e2bapi.Client, templateID string, want int) serverCheck {
+	return func(ctx context.Context) error {
+		tpl, err := api.GetTemplate(ctx, templateID)
+		if err != nil {
+			return err
+		}
+		if len(tpl.Builds) != want {
+			return fmt.Errorf("template %s has %d builds, want %d: %+v", templateID, len(tpl.Builds), want, tpl.Builds)
+		}
+		return nil
+	}
+}
+
+// tagsAt checks that each of tags points at the build *buildID.
+func tagsAt(api *e2bapi.Client, templateID string, buildID *string, tags ...func() string) serverCheck {
+	return func(ctx context.Context) error {
+		held, err := api.ListTags(ctx, templateID)
+		if err != nil {
+			return err
+		}
+		for _, tag := range tags {
+			if !slices.ContainsFunc(held, func(h e2bapi.TemplateTag) bool { return h.Tag == tag() && h.BuildID == *buildID }) {
+				return fmt.Errorf("tag %s does not point at build %s: %+v", tag(), *buildID, held)
+			}
+		}
+		return nil
+	}
+}
+
+func equalTo(what string, want *string) knownvalue.Check {
+	return stringValue{what, func(s string) error {
+		if s != *want {
+			return fmt.Errorf("%s, want %s (%s)", s, *want, what)
+		}
+		return nil
+	}}
+}
+
+// TestAccTemplateBuild_reuse applies one configuration in two states in turn, as a fresh
+// CI state or a second workspace would: the second plans the first's build ID, known,
+// and builds nothing, though the first state was destroyed (destroy leaves the build
+// and every tag); a changed COPY file changes spec_hash and builds.
+func TestAccTemplateBuild_reuse(t *testing.T) {
+	srv := localServer(t)
+	api := testAPI(t, srv)
+	name := uniqueName("acc-reuse")
+	templateID := builtTemplate(t, api, name)
+	ctxDir := t.TempDir()
+	acctest.WriteFiles(t, ctxDir, map[string]string{"app/a.txt": "one\n"})
+	// The second state finds the template by name, as another workspace would.
+	second := reuseBuild(srv, "data.e2b_template.t.id", ctxDir, `"second"`) + fmt.Sprintf(`
+data "e2b_template" "t" {
+  template = %q
+}
+`, name)
+	var firstID, firstSpec, secondID string
+	specTag := func() string { return "spec-" + firstSpec[:16] }
+	tag := func(s string) func() string { return func() string { return s } }
+	res := "e2b_template_build.b"
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{{
+			Config: reuseBuild(srv, strconv.Quote(templateID), ctxDir, `"first"`),
+			ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectUnknownValue(res, tfjsonpath.New("build_id")),
+				plancheck.ExpectKnownValue(res, tfjsonpath.New("spec_hash"), capture(&firstSpec)),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(res, tfjsonpath.New("build_id"), capture(&firstID)),
+				statecheck.ExpectKnownValue(res, tfjsonpath.New("spec_hash"), equalTo("the planned spec hash", &firstSpec)),
+				// The template's first build runs on the build registered with it.
+				buildCount(api, templateID, 1),
+				tagsAt(api, templateID, &firstID, tag("first"), specTag),
+			},
+		}},
+	})
+	// The first state is gone; its build and tags are not.
+	acctest.Must(t, tagsAt(api, templateID, &firstID, tag("first"), specTag)(t.Context()))
+
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{
+			{
+				Config: second,
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(res, plancheck.ResourceActionCreate),
+					plancheck.ExpectKnownValue(res, tfjsonpath.New("build_id"), equalTo("the first state's build", &firstID)),
+					plancheck.ExpectKnownValue(res, tfjsonpath.New("spec_hash"), equalTo("the first state's spec hash", &firstSpec)),
+				}, PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(res, tfjsonpath.New("build_id"), equalTo("the first state's build", &firstID)),
+					statecheck.ExpectKnownValue(res, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+					buildCount(api, templateID, 1),
+					tagsAt(api, templateID, &firstID, tag("first"), tag("second"), specTag),
+				},
+			},
+			{
+				PreConfig: func() { acctest.WriteFiles(t, ctxDir, map[string]string{"app/a.txt": "two\n"}) },
+				Config:    second,
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(res, plancheck.ResourceActionDestroyBeforeCreate),
+					plancheck.ExpectUnknownValue(res, tfjsonpath.New("build_id")),
+					plancheck.ExpectKnownValue(res, tfjsonpath.New("spec_hash"), stringValue{"another spec hash", func(s string) error {
+						if s == firstSpec {
+							return fmt.Errorf("spec hash %s unchanged by a changed COPY file", s)
+						}
+						return nil
+					}}),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(res, tfjsonpath.New("build_id"), capture(&secondID)),
+					buildCount(api, templateID, 2),
+					tagsAt(api, templateID, &secondID, tag("second")),
+					// The replaced (reused) build keeps what the first state gave it.
+					tagsAt(api, templateID, &firstID, tag("first"), specTag),
+				},
+			},
+		},
+	})
+	acctest.Must(t, tagsAt(api, templateID, &secondID, tag("second"))(t.Context()))
+	acctest.Must(t, buildCount(api, templateID, 2)(t.Context()))
+}
+
+// TestAccTemplateBuild_reuseTurnedOn turns reuse on for a build made without it (an update
+// in place that gives it its spec tag) and off again (in place); a forced build with reuse
+// builds though a ready build has its spec hash, and takes the spec tag.
+func TestAccTemplateBuild_reuseTurnedOn(t *testing.T) {
+	srv := localServer(t)
+	api := testAPI(t, srv)
+	body := `  steps = [{ run = { command = "echo reuse turned on" } }]
+  tags  = ["v1"]`
+	config := templateBuild(srv, uniqueName("acc-reuse-on"), "b", srv.BaseImage, body)
+	var templateID, buildID, spec, forcedID string
+	specTag := func() string { return "spec-" + spec[:16] }
+	res := "e2b_template_build.b"
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{
+			{
+				Config: config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(res, tfjsonpath.New("template_id"), capture(&templateID)),
+					statecheck.ExpectKnownValue(res, tfjsonpath.New("build_id"), capture(&buildID)),
+					statecheck.ExpectKnownValue(res, tfjsonpath.New("spec_hash"), capture(&spec)),
+					statecheck.ExpectKnownValue(res, tfjsonpath.New("reuse"), knownvalue.Bool(false)),
+				},
+			},
+			{
+				Config: strings.Replace(config, body, body+"\n  reuse = true", 1),
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(res, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(res, tfjsonpath.New("build_id"), equalTo("the build made without reuse", &buildID)),
+					serverCheck(func(ctx context.Context) error {
+						return tagsAt(api, templateID, &buildID, func() string { return "v1" }, specTag)(ctx)
+					}),
+				},
+			},
+			{
+				Config: strings.Replace(config, body, body+"\n  reuse = false", 1) + fmt.Sprintf(`
+resource "e2b_template_build" "forced" {
+  template_id = e2b_template.t.id
+  from_image  = %q
+  steps       = [{ run = { command = "echo reuse turned on" } }]
+  tags        = ["v1"]
+  reuse       = true
+  force       = true
+}
+`, srv.BaseImage),
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(res, plancheck.ResourceActionUpdate),
+					plancheck.ExpectUnknownValue("e2b_template_build.forced", tfjsonpath.New("build_id")),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.CompareValuePairs(res, tfjsonpath.New("spec_hash"), "e2b_template_build.forced", tfjsonpath.New("spec_hash"), compare.ValuesSame()),
+					statecheck.CompareValuePairs(res, tfjsonpath.New("build_id"), "e2b_template_build.forced", tfjsonpath.New("build_id"), compare.ValuesDiffer()),
+					statecheck.ExpectKnownValue("e2b_template_build.forced", tfjsonpath.New("build_id"), capture(&forcedID)),
+					serverCheck(func(ctx context.Context) error { return buildCount(api, templateID, 2)(ctx) }),
+					serverCheck(func(ctx context.Context) error { return tagsAt(api, templateID, &forcedID, specTag)(ctx) }),
 				},
 			},
 		},

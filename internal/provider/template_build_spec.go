@@ -36,7 +36,11 @@ func buildSpec(ctx context.Context, m *templateBuildModel) (spec templatebuild.S
 		TemplateID: m.TemplateID.ValueString(), FromImage: m.FromImage.ValueString(), FromTemplate: m.FromTemplate.ValueString(),
 		Dockerfile: m.Dockerfile.ValueString(), Context: m.Context.ValueString(), StartCmd: m.StartCmd.ValueString(),
 		ReadyCmd: m.ReadyCmd.ValueString(), Force: m.Force.ValueBool(), HashMode: m.FilesHash.ValueString(),
-		CPUCount: optionalInt32(m.CPUCount), MemoryMB: optionalInt32(m.MemoryMB),
+		CPUCount: optionalInt32(m.CPUCount), MemoryMB: optionalInt32(m.MemoryMB), Reuse: m.Reuse.ValueBool(),
+	}
+	if fullyKnown(ctx, m.Triggers) {
+		// Unknown triggers leave the spec hash unknown (ModifyPlan), not the copy hashes.
+		diags.Append(m.Triggers.ElementsAs(ctx, &spec.Triggers, false)...)
 	}
 	if reg := m.FromImageRegistry; reg != nil {
 		spec.FromImageRegistry = &e2bapi.FromImageRegistry{
@@ -248,6 +252,8 @@ func addRunError(diags *diag.Diagnostics, err error, templateID, buildID string)
 				"records it with status \"building\": the next plan refreshes it, and apply waits for it again.", buildID, templateID))
 	case errors.As(err, &runErr) && runErr.Stage == templatebuild.StageTemplate:
 		diags.AddAttributeError(path.Root("template_id"), "Reading template "+templateID, err.Error())
+	case errors.As(err, &runErr) && runErr.Stage == templatebuild.StageReuse:
+		diags.AddAttributeError(path.Root("reuse"), "Reusing a build of template "+templateID, err.Error())
 	case errors.As(err, &runErr) && runErr.Stage == templatebuild.StageUpload:
 		diags.AddError("Uploading the build context", err.Error())
 	case errors.Is(err, templatebuild.ErrStartUnconfirmed):
@@ -266,6 +272,12 @@ func addRunError(diags *diag.Diagnostics, err error, templateID, buildID string)
 			fmt.Sprintf("Following build %s of template %s failed: %v. The build may go on: the state records it with "+
 				"status \"building\"; the next plan refreshes its status, and apply waits for it again.", buildID, templateID, err))
 	}
+}
+
+// fullyKnown reports whether v and every value inside it are known.
+func fullyKnown(ctx context.Context, v attr.Value) bool {
+	tv, err := v.ToTerraformValue(ctx)
+	return err == nil && tv.IsFullyKnown()
 }
 
 // optionalInt32 is v as the API's optional int32 (the schema bounds it).

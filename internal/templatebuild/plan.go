@@ -53,6 +53,11 @@ type Spec struct {
 	MemoryMB *int32
 	// Tags are the tags the build gets.
 	Tags []string
+	// Triggers are opaque values that only tell builds apart: they count in the spec hash.
+	Triggers map[string]string
+	// Reuse tags the build with its spec tag (SpecTag) and lets Run take a ready build
+	// that carries it instead of building.
+	Reuse bool
 }
 
 // Step is one configured build step. Its Force (the SDK's skipCache) runs it and every
@@ -72,8 +77,14 @@ type Build struct {
 	TemplateID string
 	CPUCount   *int32
 	MemoryMB   *int32
-	Tags       []string
-	Start      e2bapi.TemplateBuildStartV2
+	// Tags are the tags the build gets: with Reuse, the spec tag too, and the default
+	// tag when no other is configured (as a build without tags gets it).
+	Tags  []string
+	Start e2bapi.TemplateBuildStartV2
+	// SpecHash is the spec hash v1 of what defines the build (design/hashing.md §6).
+	SpecHash string
+	Reuse    bool
+	triggers map[string]string
 	// ContextDir is the absolute context directory.
 	ContextDir string
 	// Copies are the COPY steps, in build order.
@@ -137,6 +148,7 @@ func (e *PlanError) Error() string {
 func Plan(ctx context.Context, spec Spec, log e2bapi.Logger) (*Build, error) {
 	b := &Build{
 		TemplateID: spec.TemplateID, CPUCount: spec.CPUCount, MemoryMB: spec.MemoryMB, Tags: spec.Tags,
+		Reuse: spec.Reuse, triggers: spec.Triggers,
 		Start: e2bapi.TemplateBuildStartV2{
 			FromImage: spec.FromImage, FromTemplate: spec.FromTemplate, FromImageRegistry: spec.FromImageRegistry,
 			Force: spec.Force, StartCmd: spec.StartCmd, ReadyCmd: spec.ReadyCmd, Steps: []steps.Step{},
@@ -194,6 +206,13 @@ func Plan(ctx context.Context, spec Spec, log e2bapi.Logger) (*Build, error) {
 	}
 	if err := b.hash(ctx, spec.HashMode, log); err != nil {
 		return nil, err
+	}
+	b.SpecHash = specHash(b.specFields())
+	if b.Reuse {
+		if len(b.Tags) == 0 {
+			b.Tags = []string{e2bapi.DefaultTag}
+		}
+		b.Tags = append(slices.Clone(b.Tags), SpecTag(b.SpecHash))
 	}
 	return b, nil
 }

@@ -3,11 +3,14 @@ resource "e2b_template" "app" {
 }
 
 # A build from a base image and explicit steps; COPY sources are taken from
-# the context directory and hashed at plan time.
+# the context directory and hashed at plan time. With reuse, another state of
+# the same configuration (a fresh CI run, a second workspace) takes this build
+# instead of building it again.
 resource "e2b_template_build" "app" {
   template_id = e2b_template.app.id
   from_image  = "ubuntu:22.04"
   context     = "${path.module}/app"
+  reuse       = true
 
   steps = [
     { run = { command = "apt-get update && apt-get install -y python3", user = "root" } },
