@@ -56,13 +56,19 @@ func readFrames(t *testing.T, r io.Reader) []frame {
 // postStart sends one enveloped Process.Start request the way the JS SDK does.
 func postStart(t *testing.T, e *testEnvd, body string) (*http.Response, []frame) {
 	t.Helper()
+	return postStartWithTimeout(t, e, body, "30000")
+}
+
+// postStartWithTimeout is postStart with the SDK's timeoutMs.
+func postStartWithTimeout(t *testing.T, e *testEnvd, body, timeoutMs string) (*http.Response, []frame) {
+	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, e.url+"/process.Process/Start", bytes.NewReader(envelope(0, body)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/connect+json")
 	req.Header.Set("Connect-Protocol-Version", "1")
-	req.Header.Set("Connect-Timeout-Ms", "30000")
+	req.Header.Set("Connect-Timeout-Ms", timeoutMs)
 	req.Header.Set("Authorization", "Basic cm9vdDo=")
 	req.Header.Set("Keepalive-Ping-Interval", "50")
 	req.Header.Set("E2b-Sandbox-Id", "isandbox")
@@ -131,6 +137,12 @@ func TestWireStartFailureAndExitCode(t *testing.T) {
 	if end := frames[len(frames)-2].data; end != `{"event":{"end":{"exitCode":3,"exited":true,"status":"exit status 3","error":"exit status 3"}}}` {
 		t.Errorf("end frame %s", end)
 	}
+	// A command that cannot start starts a shell that says so: exit 127.
+	_, frames = postStart(t, e, `{"process":{"cmd":"no-such-command-xyz"},"stdin":false}`)
+	if len(frames) != 4 || !strings.HasPrefix(frames[0].data, `{"event":{"start":{"pid":`) || !strings.HasPrefix(frames[1].data, `{"event":{"data":{"stderr":"`) ||
+		frames[2].data != `{"event":{"end":{"exitCode":127,"exited":true,"status":"exit status 127","error":"exit status 127"}}}` || frames[3] != (frame{0x02, "{}"}) {
+		t.Errorf("missing command: frames %v, want start, stderr, end 127, {}", frames)
+	}
 	// A start failure is an error in the end-stream frame of a 200 response.
 	resp, frames := postStart(t, e, `{"process":{"cmd":"/bin/sh","cwd":"/does/not/exist"}}`)
 	if resp.StatusCode != http.StatusOK || len(frames) != 1 || frames[0].flags != 0x02 {
@@ -170,6 +182,17 @@ func TestWireStartFailureAndExitCode(t *testing.T) {
 	// The daemon still serves.
 	if _, frames := postStart(t, e, `{"process":{"cmd":"true"}}`); len(frames) < 3 {
 		t.Errorf("Start after bad input: frames %v", frames)
+	}
+}
+
+// At the SDK's timeoutMs envd kills the process and ends the stream with
+// deadline_exceeded, without an end event (design/envd.md, Lifetime).
+func TestWireStartDeadline(t *testing.T) {
+	e := startEnvd(t, Config{})
+	resp, frames := postStartWithTimeout(t, e, `{"process":{"cmd":"/bin/sh","args":["-c","echo up; sleep 600"]},"stdin":false}`, "1000")
+	if resp.StatusCode != http.StatusOK || len(frames) != 3 || !strings.HasPrefix(frames[0].data, `{"event":{"start":{"pid":`) ||
+		frames[1].data != `{"event":{"data":{"stdout":"dXAK"}}}` || frames[2].flags != 0x02 || !strings.HasPrefix(frames[2].data, `{"error":{"code":"deadline_exceeded"`) {
+		t.Errorf("status %d frames %v, want start, stdout, end-stream deadline_exceeded", resp.StatusCode, frames)
 	}
 }
 
