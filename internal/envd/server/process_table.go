@@ -112,7 +112,7 @@ func (t *processTable) start(spec startSpec) (*process, *subscriber, error) {
 	}
 	t.spawnMu.Unlock()
 	if err != nil {
-		return nil, nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("error starting process '%s': %w", strings.Join(append([]string{spec.cmd}, spec.args...), " "), err))
+		return nil, nil, err
 	}
 	p.pid = uint32(cmd.Process.Pid) //nolint:gosec // Linux PIDs are positive and below 2^22
 
@@ -176,25 +176,25 @@ func launch(p *process, spec startSpec) ([]*os.File, error) {
 	if spec.pty != nil {
 		master, err := startPTY(cmd, spec.pty, spec.user.credential())
 		if err != nil {
-			return nil, err
+			return nil, startError(spec, err)
 		}
 		p.tty = master
 		return []*os.File{master}, nil
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		return nil, err
+		return nil, connect.NewError(connect.CodeInternal, err)
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		closeAll(outR, outW)
-		return nil, err
+		return nil, connect.NewError(connect.CodeInternal, err)
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
 	if spec.stdin {
 		if p.stdin, err = cmd.StdinPipe(); err != nil {
 			closeAll(outR, outW, errR, errW)
-			return nil, err
+			return nil, connect.NewError(connect.CodeInternal, err)
 		}
 	}
 	// Own process group so that signals reach the whole tree (sh -c 'sleep 600').
@@ -203,9 +203,16 @@ func launch(p *process, spec startSpec) ([]*os.File, error) {
 	closeAll(outW, errW)
 	if err != nil {
 		closeAll(outR, errR)
-		return nil, err
+		return nil, startError(spec, err)
 	}
 	return []*os.File{outR, errR}, nil
+}
+
+// startError is envd's answer when even the wrapper cannot start (no
+// /bin/sh): every other failure to run the command is the shell's exit.
+func startError(spec startSpec, err error) error {
+	command := strings.Join(append([]string{spec.cmd}, spec.args...), " ")
+	return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("error starting process '%s': %w", command, err))
 }
 
 // wait reaps p and publishes its end once its output ended: like envd, when
@@ -254,7 +261,7 @@ func (t *processTable) wait(p *process, readers []*os.File, wg *sync.WaitGroup, 
 
 // readOutput publishes the output of reader index (stdout, stderr, or the
 // PTY) in chunks of at most 32 KiB (16 KiB for a PTY) until EOF, or until
-// the deadline wait sets after a kill.
+// the read deadline that wait sets after a kill.
 func (p *process) readOutput(r *os.File, index int) {
 	chunk := pipeChunk
 	if p.tty != nil {

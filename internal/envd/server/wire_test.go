@@ -139,9 +139,27 @@ func TestWireStartFailureAndExitCode(t *testing.T) {
 	}
 	// A command that cannot start starts a shell that says so: exit 127.
 	_, frames = postStart(t, e, `{"process":{"cmd":"no-such-command-xyz"},"stdin":false}`)
-	if len(frames) != 4 || !strings.HasPrefix(frames[0].data, `{"event":{"start":{"pid":`) || !strings.HasPrefix(frames[1].data, `{"event":{"data":{"stderr":"`) ||
-		frames[2].data != `{"event":{"end":{"exitCode":127,"exited":true,"status":"exit status 127","error":"exit status 127"}}}` || frames[3] != (frame{0x02, "{}"}) {
-		t.Errorf("missing command: frames %v, want start, stderr, end 127, {}", frames)
+	n := len(frames)
+	if n < 4 || !strings.HasPrefix(frames[0].data, `{"event":{"start":{"pid":`) ||
+		frames[n-2].data != `{"event":{"end":{"exitCode":127,"exited":true,"status":"exit status 127","error":"exit status 127"}}}` || frames[n-1] != (frame{0x02, "{}"}) {
+		t.Fatalf("missing command: frames %v, want start, stderr, end 127, {}", frames)
+	}
+	var stderr []byte
+	for _, f := range frames[1 : n-2] {
+		var data struct {
+			Event struct {
+				Data struct {
+					Stderr []byte `json:"stderr"`
+				} `json:"data"`
+			} `json:"event"`
+		}
+		if err := json.Unmarshal([]byte(f.data), &data); err != nil || len(data.Event.Data.Stderr) == 0 {
+			t.Errorf("missing command: frame %s, want stderr data", f.data)
+		}
+		stderr = append(stderr, data.Event.Data.Stderr...)
+	}
+	if !strings.Contains(string(stderr), "no-such-command-xyz") {
+		t.Errorf("missing command: stderr %q, want the shell's message naming it", stderr)
 	}
 	// A start failure is an error in the end-stream frame of a 200 response.
 	resp, frames := postStart(t, e, `{"process":{"cmd":"/bin/sh","cwd":"/does/not/exist"}}`)
