@@ -11,6 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/process"
 )
 
 // These tests speak Connect+JSON by hand, byte for byte as the E2B JS SDK
@@ -211,6 +215,60 @@ func TestWireStartDeadline(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || len(frames) != 3 || !strings.HasPrefix(frames[0].data, `{"event":{"start":{"pid":`) ||
 		frames[1].data != `{"event":{"data":{"stdout":"dXAK"}}}` || frames[2].flags != 0x02 || !strings.HasPrefix(frames[2].data, `{"error":{"code":"deadline_exceeded"`) {
 		t.Errorf("status %d frames %v, want start, stdout, end-stream deadline_exceeded", resp.StatusCode, frames)
+	}
+}
+
+// The same deadline over gRPC-Web with binary protobuf (grpc-timeout): the
+// trailers say DEADLINE_EXCEEDED (4) after the start and output, no end.
+func TestWireStartDeadlineGRPCWeb(t *testing.T) {
+	e := startEnvd(t, Config{})
+	msg, err := proto.Marshal(&pb.StartRequest{Process: &pb.ProcessConfig{Cmd: "/bin/sh", Args: []string{"-c", "echo up; sleep 600"}}, Stdin: ptr(false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, e.url+"/process.Process/Start", bytes.NewReader(envelope(0, string(msg))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/grpc-web+proto")
+	req.Header.Set("X-Grpc-Web", "1")
+	req.Header.Set("Grpc-Timeout", "1000m")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	br := bufio.NewReader(resp.Body)
+	var events []string
+	var trailers string
+	for {
+		var head [5]byte
+		if _, err := io.ReadFull(br, head[:]); err != nil {
+			break
+		}
+		data := make([]byte, binary.BigEndian.Uint32(head[1:]))
+		if _, err := io.ReadFull(br, data); err != nil {
+			t.Fatalf("reading a frame: %v", err)
+		}
+		if head[0]&0x80 != 0 {
+			trailers = string(data)
+			continue
+		}
+		var ev pb.StartResponse
+		if err := proto.Unmarshal(data, &ev); err != nil {
+			t.Fatalf("frame %x: %v", data, err)
+		}
+		switch {
+		case ev.GetEvent().GetStart() != nil:
+			events = append(events, "start")
+		case ev.GetEvent().GetData() != nil:
+			events = append(events, "data:"+string(ev.GetEvent().GetData().GetStdout()))
+		case ev.GetEvent().GetEnd() != nil:
+			events = append(events, "end")
+		}
+	}
+	if strings.Join(events, ",") != "start,data:up\n" || !strings.Contains(strings.ToLower(trailers), "grpc-status: 4") {
+		t.Errorf("events %q trailers %q, want start, up and grpc-status 4", events, trailers)
 	}
 }
 
