@@ -20,10 +20,10 @@ import (
 // These tests speak Connect+JSON by hand, byte for byte as the E2B JS SDK
 // does (design/e2b-api.md §6.1), and check the frames that come back.
 
-// envelope frames msg as one Connect streaming message.
-func envelope(flags byte, msg string) []byte {
+// envelope frames msg as one uncompressed streaming message (flags 0), in
+// Connect and gRPC-Web alike.
+func envelope(msg string) []byte {
 	b := make([]byte, 5, 5+len(msg))
-	b[0] = flags
 	binary.BigEndian.PutUint32(b[1:], uint32(len(msg)))
 	return append(b, msg...)
 }
@@ -66,7 +66,7 @@ func postStart(t *testing.T, e *testEnvd, body string) (*http.Response, []frame)
 // postStartWithTimeout is postStart with the SDK's timeoutMs.
 func postStartWithTimeout(t *testing.T, e *testEnvd, body, timeoutMs string) (*http.Response, []frame) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, e.url+"/process.Process/Start", bytes.NewReader(envelope(0, body)))
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, e.url+"/process.Process/Start", bytes.NewReader(envelope(body)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestWireStartFailureAndExitCode(t *testing.T) {
 		t.Errorf("malformed message: status %d frames %v", resp.StatusCode, frames)
 	}
 	// An envelope announcing more bytes than the body holds.
-	truncated := envelope(0, `{"process":{"cmd":"true"}}`)
+	truncated := envelope(`{"process":{"cmd":"true"}}`)
 	binary.BigEndian.PutUint32(truncated[1:], 1000)
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, e.url+"/process.Process/Start", bytes.NewReader(truncated))
 	if err != nil {
@@ -226,7 +226,7 @@ func TestWireStartDeadlineGRPCWeb(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, e.url+"/process.Process/Start", bytes.NewReader(envelope(0, string(msg))))
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, e.url+"/process.Process/Start", bytes.NewReader(envelope(string(msg))))
 	if err != nil {
 		t.Fatal(err)
 	}
