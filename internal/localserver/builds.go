@@ -76,14 +76,17 @@ func (s *Server) startBuild(templateID, buildID string, req e2bapi.TemplateBuild
 	spec.CPUCount, spec.MemoryMB = b.CPUCount, b.MemoryMB
 	ctx, cancel := context.WithCancelCause(s.ctx)
 	s.running[buildID] = &runningBuild{templateID: templateID, cancel: cancel}
+	tooLong := fmt.Errorf("build status polling timed out. Maximum build time is %s.", s.cfg.MaxBuildTime) //nolint:staticcheck // E2B's reason, word for word
+	limited, stopLimit := context.WithTimeoutCause(ctx, s.cfg.MaxBuildTime, tooLong)
 	s.tasks.Go(func() {
 		defer func() {
 			s.mu.Lock()
 			delete(s.running, buildID)
 			s.mu.Unlock()
+			stopLimit()
 			cancel(nil)
 		}()
-		s.runBuild(ctx, spec, unknown)
+		s.runBuild(limited, spec, unknown)
 	})
 	return nil
 }

@@ -157,6 +157,24 @@ func TestDockerBuildAndSandbox(t *testing.T) {
 	ts.call("DELETE", "/templates/docker-app", nil, http.StatusNoContent, nil)
 }
 
+// A RUN step whose background process keeps its output holds the build, as
+// on E2B, until the build's maximum time fails it with E2B's reason.
+func TestDockerBuildEndsAtItsMaximumTime(t *testing.T) {
+	eng, baseImage := dockerEngine(t)
+	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.MaxBuildTime = 5 * time.Second }})
+	reg, info := ts.buildFrom(baseImage, "held", run("sleep 600 & echo held"))
+	if info.Status != "error" || info.Reason == nil || info.Reason.Message != "build status polling timed out. Maximum build time is 5s." {
+		t.Fatalf("build = %+v, want E2B's maximum build time reason", info)
+	}
+	joined := ""
+	for _, e := range ts.status(reg.TemplateID, reg.BuildID, "").LogEntries {
+		joined += e.Message + "\n"
+	}
+	if !strings.Contains(joined, "held") {
+		t.Errorf("the held step's output is not in the log:\n%s", joined)
+	}
+}
+
 var (
 	stateDirsMu sync.Mutex
 	stateDirs   = map[string]string{}

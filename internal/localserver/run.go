@@ -52,6 +52,7 @@ type Options struct {
 	MaxUploadBytes, MaxUnpackedBytes int64
 	MaxArchiveEntries                int
 	UploadURLTTL, MaxSandboxTimeout  time.Duration
+	MaxBuildTime                     time.Duration
 	MaxCPU, MaxMemoryMB              int
 	PidsLimit                        int64
 	MaxConnections                   int
@@ -154,7 +155,7 @@ func serve(ctx context.Context, o Options, dataDir, apiKey string, eng engine.En
 	srv, err := New(ctx, Config{
 		DataDir: dataDir, APIKey: apiKey, TeamSlug: o.TeamSlug, PublicURL: o.PublicURL, Domain: domain,
 		MaxUploadBytes: o.MaxUploadBytes, MaxUnpackedBytes: o.MaxUnpackedBytes, MaxArchiveEntries: o.MaxArchiveEntries,
-		UploadURLTTL: o.UploadURLTTL, MaxSandboxTimeout: o.MaxSandboxTimeout,
+		UploadURLTTL: o.UploadURLTTL, MaxSandboxTimeout: o.MaxSandboxTimeout, MaxBuildTime: o.MaxBuildTime,
 		MaxCPUCount: int32(o.MaxCPU), MaxMemoryMB: int32(o.MaxMemoryMB), Logger: logger, //nolint:gosec // flag values beyond int32 wrap as before; no host has 2^31 CPUs or MiB
 	}, eng)
 	if err != nil {

@@ -46,6 +46,9 @@ type Config struct {
 	MaxCPUCount       int32
 	MaxMemoryMB       int32
 	MaxSandboxTimeout time.Duration
+	// MaxBuildTime bounds a build from its start, as E2B's one hour does: a
+	// RUN step held open by a background process fails the build then.
+	MaxBuildTime time.Duration
 	// ReapInterval is how often expired sandboxes are looked for.
 	ReapInterval time.Duration
 	// Now is the clock (time.Now when nil); tests move it to expire sandboxes.
@@ -67,6 +70,7 @@ const (
 	DefaultMaxCPUCount       = 8
 	DefaultMaxMemoryMB       = 16384
 	DefaultMaxSandboxTimeout = 24 * time.Hour
+	DefaultMaxBuildTime      = time.Hour
 	DefaultReapInterval      = time.Second
 )
 
@@ -94,6 +98,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.MaxSandboxTimeout <= 0 {
 		c.MaxSandboxTimeout = DefaultMaxSandboxTimeout
+	}
+	if c.MaxBuildTime <= 0 {
+		c.MaxBuildTime = DefaultMaxBuildTime
 	}
 	if c.ReapInterval <= 0 {
 		c.ReapInterval = DefaultReapInterval

@@ -29,7 +29,7 @@ type commandModel struct {
 
 // The descriptions of commandModel's attributes.
 const (
-	commandDescription        = "Shell command, run as `/bin/bash -l -c <command>`. Exactly one of `command` and `cmd` is required."
+	commandDescription        = "Shell command, run as `/bin/bash -l -c <command>`. As on E2B it ends once it exited and every background process it started closed the output it inherited: redirect a daemon's output (`daemon >/dev/null 2>&1 &`) for the command to return. Exactly one of `command` and `cmd` is required."
 	commandCmdDescription     = "Program to run directly, without a shell; with `args`."
 	commandArgsDescription    = "Arguments of `cmd`."
 	commandEnvDescription     = "Environment variables added to the sandbox's."

@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { isDeepStrictEqual } from 'node:util'
 
-import { CommandExitError, Sandbox, Template } from 'e2b'
+import { CommandExitError, Sandbox, Template, TimeoutError } from 'e2b'
 
 for (const name of ['E2B_API_URL', 'E2B_SANDBOX_URL', 'E2B_DOMAIN', 'E2B_API_KEY']) {
   if (!process.env[name]) {
@@ -162,6 +162,27 @@ try {
           stderr: 'oops\n',
         })
       }
+    })
+
+    await attempt('command: background child keeps the output open', async () => {
+      // envd ends a command once every holder of its stdout closed it.
+      const res = await sandbox.commands.run('(sleep 2; echo child) & echo parent')
+      expectEqual('command: background child keeps the output open', { exitCode: res.exitCode, stdout: res.stdout }, {
+        exitCode: 0,
+        stdout: 'parent\nchild\n',
+      })
+    })
+
+    await attempt('command: timeout', async () => {
+      // envd kills the command at timeoutMs and ends the stream with
+      // deadline_exceeded, which the SDK reports as a TimeoutError.
+      let error
+      try {
+        await sandbox.commands.run('echo started; sleep 600', { timeoutMs: 2000 })
+      } catch (err) {
+        error = err
+      }
+      check('command: timeout', error instanceof TimeoutError, { error: describe(error) })
     })
 
     await attempt('command: background with stdin', async () => {

@@ -45,6 +45,8 @@ var wantChecks = []string{
 	"command: sandbox env and per-command env",
 	"command: user and cwd",
 	"command: non-zero exit",
+	"command: background child keeps the output open",
+	"command: timeout",
 	"command: background with stdin",
 	"command: list and kill a background process",
 	"files: write reports the path",

@@ -53,7 +53,7 @@ type watchStream struct {
 func openWatch(t *testing.T, e *testEnvd, body, keepaliveSeconds string) *watchStream {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url+"/filesystem.Filesystem/WatchDir", bytes.NewReader(envelope(0, body)))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url+"/filesystem.Filesystem/WatchDir", bytes.NewReader(envelope(body)))
 	if err != nil {
 		t.Fatal(err)
 	}
