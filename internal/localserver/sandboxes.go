@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -69,6 +70,10 @@ func (s *Server) createSandbox(ctx context.Context, req e2bapi.NewSandbox, defau
 	if req.TemplateID == "" {
 		return nil, answer(http.StatusBadRequest, "templateID is required")
 	}
+	if req.AutoResume != nil && req.AutoResume.Enabled {
+		return nil, answer(http.StatusBadRequest, "autoResume is not supported by the local server: resume a paused sandbox with connect")
+	}
+	autoPause := req.AutoPause != nil && *req.AutoPause
 	t, b, err := s.store.Resolve(req.TemplateID)
 	if err != nil {
 		return nil, err
@@ -89,7 +94,7 @@ func (s *Server) createSandbox(ctx context.Context, req e2bapi.NewSandbox, defau
 		AccessToken: token, CPUCount: b.CPUCount, MemoryMB: b.MemoryMB,
 		// Moved to the recorded end below; this one holds should the
 		// server die in between.
-		EndAt: s.cfg.Now().Add(timeout),
+		EndAt: containerEnd(store.Sandbox{AutoPause: autoPause, EndAt: s.cfg.Now().Add(timeout)}),
 	})
 	if err != nil {
 		s.log.Error("start sandbox", "template", t.ID, "build", b.ID, "err", err)
@@ -105,10 +110,11 @@ func (s *Server) createSandbox(ctx context.Context, req e2bapi.NewSandbox, defau
 		StartedAt: now, EndAt: now.Add(timeout),
 		CPUCount: b.CPUCount, MemoryMB: b.MemoryMB, EnvdVersion: envdVersion,
 		Metadata: req.Metadata, ContainerID: started.ContainerID,
+		State: store.StateRunning, AutoPause: autoPause,
 	}
 	err = s.store.CreateSandbox(sb)
 	if err == nil {
-		if err = s.engine.SetSandboxDeadline(ctx, id, sb.EndAt); err != nil {
+		if err = s.engine.SetSandboxDeadline(ctx, id, containerEnd(sb)); err != nil {
 			_, _ = s.store.DeleteSandbox(id)
 			err = s.internal(err)
 		}
@@ -119,10 +125,33 @@ func (s *Server) createSandbox(ctx context.Context, req e2bapi.NewSandbox, defau
 		}
 		return nil, err
 	}
+	return s.sandboxAnswer(sb), nil
+}
+
+// sandboxAnswer is the Sandbox of create, connect and resume answers.
+func (s *Server) sandboxAnswer(sb store.Sandbox) *e2bapi.Sandbox {
 	return &e2bapi.Sandbox{
-		TemplateID: t.ID, SandboxID: id, Alias: t.Alias, ClientID: e2bapi.ClientID,
-		EnvdVersion: envdVersion, EnvdAccessToken: token, Domain: s.domain(),
-	}, nil
+		TemplateID: sb.TemplateID, SandboxID: sb.ID, Alias: sb.Alias, ClientID: e2bapi.ClientID,
+		EnvdVersion: sb.EnvdVersion, EnvdAccessToken: sb.AccessToken, Domain: s.domain(),
+	}
+}
+
+// containerEnd is the end the sandbox's container ends itself at (none
+// for one that pauses at its end or is paused: it must not end itself).
+func containerEnd(sb store.Sandbox) time.Time {
+	if sb.AutoPause || sb.Paused() {
+		return time.Time{}
+	}
+	return sb.EndAt
+}
+
+// stateAndEnd is the API's state of the sandbox and its endAt, which for a
+// paused sandbox is when it was paused, as on E2B.
+func stateAndEnd(sb store.Sandbox) (string, time.Time) {
+	if sb.Paused() && sb.PausedAt != nil {
+		return store.StatePaused, *sb.PausedAt
+	}
+	return store.StateRunning, sb.EndAt
 }
 
 func sandboxID(w http.ResponseWriter, r *http.Request) (string, bool) {
@@ -153,32 +182,41 @@ func (s *Server) handleGetSandbox(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, err)
 		return
 	}
+	state, end := stateAndEnd(sb)
+	onTimeout := "kill"
+	if sb.AutoPause {
+		onTimeout = "pause"
+	}
 	writeJSON(w, http.StatusOK, e2bapi.SandboxDetail{
 		TemplateID: sb.TemplateID, Alias: sb.Alias, SandboxID: sb.ID, ClientID: e2bapi.ClientID,
-		StartedAt: sb.StartedAt, EndAt: sb.EndAt, EnvdVersion: sb.EnvdVersion,
+		StartedAt: sb.StartedAt, EndAt: end, EnvdVersion: sb.EnvdVersion,
 		EnvdAccessToken: sb.AccessToken, Domain: s.domain(),
-		CPUCount: sb.CPUCount, MemoryMB: sb.MemoryMB, Metadata: sb.Metadata, State: "running",
+		CPUCount: sb.CPUCount, MemoryMB: sb.MemoryMB, Metadata: sb.Metadata, State: state,
+		Lifecycle: &e2bapi.SandboxLifecycle{OnTimeout: onTimeout},
 	})
 }
 
 func listed(sb store.Sandbox) e2bapi.ListedSandbox {
+	state, end := stateAndEnd(sb)
 	return e2bapi.ListedSandbox{
 		TemplateID: sb.TemplateID, Alias: sb.Alias, SandboxID: sb.ID, ClientID: e2bapi.ClientID,
-		StartedAt: sb.StartedAt, EndAt: sb.EndAt, CPUCount: sb.CPUCount, MemoryMB: sb.MemoryMB,
-		Metadata: sb.Metadata, State: "running", EnvdVersion: sb.EnvdVersion,
+		StartedAt: sb.StartedAt, EndAt: end, CPUCount: sb.CPUCount, MemoryMB: sb.MemoryMB,
+		Metadata: sb.Metadata, State: state, EnvdVersion: sb.EnvdVersion,
 	}
 }
 
 // filteredSandboxes lists the sandboxes matching the metadata query
-// ("k=v&k2=v2", URL-encoded) and the states (every sandbox is running).
-func (s *Server) filteredSandboxes(w http.ResponseWriter, r *http.Request) ([]e2bapi.ListedSandbox, bool) {
+// ("k=v&k2=v2", URL-encoded) and the state query (comma-separated or
+// repeated; defaultStates when absent).
+func (s *Server) filteredSandboxes(w http.ResponseWriter, r *http.Request, defaultStates ...string) ([]e2bapi.ListedSandbox, bool) {
 	want, err := url.ParseQuery(r.URL.Query().Get("metadata"))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "metadata query %q is invalid: %v", r.URL.Query().Get("metadata"), err)
 		return nil, false
 	}
-	if states := r.URL.Query().Get("state"); states != "" && !strings.Contains(states, "running") {
-		return []e2bapi.ListedSandbox{}, true
+	states := defaultStates
+	if raw := r.URL.Query()["state"]; len(raw) > 0 {
+		states = strings.Split(strings.Join(raw, ","), ",")
 	}
 	all, err := s.store.LiveSandboxes()
 	if err != nil {
@@ -193,13 +231,18 @@ next:
 				continue next
 			}
 		}
-		out = append(out, listed(sb))
+		item := listed(sb)
+		if slices.Contains(states, item.State) {
+			out = append(out, item)
+		}
 	}
 	return out, true
 }
 
+// handleListSandboxes serves GET /sandboxes, which lists running sandboxes
+// only, as E2B's does.
 func (s *Server) handleListSandboxes(w http.ResponseWriter, r *http.Request) {
-	if out, ok := s.filteredSandboxes(w, r); ok {
+	if out, ok := s.filteredSandboxes(w, r, store.StateRunning); ok {
 		writeJSON(w, http.StatusOK, out)
 	}
 }
@@ -209,7 +252,7 @@ func (s *Server) handleListSandboxesV2(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	out, ok := s.filteredSandboxes(w, r)
+	out, ok := s.filteredSandboxes(w, r, store.StateRunning, store.StatePaused)
 	if !ok {
 		return
 	}
@@ -262,12 +305,12 @@ func (s *Server) handleSandboxTimeout(w http.ResponseWriter, r *http.Request) {
 		s.answerError(w, err)
 		return
 	}
-	end := s.cfg.Now().Add(timeout)
-	if err := s.store.SetSandboxEndAt(id, end); err != nil {
+	sb, err := s.store.SetSandboxEndAt(id, s.cfg.Now().Add(timeout))
+	if err != nil {
 		s.storeError(w, err)
 		return
 	}
-	if err := s.engine.SetSandboxDeadline(r.Context(), id, end); err != nil {
+	if err := s.engine.SetSandboxDeadline(r.Context(), id, containerEnd(sb)); err != nil {
 		s.internalError(w, err)
 		return
 	}
@@ -298,23 +341,35 @@ func (s *Server) handleConnectSandboxV1(w http.ResponseWriter, r *http.Request) 
 	s.connectSandbox(w, r, id, req.Timeout)
 }
 
-// connectSandbox answers a connect. Every sandbox here runs (none is ever
-// paused), so the answer is 200 with the sandbox, whose end moves to
-// now+timeout (300 s when unset) when that is later: connecting only extends.
+// connectSandbox answers a connect: a paused sandbox is resumed to run
+// timeout seconds (300 s when unset) from now, 201; a running one ends
+// then if that is later (connecting only extends), 200.
 func (s *Server) connectSandbox(w http.ResponseWriter, r *http.Request, id string, requested *int32) {
 	timeout, err := s.ttl("timeout", requested, defaultTimeoutV2, 0)
 	if err != nil {
 		s.answerError(w, err)
 		return
 	}
+	s.transitions.Lock()
+	defer s.transitions.Unlock()
+	sb, err := s.store.Sandbox(id)
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	if sb.Paused() {
+		if sb, err = s.resumeSandbox(r.Context(), sb, timeout, nil); err != nil {
+			s.answerError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusCreated, s.sandboxAnswer(sb))
+		return
+	}
 	sb, ok := s.extendSandbox(w, r, id, timeout)
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, e2bapi.Sandbox{
-		TemplateID: sb.TemplateID, SandboxID: sb.ID, Alias: sb.Alias, ClientID: e2bapi.ClientID,
-		EnvdVersion: sb.EnvdVersion, EnvdAccessToken: sb.AccessToken, Domain: s.domain(),
-	})
+	writeJSON(w, http.StatusOK, s.sandboxAnswer(sb))
 }
 
 // handleRefreshSandbox keeps a sandbox alive for duration seconds more (0 to 3600) from
@@ -346,7 +401,7 @@ func (s *Server) extendSandbox(w http.ResponseWriter, r *http.Request, id string
 		s.storeError(w, err)
 		return sb, false
 	}
-	if err := s.engine.SetSandboxDeadline(r.Context(), id, sb.EndAt); err != nil {
+	if err := s.engine.SetSandboxDeadline(r.Context(), id, containerEnd(sb)); err != nil {
 		s.internalError(w, err)
 		return sb, false
 	}
@@ -374,8 +429,8 @@ func (s *Server) ttl(field string, requested *int32, def, least int32) (time.Dur
 // grants (link requests and the start prune them too).
 const grantPruneInterval = time.Minute
 
-// reapLoop stops sandboxes whose time ran out, and prunes expired upload
-// grants, until the server closes.
+// reapLoop stops sandboxes whose time ran out (pausing those that pause
+// then), and prunes expired upload grants, until the server closes.
 func (s *Server) reapLoop() {
 	ticker := time.NewTicker(s.cfg.ReapInterval)
 	defer ticker.Stop()
@@ -404,7 +459,11 @@ func (s *Server) reapExpired(ctx context.Context) {
 	}
 	now := s.cfg.Now()
 	for _, sb := range sandboxes {
-		if now.Before(sb.EndAt) {
+		if sb.Paused() || now.Before(sb.EndAt) {
+			continue
+		}
+		if sb.AutoPause {
+			s.pauseAtEnd(ctx, sb.ID)
 			continue
 		}
 		if err := s.stopSandbox(ctx, sb.ID); err != nil {

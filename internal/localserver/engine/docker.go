@@ -341,9 +341,13 @@ func writeDeadline(dir string, end time.Time) error {
 }
 
 // SetSandboxDeadline moves the end of the sandbox's container: envd stops
-// it then, with or without the server.
+// it then, with or without the server. A zero end clears it.
 func (d *Docker) SetSandboxDeadline(_ context.Context, sandboxID string, end time.Time) error {
-	return writeDeadline(containerDir(d.opts.StateDir, kindSandbox, sandboxID), end)
+	dir := containerDir(d.opts.StateDir, kindSandbox, sandboxID)
+	if end.IsZero() {
+		return clearDeadline(dir)
+	}
+	return writeDeadline(dir, end)
 }
 
 // startContainer creates and starts a container running envd, with the
