@@ -126,9 +126,9 @@ func metricsOf(st container.StatsResponse, insp container.InspectResponse) Sandb
 	if cache == 0 {
 		cache = st.MemoryStats.Stats["cache"]
 	}
-	m.MemCache = int64(cache)                                             //nolint:gosec // bytes
-	m.MemUsed = int64(st.MemoryStats.Usage) - m.MemCache                  //nolint:gosec // bytes
-	m.MemTotal = int64(st.MemoryStats.Limit)                              //nolint:gosec // bytes
+	m.MemCache = int64(cache)                            //nolint:gosec // bytes
+	m.MemUsed = int64(st.MemoryStats.Usage) - m.MemCache //nolint:gosec // bytes
+	m.MemTotal = int64(st.MemoryStats.Limit)             //nolint:gosec // bytes
 	if insp.HostConfig != nil && insp.HostConfig.Memory > 0 {
 		m.MemTotal = insp.HostConfig.Memory
 	}
