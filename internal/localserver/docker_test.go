@@ -443,3 +443,66 @@ func sandboxRunning(t *testing.T, sandboxID string) bool {
 	}
 	return len(list) > 0
 }
+
+// TestDockerPauseMetricsAndLogs pauses a real sandbox and resumes it through
+// connect: its file and a background process are still there. Metrics come
+// from the engine's stats, logs from envd's output.
+func TestDockerPauseMetricsAndLogs(t *testing.T) {
+	eng, baseImage := dockerEngine(t)
+	ts := startServer(t, eng)
+	if _, info := ts.buildFrom(baseImage, "docker-pause"); info.Status != "ready" {
+		t.Fatalf("build = %+v", info)
+	}
+	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "docker-pause"})
+	t.Cleanup(func() { _ = eng.StopSandbox(context.WithoutCancel(t.Context()), sb.SandboxID) })
+	client, err := envdclient.New(envdclient.Config{BaseURL: ts.URL, SandboxID: sb.SandboxID, AccessToken: sb.EnvdAccessToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := func(script string) string {
+		t.Helper()
+		res, err := client.Run(t.Context(), envdclient.RunRequest{Cmd: "/bin/sh", Args: []string{"-c", script}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.ExitCode != 0 {
+			t.Fatalf("%s: exit %d: %s", script, res.ExitCode, res.Stderr)
+		}
+		return strings.TrimSpace(string(res.Stdout))
+	}
+	sh(`echo kept > /tmp/f; sleep 600 >/dev/null 2>&1 & echo $! > /tmp/pid`)
+
+	var metrics []e2bapi.SandboxMetric
+	ts.call("GET", "/sandboxes/"+sb.SandboxID+"/metrics", nil, http.StatusOK, &metrics)
+	if len(metrics) != 1 || metrics[0].CPUCount < 1 || metrics[0].MemTotal != 1024<<20 || metrics[0].MemUsed <= 0 || metrics[0].DiskUsed <= 0 {
+		t.Errorf("metrics = %+v, want one sample of 1 GiB with memory and disk in use", metrics)
+	}
+	var logs e2bapi.SandboxLogsV2Response
+	ts.call("GET", "/v2/sandboxes/"+sb.SandboxID+"/logs?direction=forward&search=listening", nil, http.StatusOK, &logs)
+	if len(logs.Logs) != 1 || logs.Logs[0].Fields["logger"] != "envd" {
+		t.Errorf("logs = %+v, want envd's listening line", logs.Logs)
+	}
+
+	ts.call("POST", "/sandboxes/"+sb.SandboxID+"/pause", nil, http.StatusNoContent, nil)
+	if insp := containerOf(t, sb.SandboxID); insp.State == nil || !insp.State.Paused {
+		t.Fatalf("container after pause: %+v, want paused", insp.State)
+	}
+	expectError(t, ts.request("GET", "/health", nil, "E2b-Sandbox-Id", sb.SandboxID, "E2b-Sandbox-Port", "49983"), http.StatusBadGateway, "is paused")
+	ts.call("GET", "/sandboxes/"+sb.SandboxID+"/metrics", nil, http.StatusOK, &metrics)
+	if len(metrics) != 1 || metrics[0].MemUsed <= 0 {
+		t.Errorf("metrics while paused = %+v, want the frozen memory", metrics)
+	}
+
+	ts.call("POST", "/v2/sandboxes/"+sb.SandboxID+"/connect", e2bapi.ConnectSandbox{Timeout: int32p(120)}, http.StatusCreated, nil)
+	if got := sh(`kill -0 "$(cat /tmp/pid)" && cat /tmp/f`); got != "kept" {
+		t.Errorf("after resume: %q, want the file and the process kept", got)
+	}
+
+	ts.call("POST", "/sandboxes/"+sb.SandboxID+"/pause", nil, http.StatusNoContent, nil)
+	ts.call("DELETE", "/sandboxes/"+sb.SandboxID, nil, http.StatusNoContent, nil)
+	if sandboxRunning(t, sb.SandboxID) {
+		t.Error("the killed paused sandbox's container is still there")
+	}
+	ts.call("DELETE", "/templates/docker-pause", nil, http.StatusNoContent, nil)
+}
+
