@@ -505,4 +505,3 @@ func TestDockerPauseMetricsAndLogs(t *testing.T) {
 	}
 	ts.call("DELETE", "/templates/docker-pause", nil, http.StatusNoContent, nil)
 }
-

@@ -293,6 +293,7 @@ type fakeEngine struct {
 	deadlines     map[string]time.Time
 	keptOrphans   []string
 	paused        map[string]bool
+	snapshotErr   error            // when set, CommitSandbox fails with it
 	logs          []engine.LogLine // every fake sandbox's log
 }
 
@@ -501,4 +502,17 @@ func (e *fakeEngine) SandboxLogs(_ context.Context, id string) ([]engine.LogLine
 		return nil, fmt.Errorf("sandbox %s has no container", id)
 	}
 	return slices.Clone(e.logs), nil
+}
+
+// CommitSandbox names the image as Docker's engine does; snapshotErr fails it.
+func (e *fakeEngine) CommitSandbox(_ context.Context, spec engine.SnapshotSpec) (string, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.sandboxes[spec.SandboxID]; !ok {
+		return "", fmt.Errorf("sandbox %s has no container", spec.SandboxID)
+	}
+	if e.snapshotErr != nil {
+		return "", e.snapshotErr
+	}
+	return "fake/" + spec.TemplateID + ":" + spec.BuildID, nil
 }

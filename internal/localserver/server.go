@@ -353,6 +353,8 @@ func (s *Server) routes() *http.ServeMux {
 	m.HandleFunc("GET /sandboxes/{sandboxID}/metrics", s.handleSandboxMetrics)
 	m.HandleFunc("GET /sandboxes/{sandboxID}/logs", s.handleSandboxLogs)
 	m.HandleFunc("GET /v2/sandboxes/{sandboxID}/logs", s.handleSandboxLogsV2)
+	m.HandleFunc("POST /sandboxes/{sandboxID}/snapshots", s.handleCreateSnapshot)
+	m.HandleFunc("GET /snapshots", s.handleListSnapshots)
 	return m
 }
 

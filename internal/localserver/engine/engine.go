@@ -111,6 +111,9 @@ type Engine interface {
 	ResumeSandbox(ctx context.Context, sandboxID string) error
 	// SandboxMetrics samples the sandbox's CPU, memory and disk use.
 	SandboxMetrics(ctx context.Context, sandboxID string) (SandboxMetrics, error)
+	// CommitSandbox commits the sandbox's file system as the image of a
+	// template's build (a snapshot) and returns its reference.
+	CommitSandbox(ctx context.Context, spec SnapshotSpec) (string, error)
 	// SandboxLogs returns the lines the sandbox's container wrote, oldest
 	// first.
 	SandboxLogs(ctx context.Context, sandboxID string) ([]LogLine, error)
