@@ -50,7 +50,7 @@ func (s *Server) handleResumeSandbox(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	timeout, err := s.ttl("timeout", req.Timeout, defaultResumeTimeout, 0)
+	timeout, err := s.ttl(req.Timeout, defaultResumeTimeout, 0)
 	if err != nil {
 		s.answerError(w, err)
 		return

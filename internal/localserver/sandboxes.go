@@ -63,7 +63,7 @@ func (s *Server) answerCreated(w http.ResponseWriter, sb *e2bapi.Sandbox, err er
 // (defaultTimeout when unset), with an envd access token when secure, and
 // records it.
 func (s *Server) createSandbox(ctx context.Context, req e2bapi.NewSandbox, defaultTimeout int32, secure bool) (*e2bapi.Sandbox, error) {
-	timeout, err := s.ttl("timeout", req.Timeout, defaultTimeout, 1)
+	timeout, err := s.ttl(req.Timeout, defaultTimeout, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -300,7 +300,7 @@ func (s *Server) handleSandboxTimeout(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	timeout, err := s.ttl("timeout", &req.Timeout, 0, 0)
+	timeout, err := s.ttl(&req.Timeout, 0, 0)
 	if err != nil {
 		s.answerError(w, err)
 		return
@@ -345,7 +345,7 @@ func (s *Server) handleConnectSandboxV1(w http.ResponseWriter, r *http.Request) 
 // timeout seconds (300 s when unset) from now, 201; a running one ends
 // then if that is later (connecting only extends), 200.
 func (s *Server) connectSandbox(w http.ResponseWriter, r *http.Request, id string, requested *int32) {
-	timeout, err := s.ttl("timeout", requested, defaultTimeoutV2, 0)
+	timeout, err := s.ttl(requested, defaultTimeoutV2, 0)
 	if err != nil {
 		s.answerError(w, err)
 		return
@@ -411,16 +411,16 @@ func (s *Server) extendSandbox(w http.ResponseWriter, r *http.Request, id string
 // maxRefreshSeconds is the largest refresh E2B accepts (SandboxRefreshRequest).
 const maxRefreshSeconds = 3600
 
-// ttl reads a sandbox time-to-live of a request: requested seconds, or def
-// when unset. It must be from least seconds to the server's limit; else the
-// error is the 400 answer naming field.
-func (s *Server) ttl(field string, requested *int32, def, least int32) (time.Duration, error) {
+// ttl reads the timeout (seconds) of a request, or def when unset. It must
+// be from least seconds to the server's limit; else the error is the 400
+// answer naming it.
+func (s *Server) ttl(requested *int32, def, least int32) (time.Duration, error) {
 	seconds := def
 	if requested != nil {
 		seconds = *requested
 	}
 	if seconds < least || time.Duration(seconds)*time.Second > s.cfg.MaxSandboxTimeout {
-		return 0, answer(http.StatusBadRequest, "%s %d is invalid: it must be from %d to %d seconds", field, seconds, least, int64(s.cfg.MaxSandboxTimeout/time.Second))
+		return 0, answer(http.StatusBadRequest, "timeout %d is invalid: it must be from %d to %d seconds", seconds, least, int64(s.cfg.MaxSandboxTimeout/time.Second))
 	}
 	return time.Duration(seconds) * time.Second, nil
 }

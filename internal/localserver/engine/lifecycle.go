@@ -114,7 +114,7 @@ func metricsOf(st container.StatsResponse, insp container.InspectResponse) Sandb
 	if insp.HostConfig != nil && insp.HostConfig.NanoCPUs > 0 {
 		cpus = float64(insp.HostConfig.NanoCPUs) / 1e9
 	}
-	m.CPUCount = int32(cpus) //nolint:gosec // a CPU count
+	m.CPUCount = int32(cpus)
 	used := float64(st.CPUStats.CPUUsage.TotalUsage) - float64(st.PreCPUStats.CPUUsage.TotalUsage)
 	system := float64(st.CPUStats.SystemUsage) - float64(st.PreCPUStats.SystemUsage)
 	if used > 0 && system > 0 && st.CPUStats.OnlineCPUs > 0 && cpus > 0 {
