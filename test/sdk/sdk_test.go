@@ -48,6 +48,9 @@ var wantChecks = []string{
 	"files: written file seen by a command",
 	"files: make, list, stat, rename, remove",
 	"sandbox connect",
+	"sandbox metrics",
+	"sandbox pause and connect",
+	"snapshot create, list, use and delete",
 	"sandbox kill",
 	"sandbox gone after kill",
 }
