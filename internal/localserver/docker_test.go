@@ -478,7 +478,7 @@ func TestDockerPauseMetricsAndLogs(t *testing.T) {
 	if _, info := ts.buildFrom(baseImage, "docker-pause"); info.Status != "ready" {
 		t.Fatalf("build = %+v", info)
 	}
-	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "docker-pause"})
+	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "docker-pause", EnvVars: map[string]string{"K": "V"}})
 	t.Cleanup(func() { _ = eng.StopSandbox(context.WithoutCancel(t.Context()), sb.SandboxID) })
 	client, err := envdclient.New(envdclient.Config{BaseURL: ts.URL, SandboxID: sb.SandboxID, AccessToken: sb.EnvdAccessToken})
 	if err != nil {
@@ -521,6 +521,21 @@ func TestDockerPauseMetricsAndLogs(t *testing.T) {
 	ts.call("POST", "/v2/sandboxes/"+sb.SandboxID+"/connect", e2bapi.ConnectSandbox{Timeout: int32p(120)}, http.StatusCreated, nil)
 	if got := sh(`kill -0 "$(cat /tmp/pid)" && cat /tmp/f`); got != "kept" {
 		t.Errorf("after resume: %q, want the file and the process kept", got)
+	}
+
+	// A restart of the engine stops the paused container: connect boots it
+	// again from its file system, with its env, without its processes.
+	ts.call("POST", "/sandboxes/"+sb.SandboxID+"/pause", nil, http.StatusNoContent, nil)
+	docker := testDockerClient(t)
+	if err := docker.ContainerKill(t.Context(), containerOf(t, sb.SandboxID).ID, "KILL"); err != nil {
+		t.Fatal(err)
+	}
+	for insp := containerOf(t, sb.SandboxID); insp.State.Running; insp = containerOf(t, sb.SandboxID) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	ts.call("POST", "/v2/sandboxes/"+sb.SandboxID+"/connect", nil, http.StatusCreated, nil)
+	if got := sh(`cat /tmp/f; echo "$K"; kill -0 "$(cat /tmp/pid)" 2>/dev/null || echo gone`); got != "kept\nV\ngone" {
+		t.Errorf("after a boot again: %q, want the file and the env kept, the process gone", got)
 	}
 
 	ts.call("POST", "/sandboxes/"+sb.SandboxID+"/pause", nil, http.StatusNoContent, nil)

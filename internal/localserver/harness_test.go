@@ -461,8 +461,8 @@ func (e *fakeEngine) PauseSandbox(_ context.Context, id string) error {
 	return e.setPaused(id, true)
 }
 
-func (e *fakeEngine) ResumeSandbox(_ context.Context, id string) error {
-	return e.setPaused(id, false)
+func (e *fakeEngine) ResumeSandbox(_ context.Context, spec engine.SandboxSpec) error {
+	return e.setPaused(spec.SandboxID, false)
 }
 
 // setPaused fails as Docker does: for an unknown sandbox, or one already in

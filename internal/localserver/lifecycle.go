@@ -2,10 +2,12 @@ package localserver
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
@@ -88,7 +90,7 @@ func (s *Server) pauseSandbox(ctx context.Context, sb store.Sandbox) error {
 		return s.internal(err)
 	}
 	if _, err := s.store.PauseSandbox(sb.ID); err != nil {
-		if rerr := s.engine.ResumeSandbox(context.WithoutCancel(ctx), sb.ID); rerr != nil {
+		if rerr := s.engine.ResumeSandbox(context.WithoutCancel(ctx), engine.SandboxSpec{SandboxID: sb.ID}); rerr != nil {
 			s.log.Error("thaw a sandbox whose pause could not be recorded", "sandbox", sb.ID, "err", rerr)
 		}
 		return err
@@ -109,7 +111,14 @@ func (s *Server) resumeSandbox(ctx context.Context, sb store.Sandbox, timeout ti
 	if err := s.engine.SetSandboxDeadline(ctx, sb.ID, containerEnd(next)); err != nil {
 		return sb, s.internal(err)
 	}
-	if err := s.engine.ResumeSandbox(ctx, sb.ID); err != nil {
+	b, err := s.store.Build(sb.TemplateID, sb.BuildID)
+	if err == nil && b.Result == nil {
+		err = fmt.Errorf("build %s has no image", b.ID)
+	}
+	if err != nil {
+		return sb, s.internal(err)
+	}
+	if err := s.engine.ResumeSandbox(ctx, sandboxSpec(next, b)); err != nil {
 		return sb, s.internal(err)
 	}
 	resumed, err := s.store.ResumeSandbox(sb.ID, next.EndAt, autoPause)

@@ -78,39 +78,27 @@ func (s *Server) createSandbox(ctx context.Context, req e2bapi.NewSandbox, defau
 	if err != nil {
 		return nil, err
 	}
-	env := maps.Clone(b.Result.Env)
-	if env == nil {
-		env = map[string]string{}
-	}
-	maps.Copy(env, req.EnvVars)
 	token := ""
 	if secure {
 		token = rand.Text()
 	}
-	id := "i" + store.RandomID(20)
-	started, err := s.engine.StartSandbox(ctx, engine.SandboxSpec{
-		SandboxID: id, TemplateID: t.ID, BuildID: b.ID, Image: b.Result.Image,
-		User: b.Result.User, Workdir: b.Result.Workdir, Env: env, StartCmd: b.Result.StartCmd,
-		AccessToken: token, CPUCount: b.CPUCount, MemoryMB: b.MemoryMB,
-		// Moved to the recorded end below; this one holds should the
-		// server die in between.
-		EndAt: containerEnd(store.Sandbox{AutoPause: autoPause, EndAt: s.cfg.Now().Add(timeout)}),
-	})
+	now := s.cfg.Now().UTC()
+	sb := store.Sandbox{
+		ID: "i" + store.RandomID(20), TemplateID: t.ID, Alias: t.Alias, BuildID: b.ID, AccessToken: token,
+		StartedAt: now, EndAt: now.Add(timeout), CPUCount: b.CPUCount, MemoryMB: b.MemoryMB,
+		Metadata: req.Metadata, EnvVars: req.EnvVars, State: store.StateRunning, AutoPause: autoPause,
+	}
+	id := sb.ID
+	// The container's end is set again once recorded; this one holds
+	// should the server die in between.
+	started, err := s.engine.StartSandbox(ctx, sandboxSpec(sb, b))
 	if err != nil {
 		s.log.Error("start sandbox", "template", t.ID, "build", b.ID, "err", err)
 		return nil, &errorAnswer{status: http.StatusInternalServerError, body: e2bapi.Error{Code: 500, Message: "start sandbox: " + err.Error(), ErrorCode: "sandbox_create_failed"}}
 	}
-	envdVersion := started.EnvdVersion
-	if envdVersion == "" {
-		envdVersion = b.Result.EnvdVersion
-	}
-	now := s.cfg.Now().UTC()
-	sb := store.Sandbox{
-		ID: id, TemplateID: t.ID, Alias: t.Alias, BuildID: b.ID, AccessToken: token,
-		StartedAt: now, EndAt: now.Add(timeout),
-		CPUCount: b.CPUCount, MemoryMB: b.MemoryMB, EnvdVersion: envdVersion,
-		Metadata: req.Metadata, ContainerID: started.ContainerID,
-		State: store.StateRunning, AutoPause: autoPause,
+	sb.ContainerID, sb.EnvdVersion = started.ContainerID, started.EnvdVersion
+	if sb.EnvdVersion == "" {
+		sb.EnvdVersion = b.Result.EnvdVersion
 	}
 	err = s.store.CreateSandbox(sb)
 	if err == nil {
@@ -126,6 +114,22 @@ func (s *Server) createSandbox(ctx context.Context, req e2bapi.NewSandbox, defau
 		return nil, err
 	}
 	return s.sandboxAnswer(sb), nil
+}
+
+// sandboxSpec is what the engine needs to start sandbox sb of build b, or
+// to boot it again: the build's user, workdir and start command, its env
+// with the sandbox's envVars over it.
+func sandboxSpec(sb store.Sandbox, b store.Build) engine.SandboxSpec {
+	env := maps.Clone(b.Result.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	maps.Copy(env, sb.EnvVars)
+	return engine.SandboxSpec{
+		SandboxID: sb.ID, TemplateID: sb.TemplateID, BuildID: sb.BuildID, Image: b.Result.Image,
+		User: b.Result.User, Workdir: b.Result.Workdir, Env: env, StartCmd: b.Result.StartCmd,
+		AccessToken: sb.AccessToken, CPUCount: sb.CPUCount, MemoryMB: sb.MemoryMB, EndAt: containerEnd(sb),
+	}
 }
 
 // sandboxAnswer is the Sandbox of create, connect and resume answers.

@@ -106,9 +106,11 @@ type Engine interface {
 	// the server is down; a zero end clears it.
 	SetSandboxDeadline(ctx context.Context, sandboxID string, end time.Time) error
 	// PauseSandbox freezes the sandbox's processes, keeping their memory
-	// and its file system; ResumeSandbox thaws them.
+	// and its file system; ResumeSandbox thaws them, or, when they are
+	// gone (the engine restarted), boots the sandbox again from its file
+	// system as spec says.
 	PauseSandbox(ctx context.Context, sandboxID string) error
-	ResumeSandbox(ctx context.Context, sandboxID string) error
+	ResumeSandbox(ctx context.Context, spec SandboxSpec) error
 	// SandboxMetrics samples the sandbox's CPU, memory and disk use.
 	SandboxMetrics(ctx context.Context, sandboxID string) (SandboxMetrics, error)
 	// CommitSandbox commits the sandbox's file system as the image of a

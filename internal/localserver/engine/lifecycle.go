@@ -15,6 +15,8 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 )
 
 // SandboxMetrics is one sample of a sandbox's resource use
@@ -65,17 +67,49 @@ func (d *Docker) PauseSandbox(ctx context.Context, sandboxID string) error {
 	return nil
 }
 
-// ResumeSandbox thaws a paused sandbox; its processes go on where they
-// were.
-func (d *Docker) ResumeSandbox(ctx context.Context, sandboxID string) error {
-	id, err := d.sandboxContainer(ctx, sandboxID)
+// ResumeSandbox thaws a paused sandbox: its processes go on where they
+// were. A sandbox whose container stopped (the engine restarted) is booted
+// again from its file system: envd and the start command start afresh,
+// initialised from spec, as E2B resumes a sandbox without its memory.
+func (d *Docker) ResumeSandbox(ctx context.Context, spec SandboxSpec) error {
+	id, err := d.sandboxContainer(ctx, spec.SandboxID)
 	if err == nil {
-		err = d.cli.ContainerUnpause(ctx, id)
+		var insp container.InspectResponse
+		insp, err = d.cli.ContainerInspect(ctx, id)
+		switch {
+		case err != nil:
+		case insp.State != nil && insp.State.Paused:
+			err = d.cli.ContainerUnpause(ctx, id)
+		case insp.State != nil && insp.State.Running:
+		default:
+			err = d.reboot(ctx, id, spec)
+		}
 	}
 	if err != nil {
-		return fmt.Errorf("resume sandbox %s: %w", sandboxID, err)
+		return fmt.Errorf("resume sandbox %s: %w", spec.SandboxID, err)
 	}
 	return nil
+}
+
+// reboot starts the stopped container of a sandbox again and initialises
+// its envd, through the relay the sandbox has kept.
+func (d *Docker) reboot(ctx context.Context, containerID string, spec SandboxSpec) error {
+	key := attachKey(kindSandbox, spec.SandboxID)
+	d.mu.Lock()
+	att := d.attached[key]
+	d.mu.Unlock()
+	if att == nil {
+		return errors.New("the sandbox has no relay on this server")
+	}
+	d.log.Info("booting a stopped sandbox container again", "sandbox", spec.SandboxID, "container", shortID(containerID))
+	if err := d.cli.ContainerStart(ctx, containerID, container.StartOptions{}); err != nil {
+		return err
+	}
+	rc := &runningContainer{id: containerID, kind: kindSandbox, key: key, envd: newEnvdClient(att.dialer(envd.Port), spec.AccessToken), token: spec.AccessToken}
+	if err := d.waitEnvd(ctx, containerID, rc.envd, att.relay.Addr()); err != nil {
+		return err
+	}
+	return d.initSandbox(ctx, rc, spec)
 }
 
 // SandboxMetrics samples the container's CPU and memory from the engine's

@@ -27,6 +27,9 @@ type Sandbox struct {
 	MemoryMB    int32             `json:"memoryMB"`
 	EnvdVersion string            `json:"envdVersion"`
 	Metadata    map[string]string `json:"metadata,omitempty"`
+	// EnvVars are the creation's, which a boot of the sandbox again (after
+	// an engine restart) hands envd anew.
+	EnvVars     map[string]string `json:"envVars,omitempty"`
 	ContainerID string            `json:"containerID"`
 	// State is StatePaused while paused; empty (records before pausing
 	// existed) or StateRunning otherwise.
