@@ -152,10 +152,14 @@ func containerEnd(sb store.Sandbox) time.Time {
 // stateAndEnd is the API's state of the sandbox and its endAt, which for a
 // paused sandbox is when it was paused, as on E2B.
 func stateAndEnd(sb store.Sandbox) (string, time.Time) {
-	if sb.Paused() && sb.PausedAt != nil {
+	switch {
+	case !sb.Paused():
+		return store.StateRunning, sb.EndAt
+	case sb.PausedAt != nil:
 		return store.StatePaused, *sb.PausedAt
+	default:
+		return store.StatePaused, sb.EndAt
 	}
-	return store.StateRunning, sb.EndAt
 }
 
 func sandboxID(w http.ResponseWriter, r *http.Request) (string, bool) {
