@@ -133,6 +133,28 @@ func (s *Server) resumeSandbox(ctx context.Context, sb store.Sandbox, timeout ti
 	return resumed, nil
 }
 
+// autoResume resumes a paused sandbox that traffic resumes (lifecycle
+// autoResume) for its AutoResume, and reports whether it runs now.
+func (s *Server) autoResume(ctx context.Context, sb store.Sandbox) bool {
+	if sb.AutoResume <= 0 {
+		return false
+	}
+	s.transitions.Lock()
+	defer s.transitions.Unlock()
+	sb, err := s.store.Sandbox(sb.ID)
+	if err != nil {
+		return false
+	}
+	if sb.Paused() {
+		if _, err := s.resumeSandbox(ctx, sb, sb.AutoResume, nil); err != nil {
+			s.log.Error("resume a sandbox for its traffic", "sandbox", sb.ID, "err", err)
+			return false
+		}
+		s.log.Info("sandbox resumed by its traffic", "sandbox", sb.ID)
+	}
+	return true
+}
+
 // pauseAtEnd pauses a sandbox whose end came and that pauses then
 // (lifecycle onTimeout "pause"), for the reaper and the shutdown.
 func (s *Server) pauseAtEnd(ctx context.Context, id string) {

@@ -143,7 +143,32 @@ func TestSandboxOnTimeoutPause(t *testing.T) {
 	}
 	ts.call("POST", "/v2/sandboxes/"+sb.SandboxID+"/connect", nil, http.StatusCreated, nil)
 
-	ts.expectError("POST", "/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app", AutoPause: boolp(true), AutoResume: &e2bapi.SandboxAutoResume{Enabled: true}}, http.StatusBadRequest, "autoResume")
+	ts.expectError("POST", "/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app", AutoPauseMemory: boolp(false)}, http.StatusBadRequest, "only applies when autoPause is true")
+	ts.expectError("POST", "/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app", AutoPause: boolp(true), AutoPauseMemory: boolp(false), AutoResume: &e2bapi.SandboxAutoResume{Enabled: true}}, http.StatusBadRequest, "cannot be combined with autoResume")
+}
+
+// lifecycle autoResume: traffic through the sandbox proxy resumes a paused
+// sandbox for the creation's timeout; without it the proxy answers 502.
+func TestSandboxAutoResume(t *testing.T) {
+	clock := newTestClock()
+	eng := newFakeEngine(t)
+	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.Now = clock.Now }})
+	ts.build("app")
+	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app", Timeout: int32p(30), AutoPause: boolp(true), AutoResume: &e2bapi.SandboxAutoResume{Enabled: true}})
+	if d := ts.detail(sb.SandboxID); d.Lifecycle == nil || !d.Lifecycle.AutoResume {
+		t.Errorf("lifecycle = %+v, want autoResume", d.Lifecycle)
+	}
+	ts.call("POST", "/sandboxes/"+sb.SandboxID+"/pause", nil, http.StatusNoContent, nil)
+	clock.Advance(time.Hour)
+
+	resp := ts.request("GET", "/health", nil, "E2b-Sandbox-Id", sb.SandboxID, "E2b-Sandbox-Port", "49983")
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("envd's health through the proxy of an auto-resumed sandbox = %d, want 204", resp.StatusCode)
+	}
+	if d := ts.detail(sb.SandboxID); d.State != "running" || !d.EndAt.Equal(clock.Now().Add(30*time.Second)) || eng.isPaused(sb.SandboxID) {
+		t.Errorf("after traffic: %+v, want running until now+30s", d)
+	}
 }
 
 // Paused sandboxes, and those that pause at their end, outlive the server:

@@ -106,7 +106,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, id string, port i
 		s.internalError(w, err)
 		return
 	}
-	if sb.Paused() {
+	if sb.Paused() && !s.autoResume(r.Context(), sb) {
 		// Its envd is frozen: a request would wait for it in vain.
 		writeError(w, http.StatusBadGateway, "sandbox '%s' is paused: connect to it to resume it", id)
 		return

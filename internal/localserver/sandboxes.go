@@ -70,10 +70,18 @@ func (s *Server) createSandbox(ctx context.Context, req e2bapi.NewSandbox, defau
 	if req.TemplateID == "" {
 		return nil, answer(http.StatusBadRequest, "templateID is required")
 	}
-	if req.AutoResume != nil && req.AutoResume.Enabled {
-		return nil, answer(http.StatusBadRequest, "autoResume is not supported by the local server: resume a paused sandbox with connect")
-	}
 	autoPause := req.AutoPause != nil && *req.AutoPause
+	autoResume := req.AutoResume != nil && req.AutoResume.Enabled
+	// E2B's checks: without memory the pause at the end is a file system
+	// snapshot, which traffic cannot resume.
+	if req.AutoPauseMemory != nil && !*req.AutoPauseMemory {
+		if !autoPause {
+			return nil, answer(http.StatusBadRequest, "autoPauseMemory=false only applies when autoPause is true.")
+		}
+		if autoResume {
+			return nil, answer(http.StatusBadRequest, "autoPauseMemory=false (filesystem-only auto-pause) cannot be combined with autoResume: a filesystem-only snapshot cannot be auto-resumed by traffic and must be resumed explicitly.")
+		}
+	}
 	t, b, err := s.store.Resolve(req.TemplateID)
 	if err != nil {
 		return nil, err
@@ -87,6 +95,9 @@ func (s *Server) createSandbox(ctx context.Context, req e2bapi.NewSandbox, defau
 		ID: "i" + store.RandomID(20), TemplateID: t.ID, Alias: t.Alias, BuildID: b.ID, AccessToken: token,
 		StartedAt: now, EndAt: now.Add(timeout), CPUCount: b.CPUCount, MemoryMB: b.MemoryMB,
 		Metadata: req.Metadata, EnvVars: req.EnvVars, State: store.StateRunning, AutoPause: autoPause,
+	}
+	if autoResume {
+		sb.AutoResume = timeout
 	}
 	id := sb.ID
 	// The container's end is set again once recorded; this one holds
@@ -200,7 +211,7 @@ func (s *Server) handleGetSandbox(w http.ResponseWriter, r *http.Request) {
 		StartedAt: sb.StartedAt, EndAt: end, EnvdVersion: sb.EnvdVersion,
 		EnvdAccessToken: sb.AccessToken, Domain: s.domain(),
 		CPUCount: sb.CPUCount, MemoryMB: sb.MemoryMB, Metadata: sb.Metadata, State: state,
-		Lifecycle: &e2bapi.SandboxLifecycle{OnTimeout: onTimeout},
+		Lifecycle: &e2bapi.SandboxLifecycle{OnTimeout: onTimeout, AutoResume: sb.AutoResume > 0},
 	})
 }
 

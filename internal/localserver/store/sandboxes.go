@@ -38,6 +38,10 @@ type Sandbox struct {
 	// AutoPause pauses the sandbox at its end instead of killing it
 	// (lifecycle onTimeout "pause").
 	AutoPause bool `json:"autoPause,omitempty"`
+	// AutoResume, when set, is how long traffic to the paused sandbox
+	// resumes it for (lifecycle autoResume; the creation's timeout, as on
+	// E2B).
+	AutoResume time.Duration `json:"autoResume,omitempty"`
 }
 
 // Paused reports whether the sandbox is paused.
