@@ -299,6 +299,31 @@ try {
       })
     })
 
+    // lifecycle {onTimeout: 'pause', autoResume: true}: paused, not killed,
+    // at its end, and resumed by the next envd request.
+    await attempt('sandbox lifecycle: pause on timeout, resume by traffic', async () => {
+      const short = await Sandbox.create(templateName, { timeoutMs: 2000, lifecycle: { onTimeout: 'pause', autoResume: true } })
+      try {
+        await short.files.write('/app/lifecycle.txt', 'kept at the end')
+        const lifecycle = (await short.getInfo()).lifecycle
+        let state
+        for (let i = 0; i < 300 && state !== 'paused'; i++) {
+          await new Promise((resolve) => setTimeout(resolve, 100))
+          state = (await short.getInfo()).state
+        }
+        const content = await short.files.read('/app/lifecycle.txt')
+        const stateAfter = (await short.getInfo()).state
+        expectEqual('sandbox lifecycle: pause on timeout, resume by traffic', { lifecycle, state, content, stateAfter }, {
+          lifecycle: { onTimeout: 'pause', autoResume: true },
+          state: 'paused',
+          content: 'kept at the end',
+          stateAfter: 'running',
+        })
+      } finally {
+        await short.kill()
+      }
+    })
+
     await attempt('sandbox kill', async () => {
       expectEqual('sandbox kill', await sandbox.kill(), true)
     })

@@ -51,6 +51,7 @@ var wantChecks = []string{
 	"sandbox metrics",
 	"sandbox pause and connect",
 	"snapshot create, list, use and delete",
+	"sandbox lifecycle: pause on timeout, resume by traffic",
 	"sandbox kill",
 	"sandbox gone after kill",
 }
