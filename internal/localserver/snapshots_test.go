@@ -105,4 +105,18 @@ func TestSandboxSnapshots(t *testing.T) {
 	if got := ts.snapshotIDs(""); !slices.Equal(got, []string{unnamed.SnapshotID}) {
 		t.Errorf("snapshots after deleting snap = %v", got)
 	}
+	// The SDK's deleteSnapshot: DELETE /templates/{snapshotID}, tag and all,
+	// once no sandbox of it is left.
+	ts.expectError("DELETE", "/templates/"+unnamed.SnapshotID, nil, http.StatusBadRequest, "running or paused sandboxes use it")
+	var list []e2bapi.ListedSandbox
+	ts.call("GET", "/v2/sandboxes", nil, http.StatusOK, &list)
+	for _, l := range list {
+		if l.TemplateID == snapID {
+			ts.call("DELETE", "/sandboxes/"+l.SandboxID, nil, http.StatusNoContent, nil)
+		}
+	}
+	ts.call("DELETE", "/templates/"+unnamed.SnapshotID, nil, http.StatusNoContent, nil)
+	if got := ts.snapshotIDs(""); len(got) != 0 {
+		t.Errorf("snapshots after deleting all = %v", got)
+	}
 }

@@ -694,7 +694,7 @@ func (s *Store) DeleteTemplate(ref string) (Template, []Build, error) {
 			return err
 		}
 		if inUse > 0 {
-			return errorf(KindInvalid, "cannot delete template '%s': %d running sandboxes use it", t.ID, inUse)
+			return errorf(KindInvalid, "cannot delete template '%s': %d running or paused sandboxes use it", t.ID, inUse)
 		}
 		if err := tx.Bucket(bucketAliases).Delete([]byte(t.Alias)); err != nil {
 			return err
