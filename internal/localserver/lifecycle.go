@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
@@ -27,8 +28,7 @@ func (s *Server) handlePauseSandbox(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s.transitions.Lock()
-	defer s.transitions.Unlock()
+	defer s.lockSandbox(id)()
 	sb, err := s.store.Sandbox(id)
 	if err != nil {
 		s.storeError(w, err)
@@ -57,8 +57,7 @@ func (s *Server) handleResumeSandbox(w http.ResponseWriter, r *http.Request) {
 		s.answerError(w, err)
 		return
 	}
-	s.transitions.Lock()
-	defer s.transitions.Unlock()
+	defer s.lockSandbox(id)()
 	sb, err := s.store.Sandbox(id)
 	if err != nil {
 		s.storeError(w, err)
@@ -75,10 +74,40 @@ func (s *Server) handleResumeSandbox(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, s.sandboxAnswer(sb))
 }
 
+// sandboxLock is the lock of one sandbox and how many hold or wait for it.
+type sandboxLock struct {
+	mu    sync.Mutex
+	users int
+}
+
+// lockSandbox takes the lock that serialises the pauses, resumes and
+// snapshots of sandbox id, so that its record and its container agree, and
+// returns its release. Other sandboxes are not held up (a commit takes a
+// while).
+func (s *Server) lockSandbox(id string) func() {
+	s.mu.Lock()
+	l := s.sandboxLocks[id]
+	if l == nil {
+		l = &sandboxLock{}
+		s.sandboxLocks[id] = l
+	}
+	l.users++
+	s.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		s.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(s.sandboxLocks, id)
+		}
+		s.mu.Unlock()
+	}
+}
+
 // pauseSandbox freezes a running sandbox and records it paused. Its
 // container's own end is cleared first, so that envd, thawed later, does
 // not end it for an end that passed while it was paused. Callers hold
-// s.transitions.
+// the sandbox's lock (lockSandbox).
 func (s *Server) pauseSandbox(ctx context.Context, sb store.Sandbox) error {
 	if err := s.engine.SetSandboxDeadline(ctx, sb.ID, time.Time{}); err != nil {
 		return s.internal(err)
@@ -100,7 +129,7 @@ func (s *Server) pauseSandbox(ctx context.Context, sb store.Sandbox) error {
 
 // resumeSandbox thaws a paused sandbox to run timeout from now and records
 // it running (and, when autoPause is set, whether it pauses then). Callers
-// hold s.transitions.
+// hold the sandbox's lock (lockSandbox).
 func (s *Server) resumeSandbox(ctx context.Context, sb store.Sandbox, timeout time.Duration, autoPause *bool) (store.Sandbox, error) {
 	next := sb
 	next.State, next.EndAt = store.StateRunning, s.cfg.Now().Add(timeout)
@@ -139,8 +168,7 @@ func (s *Server) autoResume(ctx context.Context, sb store.Sandbox) bool {
 	if sb.AutoResume <= 0 {
 		return false
 	}
-	s.transitions.Lock()
-	defer s.transitions.Unlock()
+	defer s.lockSandbox(sb.ID)()
 	sb, err := s.store.Sandbox(sb.ID)
 	if err != nil {
 		return false
@@ -158,8 +186,7 @@ func (s *Server) autoResume(ctx context.Context, sb store.Sandbox) bool {
 // pauseAtEnd pauses a sandbox whose end came and that pauses then
 // (lifecycle onTimeout "pause"), for the reaper and the shutdown.
 func (s *Server) pauseAtEnd(ctx context.Context, id string) {
-	s.transitions.Lock()
-	defer s.transitions.Unlock()
+	defer s.lockSandbox(id)()
 	sb, err := s.store.Sandbox(id)
 	if err != nil || sb.Paused() {
 		return // killed or paused meanwhile

@@ -369,8 +369,7 @@ func (s *Server) connectSandbox(w http.ResponseWriter, r *http.Request, id strin
 		s.answerError(w, err)
 		return
 	}
-	s.transitions.Lock()
-	defer s.transitions.Unlock()
+	defer s.lockSandbox(id)()
 	sb, err := s.store.Sandbox(id)
 	if err != nil {
 		s.storeError(w, err)

@@ -131,9 +131,9 @@ type Server struct {
 	proxies map[string]*sandboxProxy // by sandbox ID
 	tasks   sync.WaitGroup
 
-	// transitions serialises pausing and resuming, so that a sandbox's
-	// record and its container agree.
-	transitions sync.Mutex
+	// sandboxLocks serialise each sandbox's pauses, resumes and
+	// snapshots (lockSandbox), by sandbox ID.
+	sandboxLocks map[string]*sandboxLock
 }
 
 // New opens the state in cfg.DataDir, recovers from an earlier run (builds
@@ -153,6 +153,8 @@ func New(ctx context.Context, cfg Config, eng engine.Engine) (*Server, error) {
 		spoolDir:   filepath.Join(cfg.DataDir, "uploads"),
 		running:    map[string]*runningBuild{},
 		proxies:    map[string]*sandboxProxy{},
+
+		sandboxLocks: map[string]*sandboxLock{},
 	}
 	for _, dir := range []string{cfg.DataDir, s.archiveDir, s.spoolDir} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {

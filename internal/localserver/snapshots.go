@@ -23,8 +23,7 @@ func (s *Server) handleCreateSnapshot(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// A pause or resume during the commit would be undone by it.
-	s.transitions.Lock()
-	defer s.transitions.Unlock()
+	defer s.lockSandbox(id)()
 	sb, err := s.store.Sandbox(id)
 	if err != nil {
 		s.storeError(w, err)
