@@ -524,7 +524,7 @@ func TestDockerPauseMetricsAndLogs(t *testing.T) {
 	}
 
 	// A restart of the engine stops the paused container: connect boots it
-	// again from its file system, with its env, without its processes.
+	// again from its file system, with its env.
 	ts.call("POST", "/sandboxes/"+sb.SandboxID+"/pause", nil, http.StatusNoContent, nil)
 	docker := testDockerClient(t)
 	if err := docker.ContainerKill(t.Context(), containerOf(t, sb.SandboxID).ID, "KILL"); err != nil {
@@ -534,8 +534,9 @@ func TestDockerPauseMetricsAndLogs(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	ts.call("POST", "/v2/sandboxes/"+sb.SandboxID+"/connect", nil, http.StatusCreated, nil)
-	if got := sh(`cat /tmp/f; echo "$K"; kill -0 "$(cat /tmp/pid)" 2>/dev/null || echo gone`); got != "kept\nV\ngone" {
-		t.Errorf("after a boot again: %q, want the file and the env kept, the process gone", got)
+	// (Not the process: in the new PID namespace its number may be taken.)
+	if got := sh(`cat /tmp/f; echo "$K"`); got != "kept\nV" {
+		t.Errorf("after a boot again: %q, want the file and the env kept", got)
 	}
 
 	ts.call("POST", "/sandboxes/"+sb.SandboxID+"/pause", nil, http.StatusNoContent, nil)
