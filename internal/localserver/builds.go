@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -323,8 +322,8 @@ func (s *Server) handleBuildStatus(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, info)
 }
 
-// handleBuildLogs serves the /logs variant: entries at or after cursor (ms)
-// going forward, or at or before it going backward (newest first).
+// handleBuildLogs serves the /logs variant: a logPage of the entries,
+// forward by default.
 func (s *Server) handleBuildLogs(w http.ResponseWriter, r *http.Request) {
 	templateID, buildID := r.PathValue("templateID"), r.PathValue("buildID")
 	cursor, ok := queryInt(w, r, "cursor", -1)
@@ -339,9 +338,8 @@ func (s *Server) handleBuildLogs(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	direction := r.URL.Query().Get("direction")
-	if direction != "" && direction != "forward" && direction != "backward" {
-		writeError(w, http.StatusBadRequest, "direction %q must be forward or backward", direction)
+	direction, ok := queryDirection(w, r, "forward")
+	if !ok {
 		return
 	}
 	if source := r.URL.Query().Get("source"); source != "" && source != "temporary" && source != "persistent" {
@@ -357,20 +355,6 @@ func (s *Server) handleBuildLogs(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, err)
 		return
 	}
-	limit = min(limit, 100)
-	out := []e2bapi.BuildLogEntry{}
-	if direction == "backward" {
-		slices.Reverse(all)
-	}
-	for _, e := range all {
-		if int64(len(out)) >= limit {
-			break
-		}
-		ms := e.Timestamp.UnixMilli()
-		if cursor >= 0 && ((direction == "backward" && ms > cursor) || (direction != "backward" && ms < cursor)) {
-			continue
-		}
-		out = append(out, e)
-	}
+	out := logPage(all, func(e e2bapi.BuildLogEntry) time.Time { return e.Timestamp }, cursor, direction, min(limit, 100))
 	writeJSON(w, http.StatusOK, e2bapi.TemplateBuildLogsResponse{Logs: out})
 }

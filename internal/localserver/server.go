@@ -137,6 +137,10 @@ type Server struct {
 	running map[string]*runningBuild // by build ID
 	proxies map[string]*sandboxProxy // by sandbox ID
 	tasks   sync.WaitGroup
+
+	// sandboxLocks serialise each sandbox's pauses, resumes and
+	// snapshots (lockSandbox), by sandbox ID.
+	sandboxLocks map[string]*sandboxLock
 }
 
 // New opens the state in cfg.DataDir, recovers from an earlier run (builds
@@ -156,6 +160,8 @@ func New(ctx context.Context, cfg Config, eng engine.Engine) (*Server, error) {
 		spoolDir:   filepath.Join(cfg.DataDir, "uploads"),
 		running:    map[string]*runningBuild{},
 		proxies:    map[string]*sandboxProxy{},
+
+		sandboxLocks: map[string]*sandboxLock{},
 	}
 	for _, dir := range []string{cfg.DataDir, s.archiveDir, s.spoolDir} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -204,7 +210,7 @@ func (s *Server) recover(ctx context.Context) error {
 	live := map[string]bool{}
 	now := s.cfg.Now()
 	for _, sb := range sandboxes {
-		if now.Before(sb.EndAt) {
+		if sb.Live(now) {
 			live[sb.ID] = true
 		} else if _, err := s.store.DeleteSandbox(sb.ID); err != nil {
 			return err
@@ -247,7 +253,9 @@ func (s *Server) ownedImages() (map[string]bool, error) {
 func (s *Server) Store() *store.Store { return s.store }
 
 // Close fails running builds with "server shut down", stops every sandbox
-// and closes the state. ctx bounds the wait for builds to wind down.
+// but those that are paused or pause at their end (which it pauses, so that
+// they outlive the server as on E2B they outlive their timeout) and closes
+// the state. ctx bounds the wait for builds to wind down.
 func (s *Server) Close(ctx context.Context) error {
 	// Under mu, so that no build starts between the cancel and the Wait.
 	s.mu.Lock()
@@ -267,7 +275,13 @@ func (s *Server) Close(ctx context.Context) error {
 	sandboxes, err := s.store.Sandboxes()
 	errs = append(errs, err)
 	for _, sb := range sandboxes {
-		errs = append(errs, s.stopSandbox(ctx, sb.ID))
+		switch {
+		case sb.Paused():
+		case sb.AutoPause:
+			s.pauseAtEnd(ctx, sb.ID)
+		default:
+			errs = append(errs, s.stopSandbox(ctx, sb.ID))
+		}
 	}
 	s.mu.Lock()
 	for id, p := range s.proxies {
@@ -342,6 +356,14 @@ func (s *Server) routes() *http.ServeMux {
 	m.HandleFunc("POST /v2/sandboxes/{sandboxID}/connect", s.handleConnectSandbox)
 	m.HandleFunc("POST /sandboxes/{sandboxID}/connect", s.handleConnectSandboxV1)
 	m.HandleFunc("POST /sandboxes/{sandboxID}/refreshes", s.handleRefreshSandbox)
+	m.HandleFunc("POST /sandboxes/{sandboxID}/pause", s.handlePauseSandbox)
+	m.HandleFunc("POST /sandboxes/{sandboxID}/resume", s.handleResumeSandbox)
+	m.HandleFunc("GET /sandboxes/metrics", s.handleSandboxesMetrics)
+	m.HandleFunc("GET /sandboxes/{sandboxID}/metrics", s.handleSandboxMetrics)
+	m.HandleFunc("GET /sandboxes/{sandboxID}/logs", s.handleSandboxLogs)
+	m.HandleFunc("GET /v2/sandboxes/{sandboxID}/logs", s.handleSandboxLogsV2)
+	m.HandleFunc("POST /sandboxes/{sandboxID}/snapshots", s.handleCreateSnapshot)
+	m.HandleFunc("GET /snapshots", s.handleListSnapshots)
 	return m
 }
 

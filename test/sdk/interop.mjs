@@ -324,6 +324,89 @@ try {
       })
     })
 
+    // Sandbox.getMetrics (GET /sandboxes/{id}/metrics): a sample of the
+    // container's CPU and memory.
+    await attempt('sandbox metrics', async () => {
+      const metrics = await sandbox.getMetrics()
+      const m = metrics[metrics.length - 1] ?? {}
+      expectEqual('sandbox metrics', {
+        samples: metrics.length > 0,
+        cpuCount: m.cpuCount >= 1,
+        memTotal: m.memTotal === 1024 * 1024 * 1024,
+        memUsed: m.memUsed > 0,
+        timestamp: m.timestamp instanceof Date && !Number.isNaN(m.timestamp.getTime()),
+      }, { samples: true, cpuCount: true, memTotal: true, memUsed: true, timestamp: true })
+    })
+
+    // pause (POST /sandboxes/{id}/pause), a second pause (409 → false), and
+    // Sandbox.connect resuming it: the file written before is still there.
+    await attempt('sandbox pause and connect', async () => {
+      await sandbox.files.write('/app/paused.txt', 'before the pause')
+      const paused = await sandbox.pause()
+      const pausedAgain = await sandbox.pause()
+      const state = (await sandbox.getInfo()).state
+      const running = await sandbox.isRunning()
+      const resumed = await Sandbox.connect(sandbox.sandboxId)
+      const content = await resumed.files.read('/app/paused.txt')
+      const stateAfter = (await resumed.getInfo()).state
+      expectEqual('sandbox pause and connect', { paused, pausedAgain, state, running, content, stateAfter }, {
+        paused: true,
+        pausedAgain: false,
+        state: 'paused',
+        running: false,
+        content: 'before the pause',
+        stateAfter: 'running',
+      })
+    })
+
+    // createSnapshot (POST /sandboxes/{id}/snapshots), listSnapshots (GET
+    // /snapshots), a sandbox of the snapshot, deleteSnapshot.
+    await attempt('snapshot create, list, use and delete', async () => {
+      const snap = await sandbox.createSnapshot({ name: `${templateAlias}-snap` })
+      const listed = (await Sandbox.listSnapshots({ sandboxId: sandbox.sandboxId }).nextItems()).map((s) => s.snapshotId)
+      const fromSnap = await Sandbox.create(snap.snapshotId)
+      let content
+      try {
+        content = await fromSnap.files.read('/app/paused.txt')
+      } finally {
+        await fromSnap.kill()
+      }
+      const deleted = await Sandbox.deleteSnapshot(snap.snapshotId)
+      const listedAfter = (await Sandbox.listSnapshots({ sandboxId: sandbox.sandboxId }).nextItems()).length
+      expectEqual('snapshot create, list, use and delete', { snap, listed, content, deleted, listedAfter }, {
+        snap: { snapshotId: `local/${templateAlias}-snap:default`, names: [`local/${templateAlias}-snap`] },
+        listed: [`local/${templateAlias}-snap:default`],
+        content: 'before the pause',
+        deleted: true,
+        listedAfter: 0,
+      })
+    })
+
+    // lifecycle {onTimeout: 'pause', autoResume: true}: paused, not killed,
+    // at its end, and resumed by the next envd request.
+    await attempt('sandbox lifecycle: pause on timeout, resume by traffic', async () => {
+      const short = await Sandbox.create(templateName, { timeoutMs: 2000, lifecycle: { onTimeout: 'pause', autoResume: true } })
+      try {
+        await short.files.write('/app/lifecycle.txt', 'kept at the end')
+        const lifecycle = (await short.getInfo()).lifecycle
+        let state
+        for (let i = 0; i < 300 && state !== 'paused'; i++) {
+          await new Promise((resolve) => setTimeout(resolve, 100))
+          state = (await short.getInfo()).state
+        }
+        const content = await short.files.read('/app/lifecycle.txt')
+        const stateAfter = (await short.getInfo()).state
+        expectEqual('sandbox lifecycle: pause on timeout, resume by traffic', { lifecycle, state, content, stateAfter }, {
+          lifecycle: { onTimeout: 'pause', autoResume: true },
+          state: 'paused',
+          content: 'kept at the end',
+          stateAfter: 'running',
+        })
+      } finally {
+        await short.kill()
+      }
+    })
+
     await attempt('sandbox kill', async () => {
       expectEqual('sandbox kill', await sandbox.kill(), true)
     })

@@ -58,6 +58,10 @@ var wantChecks = []string{
 	"files: metadata",
 	"files: watchDir receives events",
 	"sandbox connect",
+	"sandbox metrics",
+	"sandbox pause and connect",
+	"snapshot create, list, use and delete",
+	"sandbox lifecycle: pause on timeout, resume by traffic",
 	"sandbox kill",
 	"sandbox gone after kill",
 }

@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"maps"
 	"path"
 	"strconv"
 	"strings"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/api/types/strslice"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
@@ -448,21 +446,8 @@ func (b *builder) waitReady(ctx context.Context, ready string, startDone <-chan 
 // labels to the image's, so the image's kind label is overridden: a
 // container someone starts from the image by hand is not ours to remove.
 func (b *builder) commit(ctx context.Context, img image.InspectResponse) (string, error) {
-	ref := fmt.Sprintf("%s/%s:%s", b.d.opts.ImageRepository, strings.ToLower(b.spec.TemplateID), strings.ToLower(b.spec.BuildID))
-	cfg := &container.Config{
-		// A non-nil empty entrypoint stops the engine from filling in the
-		// container's (envd) when the image has none.
-		Entrypoint: strslice.StrSlice{},
-		Labels:     map[string]string{},
-	}
-	if c := img.Config; c != nil {
-		cfg.User, cfg.Cmd = c.User, c.Cmd
-		maps.Copy(cfg.Labels, c.Labels)
-		if len(c.Entrypoint) > 0 {
-			cfg.Entrypoint = c.Entrypoint
-		}
-	}
-	cfg.Labels[b.d.label("kind")] = kindImage
+	ref := b.d.imageRef(b.spec.TemplateID, b.spec.BuildID)
+	cfg := commitConfig(img, map[string]string{b.d.label("kind"): kindImage})
 	b.logf(stepFinalize, e2bapi.LogInfo, "Saving the image")
 	if _, err := b.d.cli.ContainerCommit(ctx, b.c.id, container.CommitOptions{Reference: ref, Config: cfg, Pause: true}); err != nil {
 		return "", fmt.Errorf("commit image %s: %w", ref, err)

@@ -341,9 +341,13 @@ func writeDeadline(dir string, end time.Time) error {
 }
 
 // SetSandboxDeadline moves the end of the sandbox's container: envd stops
-// it then, with or without the server.
+// it then, with or without the server. A zero end clears it.
 func (d *Docker) SetSandboxDeadline(_ context.Context, sandboxID string, end time.Time) error {
-	return writeDeadline(containerDir(d.opts.StateDir, kindSandbox, sandboxID), end)
+	dir := containerDir(d.opts.StateDir, kindSandbox, sandboxID)
+	if end.IsZero() {
+		return clearDeadline(dir)
+	}
+	return writeDeadline(dir, end)
 }
 
 // startContainer creates and starts a container running envd, with the
@@ -603,19 +607,27 @@ func (d *Docker) StartSandbox(ctx context.Context, spec SandboxSpec) (*Sandbox, 
 	if err != nil {
 		return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
 	}
-	if err := rc.envd.Init(ctx, client.InitRequest{EnvVars: spec.Env, AccessToken: rc.token, DefaultUser: spec.User, DefaultWorkdir: spec.Workdir}); err != nil {
+	if err := d.initSandbox(ctx, rc, spec); err != nil {
 		d.discard(ctx, rc)
 		return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
+	}
+	return &Sandbox{ID: spec.SandboxID, ContainerID: rc.id, EnvdVersion: EnvdVersion}, nil
+}
+
+// initSandbox hands a sandbox's envd, just started, its token, user,
+// workdir and env, and starts the template's start command.
+func (d *Docker) initSandbox(ctx context.Context, rc *runningContainer, spec SandboxSpec) error {
+	if err := rc.envd.Init(ctx, client.InitRequest{EnvVars: spec.Env, AccessToken: rc.token, DefaultUser: spec.User, DefaultWorkdir: spec.Workdir}); err != nil {
+		return err
 	}
 	if spec.StartCmd != "" {
 		sh, err := d.shellOf(ctx, rc.id)
 		if err != nil {
-			d.discard(ctx, rc)
-			return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
+			return err
 		}
 		d.startCommand(ctx, rc, spec, sh)
 	}
-	return &Sandbox{ID: spec.SandboxID, ContainerID: rc.id, EnvdVersion: EnvdVersion}, nil
+	return nil
 }
 
 // startCommand runs the sandbox's start command in the background, as the
