@@ -125,6 +125,10 @@ func newTestDocker(t *testing.T, network string) *Docker {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		// The layers first: build images they are built on go with them.
+		if err := d.PruneLayers(context.Background(), 0); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
 		if err := d.RemoveOrphans(context.Background(), nil, nil); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
