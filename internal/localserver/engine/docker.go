@@ -93,6 +93,12 @@ const (
 	maxSocketPath = 107
 )
 
+// Defaults of DockerOptions.
+const (
+	defaultLabelPrefix     = "e2b-local"
+	defaultImageRepository = "e2b-local"
+)
+
 // Network modes.
 const (
 	NetworkNone = "none"
@@ -166,10 +172,10 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 		opts.Instance = "default"
 	}
 	if opts.LabelPrefix == "" {
-		opts.LabelPrefix = "e2b-local"
+		opts.LabelPrefix = defaultLabelPrefix
 	}
 	if opts.ImageRepository == "" {
-		opts.ImageRepository = "e2b-local"
+		opts.ImageRepository = defaultImageRepository
 	}
 	if opts.LayerCacheSize == 0 {
 		opts.LayerCacheSize = DefaultLayerCacheSize

@@ -108,7 +108,7 @@ func buildEnvd(dir string) (string, error) {
 
 // newTestDocker connects an engine whose containers only this test sees,
 // with containers on network ("" for the default, none).
-func newTestDocker(t *testing.T, network string) *Docker {
+func newTestDocker(t testing.TB, network string) *Docker {
 	t.Helper()
 	if dockerEnv.skip != "" {
 		testutil.Missing(t, "%s", dockerEnv.skip)

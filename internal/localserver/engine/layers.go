@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
+	docker "github.com/docker/docker/client"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
@@ -110,6 +112,22 @@ func (d *Docker) touchLayer(ctx context.Context, key string) {
 	if err := d.cli.ImageTag(ctx, d.layerRef(key), d.layerRef(key)); err != nil && !isNotFound(err) {
 		d.log.Warn("touch layer", "key", key, "error", err)
 	}
+}
+
+// RemoveInstanceImages removes every image of the server instance on the
+// engine at dockerHost, its layer cache included: what tests do when their
+// server's data dir goes (a server keeps its cache across restarts).
+func RemoveInstanceImages(ctx context.Context, dockerHost, instance string) error {
+	cli, err := docker.NewClientWithOpts(docker.WithHost(dockerHost), docker.WithAPIVersionNegotiation())
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	d := &Docker{cli: cli, log: slog.New(slog.DiscardHandler), opts: DockerOptions{
+		Instance: instance, LabelPrefix: defaultLabelPrefix, ImageRepository: defaultImageRepository,
+	}}
+	// Build images first: the layers under them go with the last tag.
+	return errors.Join(d.removeOrphanImages(ctx, nil), d.PruneLayers(ctx, 0))
 }
 
 // PruneLayers removes this instance's layer images beyond the keep most
