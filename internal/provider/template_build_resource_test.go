@@ -280,7 +280,7 @@ func TestAccTemplateBuild_layerCache(t *testing.T) {
 	srv := localServer(t)
 	name := uniqueName("acc-cache")
 	config := func(version string, force bool) string {
-		return templateBuild(srv, name, "b", srv.BaseImage, fmt.Sprintf(`  force = %t
+		return templateBuild(srv, name, "b", srv.DebianImage, fmt.Sprintf(`  force = %t
   steps = [
     { run = { command = "cat /proc/sys/kernel/random/uuid > /stamp", user = "root" } },
     { run = { command = "echo %s > /version", user = "root" } },
