@@ -63,7 +63,7 @@ type Server struct {
 	cmd        *exec.Cmd
 	logPath    string
 	dockerHost string
-	exited  chan struct{}
+	exited     chan struct{}
 }
 
 // ProviderConfig is a provider block for the server.

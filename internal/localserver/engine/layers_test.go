@@ -45,7 +45,11 @@ func imageFile(t *testing.T, d *Docker, ref, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.removeContainer(context.Background(), c.ID)
+	defer func() {
+		if err := d.removeContainer(context.Background(), c.ID); err != nil {
+			t.Error(err)
+		}
+	}()
 	rc, _, err := d.cli.CopyFromContainer(t.Context(), c.ID, name)
 	if err != nil {
 		t.Fatalf("%s in %s: %v", name, ref, err)
