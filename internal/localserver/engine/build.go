@@ -45,9 +45,11 @@ type builder struct {
 	// base is the image the build starts from, whose configuration every
 	// image of the build keeps.
 	base image.InspectResponse
-	// c is the container of the phase running now.
-	c  *runningContainer
-	sh shell
+	// c is the build container, which phases share until a commit grows
+	// past restartAfter; fromSize is the size of the image it started from.
+	c        *runningContainer
+	fromSize int64
+	sh       shell
 
 	// What later steps and sandboxes inherit.
 	user    string
@@ -57,9 +59,9 @@ type builder struct {
 	logMu sync.Mutex
 }
 
-// Build runs spec phase by phase, each in a container started from the
-// previous phase's layer image (reusing cached ones, see layers.go), and
-// commits the result as an image. No build container outlives it.
+// Build runs spec phase by phase, committing each as a layer image
+// (reusing cached ones, see layers.go), and commits the result as an
+// image. No build container outlives it.
 func (d *Docker) Build(ctx context.Context, spec BuildSpec) (*BuildResult, error) {
 	if spec.TemplateID == "" || spec.BuildID == "" || spec.BaseImage == "" {
 		return nil, errors.New("build: template ID, build ID and base image are required")
@@ -82,6 +84,7 @@ func (b *builder) run(ctx context.Context) (*BuildResult, error) {
 		return nil, b.fail(stepBase, err)
 	}
 	b.base = img
+	defer b.endPhase(ctx)
 
 	// keys[0] is the base phase's (the default user; for fromTemplate the
 	// base image itself), keys[i] step i's.
@@ -196,10 +199,9 @@ func layerLine(cached bool, prefix, text, key string) string {
 // files where the image has none, the shell, and the implicit `USER user
 // true` of the current build format (§3.2).
 func (b *builder) basePhase(ctx context.Context, key string) error {
-	if err := b.startPhase(ctx, b.spec.BaseImage, b.ensureAccountFiles); err != nil {
+	if err := b.ensureContainer(ctx, b.spec.BaseImage, b.ensureAccountFiles); err != nil {
 		return err
 	}
-	defer b.endPhase(ctx)
 	if !b.sh.login {
 		b.logf(stepBase, e2bapi.LogInfo, "The image has no /bin/bash: commands run with %s -c", b.sh.path)
 	}
@@ -213,22 +215,28 @@ func (b *builder) basePhase(ctx context.Context, key string) error {
 	return b.commitLayer(ctx, key)
 }
 
-// stepPhase runs one step in a container from the image from and commits
-// the result as the layer of key.
+// stepPhase runs one step, in the container of the phase before or one
+// from the image from, and commits the result as the layer of key.
 func (b *builder) stepPhase(ctx context.Context, step, from, key string, st e2bapi.TemplateStep) error {
-	if err := b.startPhase(ctx, from, nil); err != nil {
+	if err := b.ensureContainer(ctx, from, nil); err != nil {
 		return err
 	}
-	defer b.endPhase(ctx)
 	if err := b.step(ctx, step, st); err != nil {
 		return err
 	}
 	return b.commitLayer(ctx, key)
 }
 
-// startPhase starts the build container of a phase from image and learns
-// the shell when the chain has none yet.
-func (b *builder) startPhase(ctx context.Context, from string, prepare func(context.Context, string) error) error {
+// ensureContainer starts a build container from the image from unless the
+// phase before left one, and learns the shell when the chain has none yet.
+func (b *builder) ensureContainer(ctx context.Context, from string, prepare func(context.Context, string) error) error {
+	if b.c != nil {
+		return nil
+	}
+	insp, err := b.d.cli.ImageInspect(ctx, from)
+	if err != nil {
+		return fmt.Errorf("inspect image %s: %w", from, err)
+	}
 	c, err := b.d.startContainer(ctx, containerRequest{
 		image:    from,
 		kind:     kindBuild,
@@ -241,7 +249,7 @@ func (b *builder) startPhase(ctx context.Context, from string, prepare func(cont
 	if err != nil {
 		return err
 	}
-	b.c = c
+	b.c, b.fromSize = c, insp.Size
 	if err := c.envd.Init(ctx, client.InitRequest{AccessToken: c.token, DefaultUser: "root"}); err != nil {
 		b.endPhase(ctx)
 		return err
@@ -255,7 +263,7 @@ func (b *builder) startPhase(ctx context.Context, from string, prepare func(cont
 	return nil
 }
 
-// endPhase removes the phase's container.
+// endPhase removes the build container.
 func (b *builder) endPhase(ctx context.Context) {
 	if b.c != nil {
 		b.d.discard(ctx, b.c)
@@ -466,20 +474,19 @@ func (b *builder) setUser(ctx context.Context, step, name string, admin bool) er
 	return nil
 }
 
-// finalize commits the build's image from the image from, after running
-// the start and ready commands (§3.4) in a container of it when there are
-// any; without them, the image is committed from a container that never
-// starts.
+// finalize commits the build's image from the last layer (from), after
+// running the start and ready commands (§3.4) in the build container when
+// there are any; without them, the image is committed from a container of
+// from that never starts.
 func (b *builder) finalize(ctx context.Context, from string) (string, error) {
 	ref := fmt.Sprintf("%s/%s:%s", b.d.opts.ImageRepository, strings.ToLower(b.spec.TemplateID), strings.ToLower(b.spec.BuildID))
 	if b.spec.StartCmd == "" && b.spec.ReadyCmd == "" {
 		b.logf(stepFinalize, e2bapi.LogInfo, "Saving the image")
 		return ref, b.commitUnstarted(ctx, from, ref)
 	}
-	if err := b.startPhase(ctx, from, nil); err != nil {
+	if err := b.ensureContainer(ctx, from, nil); err != nil {
 		return "", err
 	}
-	defer b.endPhase(ctx)
 	stopStart, err := b.startAndWaitReady(ctx)
 	if err != nil {
 		return "", err
@@ -618,8 +625,26 @@ func (b *builder) commitLayer(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	return b.commit(ctx, b.c.id, b.d.layerRef(key), b.imageConfig(kindLayer, key, state))
+	ref := b.d.layerRef(key)
+	if err := b.commit(ctx, b.c.id, ref, b.imageConfig(kindLayer, key, state)); err != nil {
+		return err
+	}
+	insp, err := b.d.cli.ImageInspect(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("inspect image %s: %w", ref, err)
+	}
+	if insp.Size-b.fromSize > restartAfter {
+		b.endPhase(ctx) // the next phase starts from this layer
+	}
+	return nil
 }
+
+// restartAfter is how far a build container's changes may grow before the
+// next phase gets a fresh container from the last layer: a commit holds
+// everything the container changed since it started, so small phases
+// share a container (a commit and no start each) while a large one is
+// committed once.
+const restartAfter = 64 << 20
 
 func (b *builder) commit(ctx context.Context, containerID, ref string, cfg *container.Config) error {
 	if _, err := b.d.cli.ContainerCommit(ctx, containerID, container.CommitOptions{Reference: ref, Config: cfg, Pause: true}); err != nil {
