@@ -148,8 +148,8 @@ func (d *Docker) PruneLayers(ctx context.Context, keep int) error {
 		return fmt.Errorf("list layers: %w", err)
 	}
 	type tagged struct {
-		ref  string
-		used time.Time
+		ref, id string
+		used    time.Time
 	}
 	var layers []tagged
 	var errs []error
@@ -171,18 +171,20 @@ func (d *Docker) PruneLayers(ctx context.Context, keep int) error {
 			}
 			continue
 		}
-		used := time.Unix(img.Created, 0)
-		if insp, err := d.cli.ImageInspect(ctx, img.ID); err == nil && insp.Metadata.LastTagTime.After(used) {
-			used = insp.Metadata.LastTagTime
-		}
 		for _, r := range refs {
-			layers = append(layers, tagged{r, used})
+			layers = append(layers, tagged{r, img.ID, time.Unix(img.Created, 0)})
 		}
 	}
 	if keep < 0 {
 		keep = 0
 	}
 	if len(layers) > keep {
+		// The list has no LastTagTime: inspect, only when some must go.
+		for i, l := range layers {
+			if insp, err := d.cli.ImageInspect(ctx, l.id); err == nil && insp.Metadata.LastTagTime.After(l.used) {
+				layers[i].used = insp.Metadata.LastTagTime
+			}
+		}
 		slices.SortFunc(layers, func(a, b tagged) int { return b.used.Compare(a.used) })
 		for _, l := range layers[keep:] {
 			remove(l.ref)
