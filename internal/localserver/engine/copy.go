@@ -68,8 +68,10 @@ func (b *builder) copy(ctx context.Context, step string, st e2bapi.TemplateStep)
 	}
 
 	// The engine extracts the archive (plain or gzip'd) straight into the
-	// container: one pass over the bytes, no upload spool. No process of an
-	// earlier step runs in a phase's container to race the extraction.
+	// container: one pass over the bytes, no upload spool. It extracts
+	// chrooted into the container's root file system, so a link a process
+	// of the build plants in the staging directory reaches nothing beyond
+	// the container.
 	staging := "/.e2b/copy/" + step
 	if _, err := b.root(ctx, "staging the files", `mkdir -p "$1/unpack"`, staging); err != nil {
 		return err
