@@ -104,7 +104,7 @@ func (s *Server) buildSpec(templateID, buildID string, req *e2bapi.TemplateBuild
 	spec = engine.BuildSpec{
 		TemplateID: templateID, BuildID: buildID,
 		BaseImage: req.FromImage, PullBase: req.FromImage != "", RegistryAuth: req.FromImageRegistry,
-		StartCmd: req.StartCmd, ReadyCmd: req.ReadyCmd,
+		StartCmd: req.StartCmd, ReadyCmd: req.ReadyCmd, Force: req.Force,
 		Archives: map[string]string{},
 	}
 	if req.FromTemplate != "" {

@@ -2,7 +2,6 @@ package localserver
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -101,7 +100,13 @@ func dockerEngineWith(t *testing.T, configure func(*engine.DockerOptions)) (engi
 	if err != nil {
 		t.Fatalf("Docker engine at DOCKER_HOST=%s: %v", os.Getenv("DOCKER_HOST"), err)
 	}
-	t.Cleanup(func() { docker.Close() })
+	t.Cleanup(func() {
+		// The layer cache outlives servers; the test's must not outlive it.
+		if err := docker.PruneLayers(context.Background(), 0); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+		docker.Close()
+	})
 	return docker, baseImage
 }
 
@@ -221,7 +226,12 @@ func startCommandLog(t *testing.T, binary, dataDir string, extraArgs ...string) 
 			t.Fatal(err)
 		}
 		stateDirs[dataDir] = stateDir
-		t.Cleanup(func() { os.RemoveAll(stateDir) })
+		t.Cleanup(func() {
+			os.RemoveAll(stateDir)
+			if err := engine.RemoveInstanceImages(context.Background(), os.Getenv("DOCKER_HOST"), InstanceOf(dataDir)); err != nil {
+				t.Errorf("cleanup: %v", err)
+			}
+		})
 	}
 	stateDirsMu.Unlock()
 	cmd.Env = append(os.Environ(), "E2B_LOCAL_STATE_DIR="+stateDir)
@@ -274,7 +284,8 @@ func TestDockerRestartAfterSIGKILL(t *testing.T) {
 	ts.start(running, e2bapi.TemplateBuildStartV2{FromImage: baseImage, Steps: []e2bapi.TemplateStep{run("sleep 600")}})
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		st := ts.status(running.TemplateID, running.BuildID, "")
-		if st.Status == "building" && len(st.LogEntries) > 0 && st.LogEntries[len(st.LogEntries)-1].Step == "1" {
+		// The step's line comes before its container starts.
+		if st.Status == "building" && len(st.LogEntries) > 0 && st.LogEntries[len(st.LogEntries)-1].Step == "1" && buildContainers(t, running.BuildID) > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -299,7 +310,7 @@ func TestDockerRestartAfterSIGKILL(t *testing.T) {
 	ts.call("POST", "/sandboxes/"+frozen.SandboxID+"/pause", nil, http.StatusNoContent, nil)
 	// What a SIGKILL during the commit of the running build leaves: its
 	// image, which no ready build owns.
-	instance := hex.EncodeToString(sha256Prefix(dataDir))
+	instance := InstanceOf(dataDir)
 	orphanImage := "e2b-local/" + strings.ToLower(running.TemplateID) + ":" + strings.ToLower(running.BuildID)
 	plantImage(t, baseImage, orphanImage, map[string]string{
 		"e2b-local.instance": instance, "e2b-local.kind": "image",

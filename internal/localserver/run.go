@@ -55,6 +55,7 @@ type Options struct {
 	MaxBuildTime                     time.Duration
 	MaxCPU, MaxMemoryMB              int
 	PidsLimit                        int64
+	LayerCacheSize                   int
 	MaxConnections                   int
 	IdleTimeout                      time.Duration
 }
@@ -98,7 +99,8 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, stdout io.Writer) 
 	}
 	dockerOpts := engine.DockerOptions{
 		EnvdBinary: envd, StateDir: stateDir, Network: o.Network, PidsLimit: o.PidsLimit,
-		Instance: hex.EncodeToString(sha256Prefix(dataDir)), Logger: logger,
+		LayerCacheSize: o.LayerCacheSize,
+		Instance:       InstanceOf(dataDir), Logger: logger,
 	}
 	var proxy *egress.Proxy
 	if o.Network != engine.NetworkHost {
@@ -123,9 +125,11 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, stdout io.Writer) 
 	return serve(ctx, o, dataDir, apiKey, docker, policy, logger, stdout)
 }
 
-func sha256Prefix(s string) []byte {
-	sum := sha256.Sum256([]byte(s))
-	return sum[:6]
+// InstanceOf is the engine instance of the server with the (absolute)
+// dataDir: what its containers and images are labelled with.
+func InstanceOf(dataDir string) string {
+	sum := sha256.Sum256([]byte(dataDir))
+	return hex.EncodeToString(sum[:6])
 }
 
 func egressSummary(network string, policy *egress.Policy) string {

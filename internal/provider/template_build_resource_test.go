@@ -283,6 +283,69 @@ resource "e2b_template_build" "v2" {
 	})
 }
 
+// TestAccTemplateBuild_layerCache applies a build whose last step then changes: the
+// new build starts from the cached layer of the first step, whose random stamp it keeps;
+// with force it runs every step again.
+func TestAccTemplateBuild_layerCache(t *testing.T) {
+	srv := localServer(t)
+	name := uniqueName("acc-cache")
+	config := func(version string, force bool) string {
+		return templateBuild(srv, name, "b", srv.DebianImage, fmt.Sprintf(`  force = %t
+  steps = [
+    { run = { command = "cat /proc/sys/kernel/random/uuid > /stamp", user = "root" } },
+    { run = { command = "echo %s > /version", user = "root" } },
+  ]`, force, version)) + `
+data "e2b_process" "b" {
+  template = "${e2b_template.t.name}:${e2b_template_build.b.build_id}"
+  command  = "cat /stamp /version"
+}
+`
+	}
+	var first string
+	output := func(check func(stamp, version string) error) knownvalue.Check {
+		return stringValue{"stamp and version", func(s string) error {
+			stamp, version, _ := strings.Cut(strings.TrimSpace(s), "\n")
+			return check(stamp, version)
+		}}
+	}
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{
+			{
+				Config: config("v1", false),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("data.e2b_process.b", tfjsonpath.New("stdout"), output(func(stamp, _ string) error {
+						first = stamp
+						return nil
+					})),
+				},
+			},
+			{
+				Config: config("v2", false),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("data.e2b_process.b", tfjsonpath.New("stdout"), output(func(stamp, version string) error {
+						if stamp != first || version != "v2" {
+							return fmt.Errorf("stamp %q and version %q, want the cached stamp %q and v2", stamp, version, first)
+						}
+						return nil
+					})),
+				},
+			},
+			{
+				Config: config("v2", true),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("data.e2b_process.b", tfjsonpath.New("stdout"), output(func(stamp, version string) error {
+						if stamp == first || version != "v2" {
+							return fmt.Errorf("stamp %q and version %q after a forced build, want a new stamp and v2", stamp, version)
+						}
+						return nil
+					})),
+				},
+			},
+		},
+	})
+}
+
 // TestAccTemplateBuild_failingRun checks that a failing RUN step fails the apply with the
 // step, the reason and the step's log lines.
 func TestAccTemplateBuild_failingRun(t *testing.T) {

@@ -55,6 +55,10 @@ type DockerOptions struct {
 	// ImageRepository is the repository build images are committed to
 	// (default "e2b-local"); the image is <repo>/<templateID>:<buildID>.
 	ImageRepository string
+	// LayerCacheSize is how many layer images (one per build phase, see
+	// layers.go) are kept for later builds, the most recently used (default
+	// DefaultLayerCacheSize; negative: none outlive their build).
+	LayerCacheSize int
 	// PidsLimit caps the processes (threads included) of every container
 	// (default 4096; negative: no limit).
 	PidsLimit int64
@@ -89,6 +93,12 @@ const (
 	maxSocketPath = 107
 )
 
+// Defaults of DockerOptions.
+const (
+	defaultLabelPrefix     = "e2b-local"
+	defaultImageRepository = "e2b-local"
+)
+
 // Network modes.
 const (
 	NetworkNone = "none"
@@ -96,11 +106,13 @@ const (
 )
 
 // Kinds of containers, the value of the <prefix>.kind label. Build images
-// carry kindImage, which containers we create override.
+// carry kindImage and the layer cache's images kindLayer, which containers
+// we create override.
 const (
 	kindBuild   = "build"
 	kindSandbox = "sandbox"
 	kindImage   = "image"
+	kindLayer   = "layer"
 )
 
 // Docker is the Engine backed by a Docker Engine.
@@ -119,6 +131,9 @@ type Docker struct {
 	// attached holds the relay of every container this server runs, by
 	// attachKey.
 	attached map[string]*attachment
+
+	// pruneMu serialises PruneLayers.
+	pruneMu sync.Mutex
 }
 
 var _ Engine = (*Docker)(nil)
@@ -157,10 +172,13 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 		opts.Instance = "default"
 	}
 	if opts.LabelPrefix == "" {
-		opts.LabelPrefix = "e2b-local"
+		opts.LabelPrefix = defaultLabelPrefix
 	}
 	if opts.ImageRepository == "" {
-		opts.ImageRepository = "e2b-local"
+		opts.ImageRepository = defaultImageRepository
+	}
+	if opts.LayerCacheSize == 0 {
+		opts.LayerCacheSize = DefaultLayerCacheSize
 	}
 	if opts.PidsLimit == 0 {
 		opts.PidsLimit = DefaultPidsLimit
@@ -687,7 +705,8 @@ func (d *Docker) list(ctx context.Context, extra ...filters.KeyValuePair) ([]con
 // uses (a crash can leave dirs whose container is already gone). The kept
 // sandboxes get their relay back at the same host path, where their envd
 // redials. Then it removes this instance's build images (in
-// ImageRepository, or untagged) that keepImage does not claim. Meant for
+// ImageRepository, or untagged) that keepImage does not claim, and prunes
+// the layer cache (PruneLayers). Meant for
 // start-up: builds running at the time are aborted.
 func (d *Docker) RemoveOrphans(ctx context.Context, keep func(sandboxID string) bool, keepImage func(ref string) bool) error {
 	list, err := d.list(ctx)
@@ -715,7 +734,7 @@ func (d *Docker) RemoveOrphans(ctx context.Context, keep func(sandboxID string) 
 		d.log.Info("removing orphaned container", "container", shortID(c.ID), "kind", kind, "id", id)
 		errs = append(errs, d.removeContainer(ctx, c.ID), d.detach(attachKey(kind, id)))
 	}
-	errs = append(errs, d.removeOrphanImages(ctx, keepImage))
+	errs = append(errs, d.removeOrphanImages(ctx, keepImage), d.PruneLayers(ctx, d.opts.LayerCacheSize))
 	socketsDir := filepath.Join(d.opts.StateDir, "s")
 	entries, err := os.ReadDir(socketsDir)
 	if err != nil {

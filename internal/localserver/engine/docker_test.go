@@ -108,7 +108,7 @@ func buildEnvd(dir string) (string, error) {
 
 // newTestDocker connects an engine whose containers only this test sees,
 // with containers on network ("" for the default, none).
-func newTestDocker(t *testing.T, network string) *Docker {
+func newTestDocker(t testing.TB, network string) *Docker {
 	t.Helper()
 	if dockerEnv.skip != "" {
 		testutil.Missing(t, "%s", dockerEnv.skip)
@@ -125,6 +125,10 @@ func newTestDocker(t *testing.T, network string) *Docker {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		// The layers first: build images they are built on go with them.
+		if err := d.PruneLayers(context.Background(), 0); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
 		if err := d.RemoveOrphans(context.Background(), nil, nil); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}

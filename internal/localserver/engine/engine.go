@@ -24,7 +24,10 @@ type BuildSpec struct {
 	// FromBuild is the ready build fromTemplate resolved to, whose final user,
 	// workdir and env this build starts with; nil for fromImage.
 	FromBuild *BuildResult
-	Steps     []e2bapi.TemplateStep
+	// Force rebuilds every phase instead of starting from cached layers;
+	// a step's own Force does so from that step on (§3).
+	Force bool
+	Steps []e2bapi.TemplateStep
 	// Archives maps each COPY step's filesHash to the stored archive on disk.
 	Archives map[string]string
 	StartCmd string
