@@ -383,7 +383,7 @@ resource "e2b_alias" "a" {
 		Steps: []tfresource.TestStep{
 			{
 				Config:      build + alias,
-				ExpectError: regexp.MustCompile(`(?s)Build not ready.*"building"`),
+				ExpectError: regexp.MustCompile(`(?s)Build not usable.*"building"`),
 			},
 			{
 				Config:           build,
