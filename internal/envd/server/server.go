@@ -118,7 +118,7 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("POST /files", s.handleUpload)
 	mux.HandleFunc("POST /init", s.handleInit)
 	mux.HandleFunc("GET /envs", s.handleEnvs)
-	s.handler = withCORS(s.recoverPanics(s.requireToken(requireKnownUser(mux))))
+	s.handler = envd.CORS.Handler(s.recoverPanics(s.requireToken(requireKnownUser(mux))))
 	return s
 }
 
