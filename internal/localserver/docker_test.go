@@ -525,6 +525,11 @@ func TestDockerPauseMetricsAndLogs(t *testing.T) {
 	if len(logs.Logs) != 1 || logs.Logs[0].Fields["logger"] != "envd" {
 		t.Errorf("logs = %+v, want envd's listening line", logs.Logs)
 	}
+	ts.call("GET", "/v2/sandboxes/"+sb.SandboxID+"/logs?direction=forward&search=started", nil, http.StatusOK, &logs)
+	if len(logs.Logs) != 1 || logs.Logs[0].Level != "info" || logs.Logs[0].Fields["event_type"] != "process_start" ||
+		logs.Logs[0].Fields["logger"] != "process" || !strings.HasPrefix(logs.Logs[0].Fields["command"], "/bin/sh -c echo kept") {
+		t.Errorf("logs = %+v, want envd's line of the process started", logs.Logs)
+	}
 
 	ts.call("POST", "/sandboxes/"+sb.SandboxID+"/pause", nil, http.StatusNoContent, nil)
 	if insp := containerOf(t, sb.SandboxID); insp.State == nil || !insp.State.Paused {
