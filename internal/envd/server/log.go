@@ -8,8 +8,9 @@ import (
 
 // NewLogger is envd's one logger: JSON lines shaped as E2B envd's zerolog
 // writes them ("level" in lower case, "timestamp", "message"; Run and the
-// process table add "logger" as envd's main.go does), which the local
-// server's sandbox logs parse as E2B's log pipeline does.
+// Server add "logger" as envd's main.go does: "envd", or "process" for
+// processes), which the local server's sandbox logs parse as E2B's log
+// pipeline does.
 func NewLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {

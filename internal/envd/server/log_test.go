@@ -29,6 +29,9 @@ func (b *lockedBuffer) lines(t *testing.T) []map[string]any {
 	defer b.mu.Unlock()
 	var out []map[string]any
 	for line := range bytes.Lines(b.buf.Bytes()) {
+		if n := bytes.Count(line, []byte(`"logger":`)); n > 1 {
+			t.Errorf("log line %q names its logger %d times", line, n)
+		}
 		var m map[string]any
 		if err := json.Unmarshal(line, &m); err != nil {
 			t.Fatalf("log line %q is not JSON: %v", line, err)

@@ -47,7 +47,8 @@ type RunOptions struct {
 // Run serves envd as o says until ctx ends, reaping orphans as the
 // container's init (or subreaper).
 func Run(ctx context.Context, o RunOptions) error {
-	logger := NewLogger(o.Log).With("logger", "envd")
+	base := NewLogger(o.Log)
+	logger := base.With("logger", "envd")
 	ln, err := listenOn(o.Listen)
 	if err != nil {
 		return err
@@ -66,7 +67,7 @@ func Run(ctx context.Context, o RunOptions) error {
 			stop()
 		})
 	}
-	cfg := Config{DefaultUser: o.DefaultUser, DefaultWorkdir: o.DefaultWorkdir, ReapOrphans: true, Logger: logger}
+	cfg := Config{DefaultUser: o.DefaultUser, DefaultWorkdir: o.DefaultWorkdir, ReapOrphans: true, Logger: base}
 	if o.EgressSocket != "" {
 		eln, err := net.Listen("tcp", o.EgressListen)
 		if err != nil {

@@ -49,7 +49,8 @@ type Config struct {
 	// process. Zero means 30 s.
 	EndedRetention time.Duration
 	// Logger receives process starts and ends and panics recovered from
-	// handlers (NewLogger's lines). Nil means slog's default logger.
+	// handlers (NewLogger's lines), each with its "logger". Nil means slog's
+	// default logger.
 	Logger *slog.Logger
 	// BaseEnv is set for every process before /init's envVars and the
 	// request's own, which override it (e.g. the egress proxy variables).
@@ -85,18 +86,20 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{
 		cfg:            cfg,
-		logger:         cfg.Logger,
 		defaultUser:    cfg.DefaultUser,
 		defaultWorkdir: cfg.DefaultWorkdir,
 		envVars:        map[string]string{},
 	}
-	if s.logger == nil {
-		s.logger = slog.Default()
+	base := cfg.Logger
+	if base == nil {
+		base = slog.Default()
 	}
+	// Named as envd's main.go names its loggers.
+	s.logger = base.With("logger", "envd")
 	if s.defaultUser == "" {
 		s.defaultUser = fallbackUser
 	}
-	s.procs = newProcessTable(cfg.EndedRetention, s.logger.With("logger", "process"))
+	s.procs = newProcessTable(cfg.EndedRetention, base.With("logger", "process"))
 	s.watchers = newWatcherTable()
 
 	opts := []connect.HandlerOption{
