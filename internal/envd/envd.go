@@ -1,8 +1,14 @@
 // Package envd holds the facts of the envd protocol that its daemon
 // (envd/server), its client (envd/client) and the local server share: the
-// port, the protocol version we implement and the names of its headers.
-// It imports nothing of this module.
+// port, the protocol version we implement, the names of its headers and its
+// CORS policy. It imports nothing of this module but the cors library.
 package envd
+
+import (
+	"time"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/cors"
+)
 
 // Port is the port envd listens on inside every sandbox.
 const Port = 49983
@@ -23,3 +29,12 @@ const (
 	// process RPC sends keepalive pings.
 	HeaderKeepalive = "Keepalive-Ping-Interval"
 )
+
+// CORS is envd's answer to browser pages, as rs/cors with E2B envd's
+// main.go options answers: any request header, connect-go's headers and
+// these exposed, 2 h preflight cache. The local server answers with it too
+// for the preflights of header-routed sandbox traffic (design/envd.md).
+var CORS = cors.Policy{
+	ExposeHeaders: []string{"Grpc-Status", "Grpc-Message", "Grpc-Status-Details-Bin", "Location", "Cache-Control", "X-Content-Type-Options"},
+	MaxAge:        2 * time.Hour,
+}

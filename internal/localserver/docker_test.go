@@ -536,6 +536,26 @@ func TestDockerPauseMetricsAndLogs(t *testing.T) {
 	if len(logs.Logs) != 1 || logs.Logs[0].Fields["logger"] != "envd" {
 		t.Errorf("logs = %+v, want envd's listening line", logs.Logs)
 	}
+	ts.call("GET", "/v2/sandboxes/"+sb.SandboxID+"/logs?direction=forward&search=started", nil, http.StatusOK, &logs)
+	if len(logs.Logs) != 1 || logs.Logs[0].Level != "info" || logs.Logs[0].Fields["event_type"] != "process_start" ||
+		logs.Logs[0].Fields["logger"] != "process" || !strings.HasPrefix(logs.Logs[0].Fields["command"], "/bin/sh -c echo kept") {
+		t.Errorf("logs = %+v, want envd's line of the process started", logs.Logs)
+	}
+	// The CLI's `sandbox logs` reads the raw lines of the v1 logs.
+	var v1 e2bapi.SandboxLogs
+	ts.call("GET", "/sandboxes/"+sb.SandboxID+"/logs", nil, http.StatusOK, &v1)
+	started := 0
+	for _, l := range v1.Logs {
+		if strings.Contains(l.Line, `"event_type":"process_start"`) {
+			started++
+			if strings.Count(l.Line, `"logger":`) != 1 || !strings.Contains(l.Line, `"logger":"process"`) || !strings.Contains(l.Line, `"level":"info"`) {
+				t.Errorf("raw line of the process start = %s, want level info and logger process, once", l.Line)
+			}
+		}
+	}
+	if started != 1 {
+		t.Errorf("v1 logs = %+v, want one process start", v1.Logs)
+	}
 
 	ts.call("POST", "/sandboxes/"+sb.SandboxID+"/pause", nil, http.StatusNoContent, nil)
 	if insp := containerOf(t, sb.SandboxID); insp.State == nil || !insp.State.Paused {

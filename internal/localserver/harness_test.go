@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/cors"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
@@ -101,6 +102,8 @@ func startServer(t *testing.T, eng engine.Engine, opts ...serverOptions) *testSe
 	}
 	validated := openapitest.E2B(t).Middleware(t, srv.Handler(),
 		openapitest.SkipRequests(openapitest.IsSandboxTraffic),
+		// The contract describes no preflights.
+		openapitest.SkipRequests(cors.IsPreflight),
 		openapitest.SkipRequests(func(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/_local/") }))
 	hs := httptest.NewServer(validated)
 	ts := &testServer{t: t, URL: hs.URL, Server: srv, Config: srv.cfg, client: hs.Client(), apiKey: testAPIKey}

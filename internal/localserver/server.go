@@ -20,7 +20,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/cors"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
@@ -126,6 +128,8 @@ type Server struct {
 	engine engine.Engine
 	log    *slog.Logger
 	mux    *http.ServeMux
+	// api serves upload PUTs and the API, behind apiCORS.
+	api http.Handler
 
 	archiveDir, spoolDir string
 
@@ -179,6 +183,7 @@ func New(ctx context.Context, cfg Config, eng engine.Engine) (*Server, error) {
 	}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.mux = s.routes()
+	s.api = apiCORS.Handler(http.HandlerFunc(s.serveAPI))
 	s.tasks.Go(s.reapLoop)
 	return s, nil
 }
@@ -293,15 +298,45 @@ func (s *Server) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// apiCORS is E2B's API's answer to browser pages (gin-contrib/cors with
+// packages/api/internal/middleware/cors.go's lists and its 12 h default
+// preflight cache): the headers the SDKs send, the list endpoints' and rate
+// limits' headers exposed.
+var apiCORS = cors.Policy{
+	AllowHeaders: []string{
+		"Origin", "Content-Length", "Content-Type", "User-Agent",
+		"Authorization", "X-API-Key", "X-Team-ID",
+		"browser", "lang", "lang_version", "machine", "os", "package_version",
+		"processor", "publisher", "release", "sdk_runtime", "system",
+	},
+	ExposeHeaders: []string{
+		"X-Next-Token", "X-Total-Running",
+		"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After",
+	},
+	MaxAge: 12 * time.Hour,
+}
+
 // Handler is the server's HTTP handler: envd proxy, upload PUTs, and the
 // authenticated API.
 func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	// Sandbox traffic gets the CORS answers of whatever it reaches (envd's
+	// own, or the sandbox's server's).
 	if id, port, ok := sandboxTarget(r); ok {
 		s.proxy(w, r, id, port)
 		return
 	}
+	// A preflight of header-routed sandbox traffic names the routing headers
+	// without their values, so it arrives here: answer it as envd would.
+	if cors.IsPreflight(r) && cors.RequestsHeader(r, envd.HeaderSandboxID) {
+		envd.CORS.Preflight(w, r)
+		return
+	}
+	s.api.ServeHTTP(w, r)
+}
+
+func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	if token, ok := strings.CutPrefix(r.URL.Path, uploadPath); ok {
 		s.handleUpload(w, r, token)
 		return

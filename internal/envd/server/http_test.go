@@ -8,7 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log"
+	"log/slog"
 	"maps"
 	"mime/multipart"
 	"net/http"
@@ -386,7 +386,7 @@ func TestFilesOwnership(t *testing.T) {
 func TestPanicInHandlerIsContained(t *testing.T) {
 	// A stand-in handler that panics: fault injection for the recovery
 	// every plain HTTP handler runs under.
-	s := New(Config{Logger: log.New(io.Discard, "", 0)})
+	s := New(Config{Logger: slog.New(slog.DiscardHandler)})
 	h := s.recoverPanics(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }))
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/files", nil))

@@ -138,7 +138,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	m, err := s.collectMetrics()
 	if err != nil {
-		s.logger.Printf("envd: metrics: %v", err)
+		s.logger.Error("metrics: " + err.Error())
 		w.WriteHeader(http.StatusInternalServerError)
 		return
 	}

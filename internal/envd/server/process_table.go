@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -49,6 +51,10 @@ type process struct {
 	outputStopped chan struct{}
 	stopOutput    func()
 
+	// outBytes counts the output read: stdout, stderr, PTY (for the end's
+	// log line).
+	outBytes [3]atomic.Int64
+
 	mu   sync.Mutex
 	subs map[*subscriber]struct{}
 	end  *pb.ProcessEvent_EndEvent // set once the process ended and its output drained
@@ -65,6 +71,7 @@ type subscriber struct {
 // finished ones so that Connect can replay their end.
 type processTable struct {
 	retention time.Duration
+	log       *slog.Logger
 
 	mu    sync.Mutex
 	procs map[uint32]*process
@@ -75,8 +82,8 @@ type processTable struct {
 	owned   map[int]bool
 }
 
-func newProcessTable(retention time.Duration) *processTable {
-	return &processTable{retention: retention, procs: map[uint32]*process{}, owned: map[int]bool{}}
+func newProcessTable(retention time.Duration, log *slog.Logger) *processTable {
+	return &processTable{retention: retention, log: log, procs: map[uint32]*process{}, owned: map[int]bool{}}
 }
 
 // startSpec is everything needed to start a process.
@@ -115,6 +122,14 @@ func (t *processTable) start(spec startSpec) (*process, *subscriber, error) {
 		return nil, nil, err
 	}
 	p.pid = uint32(cmd.Process.Pid) //nolint:gosec // Linux PIDs are positive and below 2^22
+	var requestTimeout time.Duration
+	if !spec.timeout.IsZero() {
+		requestTimeout = time.Until(spec.timeout)
+	}
+	// E2B envd's line, fields and all (handler.go Start).
+	t.log.Info(fmt.Sprintf("Process with pid %d started", p.pid),
+		"event_type", "process_start", "pid", p.pid, "command", userCommand(spec.cmd, spec.args),
+		"request_timeout_ms", requestTimeout.Milliseconds())
 
 	t.mu.Lock()
 	t.procs[p.pid] = p
@@ -211,8 +226,12 @@ func launch(p *process, spec startSpec) ([]*os.File, error) {
 // startError is envd's answer when even the wrapper cannot start (no
 // /bin/sh): every other failure to run the command is the shell's exit.
 func startError(spec startSpec, err error) error {
-	command := strings.Join(append([]string{spec.cmd}, spec.args...), " ")
-	return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("error starting process '%s': %w", command, err))
+	return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("error starting process '%s': %w", userCommand(spec.cmd, spec.args), err))
+}
+
+// userCommand is how envd names a command in its messages.
+func userCommand(cmd string, args []string) string {
+	return strings.Join(append([]string{cmd}, args...), " ")
 }
 
 // wait reaps p and publishes its end once its output ended: like envd, when
@@ -249,6 +268,11 @@ func (t *processTable) wait(p *process, readers []*os.File, wg *sync.WaitGroup, 
 		msg := err.Error()
 		end.Error = &msg
 	}
+	// E2B envd's line, fields and all (handler.go Wait); written before the
+	// end is published, so that whoever saw the end finds the line.
+	t.log.Info(fmt.Sprintf("Process with pid %d ended", p.pid),
+		"event_type", "process_end", "process_result", end,
+		"stdout_bytes", p.outBytes[0].Load(), "stderr_bytes", p.outBytes[1].Load(), "pty_bytes", p.outBytes[2].Load())
 	p.finish(end)
 	time.AfterFunc(t.retention, func() {
 		t.mu.Lock()
@@ -271,6 +295,11 @@ func (p *process) readOutput(r *os.File, index int) {
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
+			if p.tty != nil {
+				p.outBytes[2].Add(int64(n))
+			} else {
+				p.outBytes[index].Add(int64(n))
+			}
 			b := make([]byte, n)
 			copy(b, buf[:n])
 			data := &pb.ProcessEvent_DataEvent{}

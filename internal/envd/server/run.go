@@ -40,13 +40,15 @@ type RunOptions struct {
 	DeadlinePoll time.Duration
 	// DefaultUser and DefaultWorkdir are Config's.
 	DefaultUser, DefaultWorkdir string
-	// Log receives envd's messages.
+	// Log receives envd's messages, NewLogger's JSON lines.
 	Log io.Writer
 }
 
 // Run serves envd as o says until ctx ends, reaping orphans as the
 // container's init (or subreaper).
 func Run(ctx context.Context, o RunOptions) error {
+	base := NewLogger(o.Log)
+	logger := base.With("logger", "envd")
 	ln, err := listenOn(o.Listen)
 	if err != nil {
 		return err
@@ -54,18 +56,18 @@ func Run(ctx context.Context, o RunOptions) error {
 	// As a container's entrypoint envd is PID 1; elsewhere it becomes the
 	// subreaper of what it starts. Either way orphans are its to reap.
 	if err := becomeSubreaper(); err != nil {
-		fmt.Fprintln(o.Log, "envd: cannot become a child subreaper, orphans may stay zombies:", err)
+		logger.Warn("cannot become a child subreaper, orphans may stay zombies: " + err.Error())
 	}
 	if o.DeadlineFile != "" {
 		var stop context.CancelFunc
 		ctx, stop = context.WithCancel(ctx)
 		defer stop()
 		go watchDeadline(ctx, o.DeadlineFile, o.DeadlinePoll, func(end time.Time) {
-			fmt.Fprintf(o.Log, "envd: the sandbox's end %s has passed: stopping\n", end.UTC().Format(time.RFC3339Nano))
+			logger.Info("the sandbox's end " + end.UTC().Format(time.RFC3339Nano) + " has passed: stopping")
 			stop()
 		})
 	}
-	cfg := Config{DefaultUser: o.DefaultUser, DefaultWorkdir: o.DefaultWorkdir, ReapOrphans: true}
+	cfg := Config{DefaultUser: o.DefaultUser, DefaultWorkdir: o.DefaultWorkdir, ReapOrphans: true, Logger: base}
 	if o.EgressSocket != "" {
 		eln, err := net.Listen("tcp", o.EgressListen)
 		if err != nil {
@@ -74,7 +76,7 @@ func Run(ctx context.Context, o RunOptions) error {
 		}
 		go spliceTo(ctx, eln, o.EgressSocket)
 		cfg.BaseEnv = ProxyEnv("http://" + eln.Addr().String())
-		fmt.Fprintf(o.Log, "envd: egress proxy offered on %s\n", eln.Addr())
+		logger.Info("egress proxy offered on " + eln.Addr().String())
 	}
 	if o.RelaySocket != "" {
 		dial := relay.DialLocal
@@ -90,12 +92,12 @@ func Run(ctx context.Context, o RunOptions) error {
 		}
 		go func() {
 			_ = relay.Serve(ctx, relay.AgentOptions{Socket: o.RelaySocket, Dial: dial, Logf: func(f string, a ...any) {
-				fmt.Fprintf(o.Log, "envd: relay: "+f+"\n", a...)
+				logger.Info("relay: " + fmt.Sprintf(f, a...))
 			}})
 		}()
 	}
 	srv := New(cfg)
-	fmt.Fprintf(o.Log, "envd %s listening on %s\n", Version, o.Listen)
+	logger.Info("envd " + Version + " listening on " + o.Listen)
 	return srv.Serve(ctx, ln)
 }
 

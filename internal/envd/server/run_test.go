@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -138,8 +137,9 @@ func TestRunStopsAtTheDeadline(t *testing.T) {
 	start := time.Now()
 	write(start.Add(300 * time.Millisecond))
 	done := make(chan error, 1)
+	var log lockedBuffer
 	go func() {
-		done <- Run(t.Context(), RunOptions{Listen: "unix://" + filepath.Join(dir, "envd.sock"), DeadlineFile: file, DeadlinePoll: 20 * time.Millisecond, Log: io.Discard})
+		done <- Run(t.Context(), RunOptions{Listen: "unix://" + filepath.Join(dir, "envd.sock"), DeadlineFile: file, DeadlinePoll: 20 * time.Millisecond, Log: &log})
 	}()
 	time.Sleep(100 * time.Millisecond)
 	write(start.Add(800 * time.Millisecond))
@@ -147,6 +147,19 @@ func TestRunStopsAtTheDeadline(t *testing.T) {
 	case err := <-done:
 		if took := time.Since(start); err != nil || took < 800*time.Millisecond {
 			t.Fatalf("Run = %v after %v, want nil once the moved deadline passed", err, took)
+		}
+		// Its messages are envd's JSON lines, each named once.
+		listening, stopping := false, false
+		for _, l := range log.lines(t) {
+			message, _ := l["message"].(string)
+			listening = listening || strings.HasPrefix(message, "envd "+Version+" listening on unix://")
+			stopping = stopping || strings.HasSuffix(message, "has passed: stopping")
+			if l["logger"] != "envd" || l["timestamp"] == nil {
+				t.Errorf("Run's log line %v, want a line of logger envd", l)
+			}
+		}
+		if !listening || !stopping {
+			t.Errorf("Run's log %v, want its listening and stopping lines", log.lines(t))
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("envd still runs 5 s after its deadline")

@@ -9,7 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log"
+	"log/slog"
 	"maps"
 	"net"
 	"net/http"
@@ -48,9 +48,10 @@ type Config struct {
 	// EndedRetention is how long Connect can still replay a finished
 	// process. Zero means 30 s.
 	EndedRetention time.Duration
-	// Logger receives panics recovered from handlers. Nil means the
-	// standard logger.
-	Logger *log.Logger
+	// Logger receives process starts and ends and panics recovered from
+	// handlers (NewLogger's lines), each with its "logger". Nil means slog's
+	// default logger.
+	Logger *slog.Logger
 	// BaseEnv is set for every process before /init's envVars and the
 	// request's own, which override it (e.g. the egress proxy variables).
 	BaseEnv map[string]string
@@ -64,7 +65,7 @@ type Config struct {
 // Server is an envd daemon. It is an http.Handler.
 type Server struct {
 	cfg     Config
-	logger  *log.Logger
+	logger  *slog.Logger
 	handler http.Handler
 	procs   *processTable
 	// watchers are the CreateWatcher watchers.
@@ -85,24 +86,26 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{
 		cfg:            cfg,
-		logger:         cfg.Logger,
 		defaultUser:    cfg.DefaultUser,
 		defaultWorkdir: cfg.DefaultWorkdir,
 		envVars:        map[string]string{},
 	}
-	if s.logger == nil {
-		s.logger = log.Default()
+	base := cfg.Logger
+	if base == nil {
+		base = slog.Default()
 	}
+	// Named as envd's main.go names its loggers.
+	s.logger = base.With("logger", "envd")
 	if s.defaultUser == "" {
 		s.defaultUser = fallbackUser
 	}
-	s.procs = newProcessTable(cfg.EndedRetention)
+	s.procs = newProcessTable(cfg.EndedRetention, base.With("logger", "process"))
 	s.watchers = newWatcherTable()
 
 	opts := []connect.HandlerOption{
 		connect.WithReadMaxBytes(maxMessageBytes),
 		connect.WithRecover(func(_ context.Context, spec connect.Spec, _ http.Header, p any) error {
-			s.logger.Printf("envd: panic in %s: %v", spec.Procedure, p)
+			s.logger.Error("panic in "+spec.Procedure, "panic", fmt.Sprint(p))
 			return connect.NewError(connect.CodeInternal, fmt.Errorf("internal error in %s", spec.Procedure))
 		}),
 	}
@@ -118,7 +121,7 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("POST /files", s.handleUpload)
 	mux.HandleFunc("POST /init", s.handleInit)
 	mux.HandleFunc("GET /envs", s.handleEnvs)
-	s.handler = withCORS(s.recoverPanics(s.requireToken(requireKnownUser(mux))))
+	s.handler = envd.CORS.Handler(s.recoverPanics(s.requireToken(requireKnownUser(mux))))
 	return s
 }
 
@@ -128,7 +131,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 // Serve serves HTTP/1.1 on ln until ctx ends, then closes every connection
 // and kills the processes still running. It returns nil when ctx ended it.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	hs := &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second, ErrorLog: s.logger}
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(s.logger.Handler(), slog.LevelError)}
 	if s.cfg.ReapOrphans {
 		reapCtx, stopReaping := context.WithCancel(ctx)
 		defer stopReaping()
@@ -246,7 +249,7 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 				if p == http.ErrAbortHandler { //nolint:errorlint // recover's value, compared as net/http does: the handler panics with the sentinel itself
 					panic(p)
 				}
-				s.logger.Printf("envd: panic in %s %s: %v", r.Method, r.URL.Path, p)
+				s.logger.Error("panic in "+r.Method+" "+r.URL.Path, "panic", fmt.Sprint(p))
 				writeError(w, http.StatusInternalServerError, "internal error")
 			}
 		}()
