@@ -129,7 +129,7 @@ func BenchmarkSDKHash(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := l.SDKHash(b.Context(), "/app"); err != nil {
+		if _, err := l.SDKHash(b.Context(), "/app", HashOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}

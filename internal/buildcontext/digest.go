@@ -128,10 +128,16 @@ func hashFile(ctx context.Context, path string, e *Entry, cache *StatCache) ([32
 		return sum, changedError(e.Path, "since it was listed")
 	}
 	h.Sum(sum[:0])
-	if cache != nil && readAt.Sub(time.Unix(0, e.ID.MtimeNs)) >= settleTime {
-		cache.store(e.ID, sum)
-	}
+	cacheDigest(cache, e.ID, readAt, sum)
 	return sum, nil
+}
+
+// cacheDigest stores the digest of the file id read at readAt, unless it was modified
+// within settleTime of that moment.
+func cacheDigest(cache *StatCache, id FileID, readAt time.Time, sum [32]byte) {
+	if cache != nil && readAt.Sub(time.Unix(0, id.MtimeNs)) >= settleTime {
+		cache.store(id, sum)
+	}
 }
 
 func changedError(path, when string) error {

@@ -22,6 +22,9 @@ import (
 // goroutines; several processes may share one file (each Save merges what is on disk and
 // replaces the file atomically; a lost race only loses cache entries, never correctness).
 //
+// It also keeps step hashes that cannot be made of file digests (the SDK-compatible hash,
+// see SDKHash), under a fingerprint of the step's inputs.
+//
 // The file keeps the digests in the order the process that saved it asked for them, so
 // the next hash of an unchanged tree finds each one right after the last: it reads the
 // file front to back instead of at random, a few times faster than any index.
@@ -104,17 +107,8 @@ func (c *StatCache) fill(entries []Entry) int {
 		if e.Kind != KindFile || e.SHA256 != "" {
 			continue
 		}
-		c.asked++
-		d, ok := c.added[e.ID]
-		sum := d.sum
+		sum, ok := c.lookup(e.ID)
 		if !ok {
-			sum, ok = c.loaded.lookup(e.ID, c.asked)
-		}
-		if !ok {
-			if c.missed == nil {
-				c.missed = map[FileID]uint32{}
-			}
-			c.missed[e.ID] = c.asked
 			continue
 		}
 		if len(found) == 0 {
@@ -132,6 +126,23 @@ func (c *StatCache) fill(entries []Entry) int {
 	return len(found)
 }
 
+// lookup is the digest cached under id, noting that it was asked for (and when, for a
+// miss, so store keeps the order). c.mu must be held.
+func (c *StatCache) lookup(id FileID) ([32]byte, bool) {
+	c.asked++
+	if d, ok := c.added[id]; ok {
+		return d.sum, true
+	}
+	if sum, ok := c.loaded.lookup(id, c.asked); ok {
+		return sum, true
+	}
+	if c.missed == nil {
+		c.missed = map[FileID]uint32{}
+	}
+	c.missed[id] = c.asked
+	return [32]byte{}, false
+}
+
 // store adds the digest of a file fill did not find.
 func (c *StatCache) store(id FileID, sum [32]byte) {
 	c.mu.Lock()
@@ -141,6 +152,31 @@ func (c *StatCache) store(id FileID, sum [32]byte) {
 	}
 	c.added[id] = cachedDigest{sum: sum, askedAt: c.missed[id]}
 }
+
+// stepKey is the record key of a step hash: the fingerprint of the step's inputs in the
+// fields of a FileID, with mode 0, which no listed file has (its st_mode has a type bit),
+// so a step record never answers for a file nor a file record for a step.
+func stepKey(fingerprint [32]byte) FileID {
+	le := binary.LittleEndian
+	return FileID{
+		Ino:     le.Uint64(fingerprint[0:]),
+		Size:    int64(le.Uint64(fingerprint[8:])),  //nolint:gosec // bits of a digest, read back the same way
+		MtimeNs: int64(le.Uint64(fingerprint[16:])), //nolint:gosec // as Size
+		CtimeNs: int64(le.Uint64(fingerprint[24:])), //nolint:gosec // as Size
+	}
+}
+
+// stepHash is the step hash cached under fingerprint (see storeStepHash).
+func (c *StatCache) stepHash(fingerprint [32]byte) ([32]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lookup(stepKey(fingerprint))
+}
+
+// storeStepHash caches the hash of a step whose inputs have the given fingerprint. The
+// fingerprint covers the file contents (by digest), so unlike a file digest it is valid
+// however recently the files changed.
+func (c *StatCache) storeStepHash(fingerprint, sum [32]byte) { c.store(stepKey(fingerprint), sum) }
 
 // Save writes new digests to the cache file: it merges the entries another process may
 // have saved meanwhile, keeps at most maxCacheEntries (those used by this process first),

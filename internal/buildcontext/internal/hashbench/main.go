@@ -78,7 +78,7 @@ func run(ctx context.Context, mode, tree, cachePath string) error {
 		if err != nil {
 			return err
 		}
-		_, err = l.SDKHash(ctx, "/app")
+		_, err = l.SDKHash(ctx, "/app", buildcontext.HashOptions{})
 		return err
 	}
 	return fmt.Errorf("unknown mode %q", mode)
