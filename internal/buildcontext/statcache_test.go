@@ -189,7 +189,7 @@ func TestStatCacheConcurrentSavers(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	records, err := readCacheRecords(cachePath)
+	records, _, err := readCacheRecords(cachePath)
 	if err != nil {
 		t.Fatalf("cache file after concurrent saves: %v", err)
 	}
@@ -255,7 +255,7 @@ func TestStatCacheKeepsListingOrder(t *testing.T) {
 // first are the digests of l's files in listing order.
 func assertRecordOrder(t *testing.T, path string, l *Listing, total int) {
 	t.Helper()
-	records, err := readCacheRecords(path)
+	records, _, err := readCacheRecords(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func TestStatCacheSDKHash(t *testing.T) {
 		t.Fatalf("warm SDK hash %s, want %s", warm, uncached)
 	}
 
-	records, err := readCacheRecords(cachePath)
+	records, _, err := readCacheRecords(cachePath)
 	if err != nil {
 		t.Fatal(err)
 	}
