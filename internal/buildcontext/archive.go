@@ -71,7 +71,7 @@ func writeArchiveEntry(ctx context.Context, tw *tar.Writer, e *Entry, sourcePath
 	if e.Kind != KindFile {
 		return tw.WriteHeader(hdr)
 	}
-	f, err := os.Open(sourcePath(e))
+	f, err := openContent(sourcePath(e))
 	if err != nil {
 		return fmt.Errorf("archiving %s: %w", e.Path, err)
 	}

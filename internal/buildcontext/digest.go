@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -109,7 +108,7 @@ feed:
 // listing or while being read (a shorter file ends the read early).
 func hashFile(ctx context.Context, path string, e *Entry, cache *StatCache) ([32]byte, error) {
 	var sum [32]byte
-	f, err := os.Open(path)
+	f, err := openContent(path)
 	if err != nil {
 		return sum, fmt.Errorf("reading %s: %w", e.Path, err)
 	}
@@ -120,11 +119,11 @@ func hashFile(ctx context.Context, path string, e *Entry, cache *StatCache) ([32
 	if err != nil {
 		return sum, fmt.Errorf("reading %s: %w", e.Path, err)
 	}
-	after, err := f.Stat()
+	after, err := f.identity()
 	if err != nil {
 		return sum, fmt.Errorf("reading %s: %w", e.Path, err)
 	}
-	if id, _ := identityOf(after); id != e.ID || n != e.Size {
+	if after != e.ID || n != e.Size {
 		return sum, changedError(e.Path, "since it was listed")
 	}
 	h.Sum(sum[:0])

@@ -8,7 +8,6 @@ import (
 	"hash"
 	"io"
 	"io/fs"
-	"os"
 	"strconv"
 	"time"
 )
@@ -166,7 +165,7 @@ func (l *Listing) sdkOrder() []int {
 // sdkHashFile feeds a file's bytes into the step hash and its own digest at once, which
 // it caches as hashFile does.
 func sdkHashFile(ctx context.Context, h hash.Hash, side *sideWriter, path string, e *Entry, cache *StatCache) error {
-	f, err := os.Open(path)
+	f, err := openContent(path)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", e.Path, err)
 	}
@@ -179,11 +178,11 @@ func sdkHashFile(ctx context.Context, h hash.Hash, side *sideWriter, path string
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", e.Path, err)
 	}
-	after, err := f.Stat()
+	after, err := f.identity()
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", e.Path, err)
 	}
-	if id, _ := identityOf(after); id != e.ID || n != e.Size {
+	if after != e.ID || n != e.Size {
 		return changedError(e.Path, "since it was listed")
 	}
 	var sum [32]byte
