@@ -32,6 +32,7 @@
 package buildcontext
 
 import (
+	"crypto/sha256"
 	"io/fs"
 	"path/filepath"
 )
@@ -82,14 +83,21 @@ type Entry struct {
 	LinkTarget string
 	// ID is the stat identity; ID.Mode is the raw st_mode the SDK-compatible hash uses.
 	ID FileID
-	// SHA256 is the lowercase hex digest of a file's bytes, set by ComputeDigests,
-	// PortableHash or SDKHash.
-	SHA256 string
+	// SHA256 is the digest of a file's bytes, set by ComputeDigests, PortableHash or
+	// SDKHash (HasDigest). Kept as bytes, not hex: a listing holds one per file.
+	SHA256 [sha256.Size]byte
+	// digested says SHA256 is set.
+	digested bool
 
 	// resolved is the absolute path of what a symlink resolved by the listing points to,
 	// which is read instead of the context path joined with Path.
 	resolved string
 }
+
+// HasDigest reports whether SHA256 is set.
+func (e *Entry) HasDigest() bool { return e.digested }
+
+func (e *Entry) setDigest(sum [sha256.Size]byte) { e.SHA256, e.digested = sum, true }
 
 // Listing is the result of listing one COPY source: entries sorted by Path as bytes.
 type Listing struct {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -53,7 +52,7 @@ func (l *Listing) ComputeDigests(ctx context.Context, opts HashOptions) (DigestS
 	var todo []*Entry
 	for i := range l.Entries {
 		e := &l.Entries[i]
-		if e.Kind != KindFile || e.SHA256 != "" {
+		if e.Kind != KindFile || e.HasDigest() {
 			continue
 		}
 		todo = append(todo, e)
@@ -85,7 +84,7 @@ func (l *Listing) ComputeDigests(ctx context.Context, opts HashOptions) (DigestS
 					cancel(err)
 					continue
 				}
-				e.SHA256 = hex.EncodeToString(sum[:])
+				e.setDigest(sum)
 			}
 		}()
 	}

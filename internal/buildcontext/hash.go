@@ -27,19 +27,17 @@ func (l *Listing) PortableHash(ctx context.Context, dest string, opts HashOption
 	h.Write(buf)
 	for i := range l.Entries {
 		e := &l.Entries[i]
-		var kind, payload string
-		switch e.Kind {
-		case KindFile:
-			kind, payload = "f", e.SHA256
-		case KindDir:
-			kind = "d"
-		case KindSymlink:
-			kind, payload = "l", e.LinkTarget
-		}
-		buf = appendNetstring(buf[:0], kind)
+		buf = appendNetstring(buf[:0], portableKind[e.Kind])
 		buf = appendNetstring(buf, permString(e.normalisedPerm()))
 		buf = appendNetstring(buf, e.Path)
-		buf = appendNetstring(buf, payload)
+		switch e.Kind {
+		case KindFile:
+			buf = appendHexNetstring(buf, e.SHA256)
+		case KindDir:
+			buf = appendNetstring(buf, "")
+		case KindSymlink:
+			buf = appendNetstring(buf, e.LinkTarget)
+		}
 		h.Write(buf)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
@@ -53,6 +51,16 @@ func permString(p fs.FileMode) string {
 		return "0777"
 	}
 	return "0644"
+}
+
+var portableKind = [...]string{KindFile: "f", KindDir: "d", KindSymlink: "l"}
+
+// appendHexNetstring appends the netstring of sum in lowercase hex.
+func appendHexNetstring(b []byte, sum [sha256.Size]byte) []byte {
+	b = strconv.AppendInt(b, 2*sha256.Size, 10)
+	b = append(b, ':')
+	b = hex.AppendEncode(b, sum[:])
+	return append(b, ',')
 }
 
 // appendNetstring appends len(s) ":" s ",".
@@ -131,7 +139,7 @@ func (l *Listing) sdkFingerprint(dest string) ([32]byte, bool) {
 	h.Write(buf)
 	for i := range l.Entries {
 		e := &l.Entries[i]
-		if e.Kind == KindFile && e.SHA256 == "" {
+		if e.Kind == KindFile && !e.HasDigest() {
 			return [32]byte{}, false
 		}
 		buf = appendNetstring(buf[:0], e.Path)
@@ -141,7 +149,7 @@ func (l *Listing) sdkFingerprint(dest string) ([32]byte, bool) {
 		buf = strconv.AppendInt(buf, e.Size, 10)
 		buf = append(buf, ',')
 		buf = appendNetstring(buf, e.LinkTarget)
-		buf = appendNetstring(buf, e.SHA256)
+		buf = appendHexNetstring(buf, e.SHA256)
 		h.Write(buf)
 	}
 	var sum [32]byte
@@ -187,14 +195,13 @@ func sdkHashFile(ctx context.Context, h hash.Hash, side *sideWriter, path string
 	}
 	var sum [32]byte
 	fileHash.Sum(sum[:0])
-	digest := hex.EncodeToString(sum[:])
-	if e.SHA256 != "" && e.SHA256 != digest {
+	if e.HasDigest() && e.SHA256 != sum {
 		return changedError(e.Path, "since it was hashed")
 	}
-	if e.SHA256 == "" {
+	if !e.HasDigest() {
 		cacheDigest(cache, e.ID, readAt, sum)
 	}
-	e.SHA256 = digest
+	e.setDigest(sum)
 	return nil
 }
 

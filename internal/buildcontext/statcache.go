@@ -2,9 +2,7 @@ package buildcontext
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -12,7 +10,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 )
 
@@ -51,7 +48,6 @@ const (
 	cacheKeySize = 5*8 + 4
 	// cacheRecordSize is the key and the sha256.
 	cacheRecordSize = cacheKeySize + 32
-	hexDigestLen    = 2 * sha256.Size
 	// maxCacheEntries bounds the file (about 76 MB) and the memory it takes: a tree of a
 	// million files stays warm.
 	maxCacheEntries = 1_000_000
@@ -96,35 +92,22 @@ func (c *StatCache) Len() int {
 }
 
 // fill sets SHA256 on the file entries lacking it whose digest the cache holds, and
-// returns how many it set. Their hex digests share one allocation: a warm hash does this
-// for every file.
+// returns how many it set.
 func (c *StatCache) fill(entries []Entry) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var found []int
-	var text strings.Builder // the hex digests found, one after the other
+	found := 0
 	for i := range entries {
 		e := &entries[i]
-		if e.Kind != KindFile || e.SHA256 != "" {
+		if e.Kind != KindFile || e.HasDigest() {
 			continue
 		}
-		sum, ok := c.lookup(e.ID)
-		if !ok {
-			continue
+		if sum, ok := c.lookup(e.ID); ok {
+			e.setDigest(sum)
+			found++
 		}
-		if len(found) == 0 {
-			text.Grow((len(entries) - i) * hexDigestLen)
-		}
-		found = append(found, i)
-		var digest [hexDigestLen]byte
-		hex.Encode(digest[:], sum[:])
-		text.Write(digest[:])
 	}
-	all := text.String()
-	for _, i := range found {
-		entries[i].SHA256, all = all[:hexDigestLen], all[hexDigestLen:]
-	}
-	return len(found)
+	return found
 }
 
 // lookup is the digest cached under id, noting that it was asked for (and when, for a
