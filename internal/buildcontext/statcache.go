@@ -127,6 +127,18 @@ func (c *StatCache) lookup(id FileID) ([32]byte, bool) {
 	return [32]byte{}, false
 }
 
+// reserve makes room for n more digests, so storing them does not grow the map: a map
+// that doubles holds its old and new tables at once.
+func (c *StatCache) reserve(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	grown := make(map[FileID]cachedDigest, len(c.added)+n)
+	for id, d := range c.added {
+		grown[id] = d
+	}
+	c.added = grown
+}
+
 // store adds the digest of a file fill did not find.
 func (c *StatCache) store(id FileID, sum [32]byte) {
 	c.mu.Lock()
