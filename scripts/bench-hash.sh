@@ -90,24 +90,20 @@ for shape in "$@"; do
 		awk -v o="$op" -v w="$wall" -v c="$cpu" -v k="$kib" -v mb="$mb" \
 			'BEGIN { printf "%-9s %10.4f %9.0f %10.4f %13.1f\n", o, w, mb / w, c, k / 1024 }'
 	done
-	read -r sha _ <"$work/sha256"
-	read -r cold ccold _ <"$work/cold"
-	read -r warm cwarm _ <"$work/warm"
-	read -r floor cfloor _ <"$work/floor"
-	read -r sdkcold _ <"$work/sdk-cold"
-	read -r sdkwarm _ <"$work/sdk-warm"
-	awk -v sha="$sha" -v cold="$cold" -v warm="$warm" -v floor="$floor" -v ccold="$ccold" -v cwarm="$cwarm" \
-		-v cfloor="$cfloor" -v sc="$sdkcold" -v sw="$sdkwarm" 'BEGIN {
-		printf "cold / sha256 one core = %.2f (wall)\n", cold / sha
-		printf "warm / cold = 1/%.1f wall, 1/%.1f cpu; warm / floor = %.2f wall, %.2f cpu\n", cold / warm, ccold / cwarm, warm / floor, cwarm / cfloor
-		printf "e2b-sdk mode: warm / cold = 1/%.1f (wall)\n", sc / sw
+	# Ratios of wall time, then of CPU time (user + sys), which a loaded machine disturbs less.
+	ratios() { # OP: its wall and CPU time
+		cut -d' ' -f1-2 "$work/$1"
+	}
+	awk -v sha="$(ratios sha256)" -v cold="$(ratios cold)" -v warm="$(ratios warm)" -v floor="$(ratios floor)" \
+		-v sc="$(ratios sdk-cold)" -v sw="$(ratios sdk-warm)" -v js="$( [ -n "$sdkscript" ] && ratios e2b-js)" 'BEGIN {
+		split(sha, a); split(cold, c); split(warm, w); split(floor, f); split(sc, s); split(sw, t); split(js, j)
+		printf "cold / sha256 one core   = %.2f wall, %.2f cpu\n", c[1] / a[1], c[2] / a[2]
+		printf "warm / cold              = 1/%.1f wall, 1/%.1f cpu\n", c[1] / w[1], c[2] / w[2]
+		printf "warm / floor             = %.2f wall, %.2f cpu\n", w[1] / f[1], w[2] / f[2]
+		printf "floor / cold             = 1/%.1f wall, 1/%.1f cpu\n", c[1] / f[1], c[2] / f[2]
+		printf "e2b-sdk mode warm / cold = 1/%.1f wall, 1/%.1f cpu\n", s[1] / t[1], s[2] / t[2]
+		if (j[1] > 0) printf "E2B JS SDK / cold        = %.1f wall, %.1f cpu; / warm = %.0f wall, %.0f cpu\n", j[1] / c[1], j[2] / c[2], j[1] / w[1], j[2] / w[2]
 	}'
-	if [ -n "$sdkscript" ]; then
-		read -r js _ jskib <"$work/e2b-js"
-		read -r _ _ coldkib <"$work/cold"
-		awk -v js="$js" -v cold="$cold" -v warm="$warm" -v jk="$jskib" -v ck="$coldkib" \
-			'BEGIN { printf "E2B JS SDK / cold = %.1f, / warm = %.0f (wall); memory %.1f x cold\n", js / cold, js / warm, jk / ck }'
-	fi
 	[ -n "${E2B_BENCH_TREES:-}" ] || rm -rf "$tree"
 done
 echo
