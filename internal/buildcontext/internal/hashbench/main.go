@@ -2,11 +2,12 @@
 // scripts/bench-hash.sh can report whole-process figures:
 //
 //	hashbench -tree DIR [-shape NAME] -mode generate|sha256|floor|cold|warm|sdk-cold|sdk-warm|archive [-cache FILE]
-//	hashbench -mode measure -- COMMAND [ARG...]
+//	hashbench -mode measure [-out FILE] -- COMMAND [ARG...]
 //
-// measure runs COMMAND and prints "<wall s> <user s> <sys s> <peak RSS KiB>" of that
-// process: wall time from the monotonic clock (ns), CPU time and peak RSS from its rusage
-// (µs and KiB), finer than GNU time's 10 ms.
+// measure runs COMMAND (its standard streams are passed through, so it can stand in for a
+// Terraform provider binary) and appends "<wall s> <user s> <sys s> <peak RSS KiB>" of that
+// process to FILE, or prints it to standard error: wall time from the monotonic clock
+// (ns), CPU time and peak RSS from its rusage (µs and KiB), finer than GNU time's 10 ms.
 package main
 
 import (
@@ -34,9 +35,10 @@ func main() {
 	shapeName := flag.String("shape", "benchmark", "the tree's shape (benchtree.Shapes)")
 	mode := flag.String("mode", "", "generate, sha256, floor, cold, warm, sdk-cold, sdk-warm, archive or measure")
 	cachePath := flag.String("cache", "", "digest cache file (cold and sdk-cold remove it first)")
+	out := flag.String("out", "", "measure: the file to append the figures to (default standard error)")
 	flag.Parse()
 	if *mode == "measure" {
-		if err := measure(flag.Args()); err != nil {
+		if err := measure(flag.Args(), *out); err != nil {
 			log.Fatalf("measure: %v", err)
 		}
 		return
@@ -54,13 +56,13 @@ func main() {
 	}
 }
 
-// measure runs args as a child process and prints its wall time, CPU time and peak RSS.
-func measure(args []string) error {
+// measure runs args as a child process and reports its wall time, CPU time and peak RSS.
+func measure(args []string, out string) error {
 	if len(args) == 0 {
 		return fmt.Errorf("no command")
 	}
 	cmd := exec.Command(args[0], args[1:]...) //nolint:gosec // G204: runs the command it is given, as time(1) does
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	start := time.Now()
 	err := cmd.Run()
 	wall := time.Since(start)
@@ -72,8 +74,20 @@ func measure(args []string) error {
 		return fmt.Errorf("no rusage on %s", runtime.GOOS)
 	}
 	seconds := func(tv syscall.Timeval) float64 { return float64(tv.Sec) + float64(tv.Usec)/1e6 }
-	fmt.Printf("%.6f %.6f %.6f %d\n", wall.Seconds(), seconds(ru.Utime), seconds(ru.Stime), ru.Maxrss)
-	return nil
+	line := fmt.Sprintf("%.6f %.6f %.6f %d\n", wall.Seconds(), seconds(ru.Utime), seconds(ru.Stime), ru.Maxrss)
+	if out == "" {
+		_, err = os.Stderr.WriteString(line)
+		return err
+	}
+	f, err := os.OpenFile(out, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(line); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func run(ctx context.Context, mode, tree string, shape benchtree.Shape, cachePath string) error {
