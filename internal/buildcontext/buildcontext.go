@@ -25,7 +25,7 @@
 //   - The SDK-compatible hash uses this listing too, so it matches the SDK exactly unless a
 //     .dockerignore relies on the SDK's glob quirk (an ignored directory's children kept).
 //   - The digest cache is keyed by stat identity only (not path), lives in
-//     DefaultStatCachePath and holds at most 1,000,000 digests. It also holds SDK-compatible
+//     DefaultStatCachePath and holds at most 1,048,576 (2^20) digests. It also holds SDK-compatible
 //     step hashes, keyed by a fingerprint of what they cover (SDKHash).
 //
 // The package knows nothing of Terraform.

@@ -48,9 +48,9 @@ const (
 	cacheKeySize = 5*8 + 4
 	// cacheRecordSize is the key and the sha256.
 	cacheRecordSize = cacheKeySize + 32
-	// maxCacheEntries bounds the file (about 76 MB) and the memory it takes: a tree of a
+	// maxCacheEntries bounds the file (about 80 MB) and the memory it takes: a tree of a
 	// million files stays warm.
-	maxCacheEntries = 1_000_000
+	maxCacheEntries = 1 << 20
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
