@@ -114,8 +114,9 @@ go_test() {
 }
 
 # Acceptance tests that need a CLI newer than the pinned Terraform (the
-# ephemeral resource: Terraform 1.10+) run in the OpenTofu pass only.
-newer_cli_tests='^TestAccProcessEphemeralResource_echo$'
+# ephemeral resource: Terraform 1.10+; write-only arguments: 1.11+) run in
+# the OpenTofu pass only.
+newer_cli_tests='^(TestAccProcessEphemeralResource_echo|TestAccTemplateBuild_writeOnlySecret|TestAccTemplateBuild_writeOnlyErrors|TestAccExamples_validateEphemeral)$'
 
 run_tests() {
 	go_test "$terraform" "$work/tests-terraform.json" -skip "$newer_cli_tests" "${packages[@]}"

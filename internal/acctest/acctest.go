@@ -25,6 +25,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
@@ -59,9 +60,10 @@ type Server struct {
 	// Binary is the executable serving it, which is also the provider.
 	Binary string
 
-	cmd     *exec.Cmd
-	logPath string
-	exited  chan struct{}
+	cmd        *exec.Cmd
+	logPath    string
+	dockerHost string
+	exited     chan struct{}
 }
 
 // ProviderConfig is a provider block for the server.
@@ -124,6 +126,14 @@ func (s *Server) Stop() error {
 	return nil
 }
 
+// RemoveImages removes the images of the stopped server: its layer cache,
+// which a server keeps across restarts, and build images a failed test left.
+func (s *Server) RemoveImages() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	return engine.RemoveInstanceImages(ctx, s.dockerHost, localserver.InstanceOf(s.DataDir))
+}
+
 // ModuleRoot is the repository root (the directory of go.mod).
 func ModuleRoot() (string, error) {
 	_, file, _, ok := runtime.Caller(0)
@@ -165,7 +175,7 @@ func Start(ctx context.Context, binary, dataDir, dockerHost string) (*Server, er
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s server: %w", binary, err)
 	}
-	s := &Server{cmd: cmd, logPath: logPath, exited: make(chan struct{}), Info: localserver.Info{DataDir: dataDir}, Binary: binary}
+	s := &Server{cmd: cmd, logPath: logPath, dockerHost: dockerHost, exited: make(chan struct{}), Info: localserver.Info{DataDir: dataDir}, Binary: binary}
 	go func() { _ = cmd.Wait(); close(s.exited) }()
 
 	infoPath := filepath.Join(dataDir, localserver.InfoFile)
@@ -305,7 +315,12 @@ func Another(t testing.TB) *Server {
 	// Not t.Context: the server outlives it, which ends before cleanups.
 	s, err := startIn(context.Background(), first.Binary, dir, dockerHost, images)
 	if s != nil {
-		t.Cleanup(func() { _ = s.Stop() })
+		t.Cleanup(func() {
+			_ = s.Stop()
+			if err := s.RemoveImages(); err != nil {
+				t.Errorf("cleanup: %v", err)
+			}
+		})
 	}
 	Must(t, err)
 	return s
@@ -329,6 +344,9 @@ func startIn(ctx context.Context, binary, dir, dockerHost string, images Images)
 func StopShared() {
 	if shared.server != nil {
 		_ = shared.server.Stop()
+		if err := shared.server.RemoveImages(); err != nil {
+			fmt.Fprintln(os.Stderr, "acctest: remove the shared server's images:", err)
+		}
 	}
 	if shared.dir != "" {
 		_ = os.RemoveAll(shared.dir)

@@ -54,10 +54,12 @@ func parseServer(args []string, stderr io.Writer) (localserver.Options, error) {
 	fs.IntVar(&o.MaxArchiveEntries, "max-archive-entries", localserver.DefaultMaxArchiveEntries, "most entries an archive may have")
 	fs.DurationVar(&o.UploadURLTTL, "upload-url-ttl", localserver.DefaultUploadURLTTL, "lifetime of an upload URL")
 	fs.DurationVar(&o.MaxSandboxTimeout, "max-sandbox-timeout", localserver.DefaultMaxSandboxTimeout, "longest sandbox timeout")
+	fs.DurationVar(&o.MaxBuildTime, "max-build-time", localserver.DefaultMaxBuildTime, "longest a build may run before it fails (E2B: 1h)")
 	fs.IntVar(&o.MaxCPU, "max-cpu", localserver.DefaultMaxCPUCount, "largest cpuCount of a template")
 	fs.IntVar(&o.MaxMemoryMB, "max-memory-mb", localserver.DefaultMaxMemoryMB, "largest memoryMB of a template")
 	fs.IntVar(&o.MaxConnections, "max-connections", localserver.DefaultMaxConnections, "most open client connections; when reached, the oldest idle one is closed for a new one")
 	fs.DurationVar(&o.IdleTimeout, "idle-timeout", localserver.DefaultIdleTimeout, "how long a keep-alive connection may sit idle between requests")
+	fs.IntVar(&o.LayerCacheSize, "layer-cache-size", engine.DefaultLayerCacheSize, "most build layer images kept for later builds, the most recently used (-1: none)")
 	fs.Int64Var(&o.PidsLimit, "pids-limit", engine.DefaultPidsLimit, "most processes and threads in one sandbox or build container (-1: no limit)")
 	if err := fs.Parse(args); err != nil {
 		return o, err

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -68,8 +69,19 @@ func (e *LineError) Error() string {
 
 func (e *LineError) Unwrap() error { return e.Err }
 
-// Convert converts the content of a Dockerfile.
-func Convert(content string) (*Template, error) {
+// UnusedBuildArgsError names the build arguments no ARG of the Dockerfile declares.
+// Docker only warns about them; here a misspelt name is an error, since the build it
+// would make is not the one asked for.
+type UnusedBuildArgsError struct{ Names []string }
+
+func (e *UnusedBuildArgsError) Error() string {
+	return fmt.Sprintf("no ARG of the Dockerfile declares %s", strings.Join(e.Names, ", "))
+}
+
+// Convert converts the content of a Dockerfile. buildArgs set the values of its ARGs as
+// docker build --build-arg does, over their defaults; a name no ARG declares is an
+// *UnusedBuildArgsError.
+func Convert(content string, buildArgs map[string]string) (*Template, error) {
 	// The parser reads lines with a bufio.Scanner, whose token limit makes a longer line
 	// fail with the number of a line before it: refused here with its own number.
 	for n, line := range strings.Split(content, "\n") {
@@ -83,9 +95,11 @@ func Convert(content string) (*Template, error) {
 		return nil, &LineError{Line: errorLine(err), Err: err}
 	}
 	c := converter{
-		t:      &Template{},
-		escape: parsed.EscapeToken,
-		lex:    shell.NewLex(parsed.EscapeToken),
+		t:         &Template{},
+		escape:    parsed.EscapeToken,
+		lex:       shell.NewLex(parsed.EscapeToken),
+		buildArgs: buildArgs,
+		declared:  map[string]bool{},
 	}
 	// Quotes and escapes are removed, but variables are kept as written:
 	// the E2B builder expands them itself, in order, as the build goes.
@@ -116,6 +130,8 @@ type converter struct {
 
 	fromLine    int
 	metaArgs    map[string]string // ARGs before FROM, for FROM and re-declaration
+	buildArgs   map[string]string // values given to ARGs from outside
+	declared    map[string]bool   // names of the ARGs seen
 	userSet     bool
 	workdirSet  bool
 	cmd         *instructions.ShellDependantCmdLine
@@ -202,7 +218,7 @@ func (c *converter) instruction(node *parser.Node) error {
 					return fmt.Errorf("ARG %s: %v", kv.Key, err)
 				}
 			}
-			args = append(args, kv.Key, v)
+			args = append(args, kv.Key, c.argValue(kv.Key, v))
 		}
 		c.step(steps.Env, args...)
 	case *instructions.CmdCommand:
@@ -235,9 +251,19 @@ func (c *converter) metaArg(arg *instructions.ArgCommand) error {
 				return fmt.Errorf("ARG %s: %v", kv.Key, err)
 			}
 		}
-		c.metaArgs[kv.Key] = v
+		c.metaArgs[kv.Key] = c.argValue(kv.Key, v)
 	}
 	return nil
+}
+
+// argValue is the value of the ARG name declared with value v: the build argument of
+// that name when there is one.
+func (c *converter) argValue(name, v string) string {
+	c.declared[name] = true
+	if b, ok := c.buildArgs[name]; ok {
+		return b
+	}
+	return v
 }
 
 func (c *converter) from(line int, stage *instructions.Stage) error {
@@ -267,6 +293,19 @@ func (c *converter) from(line int, stage *instructions.Stage) error {
 }
 
 func (c *converter) run(line int, cmd *instructions.RunCommand) error {
+	// The fields of --mount are only read on expansion; words stay as written.
+	if err := cmd.Expand(func(word string) (string, error) { return word, nil }); err != nil {
+		return err
+	}
+	for _, m := range instructions.GetMounts(cmd) {
+		if m.Type == instructions.MountTypeSecret || m.Type == instructions.MountTypeSSH {
+			// Dropping the mount would run the command without what it needs; E2B
+			// builds have no build secrets, and a secret a step reads stays in the
+			// template's snapshot.
+			return fmt.Errorf("RUN --mount=type=%s is not supported: an E2B build has no build secrets or SSH agent, "+
+				"and what a step reads stays in the template; give the secret to the sandbox when it runs instead", m.Type)
+		}
+	}
 	for _, flag := range cmd.FlagsUsed {
 		c.warn(line, "RUN --%s ignored", flag)
 	}
@@ -346,6 +385,16 @@ func (c *converter) unquote(word string) (string, error) {
 func (c *converter) finish() (*Template, error) {
 	if c.fromLine == 0 {
 		return nil, &LineError{Err: errors.New("no FROM instruction")}
+	}
+	var unused []string
+	for name := range c.buildArgs {
+		if !c.declared[name] {
+			unused = append(unused, name)
+		}
+	}
+	if len(unused) > 0 {
+		sort.Strings(unused)
+		return nil, &UnusedBuildArgsError{Names: unused}
 	}
 	start := startCommand(c.entrypoint, c.cmd)
 	if start != "" {

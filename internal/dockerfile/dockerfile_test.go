@@ -197,7 +197,7 @@ func TestConvert(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := Convert(tc.dockerfile)
+			got, err := Convert(tc.dockerfile, nil)
 			if err != nil {
 				t.Fatalf("Convert: %v", err)
 			}
@@ -241,10 +241,12 @@ func TestConvertErrors(t *testing.T) {
 		{"ENV without value", "FROM a\nENV\n", 2, "ENV requires at least one argument"},
 		{"ENV with a bad substitution", "FROM a\nENV A=${B\n", 2, "ENV A"},
 		{"empty CMD", "FROM a\nCMD []\n", 2, "empty start command"},
+		{"RUN --mount=type=secret", "FROM a\nRUN true\nRUN --mount=type=secret,id=npm cat /run/secrets/npm\n", 3, "--mount=type=secret is not supported"},
+		{"RUN --mount=type=ssh", "FROM a\nRUN --mount=type=cache,target=/c --mount=type=ssh git clone x\n", 2, "--mount=type=ssh is not supported"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := Convert(tc.dockerfile)
+			got, err := Convert(tc.dockerfile, nil)
 			if err == nil {
 				t.Fatalf("no error; got %+v", got)
 			}
@@ -277,7 +279,7 @@ func FuzzConvert(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, dockerfile string) {
-		got, err := Convert(dockerfile)
+		got, err := Convert(dockerfile, nil)
 		if err != nil {
 			var le *LineError
 			if !errors.As(err, &le) {
@@ -317,13 +319,41 @@ func FuzzConvert(f *testing.F) {
 
 // TestConvertLongLine reports a line longer than the parser reads with its own number
 // (the parser's scanner named an earlier one); a line at the limit converts.
+// TestConvertBuildArgs sets ARGs from outside over their defaults, before FROM (the image)
+// and after it (the ENV step), and refuses names no ARG declares.
+func TestConvertBuildArgs(t *testing.T) {
+	const dockerfile = "ARG TAG=12\nFROM debian:${TAG}\nARG TAG\nARG GREETING=hello\nARG EMPTY\nRUN echo $GREETING\n"
+	got, err := Convert(dockerfile, map[string]string{"TAG": "bookworm", "GREETING": "hi there", "EMPTY": ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Template{FromImage: "debian:bookworm", Steps: withDefaults(
+		steps.Step{Type: steps.Env, Args: []string{"TAG", "bookworm"}},
+		steps.Step{Type: steps.Env, Args: []string{"GREETING", "hi there"}},
+		steps.Step{Type: steps.Env, Args: []string{"EMPTY", ""}},
+		run("echo $GREETING"),
+	)}
+	if !reflect.DeepEqual(*got, want) {
+		t.Errorf("got  %+v\nwant %+v", *got, want)
+	}
+
+	_, err = Convert(dockerfile, map[string]string{"GREETING": "x", "TAGS": "1", "ENV": "2"})
+	var unused *UnusedBuildArgsError
+	if !errors.As(err, &unused) || !reflect.DeepEqual(unused.Names, []string{"ENV", "TAGS"}) {
+		t.Fatalf("error %v (%T), want the unused build args ENV and TAGS", err, err)
+	}
+	if want := "no ARG of the Dockerfile declares ENV, TAGS"; err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
+	}
+}
+
 func TestConvertLongLine(t *testing.T) {
 	ok := "FROM alpine\nRUN echo " + strings.Repeat("x", MaxLineBytes-len("RUN echo ")) + "\n"
-	if _, err := Convert(ok); err != nil {
+	if _, err := Convert(ok, nil); err != nil {
 		t.Fatalf("a line at the limit: %v", err)
 	}
 	long := "FROM alpine\nRUN true\nRUN echo " + strings.Repeat("x", 70000) + "\nRUN true\n"
-	_, err := Convert(long)
+	_, err := Convert(long, nil)
 	var le *LineError
 	if !errors.As(err, &le) || le.Line != 3 || !strings.Contains(err.Error(), "more than the limit of 65535") {
 		t.Fatalf("Convert of a 70 kB line 3: %v", err)

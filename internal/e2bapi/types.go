@@ -224,6 +224,24 @@ type NewSandbox struct {
 	AllowInternetAccess *bool             `json:"allow_internet_access,omitempty"`
 	Metadata            map[string]string `json:"metadata,omitempty"`
 	EnvVars             map[string]string `json:"envVars,omitempty"`
+	// AutoPause pauses the sandbox at its end instead of killing it (the
+	// SDK's lifecycle onTimeout "pause").
+	AutoPause       *bool              `json:"autoPause,omitempty"`
+	AutoPauseMemory *bool              `json:"autoPauseMemory,omitempty"`
+	AutoResume      *SandboxAutoResume `json:"autoResume,omitempty"`
+}
+
+// SandboxAutoResume is NewSandbox's autoResume: whether traffic to a paused
+// sandbox resumes it.
+type SandboxAutoResume struct {
+	Enabled bool `json:"enabled"`
+}
+
+// SandboxLifecycle is what a sandbox does at its end: OnTimeout is "kill"
+// or "pause".
+type SandboxLifecycle struct {
+	AutoResume bool   `json:"autoResume"`
+	OnTimeout  string `json:"onTimeout"`
 }
 
 // Sandbox is the 201 answer of sandbox creation.
@@ -254,6 +272,7 @@ type SandboxDetail struct {
 	DiskSizeMB      int32             `json:"diskSizeMB"`
 	Metadata        map[string]string `json:"metadata,omitempty"`
 	State           string            `json:"state"`
+	Lifecycle       *SandboxLifecycle `json:"lifecycle,omitempty"`
 }
 
 // ListedSandbox is an item of GET /sandboxes.
@@ -283,6 +302,71 @@ type SandboxTimeoutRequest struct {
 type ConnectSandbox struct {
 	Timeout *int32 `json:"timeout,omitempty"`
 	Memory  *bool  `json:"memory,omitempty"`
+}
+
+// SandboxPauseRequest is the optional body of POST /sandboxes/{sandboxID}/pause.
+type SandboxPauseRequest struct {
+	Memory *bool `json:"memory,omitempty"`
+}
+
+// ResumedSandbox is the optional body of the deprecated POST
+// /sandboxes/{sandboxID}/resume (timeout 15 s by default).
+type ResumedSandbox struct {
+	Timeout   *int32 `json:"timeout,omitempty"`
+	AutoPause *bool  `json:"autoPause,omitempty"`
+	Memory    *bool  `json:"memory,omitempty"`
+}
+
+// SandboxMetric is an item of GET /sandboxes/{sandboxID}/metrics.
+type SandboxMetric struct {
+	Timestamp     time.Time `json:"timestamp"`
+	TimestampUnix int64     `json:"timestampUnix"`
+	CPUCount      int32     `json:"cpuCount"`
+	CPUUsedPct    float32   `json:"cpuUsedPct"`
+	MemUsed       int64     `json:"memUsed"`
+	MemTotal      int64     `json:"memTotal"`
+	MemCache      int64     `json:"memCache"`
+	DiskUsed      int64     `json:"diskUsed"`
+	DiskTotal     int64     `json:"diskTotal"`
+}
+
+// SandboxLog is a raw log line of the v1 logs: Line is a flat JSON object
+// with at least "level" (what the CLI's `sandbox logs` parses).
+type SandboxLog struct {
+	Timestamp time.Time `json:"timestamp"`
+	Line      string    `json:"line"`
+}
+
+// SandboxLogEntry is a structured sandbox log line.
+type SandboxLogEntry struct {
+	Timestamp time.Time         `json:"timestamp"`
+	Message   string            `json:"message"`
+	Level     string            `json:"level"`
+	Fields    map[string]string `json:"fields"`
+}
+
+// SandboxLogs is the answer of the deprecated GET /sandboxes/{sandboxID}/logs.
+type SandboxLogs struct {
+	Logs       []SandboxLog      `json:"logs"`
+	LogEntries []SandboxLogEntry `json:"logEntries"`
+}
+
+// SandboxLogsV2Response is the answer of GET /v2/sandboxes/{sandboxID}/logs.
+type SandboxLogsV2Response struct {
+	Logs []SandboxLogEntry `json:"logs"`
+}
+
+// SandboxSnapshotRequest is the body of POST /sandboxes/{sandboxID}/snapshots.
+type SandboxSnapshotRequest struct {
+	Name *string `json:"name,omitempty"`
+}
+
+// SnapshotInfo is the answer of a snapshot's creation and an item of GET
+// /snapshots: SnapshotID is "<name>:<tag>" ("<templateID>:<tag>" without a
+// name), Names the template's full names.
+type SnapshotInfo struct {
+	SnapshotID string   `json:"snapshotID"`
+	Names      []string `json:"names"`
 }
 
 // SandboxRefreshRequest is the body of POST /sandboxes/{sandboxID}/refreshes.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,14 +75,17 @@ func (s *Server) startBuild(templateID, buildID string, req e2bapi.TemplateBuild
 	spec.CPUCount, spec.MemoryMB = b.CPUCount, b.MemoryMB
 	ctx, cancel := context.WithCancelCause(s.ctx)
 	s.running[buildID] = &runningBuild{templateID: templateID, cancel: cancel}
+	tooLong := fmt.Errorf("build status polling timed out. Maximum build time is %s.", s.cfg.MaxBuildTime) //nolint:staticcheck // E2B's reason, word for word
+	limited, stopLimit := context.WithTimeoutCause(ctx, s.cfg.MaxBuildTime, tooLong)
 	s.tasks.Go(func() {
 		defer func() {
 			s.mu.Lock()
 			delete(s.running, buildID)
 			s.mu.Unlock()
+			stopLimit()
 			cancel(nil)
 		}()
-		s.runBuild(ctx, spec, unknown)
+		s.runBuild(limited, spec, unknown)
 	})
 	return nil
 }
@@ -102,7 +104,7 @@ func (s *Server) buildSpec(templateID, buildID string, req *e2bapi.TemplateBuild
 	spec = engine.BuildSpec{
 		TemplateID: templateID, BuildID: buildID,
 		BaseImage: req.FromImage, PullBase: req.FromImage != "", RegistryAuth: req.FromImageRegistry,
-		StartCmd: req.StartCmd, ReadyCmd: req.ReadyCmd,
+		StartCmd: req.StartCmd, ReadyCmd: req.ReadyCmd, Force: req.Force,
 		Archives: map[string]string{},
 	}
 	if req.FromTemplate != "" {
@@ -320,8 +322,8 @@ func (s *Server) handleBuildStatus(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, info)
 }
 
-// handleBuildLogs serves the /logs variant: entries at or after cursor (ms)
-// going forward, or at or before it going backward (newest first).
+// handleBuildLogs serves the /logs variant: a logPage of the entries,
+// forward by default.
 func (s *Server) handleBuildLogs(w http.ResponseWriter, r *http.Request) {
 	templateID, buildID := r.PathValue("templateID"), r.PathValue("buildID")
 	cursor, ok := queryInt(w, r, "cursor", -1)
@@ -336,9 +338,8 @@ func (s *Server) handleBuildLogs(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	direction := r.URL.Query().Get("direction")
-	if direction != "" && direction != "forward" && direction != "backward" {
-		writeError(w, http.StatusBadRequest, "direction %q must be forward or backward", direction)
+	direction, ok := queryDirection(w, r, "forward")
+	if !ok {
 		return
 	}
 	if source := r.URL.Query().Get("source"); source != "" && source != "temporary" && source != "persistent" {
@@ -354,20 +355,6 @@ func (s *Server) handleBuildLogs(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, err)
 		return
 	}
-	limit = min(limit, 100)
-	out := []e2bapi.BuildLogEntry{}
-	if direction == "backward" {
-		slices.Reverse(all)
-	}
-	for _, e := range all {
-		if int64(len(out)) >= limit {
-			break
-		}
-		ms := e.Timestamp.UnixMilli()
-		if cursor >= 0 && ((direction == "backward" && ms > cursor) || (direction != "backward" && ms < cursor)) {
-			continue
-		}
-		out = append(out, e)
-	}
+	out := logPage(all, func(e e2bapi.BuildLogEntry) time.Time { return e.Timestamp }, cursor, direction, min(limit, 100))
 	writeJSON(w, http.StatusOK, e2bapi.TemplateBuildLogsResponse{Logs: out})
 }

@@ -2,7 +2,6 @@ package localserver
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -101,7 +100,13 @@ func dockerEngineWith(t *testing.T, configure func(*engine.DockerOptions)) (engi
 	if err != nil {
 		t.Fatalf("Docker engine at DOCKER_HOST=%s: %v", os.Getenv("DOCKER_HOST"), err)
 	}
-	t.Cleanup(func() { docker.Close() })
+	t.Cleanup(func() {
+		// The layer cache outlives servers; the test's must not outlive it.
+		if err := docker.PruneLayers(context.Background(), 0); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+		docker.Close()
+	})
 	return docker, baseImage
 }
 
@@ -157,6 +162,24 @@ func TestDockerBuildAndSandbox(t *testing.T) {
 	ts.call("DELETE", "/templates/docker-app", nil, http.StatusNoContent, nil)
 }
 
+// A RUN step whose background process keeps its output holds the build, as
+// on E2B, until the build's maximum time fails it with E2B's reason.
+func TestDockerBuildEndsAtItsMaximumTime(t *testing.T) {
+	eng, baseImage := dockerEngine(t)
+	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.MaxBuildTime = 5 * time.Second }})
+	reg, info := ts.buildFrom(baseImage, "held", run("sleep 600 & echo held"))
+	if info.Status != "error" || info.Reason == nil || info.Reason.Message != "build status polling timed out. Maximum build time is 5s." {
+		t.Fatalf("build = %+v, want E2B's maximum build time reason", info)
+	}
+	joined := ""
+	for _, e := range ts.status(reg.TemplateID, reg.BuildID, "").LogEntries {
+		joined += e.Message + "\n"
+	}
+	if !strings.Contains(joined, "held") {
+		t.Errorf("the held step's output is not in the log:\n%s", joined)
+	}
+}
+
 var (
 	stateDirsMu sync.Mutex
 	stateDirs   = map[string]string{}
@@ -203,7 +226,12 @@ func startCommandLog(t *testing.T, binary, dataDir string, extraArgs ...string) 
 			t.Fatal(err)
 		}
 		stateDirs[dataDir] = stateDir
-		t.Cleanup(func() { os.RemoveAll(stateDir) })
+		t.Cleanup(func() {
+			os.RemoveAll(stateDir)
+			if err := engine.RemoveInstanceImages(context.Background(), os.Getenv("DOCKER_HOST"), InstanceOf(dataDir)); err != nil {
+				t.Errorf("cleanup: %v", err)
+			}
+		})
 	}
 	stateDirsMu.Unlock()
 	cmd.Env = append(os.Environ(), "E2B_LOCAL_STATE_DIR="+stateDir)
@@ -256,7 +284,8 @@ func TestDockerRestartAfterSIGKILL(t *testing.T) {
 	ts.start(running, e2bapi.TemplateBuildStartV2{FromImage: baseImage, Steps: []e2bapi.TemplateStep{run("sleep 600")}})
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		st := ts.status(running.TemplateID, running.BuildID, "")
-		if st.Status == "building" && len(st.LogEntries) > 0 && st.LogEntries[len(st.LogEntries)-1].Step == "1" {
+		// The step's line comes before its container starts.
+		if st.Status == "building" && len(st.LogEntries) > 0 && st.LogEntries[len(st.LogEntries)-1].Step == "1" && buildContainers(t, running.BuildID) > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -269,9 +298,19 @@ func TestDockerRestartAfterSIGKILL(t *testing.T) {
 	// A sandbox that lives through the restart: its envd redials the relay
 	// the new server re-creates at the same host path.
 	survivor := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "killed", Timeout: int32p(600)})
+	// A paused sandbox lives through it too, frozen with its processes.
+	frozen := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "killed", Timeout: int32p(600)})
+	frozenClient, err := envdclient.New(envdclient.Config{BaseURL: ts.URL, SandboxID: frozen.SandboxID, AccessToken: frozen.EnvdAccessToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := frozenClient.Run(t.Context(), envdclient.RunRequest{Cmd: "/bin/sh", Args: []string{"-c", `echo kept > /tmp/f; sleep 600 >/dev/null 2>&1 & echo $! > /tmp/pid`}}); err != nil {
+		t.Fatal(err)
+	}
+	ts.call("POST", "/sandboxes/"+frozen.SandboxID+"/pause", nil, http.StatusNoContent, nil)
 	// What a SIGKILL during the commit of the running build leaves: its
 	// image, which no ready build owns.
-	instance := hex.EncodeToString(sha256Prefix(dataDir))
+	instance := InstanceOf(dataDir)
 	orphanImage := "e2b-local/" + strings.ToLower(running.TemplateID) + ":" + strings.ToLower(running.BuildID)
 	plantImage(t, baseImage, orphanImage, map[string]string{
 		"e2b-local.instance": instance, "e2b-local.kind": "image",
@@ -322,6 +361,21 @@ func TestDockerRestartAfterSIGKILL(t *testing.T) {
 		t.Errorf("the sandbox kept across the restart: %v %+v", err, res)
 	}
 	ts.call("DELETE", "/sandboxes/"+survivor.SandboxID, nil, http.StatusNoContent, nil)
+	var detail e2bapi.SandboxDetail
+	ts.call("GET", "/sandboxes/"+frozen.SandboxID, nil, http.StatusOK, &detail)
+	if detail.State != "paused" {
+		t.Errorf("the paused sandbox after the restart is %s", detail.State)
+	}
+	ts.call("POST", "/v2/sandboxes/"+frozen.SandboxID+"/connect", nil, http.StatusCreated, nil)
+	frozenClient, err = envdclient.New(envdclient.Config{BaseURL: ts.URL, SandboxID: frozen.SandboxID, AccessToken: frozen.EnvdAccessToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = frozenClient.Run(t.Context(), envdclient.RunRequest{Cmd: "/bin/sh", Args: []string{"-c", `kill -0 "$(cat /tmp/pid)" && cat /tmp/f`}})
+	if err != nil || string(res.Stdout) != "kept\n" {
+		t.Errorf("the paused sandbox resumed after the restart: %v %+v", err, res)
+	}
+	ts.call("DELETE", "/sandboxes/"+frozen.SandboxID, nil, http.StatusNoContent, nil)
 	// The template still runs sandboxes.
 	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "killed"})
 	ts.call("DELETE", "/sandboxes/"+sb.SandboxID, nil, http.StatusNoContent, nil)
@@ -442,4 +496,137 @@ func sandboxRunning(t *testing.T, sandboxID string) bool {
 		t.Fatal(err)
 	}
 	return len(list) > 0
+}
+
+// TestDockerPauseMetricsAndLogs pauses a real sandbox and resumes it through
+// connect: its file and a background process are still there. Metrics come
+// from the engine's stats, logs from envd's output.
+func TestDockerPauseMetricsAndLogs(t *testing.T) {
+	eng, baseImage := dockerEngine(t)
+	ts := startServer(t, eng)
+	if _, info := ts.buildFrom(baseImage, "docker-pause"); info.Status != "ready" {
+		t.Fatalf("build = %+v", info)
+	}
+	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "docker-pause", EnvVars: map[string]string{"K": "V"}})
+	t.Cleanup(func() { _ = eng.StopSandbox(context.WithoutCancel(t.Context()), sb.SandboxID) })
+	client, err := envdclient.New(envdclient.Config{BaseURL: ts.URL, SandboxID: sb.SandboxID, AccessToken: sb.EnvdAccessToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := func(script string) string {
+		t.Helper()
+		res, err := client.Run(t.Context(), envdclient.RunRequest{Cmd: "/bin/sh", Args: []string{"-c", script}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.ExitCode != 0 {
+			t.Fatalf("%s: exit %d: %s", script, res.ExitCode, res.Stderr)
+		}
+		return strings.TrimSpace(string(res.Stdout))
+	}
+	sh(`echo kept > /tmp/f; sleep 600 >/dev/null 2>&1 & echo $! > /tmp/pid`)
+
+	var metrics []e2bapi.SandboxMetric
+	ts.call("GET", "/sandboxes/"+sb.SandboxID+"/metrics", nil, http.StatusOK, &metrics)
+	if len(metrics) != 1 || metrics[0].CPUCount < 1 || metrics[0].MemTotal != 1024<<20 || metrics[0].MemUsed <= 0 || metrics[0].DiskUsed <= 0 {
+		t.Errorf("metrics = %+v, want one sample of 1 GiB with memory and disk in use", metrics)
+	}
+	var logs e2bapi.SandboxLogsV2Response
+	ts.call("GET", "/v2/sandboxes/"+sb.SandboxID+"/logs?direction=forward&search=listening", nil, http.StatusOK, &logs)
+	if len(logs.Logs) != 1 || logs.Logs[0].Fields["logger"] != "envd" {
+		t.Errorf("logs = %+v, want envd's listening line", logs.Logs)
+	}
+
+	ts.call("POST", "/sandboxes/"+sb.SandboxID+"/pause", nil, http.StatusNoContent, nil)
+	if insp := containerOf(t, sb.SandboxID); insp.State == nil || !insp.State.Paused {
+		t.Fatalf("container after pause: %+v, want paused", insp.State)
+	}
+	expectError(t, ts.request("GET", "/health", nil, "E2b-Sandbox-Id", sb.SandboxID, "E2b-Sandbox-Port", "49983"), http.StatusBadGateway, "is paused")
+	ts.call("GET", "/sandboxes/"+sb.SandboxID+"/metrics", nil, http.StatusOK, &metrics)
+	if len(metrics) != 1 || metrics[0].MemUsed <= 0 {
+		t.Errorf("metrics while paused = %+v, want the frozen memory", metrics)
+	}
+
+	ts.call("POST", "/v2/sandboxes/"+sb.SandboxID+"/connect", e2bapi.ConnectSandbox{Timeout: int32p(120)}, http.StatusCreated, nil)
+	if got := sh(`kill -0 "$(cat /tmp/pid)" && cat /tmp/f`); got != "kept" {
+		t.Errorf("after resume: %q, want the file and the process kept", got)
+	}
+
+	// A restart of the engine stops the paused container: connect boots it
+	// again from its file system, with its env.
+	ts.call("POST", "/sandboxes/"+sb.SandboxID+"/pause", nil, http.StatusNoContent, nil)
+	docker := testDockerClient(t)
+	if err := docker.ContainerKill(t.Context(), containerOf(t, sb.SandboxID).ID, "KILL"); err != nil {
+		t.Fatal(err)
+	}
+	for insp := containerOf(t, sb.SandboxID); insp.State.Running; insp = containerOf(t, sb.SandboxID) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	ts.call("POST", "/v2/sandboxes/"+sb.SandboxID+"/connect", nil, http.StatusCreated, nil)
+	// (Not the process: in the new PID namespace its number may be taken.)
+	if got := sh(`cat /tmp/f; echo "$K"`); got != "kept\nV" {
+		t.Errorf("after a boot again: %q, want the file and the env kept", got)
+	}
+
+	ts.call("POST", "/sandboxes/"+sb.SandboxID+"/pause", nil, http.StatusNoContent, nil)
+	ts.call("DELETE", "/sandboxes/"+sb.SandboxID, nil, http.StatusNoContent, nil)
+	if sandboxRunning(t, sb.SandboxID) {
+		t.Error("the killed paused sandbox's container is still there")
+	}
+	ts.call("DELETE", "/templates/docker-pause", nil, http.StatusNoContent, nil)
+}
+
+// TestDockerSnapshot snapshots a real sandbox: a sandbox of the snapshot
+// has its files, belongs to itself (killing the source leaves it), and
+// deleting the snapshot template removes the image.
+func TestDockerSnapshot(t *testing.T) {
+	eng, baseImage := dockerEngine(t)
+	ts := startServer(t, eng)
+	if _, info := ts.buildFrom(baseImage, "docker-snap-src"); info.Status != "ready" {
+		t.Fatalf("build = %+v", info)
+	}
+	run := func(sb e2bapi.Sandbox, script string) string {
+		t.Helper()
+		client, err := envdclient.New(envdclient.Config{BaseURL: ts.URL, SandboxID: sb.SandboxID, AccessToken: sb.EnvdAccessToken})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := client.Run(t.Context(), envdclient.RunRequest{Cmd: "/bin/sh", Args: []string{"-c", script}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(res.Stdout))
+	}
+	src := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "docker-snap-src"})
+	run(src, `echo snapped > /home/user/snap.txt`)
+
+	var info e2bapi.SnapshotInfo
+	ts.call("POST", "/sandboxes/"+src.SandboxID+"/snapshots", e2bapi.SandboxSnapshotRequest{Name: strp("docker-snap")}, http.StatusCreated, &info)
+	if got := run(src, `cat /home/user/snap.txt`); got != "snapped" {
+		t.Errorf("the source sandbox after the snapshot: %q", got)
+	}
+	snaps, err := ts.Server.Store().Snapshots(src.SandboxID, "", "")
+	if err != nil || len(snaps) != 1 {
+		t.Fatalf("snapshots = %+v, %v", snaps, err)
+	}
+	build := snaps[0].Build
+	img, err := testDockerClient(t).ImageInspect(t.Context(), build.Result.Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := img.Config.Labels; l["e2b-local.kind"] != "image" || l["e2b-local.sandbox-id"] != "" || l["e2b-local.build-id"] != build.ID {
+		t.Errorf("snapshot image labels = %v", l)
+	}
+
+	from := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: info.SnapshotID})
+	ts.call("DELETE", "/sandboxes/"+src.SandboxID, nil, http.StatusNoContent, nil)
+	if got := run(from, `cat /home/user/snap.txt; id -un`); got != "snapped\nuser" {
+		t.Errorf("a sandbox of the snapshot: %q, want the file and the template's user", got)
+	}
+	ts.call("DELETE", "/sandboxes/"+from.SandboxID, nil, http.StatusNoContent, nil)
+	ts.call("DELETE", "/templates/docker-snap", nil, http.StatusNoContent, nil)
+	if imageExists(t, build.Result.Image) {
+		t.Errorf("the snapshot's image %s outlived its template", build.Result.Image)
+	}
+	ts.call("DELETE", "/templates/docker-snap-src", nil, http.StatusNoContent, nil)
 }

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -291,6 +292,9 @@ type fakeEngine struct {
 	removedImages []string
 	deadlines     map[string]time.Time
 	keptOrphans   []string
+	paused        map[string]bool
+	snapshotErr   error            // when set, CommitSandbox fails with it
+	logs          []engine.LogLine // every fake sandbox's log
 }
 
 func newFakeEngine(t *testing.T) *fakeEngine {
@@ -303,7 +307,7 @@ func newFakeEngine(t *testing.T) *fakeEngine {
 	e := &fakeEngine{
 		t: t, dir: dir, release: make(chan struct{}),
 		builds: make(chan engine.BuildSpec, 100), stopped: make(chan string, 100),
-		sandboxes: map[string]func() error{},
+		sandboxes: map[string]func() error{}, paused: map[string]bool{},
 	}
 	t.Cleanup(func() {
 		e.mu.Lock()
@@ -451,4 +455,64 @@ func (e *fakeEngine) RemoveImage(_ context.Context, image string) error {
 	defer e.mu.Unlock()
 	e.removedImages = append(e.removedImages, image)
 	return nil
+}
+
+func (e *fakeEngine) PauseSandbox(_ context.Context, id string) error {
+	return e.setPaused(id, true)
+}
+
+func (e *fakeEngine) ResumeSandbox(_ context.Context, spec engine.SandboxSpec) error {
+	return e.setPaused(spec.SandboxID, false)
+}
+
+// setPaused fails as Docker does: for an unknown sandbox, or one already in
+// that state.
+func (e *fakeEngine) setPaused(id string, paused bool) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.sandboxes[id]; !ok {
+		return fmt.Errorf("sandbox %s has no container", id)
+	}
+	if e.paused[id] == paused {
+		return fmt.Errorf("sandbox %s: paused is already %v", id, paused)
+	}
+	e.paused[id] = paused
+	return nil
+}
+
+func (e *fakeEngine) isPaused(id string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.paused[id]
+}
+
+func (e *fakeEngine) SandboxMetrics(_ context.Context, id string) (engine.SandboxMetrics, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.sandboxes[id]; !ok {
+		return engine.SandboxMetrics{}, fmt.Errorf("sandbox %s has no container", id)
+	}
+	return engine.SandboxMetrics{Time: time.Now(), CPUCount: 2, CPUUsedPct: 12.5, MemUsed: 64 << 20, MemTotal: 1 << 30, DiskUsed: 10 << 20}, nil
+}
+
+func (e *fakeEngine) SandboxLogs(_ context.Context, id string) ([]engine.LogLine, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.sandboxes[id]; !ok {
+		return nil, fmt.Errorf("sandbox %s has no container", id)
+	}
+	return slices.Clone(e.logs), nil
+}
+
+// CommitSandbox names the image as Docker's engine does; snapshotErr fails it.
+func (e *fakeEngine) CommitSandbox(_ context.Context, spec engine.SnapshotSpec) (string, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.sandboxes[spec.SandboxID]; !ok {
+		return "", fmt.Errorf("sandbox %s has no container", spec.SandboxID)
+	}
+	if e.snapshotErr != nil {
+		return "", e.snapshotErr
+	}
+	return "fake/" + spec.TemplateID + ":" + spec.BuildID, nil
 }

@@ -221,7 +221,7 @@ func containerOf(t *testing.T, sandboxID string) container.InspectResponse {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	list, err := cli.ContainerList(t.Context(), container.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "e2b-local.sandbox-id="+sandboxID))})
+	list, err := cli.ContainerList(t.Context(), container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "e2b-local.sandbox-id="+sandboxID))})
 	if err != nil || len(list) != 1 {
 		t.Fatalf("the container of sandbox %s: %v (%d found)", sandboxID, err, len(list))
 	}

@@ -95,7 +95,8 @@ func newSandboxProxy(eng engine.Engine, sandboxID string) *sandboxProxy {
 }
 
 func (s *Server) proxy(w http.ResponseWriter, r *http.Request, id string, port int) {
-	if _, err := s.store.Sandbox(id); err != nil {
+	sb, err := s.store.Sandbox(id)
+	if err != nil {
 		if store.KindOf(err) == store.KindNotFound {
 			// 502, as E2B's proxy answers: the SDKs read it as "the sandbox
 			// was killed or timed out" (isRunning → false).
@@ -103,6 +104,11 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, id string, port i
 			return
 		}
 		s.internalError(w, err)
+		return
+	}
+	if sb.Paused() && !s.autoResume(r.Context(), sb) {
+		// Its envd is frozen: a request would wait for it in vain.
+		writeError(w, http.StatusBadGateway, "sandbox '%s' is paused: connect to it to resume it", id)
 		return
 	}
 	if port < 1 || port > 65535 {

@@ -52,8 +52,10 @@ type Options struct {
 	MaxUploadBytes, MaxUnpackedBytes int64
 	MaxArchiveEntries                int
 	UploadURLTTL, MaxSandboxTimeout  time.Duration
+	MaxBuildTime                     time.Duration
 	MaxCPU, MaxMemoryMB              int
 	PidsLimit                        int64
+	LayerCacheSize                   int
 	MaxConnections                   int
 	IdleTimeout                      time.Duration
 }
@@ -97,7 +99,8 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, stdout io.Writer) 
 	}
 	dockerOpts := engine.DockerOptions{
 		EnvdBinary: envd, StateDir: stateDir, Network: o.Network, PidsLimit: o.PidsLimit,
-		Instance: hex.EncodeToString(sha256Prefix(dataDir)), Logger: logger,
+		LayerCacheSize: o.LayerCacheSize,
+		Instance:       InstanceOf(dataDir), Logger: logger,
 	}
 	var proxy *egress.Proxy
 	if o.Network != engine.NetworkHost {
@@ -122,9 +125,11 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, stdout io.Writer) 
 	return serve(ctx, o, dataDir, apiKey, docker, policy, logger, stdout)
 }
 
-func sha256Prefix(s string) []byte {
-	sum := sha256.Sum256([]byte(s))
-	return sum[:6]
+// InstanceOf is the engine instance of the server with the (absolute)
+// dataDir: what its containers and images are labelled with.
+func InstanceOf(dataDir string) string {
+	sum := sha256.Sum256([]byte(dataDir))
+	return hex.EncodeToString(sum[:6])
 }
 
 func egressSummary(network string, policy *egress.Policy) string {
@@ -154,7 +159,7 @@ func serve(ctx context.Context, o Options, dataDir, apiKey string, eng engine.En
 	srv, err := New(ctx, Config{
 		DataDir: dataDir, APIKey: apiKey, TeamSlug: o.TeamSlug, PublicURL: o.PublicURL, Domain: domain,
 		MaxUploadBytes: o.MaxUploadBytes, MaxUnpackedBytes: o.MaxUnpackedBytes, MaxArchiveEntries: o.MaxArchiveEntries,
-		UploadURLTTL: o.UploadURLTTL, MaxSandboxTimeout: o.MaxSandboxTimeout,
+		UploadURLTTL: o.UploadURLTTL, MaxSandboxTimeout: o.MaxSandboxTimeout, MaxBuildTime: o.MaxBuildTime,
 		MaxCPUCount: int32(o.MaxCPU), MaxMemoryMB: int32(o.MaxMemoryMB), Logger: logger, //nolint:gosec // flag values beyond int32 wrap as before; no host has 2^31 CPUs or MiB
 	}, eng)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,53 +63,57 @@ func (s *Server) answerCreated(w http.ResponseWriter, sb *e2bapi.Sandbox, err er
 // (defaultTimeout when unset), with an envd access token when secure, and
 // records it.
 func (s *Server) createSandbox(ctx context.Context, req e2bapi.NewSandbox, defaultTimeout int32, secure bool) (*e2bapi.Sandbox, error) {
-	timeout, err := s.ttl("timeout", req.Timeout, defaultTimeout, 1)
+	timeout, err := s.ttl(req.Timeout, defaultTimeout, 1)
 	if err != nil {
 		return nil, err
 	}
 	if req.TemplateID == "" {
 		return nil, answer(http.StatusBadRequest, "templateID is required")
 	}
+	autoPause := req.AutoPause != nil && *req.AutoPause
+	autoResume := req.AutoResume != nil && req.AutoResume.Enabled
+	// E2B's checks: without memory the pause at the end is a file system
+	// snapshot, which traffic cannot resume.
+	if req.AutoPauseMemory != nil && !*req.AutoPauseMemory {
+		if !autoPause {
+			return nil, answer(http.StatusBadRequest, "autoPauseMemory=false only applies when autoPause is true.")
+		}
+		if autoResume {
+			return nil, answer(http.StatusBadRequest, "autoPauseMemory=false (filesystem-only auto-pause) cannot be combined with autoResume: a filesystem-only snapshot cannot be auto-resumed by traffic and must be resumed explicitly.")
+		}
+	}
 	t, b, err := s.store.Resolve(req.TemplateID)
 	if err != nil {
 		return nil, err
 	}
-	env := maps.Clone(b.Result.Env)
-	if env == nil {
-		env = map[string]string{}
-	}
-	maps.Copy(env, req.EnvVars)
 	token := ""
 	if secure {
 		token = rand.Text()
 	}
-	id := "i" + store.RandomID(20)
-	started, err := s.engine.StartSandbox(ctx, engine.SandboxSpec{
-		SandboxID: id, TemplateID: t.ID, BuildID: b.ID, Image: b.Result.Image,
-		User: b.Result.User, Workdir: b.Result.Workdir, Env: env, StartCmd: b.Result.StartCmd,
-		AccessToken: token, CPUCount: b.CPUCount, MemoryMB: b.MemoryMB,
-		// Moved to the recorded end below; this one holds should the
-		// server die in between.
-		EndAt: s.cfg.Now().Add(timeout),
-	})
+	now := s.cfg.Now().UTC()
+	sb := store.Sandbox{
+		ID: "i" + store.RandomID(20), TemplateID: t.ID, Alias: t.Alias, BuildID: b.ID, AccessToken: token,
+		StartedAt: now, EndAt: now.Add(timeout), CPUCount: b.CPUCount, MemoryMB: b.MemoryMB,
+		Metadata: req.Metadata, EnvVars: req.EnvVars, State: store.StateRunning, AutoPause: autoPause,
+	}
+	if autoResume {
+		sb.AutoResume = timeout
+	}
+	id := sb.ID
+	// The container's end is set again once recorded; this one holds
+	// should the server die in between.
+	started, err := s.engine.StartSandbox(ctx, sandboxSpec(sb, b))
 	if err != nil {
 		s.log.Error("start sandbox", "template", t.ID, "build", b.ID, "err", err)
 		return nil, &errorAnswer{status: http.StatusInternalServerError, body: e2bapi.Error{Code: 500, Message: "start sandbox: " + err.Error(), ErrorCode: "sandbox_create_failed"}}
 	}
-	envdVersion := started.EnvdVersion
-	if envdVersion == "" {
-		envdVersion = b.Result.EnvdVersion
-	}
-	now := s.cfg.Now().UTC()
-	sb := store.Sandbox{
-		ID: id, TemplateID: t.ID, Alias: t.Alias, BuildID: b.ID, AccessToken: token,
-		StartedAt: now, EndAt: now.Add(timeout),
-		CPUCount: b.CPUCount, MemoryMB: b.MemoryMB, EnvdVersion: envdVersion,
-		Metadata: req.Metadata, ContainerID: started.ContainerID,
+	sb.ContainerID, sb.EnvdVersion = started.ContainerID, started.EnvdVersion
+	if sb.EnvdVersion == "" {
+		sb.EnvdVersion = b.Result.EnvdVersion
 	}
 	err = s.store.CreateSandbox(sb)
 	if err == nil {
-		if err = s.engine.SetSandboxDeadline(ctx, id, sb.EndAt); err != nil {
+		if err = s.engine.SetSandboxDeadline(ctx, id, containerEnd(sb)); err != nil {
 			_, _ = s.store.DeleteSandbox(id)
 			err = s.internal(err)
 		}
@@ -119,10 +124,53 @@ func (s *Server) createSandbox(ctx context.Context, req e2bapi.NewSandbox, defau
 		}
 		return nil, err
 	}
+	return s.sandboxAnswer(sb), nil
+}
+
+// sandboxSpec is what the engine needs to start sandbox sb of build b, or
+// to boot it again: the build's user, workdir and start command, its env
+// with the sandbox's envVars over it.
+func sandboxSpec(sb store.Sandbox, b store.Build) engine.SandboxSpec {
+	env := maps.Clone(b.Result.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	maps.Copy(env, sb.EnvVars)
+	return engine.SandboxSpec{
+		SandboxID: sb.ID, TemplateID: sb.TemplateID, BuildID: sb.BuildID, Image: b.Result.Image,
+		User: b.Result.User, Workdir: b.Result.Workdir, Env: env, StartCmd: b.Result.StartCmd,
+		AccessToken: sb.AccessToken, CPUCount: sb.CPUCount, MemoryMB: sb.MemoryMB, EndAt: containerEnd(sb),
+	}
+}
+
+// sandboxAnswer is the Sandbox of create, connect and resume answers.
+func (s *Server) sandboxAnswer(sb store.Sandbox) *e2bapi.Sandbox {
 	return &e2bapi.Sandbox{
-		TemplateID: t.ID, SandboxID: id, Alias: t.Alias, ClientID: e2bapi.ClientID,
-		EnvdVersion: envdVersion, EnvdAccessToken: token, Domain: s.domain(),
-	}, nil
+		TemplateID: sb.TemplateID, SandboxID: sb.ID, Alias: sb.Alias, ClientID: e2bapi.ClientID,
+		EnvdVersion: sb.EnvdVersion, EnvdAccessToken: sb.AccessToken, Domain: s.domain(),
+	}
+}
+
+// containerEnd is the end the sandbox's container ends itself at (none
+// for one that pauses at its end or is paused: it must not end itself).
+func containerEnd(sb store.Sandbox) time.Time {
+	if sb.AutoPause || sb.Paused() {
+		return time.Time{}
+	}
+	return sb.EndAt
+}
+
+// stateAndEnd is the API's state of the sandbox and its endAt, which for a
+// paused sandbox is when it was paused, as on E2B.
+func stateAndEnd(sb store.Sandbox) (string, time.Time) {
+	switch {
+	case !sb.Paused():
+		return store.StateRunning, sb.EndAt
+	case sb.PausedAt != nil:
+		return store.StatePaused, *sb.PausedAt
+	default:
+		return store.StatePaused, sb.EndAt
+	}
 }
 
 func sandboxID(w http.ResponseWriter, r *http.Request) (string, bool) {
@@ -153,32 +201,41 @@ func (s *Server) handleGetSandbox(w http.ResponseWriter, r *http.Request) {
 		s.storeError(w, err)
 		return
 	}
+	state, end := stateAndEnd(sb)
+	onTimeout := "kill"
+	if sb.AutoPause {
+		onTimeout = "pause"
+	}
 	writeJSON(w, http.StatusOK, e2bapi.SandboxDetail{
 		TemplateID: sb.TemplateID, Alias: sb.Alias, SandboxID: sb.ID, ClientID: e2bapi.ClientID,
-		StartedAt: sb.StartedAt, EndAt: sb.EndAt, EnvdVersion: sb.EnvdVersion,
+		StartedAt: sb.StartedAt, EndAt: end, EnvdVersion: sb.EnvdVersion,
 		EnvdAccessToken: sb.AccessToken, Domain: s.domain(),
-		CPUCount: sb.CPUCount, MemoryMB: sb.MemoryMB, Metadata: sb.Metadata, State: "running",
+		CPUCount: sb.CPUCount, MemoryMB: sb.MemoryMB, Metadata: sb.Metadata, State: state,
+		Lifecycle: &e2bapi.SandboxLifecycle{OnTimeout: onTimeout, AutoResume: sb.AutoResume > 0},
 	})
 }
 
 func listed(sb store.Sandbox) e2bapi.ListedSandbox {
+	state, end := stateAndEnd(sb)
 	return e2bapi.ListedSandbox{
 		TemplateID: sb.TemplateID, Alias: sb.Alias, SandboxID: sb.ID, ClientID: e2bapi.ClientID,
-		StartedAt: sb.StartedAt, EndAt: sb.EndAt, CPUCount: sb.CPUCount, MemoryMB: sb.MemoryMB,
-		Metadata: sb.Metadata, State: "running", EnvdVersion: sb.EnvdVersion,
+		StartedAt: sb.StartedAt, EndAt: end, CPUCount: sb.CPUCount, MemoryMB: sb.MemoryMB,
+		Metadata: sb.Metadata, State: state, EnvdVersion: sb.EnvdVersion,
 	}
 }
 
 // filteredSandboxes lists the sandboxes matching the metadata query
-// ("k=v&k2=v2", URL-encoded) and the states (every sandbox is running).
-func (s *Server) filteredSandboxes(w http.ResponseWriter, r *http.Request) ([]e2bapi.ListedSandbox, bool) {
+// ("k=v&k2=v2", URL-encoded) and the state query (comma-separated or
+// repeated; defaultStates when absent).
+func (s *Server) filteredSandboxes(w http.ResponseWriter, r *http.Request, defaultStates ...string) ([]e2bapi.ListedSandbox, bool) {
 	want, err := url.ParseQuery(r.URL.Query().Get("metadata"))
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "metadata query %q is invalid: %v", r.URL.Query().Get("metadata"), err)
 		return nil, false
 	}
-	if states := r.URL.Query().Get("state"); states != "" && !strings.Contains(states, "running") {
-		return []e2bapi.ListedSandbox{}, true
+	states := defaultStates
+	if raw := r.URL.Query()["state"]; len(raw) > 0 {
+		states = strings.Split(strings.Join(raw, ","), ",")
 	}
 	all, err := s.store.LiveSandboxes()
 	if err != nil {
@@ -193,13 +250,18 @@ next:
 				continue next
 			}
 		}
-		out = append(out, listed(sb))
+		item := listed(sb)
+		if slices.Contains(states, item.State) {
+			out = append(out, item)
+		}
 	}
 	return out, true
 }
 
+// handleListSandboxes serves GET /sandboxes, which lists running sandboxes
+// only, as E2B's does.
 func (s *Server) handleListSandboxes(w http.ResponseWriter, r *http.Request) {
-	if out, ok := s.filteredSandboxes(w, r); ok {
+	if out, ok := s.filteredSandboxes(w, r, store.StateRunning); ok {
 		writeJSON(w, http.StatusOK, out)
 	}
 }
@@ -209,7 +271,7 @@ func (s *Server) handleListSandboxesV2(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	out, ok := s.filteredSandboxes(w, r)
+	out, ok := s.filteredSandboxes(w, r, store.StateRunning, store.StatePaused)
 	if !ok {
 		return
 	}
@@ -257,17 +319,17 @@ func (s *Server) handleSandboxTimeout(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	timeout, err := s.ttl("timeout", &req.Timeout, 0, 0)
+	timeout, err := s.ttl(&req.Timeout, 0, 0)
 	if err != nil {
 		s.answerError(w, err)
 		return
 	}
-	end := s.cfg.Now().Add(timeout)
-	if err := s.store.SetSandboxEndAt(id, end); err != nil {
+	sb, err := s.store.SetSandboxEndAt(id, s.cfg.Now().Add(timeout))
+	if err != nil {
 		s.storeError(w, err)
 		return
 	}
-	if err := s.engine.SetSandboxDeadline(r.Context(), id, end); err != nil {
+	if err := s.engine.SetSandboxDeadline(r.Context(), id, containerEnd(sb)); err != nil {
 		s.internalError(w, err)
 		return
 	}
@@ -298,23 +360,34 @@ func (s *Server) handleConnectSandboxV1(w http.ResponseWriter, r *http.Request) 
 	s.connectSandbox(w, r, id, req.Timeout)
 }
 
-// connectSandbox answers a connect. Every sandbox here runs (none is ever
-// paused), so the answer is 200 with the sandbox, whose end moves to
-// now+timeout (300 s when unset) when that is later: connecting only extends.
+// connectSandbox answers a connect: a paused sandbox is resumed to run
+// timeout seconds (300 s when unset) from now, 201; a running one ends
+// then if that is later (connecting only extends), 200.
 func (s *Server) connectSandbox(w http.ResponseWriter, r *http.Request, id string, requested *int32) {
-	timeout, err := s.ttl("timeout", requested, defaultTimeoutV2, 0)
+	timeout, err := s.ttl(requested, defaultTimeoutV2, 0)
 	if err != nil {
 		s.answerError(w, err)
+		return
+	}
+	defer s.lockSandbox(id)()
+	sb, err := s.store.Sandbox(id)
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	if sb.Paused() {
+		if sb, err = s.resumeSandbox(r.Context(), sb, timeout, nil); err != nil {
+			s.answerError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusCreated, s.sandboxAnswer(sb))
 		return
 	}
 	sb, ok := s.extendSandbox(w, r, id, timeout)
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, e2bapi.Sandbox{
-		TemplateID: sb.TemplateID, SandboxID: sb.ID, Alias: sb.Alias, ClientID: e2bapi.ClientID,
-		EnvdVersion: sb.EnvdVersion, EnvdAccessToken: sb.AccessToken, Domain: s.domain(),
-	})
+	writeJSON(w, http.StatusOK, s.sandboxAnswer(sb))
 }
 
 // handleRefreshSandbox keeps a sandbox alive for duration seconds more (0 to 3600) from
@@ -346,7 +419,7 @@ func (s *Server) extendSandbox(w http.ResponseWriter, r *http.Request, id string
 		s.storeError(w, err)
 		return sb, false
 	}
-	if err := s.engine.SetSandboxDeadline(r.Context(), id, sb.EndAt); err != nil {
+	if err := s.engine.SetSandboxDeadline(r.Context(), id, containerEnd(sb)); err != nil {
 		s.internalError(w, err)
 		return sb, false
 	}
@@ -356,16 +429,16 @@ func (s *Server) extendSandbox(w http.ResponseWriter, r *http.Request, id string
 // maxRefreshSeconds is the largest refresh E2B accepts (SandboxRefreshRequest).
 const maxRefreshSeconds = 3600
 
-// ttl reads a sandbox time-to-live of a request: requested seconds, or def
-// when unset. It must be from least seconds to the server's limit; else the
-// error is the 400 answer naming field.
-func (s *Server) ttl(field string, requested *int32, def, least int32) (time.Duration, error) {
+// ttl reads the timeout (seconds) of a request, or def when unset. It must
+// be from least seconds to the server's limit; else the error is the 400
+// answer naming it.
+func (s *Server) ttl(requested *int32, def, least int32) (time.Duration, error) {
 	seconds := def
 	if requested != nil {
 		seconds = *requested
 	}
 	if seconds < least || time.Duration(seconds)*time.Second > s.cfg.MaxSandboxTimeout {
-		return 0, answer(http.StatusBadRequest, "%s %d is invalid: it must be from %d to %d seconds", field, seconds, least, int64(s.cfg.MaxSandboxTimeout/time.Second))
+		return 0, answer(http.StatusBadRequest, "timeout %d is invalid: it must be from %d to %d seconds", seconds, least, int64(s.cfg.MaxSandboxTimeout/time.Second))
 	}
 	return time.Duration(seconds) * time.Second, nil
 }
@@ -374,8 +447,8 @@ func (s *Server) ttl(field string, requested *int32, def, least int32) (time.Dur
 // grants (link requests and the start prune them too).
 const grantPruneInterval = time.Minute
 
-// reapLoop stops sandboxes whose time ran out, and prunes expired upload
-// grants, until the server closes.
+// reapLoop stops sandboxes whose time ran out (pausing those that pause
+// then), and prunes expired upload grants, until the server closes.
 func (s *Server) reapLoop() {
 	ticker := time.NewTicker(s.cfg.ReapInterval)
 	defer ticker.Stop()
@@ -404,7 +477,11 @@ func (s *Server) reapExpired(ctx context.Context) {
 	}
 	now := s.cfg.Now()
 	for _, sb := range sandboxes {
-		if now.Before(sb.EndAt) {
+		if sb.Paused() || now.Before(sb.EndAt) {
+			continue
+		}
+		if sb.AutoPause {
+			s.pauseAtEnd(ctx, sb.ID)
 			continue
 		}
 		if err := s.stopSandbox(ctx, sb.ID); err != nil {

@@ -219,7 +219,7 @@ func TestDeleteTemplate(t *testing.T) {
 	first, _ := ts.build("app")
 	second, _ := ts.build("app")
 	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app"})
-	ts.expectError("DELETE", "/templates/app", nil, 400, "running sandboxes use it")
+	ts.expectError("DELETE", "/templates/app", nil, 400, "running or paused sandboxes use it")
 	ts.call("DELETE", "/sandboxes/"+sb.SandboxID, nil, 204, nil)
 	ts.call("DELETE", "/templates/local%2Fapp", nil, 204, nil)
 	eng.mu.Lock()

@@ -46,6 +46,9 @@ type Config struct {
 	MaxCPUCount       int32
 	MaxMemoryMB       int32
 	MaxSandboxTimeout time.Duration
+	// MaxBuildTime bounds a build from its start, as E2B's one hour does: a
+	// RUN step held open by a background process fails the build then.
+	MaxBuildTime time.Duration
 	// ReapInterval is how often expired sandboxes are looked for.
 	ReapInterval time.Duration
 	// Now is the clock (time.Now when nil); tests move it to expire sandboxes.
@@ -67,6 +70,7 @@ const (
 	DefaultMaxCPUCount       = 8
 	DefaultMaxMemoryMB       = 16384
 	DefaultMaxSandboxTimeout = 24 * time.Hour
+	DefaultMaxBuildTime      = time.Hour
 	DefaultReapInterval      = time.Second
 )
 
@@ -94,6 +98,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.MaxSandboxTimeout <= 0 {
 		c.MaxSandboxTimeout = DefaultMaxSandboxTimeout
+	}
+	if c.MaxBuildTime <= 0 {
+		c.MaxBuildTime = DefaultMaxBuildTime
 	}
 	if c.ReapInterval <= 0 {
 		c.ReapInterval = DefaultReapInterval
@@ -130,6 +137,10 @@ type Server struct {
 	running map[string]*runningBuild // by build ID
 	proxies map[string]*sandboxProxy // by sandbox ID
 	tasks   sync.WaitGroup
+
+	// sandboxLocks serialise each sandbox's pauses, resumes and
+	// snapshots (lockSandbox), by sandbox ID.
+	sandboxLocks map[string]*sandboxLock
 }
 
 // New opens the state in cfg.DataDir, recovers from an earlier run (builds
@@ -149,6 +160,8 @@ func New(ctx context.Context, cfg Config, eng engine.Engine) (*Server, error) {
 		spoolDir:   filepath.Join(cfg.DataDir, "uploads"),
 		running:    map[string]*runningBuild{},
 		proxies:    map[string]*sandboxProxy{},
+
+		sandboxLocks: map[string]*sandboxLock{},
 	}
 	for _, dir := range []string{cfg.DataDir, s.archiveDir, s.spoolDir} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -197,7 +210,7 @@ func (s *Server) recover(ctx context.Context) error {
 	live := map[string]bool{}
 	now := s.cfg.Now()
 	for _, sb := range sandboxes {
-		if now.Before(sb.EndAt) {
+		if sb.Live(now) {
 			live[sb.ID] = true
 		} else if _, err := s.store.DeleteSandbox(sb.ID); err != nil {
 			return err
@@ -240,7 +253,9 @@ func (s *Server) ownedImages() (map[string]bool, error) {
 func (s *Server) Store() *store.Store { return s.store }
 
 // Close fails running builds with "server shut down", stops every sandbox
-// and closes the state. ctx bounds the wait for builds to wind down.
+// but those that are paused or pause at their end (which it pauses, so that
+// they outlive the server as on E2B they outlive their timeout) and closes
+// the state. ctx bounds the wait for builds to wind down.
 func (s *Server) Close(ctx context.Context) error {
 	// Under mu, so that no build starts between the cancel and the Wait.
 	s.mu.Lock()
@@ -260,7 +275,13 @@ func (s *Server) Close(ctx context.Context) error {
 	sandboxes, err := s.store.Sandboxes()
 	errs = append(errs, err)
 	for _, sb := range sandboxes {
-		errs = append(errs, s.stopSandbox(ctx, sb.ID))
+		switch {
+		case sb.Paused():
+		case sb.AutoPause:
+			s.pauseAtEnd(ctx, sb.ID)
+		default:
+			errs = append(errs, s.stopSandbox(ctx, sb.ID))
+		}
 	}
 	s.mu.Lock()
 	for id, p := range s.proxies {
@@ -335,6 +356,14 @@ func (s *Server) routes() *http.ServeMux {
 	m.HandleFunc("POST /v2/sandboxes/{sandboxID}/connect", s.handleConnectSandbox)
 	m.HandleFunc("POST /sandboxes/{sandboxID}/connect", s.handleConnectSandboxV1)
 	m.HandleFunc("POST /sandboxes/{sandboxID}/refreshes", s.handleRefreshSandbox)
+	m.HandleFunc("POST /sandboxes/{sandboxID}/pause", s.handlePauseSandbox)
+	m.HandleFunc("POST /sandboxes/{sandboxID}/resume", s.handleResumeSandbox)
+	m.HandleFunc("GET /sandboxes/metrics", s.handleSandboxesMetrics)
+	m.HandleFunc("GET /sandboxes/{sandboxID}/metrics", s.handleSandboxMetrics)
+	m.HandleFunc("GET /sandboxes/{sandboxID}/logs", s.handleSandboxLogs)
+	m.HandleFunc("GET /v2/sandboxes/{sandboxID}/logs", s.handleSandboxLogsV2)
+	m.HandleFunc("POST /sandboxes/{sandboxID}/snapshots", s.handleCreateSnapshot)
+	m.HandleFunc("GET /snapshots", s.handleListSnapshots)
 	return m
 }
 

@@ -96,6 +96,9 @@ func (s *Server) listItems() ([]e2bapi.Template, error) {
 	}
 	out := []e2bapi.Template{}
 	for _, t := range templates {
+		if t.SnapshotOf != "" {
+			continue // snapshots are listed by GET /snapshots, as on E2B
+		}
 		item, err := s.listItem(t)
 		if err != nil {
 			return nil, err
@@ -174,6 +177,10 @@ func (s *Server) handleGetTemplate(w http.ResponseWriter, r *http.Request) {
 	t, err := s.store.TemplateByID(r.PathValue("templateID"))
 	if err != nil {
 		s.storeError(w, err)
+		return
+	}
+	if t.SnapshotOf != "" {
+		writeError(w, http.StatusNotFound, "template '%s' not found: it is a snapshot", t.ID)
 		return
 	}
 	builds, err := s.store.Builds(t.ID)

@@ -230,6 +230,9 @@ var envdAllowlist = []addition{
 	// Downloads honour Range requests with 206 Partial Content (design/e2b-api.md
 	// §6.4: "ranges/conditionals with identity").
 	{"GET /files answers 206", allowStatuses(http.MethodGet, "/files", 206)},
+	// A download is typed by the file's extension (or, without one, by what
+	// net/http sniffs), not always application/octet-stream (design/envd.md).
+	{"GET /files answers 200 with any media type", allowAnyMediaType(http.MethodGet, "/files", 200)},
 }
 
 // allowlistedStatus marks the responses an allowlist entry added, which
@@ -260,6 +263,28 @@ func allowStatuses(method, path string, statuses ...int) func(doc *openapi3.T) e
 				return fmt.Errorf("%s %s already declares %d: the allowlist entry is obsolete", method, path, status)
 			}
 			op.Responses.Set(strconv.Itoa(status), allowlistedResponse(allowlistedStatus, true))
+		}
+		return nil
+	}
+}
+
+// allowAnyMediaType lets one answer of one operation have any Content-Type,
+// its body as the declared one.
+func allowAnyMediaType(method, path string, status int) func(doc *openapi3.T) error {
+	return func(doc *openapi3.T) error {
+		item := doc.Paths.Value(path)
+		if item == nil || item.GetOperation(method) == nil {
+			return fmt.Errorf("operation %s %s is missing", method, path)
+		}
+		resp := item.GetOperation(method).Responses.Status(status)
+		if resp == nil || resp.Value == nil || len(resp.Value.Content) != 1 {
+			return fmt.Errorf("%s %s does not declare %d with one media type", method, path, status)
+		}
+		if resp.Value.Content.Get("*/*") != nil {
+			return fmt.Errorf("%s %s already answers %d with any media type: the allowlist entry is obsolete", method, path, status)
+		}
+		for _, media := range resp.Value.Content {
+			resp.Value.Content["*/*"] = media
 		}
 		return nil
 	}

@@ -2,10 +2,13 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"math"
 	"strings"
+	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -13,16 +16,21 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
-	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/sandboxrun"
 )
 
+// defaultAliasTimeout bounds a tag move, its gate included.
+const defaultAliasTimeout = 20 * time.Minute
+
 var (
-	_ resource.ResourceWithConfigure   = (*aliasResource)(nil)
-	_ resource.ResourceWithImportState = (*aliasResource)(nil)
+	_ resource.ResourceWithConfigure      = (*aliasResource)(nil)
+	_ resource.ResourceWithImportState    = (*aliasResource)(nil)
+	_ resource.ResourceWithModifyPlan     = (*aliasResource)(nil)
+	_ resource.ResourceWithValidateConfig = (*aliasResource)(nil)
 )
 
 // NewAliasResource is the e2b_alias resource.
@@ -33,23 +41,31 @@ type aliasResource struct {
 }
 
 type aliasModel struct {
-	ID       types.String `tfsdk:"id"`
-	Template types.String `tfsdk:"template"`
-	Tag      types.String `tfsdk:"tag"`
-	BuildID  types.String `tfsdk:"build_id"`
+	ID       types.String   `tfsdk:"id"`
+	Template types.String   `tfsdk:"template"`
+	Tag      types.String   `tfsdk:"tag"`
+	BuildID  types.String   `tfsdk:"build_id"`
+	Gate     *commandModel  `tfsdk:"gate"`
+	Timeouts timeouts.Value `tfsdk:"timeouts"`
 }
 
 func (r *aliasResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_alias"
 }
 
-func (r *aliasResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+func (r *aliasResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "A tag of a template pointing at one build: sandboxes started from `name:tag` run that " +
 			"build. Creating or changing it moves the tag in one atomic step (E2B's tags API), so sandboxes " +
 			"started from that moment get the new build; a build that is not ready is refused before anything " +
-			"moves. Reading it returns the build the tag points at now, so a move made outside Terraform shows " +
-			"as a change in the next plan. Destroying it removes the tag.",
+			"moves. With a `gate`, the move waits for a command that must pass in a new sandbox of the build. " +
+			"Reading it returns the build the tag points at now, so a move made outside Terraform shows " +
+			"as a change in the next plan. Destroying it removes the tag, except `default`, which E2B keeps: " +
+			"destroying an alias on `default` only forgets it.\n\n" +
+			"`tag = \"default\"` promotes the build that `Sandbox.create(\"name\")` starts. E2B also points " +
+			"`default` at every new build that has no tags (`e2b_template_build` without `tags`), bypassing the " +
+			"alias and its gate: the plan warns when it sees such a build of the same template in the " +
+			"configuration (for templates that exist already, through this provider configuration).",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
 				MarkdownDescription: "`template:tag`.",
@@ -63,10 +79,10 @@ func (r *aliasResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
 			"tag": schema.StringAttribute{
-				MarkdownDescription: "The tag: lower-case letters, digits, `-`, `_` and `.`; not `default`, which " +
-					"every new build takes over.",
+				MarkdownDescription: "The tag: lower-case letters, digits, `-`, `_` and `.`. `default` is the build " +
+					"sandboxes started from the bare template name run.",
 				Required:      true,
-				Validators:    []validator.String{aliasTagValidator()},
+				Validators:    []validator.String{tagValidator()},
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
 			"build_id": schema.StringAttribute{
@@ -74,6 +90,30 @@ func (r *aliasResource) Schema(_ context.Context, _ resource.SchemaRequest, resp
 				Required:            true,
 				Validators:          []validator.String{buildIDValidator()},
 			},
+			"gate": schema.SingleNestedAttribute{
+				MarkdownDescription: "A release gate: when the alias is created or `build_id` changes, this command runs " +
+					"in a new sandbox from the new build (killed afterwards, also on failure and timeout) before the tag " +
+					"moves. A non-zero exit stops the move with the command's stderr, and the tag stays where it was. " +
+					"It never runs during plan or refresh, and changing only the gate runs nothing.",
+				Optional: true,
+				Attributes: map[string]schema.Attribute{
+					"command": schema.StringAttribute{
+						MarkdownDescription: commandDescription,
+						Optional:            true,
+						Validators:          []validator.String{stringvalidator.ExactlyOneOf(path.MatchRelative().AtParent().AtName("cmd"))},
+					},
+					"cmd":     schema.StringAttribute{MarkdownDescription: commandCmdDescription, Optional: true},
+					"args":    schema.ListAttribute{MarkdownDescription: commandArgsDescription, Optional: true, ElementType: types.StringType},
+					"env":     schema.MapAttribute{MarkdownDescription: commandEnvDescription, Optional: true, ElementType: types.StringType},
+					"cwd":     schema.StringAttribute{MarkdownDescription: commandCwdDescription, Optional: true},
+					"user":    schema.StringAttribute{MarkdownDescription: commandUserDescription, Optional: true},
+					"timeout": schema.StringAttribute{MarkdownDescription: commandTimeoutDescription, Optional: true, Validators: []validator.String{durationValidator(processTimeoutRange)}},
+				},
+			},
+			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true,
+				CreateDescription: "How long creating the alias may take, its gate included, from `1s` to `24h` (default `20m`); the tag does not move when it elapses.",
+				UpdateDescription: "How long moving the tag may take, its gate included, from `1s` to `24h` (default `20m`); the tag does not move when it elapses.",
+			}),
 		},
 	}
 }
@@ -82,43 +122,40 @@ func (r *aliasResource) Configure(_ context.Context, req resource.ConfigureReque
 	r.data, resp.Diagnostics = providerDataFrom(req.ProviderData)
 }
 
-// move points the tag at the planned build after checking the build is
-// ready.
-func (r *aliasResource) move(ctx context.Context, api *e2bapi.Client, m *aliasModel) (ok bool, diags diag.Diagnostics) {
-	template, tag, buildID := m.Template.ValueString(), m.Tag.ValueString(), m.BuildID.ValueString()
-	templateID, d := resolveTemplateID(ctx, api, template)
-	diags.Append(d...)
-	if diags.HasError() {
-		return false, diags
+// ValidateConfig checks the timeouts' range and the gate's arguments (runRequest), so
+// that a bad gate fails the plan, not the apply after the builds.
+func (r *aliasResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	resp.Diagnostics.Append(validateTimeouts(ctx, req.Config, processTimeoutRange, "create", "update")...)
+	var gate *commandModel
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("gate"), &gate)...)
+	if gate != nil {
+		_, d := gate.runRequest(ctx, path.Root("gate"))
+		resp.Diagnostics.Append(d...)
 	}
-	info, err := api.GetBuildStatus(ctx, templateID, buildID, math.MaxInt32)
-	if e2bapi.IsBuildGone(err) {
-		diags.AddAttributeError(path.Root("build_id"), "Build not found",
-			fmt.Sprintf("Template %s has no build %s; the tag %q was not moved.", template, buildID, tag))
-		return false, diags
+}
+
+// ModifyPlan changes no plan: it records an alias on default for the plan warning of
+// common_default_tag.go.
+func (r *aliasResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		return
 	}
-	if err != nil {
-		diags.AddError("Reading build "+buildID, err.Error())
-		return false, diags
-	}
-	if info.Status != e2bapi.BuildReady {
-		diags.AddAttributeError(path.Root("build_id"), "Build not ready",
-			fmt.Sprintf("Build %s of template %s is %q, not ready; the tag %q was not moved. "+
-				"Sandboxes cannot start from a build that is not ready.", buildID, template, info.Status, tag))
-		return false, diags
-	}
-	out, err := api.AssignTags(ctx, template+":"+buildID, []string{tag})
-	if err != nil {
-		diags.AddError(fmt.Sprintf("Moving tag %s of %s", tag, template), err.Error())
-		return false, diags
-	}
-	tflog.Info(ctx, "tag moved", map[string]any{"template": template, "tag": tag, "build_id": out.BuildID})
-	m.ID = types.StringValue(template + ":" + tag)
-	return true, diags
+	var plan aliasModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(r.data.recordAliasPlan(plan.Template, plan.Tag)...)
 }
 
 func (r *aliasResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	r.moveToPlan(ctx, req.Plan, &resp.State, &resp.Diagnostics)
+	var plan aliasModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, d := plan.Timeouts.Create(ctx, defaultAliasTimeout)
+	resp.Diagnostics.Append(d...)
+	if r.promote(ctx, &plan, "create", timeout, &resp.Diagnostics) {
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	}
 }
 
 func (r *aliasResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -155,30 +192,87 @@ func (r *aliasResource) Read(ctx context.Context, req resource.ReadRequest, resp
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
+// Update moves the tag, after the gate, when build_id changed; a change of the gate or
+// the timeouts alone is only recorded.
 func (r *aliasResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	r.moveToPlan(ctx, req.Plan, &resp.State, &resp.Diagnostics)
-}
-
-// moveToPlan points the tag at the planned build and records it: create and update are
-// the same atomic move.
-func (r *aliasResource) moveToPlan(ctx context.Context, planned tfsdk.Plan, state *tfsdk.State, diags *diag.Diagnostics) {
-	var plan aliasModel
-	diags.Append(planned.Get(ctx, &plan)...)
-	api := apiOrError(r.data, diags)
-	if diags.HasError() {
+	var plan, state aliasModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
 		return
 	}
-	ctx = r.data.logContext(ctx)
-	ok, moveDiags := r.move(ctx, api, &plan)
-	diags.Append(moveDiags...)
-	if ok {
-		diags.Append(state.Set(ctx, &plan)...)
+	if !plan.BuildID.Equal(state.BuildID) {
+		timeout, d := plan.Timeouts.Update(ctx, defaultAliasTimeout)
+		resp.Diagnostics.Append(d...)
+		if !r.promote(ctx, &plan, "update", timeout, &resp.Diagnostics) {
+			return
+		}
 	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
+// promote points the tag at the planned build, after its gate (sandboxrun.Promote),
+// within timeout (timeouts.<operation>), and reports whether it moved.
+func (r *aliasResource) promote(ctx context.Context, m *aliasModel, operation string, timeout time.Duration, diags *diag.Diagnostics) bool {
+	api := apiOrError(r.data, diags)
+	if diags.HasError() {
+		return false
+	}
+	ctx = r.data.logContext(ctx)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	template, tag, buildID := m.Template.ValueString(), m.Tag.ValueString(), m.BuildID.ValueString()
+	templateID, d := resolveTemplateID(ctx, api, template)
+	diags.Append(d...)
+	if diags.HasError() {
+		return false
+	}
+	req := sandboxrun.PromoteRequest{Template: template, TemplateID: templateID, Tag: tag, BuildID: buildID}
+	if m.Gate != nil {
+		run, d := m.Gate.runRequest(ctx, path.Root("gate"))
+		if diags.Append(d...); diags.HasError() {
+			return false
+		}
+		req.Gate = &run
+	}
+	res, err := sandboxrun.Promote(ctx, api, req, sandboxrun.Options{
+		Connect: r.data.Envd,
+		Logger:  tflogLogger{},
+		Secret:  func(ctx context.Context, token string) context.Context { return tflog.MaskMessageStrings(ctx, token) },
+	})
+	addRunWarnings(diags, res)
+	var runErr *sandboxrun.Error
+	switch {
+	case err == nil:
+		m.ID = types.StringValue(template + ":" + tag)
+		return true
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		diags.AddError("Tag not moved in time", fmt.Sprintf("timeouts.%s (%s) elapsed before tag %q of %s was moved to build %s; "+
+			"the tag was not moved. %v", operation, timeout, tag, template, buildID, err))
+	case errors.As(err, &runErr) && runErr.Stage == sandboxrun.StageBuild && e2bapi.IsBuildGone(err):
+		diags.AddAttributeError(path.Root("build_id"), "Build not found", err.Error())
+	case errors.As(err, &runErr) && runErr.Stage == sandboxrun.StageBuild:
+		diags.AddAttributeError(path.Root("build_id"), "Build not usable", err.Error())
+	case errors.As(err, &runErr) && runErr.Stage == sandboxrun.StageGate:
+		diags.AddAttributeError(path.Root("gate"), "Gate failed", err.Error())
+	case errors.As(err, &runErr) && runErr.Stage == sandboxrun.StageMove:
+		diags.AddError(fmt.Sprintf("Moving tag %s of %s", tag, template), err.Error())
+	default:
+		diags.AddAttributeError(path.Root("gate"), "Gate did not run to the end",
+			fmt.Sprintf("%v\n\nThe tag %q was not moved.", err, tag))
+	}
+	return false
+}
+
+// Delete removes the tag; default, which E2B does not delete, is only forgotten.
 func (r *aliasResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
 	var state aliasModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if state.Tag.ValueString() == e2bapi.DefaultTag {
+		tflog.Info(ctx, "alias on default removed from the state only: E2B keeps a template's default tag",
+			map[string]any{"template": state.Template.ValueString()})
+		return
+	}
 	api := apiOrError(r.data, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return

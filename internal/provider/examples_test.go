@@ -9,12 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/compare"
 	"github.com/hashicorp/terraform-plugin-testing/config"
 	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
-	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
@@ -56,9 +56,9 @@ func copyDir(t *testing.T, src, dst string, after func(path string, dir bool) er
 
 // TestAccExamplePromotion_releaseModule applies the release module of examples/promotion
 // as it is written (the provider configured through the E2B_* environment
-// variables): a passing smoke test moves :prod to the candidate; a
-// candidate whose smoke test fails stops the apply by its postcondition and
-// :prod stays on the build that passed.
+// variables): a passing smoke test (the alias's gate) moves :prod to the
+// candidate; a candidate whose smoke test fails stops the apply with the test's
+// stderr and :prod stays on the build that passed; planning runs no smoke test.
 func TestAccExamplePromotion_releaseModule(t *testing.T) {
 	srv := localServer(t)
 	t.Setenv(EnvAPIURL, srv.APIURL)
@@ -80,6 +80,7 @@ func TestAccExamplePromotion_releaseModule(t *testing.T) {
 	}
 	module := config.StaticDirectory(filepath.Join(root, "examples", "promotion", "modules", "release"))
 	var passed, templateID string
+	var spawned int64
 	tfresource.Test(t, tfresource.TestCase{
 		ProtoV6ProviderFactories: factories(),
 		Steps: []tfresource.TestStep{
@@ -88,7 +89,6 @@ func TestAccExamplePromotion_releaseModule(t *testing.T) {
 				ConfigVariables: vars,
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.CompareValuePairs("e2b_alias.prod", tfjsonpath.New("build_id"), "e2b_template_build.candidate", tfjsonpath.New("build_id"), compare.ValuesSame()),
-					statecheck.ExpectKnownValue("data.e2b_process.smoke", tfjsonpath.New("stdout"), knownvalue.StringRegexp(regexp.MustCompile(`version 1\.0\.0: smoke test passed`))),
 					statecheck.ExpectKnownValue("e2b_alias.prod", tfjsonpath.New("build_id"), capture(&passed)),
 					statecheck.ExpectKnownValue("e2b_template.this", tfjsonpath.New("id"), capture(&templateID)),
 					// The candidate, the template's first build, ran on the
@@ -124,14 +124,14 @@ func TestAccExamplePromotion_releaseModule(t *testing.T) {
 				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction("e2b_template_build.candidate", plancheck.ResourceActionReplace),
 				}},
-				ExpectError: regexp.MustCompile(`(?s)Smoke test of build .* failed`),
+				ExpectError: regexp.MustCompile(`(?s)Gate failed.*smoke test failed: /app/version.txt is empty`),
 			},
 			{
-				// The tag is where it was, and the broken tree still fails.
-				ConfigDirectory: module,
-				ConfigVariables: vars,
-				PlanOnly:        true,
-				ExpectError:     regexp.MustCompile(`(?s)Smoke test of build .* failed`),
+				// The tag is where it was; the plan moves it again, without a smoke test.
+				ConfigDirectory:    module,
+				ConfigVariables:    vars,
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
 				PreConfig: func() {
 					tags, err := api.ListTags(context.Background(), name)
 					acctest.Must(t, err)
@@ -140,10 +140,28 @@ func TestAccExamplePromotion_releaseModule(t *testing.T) {
 							t.Errorf(":prod points at %s after a failed smoke test; it was %s", tag.BuildID, passed)
 						}
 					}
+					spawned = spawnCount(t, api, templateID)
 				},
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PostApplyPreRefresh: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("e2b_alias.prod", plancheck.ResourceActionUpdate),
+					planCheck(func() error {
+						if n := spawnCount(t, api, templateID); n != spawned {
+							return fmt.Errorf("planning started %d sandboxes", n-spawned)
+						}
+						return nil
+					}),
+				}},
 			},
 		},
 	})
+}
+
+// spawnCount is how many sandboxes were started from the template so far.
+func spawnCount(t *testing.T, api *e2bapi.Client, templateID string) int64 {
+	t.Helper()
+	tpl, err := api.GetTemplate(t.Context(), templateID)
+	acctest.Must(t, err)
+	return tpl.SpawnCount
 }
 
 // TestAccExamplePromotion_cli applies examples/promotion as a user would, with the Terraform
@@ -213,4 +231,59 @@ base_image         = %q
 			t.Errorf("%s: template %s after destroy: %v, want not found", env, name, err)
 		}
 	}
+}
+
+// validateExamples runs terraform validate on each directory below examples/ that
+// patterns match (such as resources/*), copied with the provider's address as the
+// promotion example declares it: every example must stand on its own.
+func validateExamples(t *testing.T, patterns ...string) {
+	srv := localServer(t)
+	root, err := acctest.ModuleRoot()
+	acctest.Must(t, err)
+	for _, pattern := range patterns {
+		dirs, err := filepath.Glob(filepath.Join(root, "examples", pattern))
+		acctest.Must(t, err)
+		if len(dirs) == 0 {
+			t.Fatalf("no examples match examples/%s", pattern)
+		}
+		for _, dir := range dirs {
+			rel, err := filepath.Rel(filepath.Join(root, "examples"), dir)
+			acctest.Must(t, err)
+			t.Run(rel, func(t *testing.T) {
+				work := t.TempDir()
+				declared := false
+				copyDir(t, dir, work, func(path string, dir bool) error {
+					if dir {
+						return nil
+					}
+					b, err := os.ReadFile(path)
+					declared = declared || strings.Contains(string(b), "required_providers")
+					return err
+				})
+				if !declared {
+					acctest.Must(t, os.WriteFile(filepath.Join(work, "terraform.tf"), []byte(`
+terraform {
+  required_providers {
+    e2b = {
+      source = "e2b-terraform/e2b"
+    }
+  }
+}
+`), 0o600))
+				}
+				newCLI(t, srv, work).Must("validate", "-no-color")
+			})
+		}
+	}
+}
+
+// TestAccExamples_validate validates the examples of the documentation.
+func TestAccExamples_validate(t *testing.T) {
+	validateExamples(t, "provider", "resources/*", "data-sources/*", "functions/*")
+}
+
+// TestAccExamples_validateEphemeral validates the ephemeral resources' examples, which
+// need Terraform 1.10 or OpenTofu 1.11.
+func TestAccExamples_validateEphemeral(t *testing.T) {
+	validateExamples(t, "ephemeral-resources/*")
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
-	envd "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/sandboxrun"
 )
 
@@ -23,16 +22,10 @@ import (
 // two share one implementation, runProcess, and their schemas, written out in
 // each file, must stay the same (TestProcessSchemasMatchModel).
 type processModel struct {
+	commandModel
 	Template         types.String `tfsdk:"template"`
 	SandboxID        types.String `tfsdk:"sandbox_id"`
-	Command          types.String `tfsdk:"command"`
-	Cmd              types.String `tfsdk:"cmd"`
-	Args             types.List   `tfsdk:"args"`
-	Env              types.Map    `tfsdk:"env"`
-	Cwd              types.String `tfsdk:"cwd"`
-	User             types.String `tfsdk:"user"`
 	Stdin            types.String `tfsdk:"stdin"`
-	Timeout          types.String `tfsdk:"timeout"`
 	MaxOutputBytes   types.Int64  `tfsdk:"max_output_bytes"`
 	AllowNonZeroExit types.Bool   `tfsdk:"allow_non_zero_exit"`
 	ExitCode         types.Int64  `tfsdk:"exit_code"`
@@ -55,9 +48,7 @@ const (
 		"`template` and `sandbox_id` is required."
 	processSandboxIDDescription = "A running sandbox to run the command in (it is left running). When `template` is given, " +
 		"the ID of the sandbox that was created for the command (and killed since)."
-	processCommandDescription      = "Shell command, run as `/bin/bash -l -c <command>`. Exactly one of `command` and `cmd` is required."
 	processStdinDescription        = "Text sent to the command's standard input, followed by end of file. Without it the command has no standard input."
-	processTimeoutDescription      = "How long the command may run, as a duration such as `30s` or `5m`, from `1s` to `24h` (default `60s`); it is killed then and the read fails."
 	processMaxOutputDescription    = "Bytes kept of each of stdout and stderr (default 1 MiB = 1048576); the rest is discarded and flagged in `stdout_truncated` / `stderr_truncated`."
 	processAllowNonZeroDescription = "Accept a non-zero exit code instead of failing with the command's stderr (default `false`)."
 )
@@ -75,29 +66,11 @@ func runProcess(ctx context.Context, data *ProviderData, m *processModel) (diags
 	}
 	ctx = data.logContext(ctx)
 
-	req := sandboxrun.Request{Template: m.Template.ValueString(), SandboxID: m.SandboxID.ValueString(), Run: envd.RunRequest{
-		Command:        m.Command.ValueString(),
-		Cmd:            m.Cmd.ValueString(),
-		Cwd:            m.Cwd.ValueString(),
-		User:           m.User.ValueString(),
-		Timeout:        sandboxrun.DefaultTimeout,
-		MaxOutputBytes: envd.DefaultMaxOutputBytes,
-	}}
-	if !m.Timeout.IsNull() {
-		d, err := processTimeoutRange.parse(m.Timeout.ValueString())
-		if err != nil {
-			diags.AddAttributeError(path.Root("timeout"), "Invalid timeout", err.Error())
-			return diags
-		}
-		req.Run.Timeout = d
-	}
+	run, d := m.runRequest(ctx, path.Empty())
+	diags.Append(d...)
+	req := sandboxrun.Request{Template: m.Template.ValueString(), SandboxID: m.SandboxID.ValueString(), Run: run}
 	if !m.MaxOutputBytes.IsNull() {
 		req.Run.MaxOutputBytes = m.MaxOutputBytes.ValueInt64()
-	}
-	diags.Append(m.Args.ElementsAs(ctx, &req.Run.Args, false)...)
-	diags.Append(m.Env.ElementsAs(ctx, &req.Run.Env, false)...)
-	if !m.Args.IsNull() && m.Cmd.IsNull() {
-		diags.AddAttributeError(path.Root("args"), "args without cmd", "args are the arguments of cmd; with command, write them into the shell string.")
 	}
 	if diags.HasError() {
 		return diags
@@ -111,9 +84,7 @@ func runProcess(ctx context.Context, data *ProviderData, m *processModel) (diags
 		Logger:  tflogLogger{},
 		Secret:  func(ctx context.Context, token string) context.Context { return tflog.MaskMessageStrings(ctx, token) },
 	})
-	for _, w := range res.Warnings {
-		diags.AddWarning("Sandbox not killed", w)
-	}
+	addRunWarnings(&diags, res)
 	var runErr *sandboxrun.Error
 	switch {
 	case err == nil:
@@ -141,6 +112,13 @@ func runProcess(ctx context.Context, data *ProviderData, m *processModel) (diags
 		diags.AddError("Command failed", sandboxrun.ExitMessage(req, res, "Set allow_non_zero_exit to accept that."))
 	}
 	return diags
+}
+
+// addRunWarnings reports what did not fail a run of sandboxrun: a sandbox not killed.
+func addRunWarnings(diags *diag.Diagnostics, res *sandboxrun.Result) {
+	for _, w := range res.Warnings {
+		diags.AddWarning("Sandbox not killed", w)
+	}
 }
 
 var (
@@ -175,14 +153,14 @@ func (d *processDataSource) Schema(_ context.Context, _ datasource.SchemaRequest
 				Computed:            true,
 				Validators:          []validator.String{sandboxIDValidator()},
 			},
-			"command": dschema.StringAttribute{MarkdownDescription: processCommandDescription, Optional: true},
-			"cmd":     dschema.StringAttribute{MarkdownDescription: "Program to run directly, without a shell; with `args`.", Optional: true},
-			"args":    dschema.ListAttribute{MarkdownDescription: "Arguments of `cmd`.", Optional: true, ElementType: types.StringType},
-			"env":     dschema.MapAttribute{MarkdownDescription: "Environment variables added to the sandbox's.", Optional: true, ElementType: types.StringType},
-			"cwd":     dschema.StringAttribute{MarkdownDescription: "Working directory; defaults to the template's workdir, else the user's home.", Optional: true},
-			"user":    dschema.StringAttribute{MarkdownDescription: "OS user to run as; defaults to the template's user.", Optional: true},
+			"command": dschema.StringAttribute{MarkdownDescription: commandDescription, Optional: true},
+			"cmd":     dschema.StringAttribute{MarkdownDescription: commandCmdDescription, Optional: true},
+			"args":    dschema.ListAttribute{MarkdownDescription: commandArgsDescription, Optional: true, ElementType: types.StringType},
+			"env":     dschema.MapAttribute{MarkdownDescription: commandEnvDescription, Optional: true, ElementType: types.StringType},
+			"cwd":     dschema.StringAttribute{MarkdownDescription: commandCwdDescription, Optional: true},
+			"user":    dschema.StringAttribute{MarkdownDescription: commandUserDescription, Optional: true},
 			"stdin":   dschema.StringAttribute{MarkdownDescription: processStdinDescription, Optional: true},
-			"timeout": dschema.StringAttribute{MarkdownDescription: processTimeoutDescription, Optional: true, Validators: []validator.String{durationValidator(processTimeoutRange)}},
+			"timeout": dschema.StringAttribute{MarkdownDescription: commandTimeoutDescription, Optional: true, Validators: []validator.String{durationValidator(processTimeoutRange)}},
 			"max_output_bytes": dschema.Int64Attribute{
 				MarkdownDescription: processMaxOutputDescription,
 				Optional:            true,

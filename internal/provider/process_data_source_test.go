@@ -65,7 +65,8 @@ func noSandboxLeft(srv *acctest.Server) statecheck.StateCheck {
 }
 
 // TestAccProcessDataSource_outputs runs commands through the data source: exit codes,
-// truncation, stdin, cmd+args, env, cwd and user; no sandbox is left behind.
+// truncation, stdin, cmd+args, env, cwd and user, a background child's late output and a
+// program that cannot start (exit 127, as on E2B); no sandbox is left behind.
 func TestAccProcessDataSource_outputs(t *testing.T) {
 	srv := localServer(t)
 	base := processTemplate(srv, uniqueName("acc-proc"))
@@ -101,6 +102,17 @@ data "e2b_process" "env" {
   cwd      = "/tmp"
   user     = "root"
 }
+
+data "e2b_process" "background" {
+  template = local.run_from
+  command  = "(sleep 2; echo child) & echo parent"
+}
+
+data "e2b_process" "missing" {
+  template            = local.run_from
+  cmd                 = "no-such-command-xyz"
+  allow_non_zero_exit = true
+}
 `
 	tfresource.Test(t, tfresource.TestCase{
 		ProtoV6ProviderFactories: factories(),
@@ -118,6 +130,9 @@ data "e2b_process" "env" {
 				statecheck.ExpectKnownValue("data.e2b_process.stdin", tfjsonpath.New("stdout"), knownvalue.StringExact("piped text\n")),
 				statecheck.ExpectKnownValue("data.e2b_process.args", tfjsonpath.New("stdout"), knownvalue.StringExact("a b  c\n")),
 				statecheck.ExpectKnownValue("data.e2b_process.env", tfjsonpath.New("stdout"), knownvalue.StringExact("bar\n/tmp\n0\n")),
+				statecheck.ExpectKnownValue("data.e2b_process.background", tfjsonpath.New("stdout"), knownvalue.StringExact("parent\nchild\n")),
+				statecheck.ExpectKnownValue("data.e2b_process.missing", tfjsonpath.New("exit_code"), knownvalue.Int64Exact(127)),
+				statecheck.ExpectKnownValue("data.e2b_process.missing", tfjsonpath.New("stderr"), knownvalue.StringRegexp(regexp.MustCompile(`no-such-command-xyz`))),
 				noSandboxLeft(srv),
 			},
 		}},

@@ -64,10 +64,12 @@ func TestProcessSchemasMatchModel(t *testing.T) {
 	}
 
 	m := processModel{
+		commandModel: commandModel{
+			Command: types.StringValue("echo"), Cmd: types.StringNull(), Args: types.ListNull(types.StringType),
+			Env: types.MapNull(types.StringType), Cwd: types.StringNull(), User: types.StringNull(), Timeout: types.StringNull(),
+		},
 		Template: types.StringValue("name:tag"), SandboxID: types.StringValue("isb"),
-		Command: types.StringValue("echo"), Cmd: types.StringNull(), Args: types.ListNull(types.StringType),
-		Env: types.MapNull(types.StringType), Cwd: types.StringNull(), User: types.StringNull(),
-		Stdin: types.StringNull(), Timeout: types.StringNull(), MaxOutputBytes: types.Int64Null(),
+		Stdin: types.StringNull(), MaxOutputBytes: types.Int64Null(),
 		AllowNonZeroExit: types.BoolNull(), ExitCode: types.Int64Value(3), Stdout: types.StringValue("out"),
 		Stderr: types.StringValue(""), StdoutTruncated: types.BoolValue(false), StderrTruncated: types.BoolValue(true),
 	}

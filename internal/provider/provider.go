@@ -71,6 +71,8 @@ type ProviderData struct {
 
 	// api is the instance's shared API client (provider_data.go).
 	api *apiClient
+	// defaultTag sees the plans that decide default tags (common_default_tag.go).
+	defaultTag *defaultTagPlans
 }
 
 // RequireAPIKey returns ErrMissingAPIKey when no API key was configured.
@@ -196,6 +198,7 @@ func (p *e2bProvider) Configure(ctx context.Context, req provider.ConfigureReque
 		return
 	}
 	attachAPIClient(data)
+	data.defaultTag = newDefaultTagPlans()
 	resp.ResourceData = data
 	resp.DataSourceData = data
 	resp.EphemeralResourceData = data

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
@@ -75,6 +77,82 @@ func accPreCheck(t *testing.T) {
 		return
 	}
 	testutil.Missing(t, "no Terraform CLI: set TF_ACC_TERRAFORM_PATH or put terraform on PATH (scripts/test.sh does)")
+}
+
+// planWarnings serves the provider and keeps the warnings its resource plans answered
+// Terraform, for checks terraform-plugin-testing has none of: the CLI prints warnings but
+// the plan JSON that plan checks see does not carry them.
+type planWarnings struct {
+	mu   sync.Mutex
+	seen []string // "<resource type>: <summary>"
+}
+
+// factories serve the provider through w.
+func (w *planWarnings) factories() map[string]func() (tfprotov6.ProviderServer, error) {
+	serve := providerserver.NewProtocol6WithError(New("test")())
+	return map[string]func() (tfprotov6.ProviderServer, error){
+		"e2b": func() (tfprotov6.ProviderServer, error) {
+			s, err := serve()
+			return warningServer{ProviderServer: s, w: w}, err
+		},
+	}
+}
+
+func (w *planWarnings) reset() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seen = nil
+}
+
+// only is a plan check that the plans since the last reset warned exactly once, with
+// summary on a resource of resourceType.
+func (w *planWarnings) only(resourceType, summary string) plancheck.PlanCheck {
+	return planCheck(func() error {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if want := resourceType + ": " + summary; len(w.seen) != 1 || w.seen[0] != want {
+			return fmt.Errorf("plan warnings %q, want only %q", w.seen, want)
+		}
+		return nil
+	})
+}
+
+// none is a state check that no plan warned since the last reset.
+func (w *planWarnings) none() serverCheck {
+	return func(context.Context) error {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if len(w.seen) != 0 {
+			return fmt.Errorf("plan warnings %q, want none", w.seen)
+		}
+		return nil
+	}
+}
+
+type warningServer struct {
+	tfprotov6.ProviderServer
+	w *planWarnings
+}
+
+func (s warningServer) PlanResourceChange(ctx context.Context, req *tfprotov6.PlanResourceChangeRequest) (*tfprotov6.PlanResourceChangeResponse, error) {
+	resp, err := s.ProviderServer.PlanResourceChange(ctx, req)
+	if resp != nil {
+		s.w.mu.Lock()
+		for _, d := range resp.Diagnostics {
+			if d.Severity == tfprotov6.DiagnosticSeverityWarning {
+				s.w.seen = append(s.w.seen, req.TypeName+": "+d.Summary)
+			}
+		}
+		s.w.mu.Unlock()
+	}
+	return resp, err
+}
+
+// planCheck is a plan check by a function.
+type planCheck func() error
+
+func (c planCheck) CheckPlan(_ context.Context, _ plancheck.CheckPlanRequest, resp *plancheck.CheckPlanResponse) {
+	resp.Error = c()
 }
 
 // localServer prepares an acceptance test against the shared local server,

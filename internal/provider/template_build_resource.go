@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -63,6 +64,7 @@ type templateBuildModel struct {
 	FromImageRegistry *registryModel `tfsdk:"from_image_registry"`
 	FromTemplate      types.String   `tfsdk:"from_template"`
 	Dockerfile        types.String   `tfsdk:"dockerfile"`
+	BuildArgs         types.Map      `tfsdk:"build_args"`
 	Context           types.String   `tfsdk:"context"`
 	Steps             types.List     `tfsdk:"steps"`
 	StartCmd          types.String   `tfsdk:"start_cmd"`
@@ -71,35 +73,45 @@ type templateBuildModel struct {
 	MemoryMB          types.Int64    `tfsdk:"memory_mb"`
 	Tags              types.Set      `tfsdk:"tags"`
 	Force             types.Bool     `tfsdk:"force"`
+	Reuse             types.Bool     `tfsdk:"reuse"`
 	FilesHash         types.String   `tfsdk:"files_hash"`
 	Triggers          types.Map      `tfsdk:"triggers"`
 	CopyHashes        types.List     `tfsdk:"copy_hashes"`
 	DockerfileHash    types.String   `tfsdk:"dockerfile_hash"`
+	SpecHash          types.String   `tfsdk:"spec_hash"`
 	Status            types.String   `tfsdk:"status"`
 	Timeouts          timeouts.Value `tfsdk:"timeouts"`
 }
 
 type registryModel struct {
-	Type               types.String `tfsdk:"type"`
-	Username           types.String `tfsdk:"username"`
-	Password           types.String `tfsdk:"password"`
-	AWSAccessKeyID     types.String `tfsdk:"aws_access_key_id"`
-	AWSSecretAccessKey types.String `tfsdk:"aws_secret_access_key"`
-	AWSRegion          types.String `tfsdk:"aws_region"`
-	ServiceAccountJSON types.String `tfsdk:"service_account_json"`
+	Type                        types.String `tfsdk:"type"`
+	Username                    types.String `tfsdk:"username"`
+	Password                    types.String `tfsdk:"password"`
+	PasswordWO                  types.String `tfsdk:"password_wo"`
+	PasswordWOVersion           types.Int64  `tfsdk:"password_wo_version"`
+	AWSAccessKeyID              types.String `tfsdk:"aws_access_key_id"`
+	AWSSecretAccessKey          types.String `tfsdk:"aws_secret_access_key"`
+	AWSSecretAccessKeyWO        types.String `tfsdk:"aws_secret_access_key_wo"`
+	AWSSecretAccessKeyWOVersion types.Int64  `tfsdk:"aws_secret_access_key_wo_version"`
+	AWSRegion                   types.String `tfsdk:"aws_region"`
+	ServiceAccountJSON          types.String `tfsdk:"service_account_json"`
+	ServiceAccountJSONWO        types.String `tfsdk:"service_account_json_wo"`
+	ServiceAccountJSONWOVersion types.Int64  `tfsdk:"service_account_json_wo_version"`
 }
 
 type stepModel struct {
-	Run     *runStepModel  `tfsdk:"run"`
-	Copy    *copyStepModel `tfsdk:"copy"`
-	Env     types.Map      `tfsdk:"env"`
-	Workdir types.String   `tfsdk:"workdir"`
-	User    types.String   `tfsdk:"user"`
+	Run       *runStepModel  `tfsdk:"run"`
+	Copy      *copyStepModel `tfsdk:"copy"`
+	Env       types.Map      `tfsdk:"env"`
+	Workdir   types.String   `tfsdk:"workdir"`
+	User      types.String   `tfsdk:"user"`
+	SkipCache types.Bool     `tfsdk:"skip_cache"`
 }
 
 type runStepModel struct {
-	Command types.String `tfsdk:"command"`
-	User    types.String `tfsdk:"user"`
+	Command  types.String `tfsdk:"command"`
+	Commands types.List   `tfsdk:"commands"`
+	User     types.String `tfsdk:"user"`
 }
 
 type copyStepModel struct {
@@ -108,6 +120,7 @@ type copyStepModel struct {
 	User            types.String `tfsdk:"user"`
 	Mode            types.String `tfsdk:"mode"`
 	ResolveSymlinks types.Bool   `tfsdk:"resolve_symlinks"`
+	ForceUpload     types.Bool   `tfsdk:"force_upload"`
 }
 
 var modePattern = regexp.MustCompile(`^0?[0-7]{3}$`)
@@ -128,8 +141,12 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 			"does not have yet, starts the build and follows it to the end, logging every build log line. The " +
 			"build ID is saved in the state before waiting, so a build whose apply timed out is still tracked: " +
 			"the next plan refreshes its status and waits for it if it is still running.\n\n" +
-			"**Destroy** only forgets the build: E2B cannot delete a single build. Builds go when their template " +
-			"(`e2b_template`) is deleted.",
+			"**Reuse** (`reuse = true`): a build whose `spec_hash` a ready build of the template already carries " +
+			"(as its tag `spec-<first 16 hex>`) is not built again: the plan shows that build's ID and says so, and " +
+			"apply gives it this resource's tags. A fresh state, another workspace or another checkout of the same " +
+			"configuration reuses the build.\n\n" +
+			"**Destroy** only forgets the build, reused or not: E2B cannot delete a single build, and it removes no " +
+			"tag, as another state may rely on them. Builds go when their template (`e2b_template`) is deleted.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
 				MarkdownDescription: "The build ID (same as `build_id`).",
@@ -157,22 +174,13 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 			"from_image_registry": schema.SingleNestedAttribute{
 				MarkdownDescription: "Credentials for a private `from_image` registry. `type` selects which other " +
 					"attributes apply: `registry` (`username`, `password`), `aws` (`aws_access_key_id`, " +
-					"`aws_secret_access_key`, `aws_region`) or `gcp` (`service_account_json`). The secrets are " +
-					"sensitive; they are kept in the state like every other argument.",
-				Optional: true,
-				Attributes: map[string]schema.Attribute{
-					"type": schema.StringAttribute{
-						MarkdownDescription: "`registry`, `aws` or `gcp`.",
-						Required:            true,
-						Validators:          []validator.String{stringvalidator.OneOf("registry", "aws", "gcp")},
-					},
-					"username":              schema.StringAttribute{MarkdownDescription: "Registry user (`registry`).", Optional: true},
-					"password":              schema.StringAttribute{MarkdownDescription: "Registry password (`registry`).", Optional: true, Sensitive: true},
-					"aws_access_key_id":     schema.StringAttribute{MarkdownDescription: "AWS access key ID (`aws`).", Optional: true},
-					"aws_secret_access_key": schema.StringAttribute{MarkdownDescription: "AWS secret access key (`aws`).", Optional: true, Sensitive: true},
-					"aws_region":            schema.StringAttribute{MarkdownDescription: "AWS region (`aws`).", Optional: true},
-					"service_account_json":  schema.StringAttribute{MarkdownDescription: "GCP service account key as JSON (`gcp`).", Optional: true, Sensitive: true},
-				},
+					"`aws_secret_access_key`, `aws_region`) or `gcp` (`service_account_json`). The plain secret " +
+					"attributes are sensitive but kept in the state like every other argument; with Terraform or " +
+					"OpenTofu 1.11 or later use their write-only twins (`password_wo`, `aws_secret_access_key_wo`, " +
+					"`service_account_json_wo`), which are sent to E2B and never stored. A write-only secret is not " +
+					"compared between plans: change its `*_wo_version` to make a new build with a new secret.",
+				Optional:      true,
+				Attributes:    registryAttributes(),
 				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
 			},
 			"from_template": schema.StringAttribute{
@@ -186,11 +194,23 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 					"a base image, build steps and start/ready commands the way the E2B SDK does: one `FROM` only; " +
 					"`RUN`, `COPY`/`ADD`, `ENV`/`ARG`, `WORKDIR`, `USER` become steps, `CMD`/`ENTRYPOINT` the start " +
 					"command. Multi-stage builds and instructions without an E2B equivalent are refused with their " +
-					"line number. Cannot be combined with `steps`. Only the content counts: a Dockerfile moved " +
+					"line number, and so is `RUN --mount=type=secret` (E2B builds have no build secrets). `steps` run " +
+					"after the Dockerfile's own steps, as its default user `user` in `/home/user` unless they say " +
+					"otherwise. Only the content counts: a Dockerfile moved " +
 					"elsewhere (another checkout path) with the same content does not make a new build, and the " +
 					"state keeps the path it was built from.",
 				Optional:   true,
 				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
+			},
+			"build_args": schema.MapAttribute{
+				MarkdownDescription: "Values of the `dockerfile`'s `ARG`s, over their defaults, as `docker build --build-arg` " +
+					"sets them (an `ARG` before `FROM` also names the base image). An `ARG` becomes an environment " +
+					"variable of later steps and of sandboxes, as in the E2B SDK. A name no `ARG` declares is an " +
+					"error, where Docker only warns: the build would not be the one asked for.",
+				ElementType:   types.StringType,
+				Optional:      true,
+				Validators:    []validator.Map{mapvalidator.AlsoRequires(path.MatchRoot("dockerfile"))},
+				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplace()},
 			},
 			"context": schema.StringAttribute{
 				MarkdownDescription: "Directory COPY sources are taken from. Defaults to the directory of " +
@@ -203,15 +223,26 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
 			},
 			"steps": schema.ListNestedAttribute{
-				MarkdownDescription: "Build steps, run in order. Each step sets exactly one of `run`, `copy`, `env`, `workdir` and `user`.",
-				Optional:            true,
+				MarkdownDescription: "Build steps, run in order (after a `dockerfile`'s own). Each step sets exactly one of " +
+					"`run`, `copy`, `env`, `workdir` and `user`, and may set `skip_cache`.",
+				Optional: true,
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"run": schema.SingleNestedAttribute{
-						MarkdownDescription: "Run a shell command (`bash -l -c`); a non-zero exit fails the build.",
-						Optional:            true,
+						MarkdownDescription: "Run a shell command (`bash -l -c`); a non-zero exit fails the build. " +
+							"Exactly one of `command` and `commands` is required.",
+						Optional: true,
 						Attributes: map[string]schema.Attribute{
-							"command": schema.StringAttribute{MarkdownDescription: "The command.", Required: true},
-							"user":    schema.StringAttribute{MarkdownDescription: "User to run it as, for this step only.", Optional: true},
+							"command": schema.StringAttribute{
+								MarkdownDescription: "The command.",
+								Optional:            true,
+							},
+							"commands": schema.ListAttribute{
+								MarkdownDescription: "Commands joined with ` && ` into one step, as the SDK's `runCmd([...])`: the first to fail stops the step.",
+								ElementType:         types.StringType,
+								Optional:            true,
+								Validators:          []validator.List{listvalidator.SizeAtLeast(1), listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
+							},
+							"user": schema.StringAttribute{MarkdownDescription: "User to run it as, for this step only.", Optional: true},
 						},
 					},
 					"copy": schema.SingleNestedAttribute{
@@ -234,6 +265,12 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 								MarkdownDescription: "Copy what symlinks inside the context point to instead of the links. Defaults to `false`.",
 								Optional:            true,
 							},
+							"force_upload": schema.BoolAttribute{
+								MarkdownDescription: "Upload the files even when E2B already has an archive with their files hash, and " +
+									"run this step without the layer cache (the SDK's `forceUpload`; E2B then rebuilds every later " +
+									"step too, as after any uncached one). Defaults to `false`.",
+								Optional: true,
+							},
 						},
 					},
 					"env": schema.MapAttribute{
@@ -243,6 +280,11 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 					},
 					"workdir": schema.StringAttribute{MarkdownDescription: "Working directory for later steps and sandboxes; created when missing.", Optional: true},
 					"user":    schema.StringAttribute{MarkdownDescription: "User for later steps and sandboxes; created when missing.", Optional: true},
+					"skip_cache": schema.BoolAttribute{
+						MarkdownDescription: "Run this step and every later one without E2B's layer cache (the SDK's " +
+							"`skipCache()`), such as to fetch the newest packages again. Defaults to `false`.",
+						Optional: true,
+					},
 				}},
 				Validators:    []validator.List{listvalidator.SizeAtLeast(1), oneStepKind{}},
 				PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplace()},
@@ -286,6 +328,16 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 				Default:             booldefault.StaticBool(false),
 				PlanModifiers:       []planmodifier.Bool{boolplanmodifier.RequiresReplace()},
 			},
+			"reuse": schema.BoolAttribute{
+				MarkdownDescription: "Reuse a ready build of the template with the same `spec_hash` instead of building, " +
+					"and tag this build `spec-<first 16 hex of spec_hash>` so that others can reuse it. The plan looks the " +
+					"build up when `template_id` is known (the only API call of a plan) and shows its `build_id`. " +
+					"`force` builds anyway (a forced build is meant to run), still with the tag. Changing `reuse` " +
+					"changes nothing but that tag: turning it on tags the existing build. Defaults to `false`.",
+				Optional: true,
+				Computed: true,
+				Default:  booldefault.StaticBool(false),
+			},
 			"files_hash": schema.StringAttribute{
 				MarkdownDescription: "How COPY sources are hashed: `portable` (default: the same on every machine and " +
 					"filesystem) or `e2b-sdk` (what the E2B SDKs compute, so uploads are shared with SDK users of " +
@@ -312,6 +364,13 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 					"content replaces the build, a moved file does not.",
 				Computed: true,
 			},
+			"spec_hash": schema.StringAttribute{
+				MarkdownDescription: "SHA-256 (hex) of everything that defines the build: its base, every step with the " +
+					"files hash of each COPY, the start and ready commands, `cpu_count`, `memory_mb` and `triggers`; " +
+					"not the tags, `force`, credentials or where the files are. Known at plan time whenever `copy_hashes` " +
+					"is, and the same on every machine and checkout path (see the hashing guide).",
+				Computed: true,
+			},
 			"status": schema.StringAttribute{
 				MarkdownDescription: "Build status: `ready`, or `building` when the apply stopped waiting before the end.",
 				Computed:            true,
@@ -329,7 +388,6 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 func (r *templateBuildResource) ConfigValidators(context.Context) []resource.ConfigValidator {
 	return []resource.ConfigValidator{
 		resourcevalidator.ExactlyOneOf(path.MatchRoot("from_image"), path.MatchRoot("from_template"), path.MatchRoot("dockerfile")),
-		resourcevalidator.Conflicting(path.MatchRoot("dockerfile"), path.MatchRoot("steps")),
 		resourcevalidator.Conflicting(path.MatchRoot("from_image_registry"), path.MatchRoot("from_template")),
 		resourcevalidator.Conflicting(path.MatchRoot("from_image_registry"), path.MatchRoot("dockerfile")),
 	}
@@ -338,16 +396,7 @@ func (r *templateBuildResource) ConfigValidators(context.Context) []resource.Con
 // ValidateConfig checks the range of timeouts.create and timeouts.update, which the
 // timeouts package only parses (a negative one returned at once).
 func (r *templateBuildResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	for _, name := range []string{"create", "update"} {
-		p := path.Root("timeouts").AtName(name)
-		var v types.String
-		if d := req.Config.GetAttribute(ctx, p, &v); d.HasError() || v.IsNull() || v.IsUnknown() {
-			continue
-		}
-		if _, err := buildTimeoutRange.parse(v.ValueString()); err != nil {
-			resp.Diagnostics.AddAttributeError(p, "Invalid timeout", err.Error())
-		}
-	}
+	resp.Diagnostics.Append(validateTimeouts(ctx, req.Config, buildTimeoutRange, "create", "update")...)
 }
 
 func (r *templateBuildResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
@@ -368,12 +417,16 @@ func (r *templateBuildResource) ModifyPlan(ctx context.Context, req resource.Mod
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	hashes, dockerfileHash := types.ListUnknown(types.StringType), types.StringUnknown()
-	if b := planBuild(ctx, &plan, &resp.Diagnostics); b != nil {
+	hashes, dockerfileHash, specHash := types.ListUnknown(types.StringType), types.StringUnknown(), types.StringUnknown()
+	b := planBuild(ctx, &plan, &resp.Diagnostics)
+	if b != nil {
 		var d diag.Diagnostics
 		hashes, d = types.ListValueFrom(ctx, types.StringType, b.Hashes())
 		resp.Diagnostics.Append(d...)
 		dockerfileHash = optionalString(b.DockerfileHash)
+		if fullyKnown(ctx, plan.Triggers) {
+			specHash = types.StringValue(b.SpecHash)
+		}
 	}
 	if resp.Diagnostics.HasError() {
 		return
@@ -385,7 +438,13 @@ func (r *templateBuildResource) ModifyPlan(ctx context.Context, req resource.Mod
 	}
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("copy_hashes"), hashes)...)
 	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("dockerfile_hash"), dockerfileHash)...)
+	resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("spec_hash"), specHash)...)
 	if state == nil {
+		resp.Diagnostics.Append(r.data.recordBuildPlan(plan.TemplateID, plan.Tags)...)
+		// A create, also the one of a replacement (planned again without the state).
+		if b != nil && !specHash.IsUnknown() && !plan.TemplateID.IsUnknown() {
+			r.planReuse(ctx, b, resp)
+		}
 		return
 	}
 	// What the build is made of is the files (copy_hashes) and the Dockerfile's content
@@ -414,6 +473,36 @@ func (r *templateBuildResource) ModifyPlan(ctx context.Context, req resource.Mod
 		// An earlier apply stopped waiting: this one waits for the end.
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("status"), types.StringUnknown())...)
 	}
+}
+
+// planReuse plans the ready build that b would reuse, when there is one: its ID, known
+// now, and a warning that says so. The lookup is the only API call of a plan; when it
+// fails the build ID stays unknown and apply looks again.
+func (r *templateBuildResource) planReuse(ctx context.Context, b *templatebuild.Build, resp *resource.ModifyPlanResponse) {
+	if !b.Reuse || r.data == nil {
+		return
+	}
+	api, err := r.data.API()
+	var buildID string
+	if err == nil {
+		buildID, err = templatebuild.Reusable(r.data.logContext(ctx), api, b)
+	}
+	if err != nil {
+		resp.Diagnostics.AddAttributeWarning(path.Root("reuse"), "Reusable build not looked up",
+			fmt.Sprintf("Looking for a ready build of template %s with spec hash %s failed: %v. Apply looks again "+
+				"and builds when there is none.", b.TemplateID, b.SpecHash, err))
+		return
+	}
+	if buildID == "" {
+		return
+	}
+	for name, v := range map[string]string{"id": buildID, "build_id": buildID, "status": e2bapi.BuildReady} {
+		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root(name), v)...)
+	}
+	resp.Diagnostics.AddAttributeWarning(path.Root("build_id"), "Reusing build "+buildID,
+		fmt.Sprintf("Build %s of template %s is ready and carries the tag %s (the same spec hash): apply adopts it "+
+			"instead of building and gives it this resource's tags. Destroy will forget it and leave it in place.",
+			buildID, b.TemplateID, templatebuild.SpecTag(b.SpecHash)))
 }
 
 // optionalString is v, null when empty.
@@ -446,6 +535,9 @@ func (r *templateBuildResource) Create(ctx context.Context, req resource.CreateR
 		resp.Diagnostics.AddError("Build configuration not known", "A value of the build is still unknown during apply; this is a bug in Terraform or the provider.")
 		return
 	}
+	if resp.Diagnostics.Append(addWriteOnlySecrets(ctx, req.Config, b.Start.FromImageRegistry)...); resp.Diagnostics.HasError() {
+		return
+	}
 	if !plan.CopyHashes.IsUnknown() {
 		var planned []string
 		resp.Diagnostics.Append(plan.CopyHashes.ElementsAs(ctx, &planned, false)...)
@@ -457,15 +549,20 @@ func (r *templateBuildResource) Create(ctx context.Context, req resource.CreateR
 	plan.CopyHashes, d = types.ListValueFrom(ctx, types.StringType, b.Hashes())
 	resp.Diagnostics.Append(d...)
 	plan.DockerfileHash = optionalString(b.DockerfileHash)
+	plan.SpecHash = types.StringValue(b.SpecHash)
 
-	res, err := templatebuild.Run(ctx, api, b, runOptions(ctx, timeout, func(buildID string) error {
+	opts := runOptions(ctx, timeout, func(buildID string) error {
 		plan.ID, plan.BuildID, plan.Status = types.StringValue(buildID), types.StringValue(buildID), types.StringValue(e2bapi.BuildBuilding)
 		// Saved before waiting: an apply that stops now still tracks the build.
 		if resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...); resp.Diagnostics.HasError() {
 			return errStateNotSaved
 		}
 		return nil
-	}))
+	})
+	if !plan.BuildID.IsUnknown() {
+		opts.Reuse = plan.BuildID.ValueString() // the build the plan showed
+	}
+	res, err := templatebuild.Run(ctx, api, b, opts)
 	if errors.Is(err, errStateNotSaved) {
 		return
 	}
@@ -473,7 +570,7 @@ func (r *templateBuildResource) Create(ctx context.Context, req resource.CreateR
 	if res.BuildID == "" {
 		return
 	}
-	plan.Status = types.StringValue(res.Status)
+	plan.ID, plan.BuildID, plan.Status = types.StringValue(res.BuildID), types.StringValue(res.BuildID), types.StringValue(res.Status)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
@@ -518,8 +615,9 @@ func (r *templateBuildResource) Read(ctx context.Context, req resource.ReadReque
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
-// Update changes nothing on E2B (every argument replaces the build); it waits for a build
-// an earlier apply left running.
+// Update changes nothing on E2B but the spec tag (every other argument replaces the
+// build): it waits for a build an earlier apply left running, and with reuse tags the
+// ready build with its spec tag, which it lacks when reuse was turned on later.
 func (r *templateBuildResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	var plan, state templateBuildModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
@@ -529,29 +627,44 @@ func (r *templateBuildResource) Update(ctx context.Context, req resource.UpdateR
 	}
 	plan.ID, plan.BuildID, plan.CopyHashes, plan.Status = state.ID, state.BuildID, state.CopyHashes, state.Status
 	plan.DockerfileHash = state.DockerfileHash
-	if state.Status.ValueString() == e2bapi.BuildBuilding {
+	if plan.SpecHash.IsUnknown() {
+		plan.SpecHash = state.SpecHash
+	}
+	var tags []string
+	resp.Diagnostics.Append(plan.Tags.ElementsAs(ctx, &tags, false)...)
+	if plan.Reuse.ValueBool() && !plan.SpecHash.IsNull() {
+		tags = append(tags, templatebuild.SpecTag(plan.SpecHash.ValueString()))
+	}
+	building := state.Status.ValueString() == e2bapi.BuildBuilding
+	if building || (plan.Reuse.ValueBool() && !state.Reuse.ValueBool()) {
 		api := apiOrError(r.data, &resp.Diagnostics)
 		if resp.Diagnostics.HasError() {
 			return
 		}
 		ctx = r.data.logContext(ctx)
-		timeout, d := plan.Timeouts.Update(ctx, defaultBuildTimeout)
-		resp.Diagnostics.Append(d...)
-		var tags []string
-		resp.Diagnostics.Append(plan.Tags.ElementsAs(ctx, &tags, false)...)
 		templateID, buildID := state.TemplateID.ValueString(), state.BuildID.ValueString()
-		status, err := templatebuild.Wait(ctx, api, templateID, buildID, tags, runOptions(tflog.SetField(ctx, "build_id", buildID), timeout, nil))
+		var err error
+		if building {
+			timeout, d := plan.Timeouts.Update(ctx, defaultBuildTimeout)
+			resp.Diagnostics.Append(d...)
+			var status string
+			status, err = templatebuild.Wait(ctx, api, templateID, buildID, tags, runOptions(tflog.SetField(ctx, "build_id", buildID), timeout, nil))
+			plan.Status = types.StringValue(status)
+		} else {
+			err = templatebuild.Tag(ctx, api, templateID, buildID, tags)
+		}
 		addRunError(&resp.Diagnostics, err, templateID, buildID)
-		plan.Status = types.StringValue(status)
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 }
 
-// Delete forgets the build: E2B has no way to delete one build.
+// Delete forgets the build: E2B has no way to delete one build. It removes no tag either:
+// a build with reuse may be another state's too (it reused this one, or this one reused
+// it), and that state's tags, or a spec tag it relies on, may be among this build's.
 func (r *templateBuildResource) Delete(ctx context.Context, req resource.DeleteRequest, _ *resource.DeleteResponse) {
 	var state templateBuildModel
 	req.State.Get(ctx, &state)
-	tflog.Info(ctx, "build removed from the state only: E2B cannot delete a single build; it goes with its template",
+	tflog.Info(ctx, "build removed from the state only: E2B cannot delete a single build; it goes with its template, and its tags stay",
 		map[string]any{"build_id": state.BuildID.ValueString()})
 }
 
@@ -568,4 +681,50 @@ func (r *templateBuildResource) ImportState(ctx context.Context, req resource.Im
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), buildID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("files_hash"), templatebuild.HashPortable)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("force"), false)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("reuse"), false)...)
+}
+
+// registryAttributes are the attributes of from_image_registry: each secret is either a
+// plain attribute (kept in the state) or a write-only one with the version that makes a
+// change of it plannable.
+func registryAttributes() map[string]schema.Attribute {
+	attrs := map[string]schema.Attribute{
+		"type": schema.StringAttribute{
+			MarkdownDescription: "`registry`, `aws` or `gcp`.",
+			Required:            true,
+			Validators:          []validator.String{stringvalidator.OneOf("registry", "aws", "gcp")},
+		},
+		"username":          schema.StringAttribute{MarkdownDescription: "Registry user (`registry`).", Optional: true},
+		"aws_access_key_id": schema.StringAttribute{MarkdownDescription: "AWS access key ID (`aws`).", Optional: true},
+		"aws_region":        schema.StringAttribute{MarkdownDescription: "AWS region (`aws`).", Optional: true},
+	}
+	for _, secret := range []struct{ name, what string }{
+		{"password", "Registry password (`registry`)"},
+		{"aws_secret_access_key", "AWS secret access key (`aws`)"},
+		{"service_account_json", "GCP service account key as JSON (`gcp`)"},
+	} {
+		plain, wo, version := secret.name, secret.name+"_wo", secret.name+"_wo_version"
+		sibling := func(name string) path.Expression { return path.MatchRelative().AtParent().AtName(name) }
+		attrs[plain] = schema.StringAttribute{
+			MarkdownDescription: secret.what + ". Kept in the state; prefer `" + wo + "`.",
+			Optional:            true,
+			Sensitive:           true,
+			Validators:          []validator.String{stringvalidator.ConflictsWith(sibling(wo))},
+		}
+		attrs[wo] = schema.StringAttribute{
+			MarkdownDescription: secret.what + ", write-only (Terraform/OpenTofu 1.11+): sent to E2B, never stored. " +
+				"Requires `" + version + "`.",
+			Optional:   true,
+			Sensitive:  true,
+			WriteOnly:  true,
+			Validators: []validator.String{stringvalidator.AlsoRequires(sibling(version))},
+		}
+		attrs[version] = schema.Int64Attribute{
+			MarkdownDescription: "Version of `" + wo + "`: the secret itself is not stored, so changing this number " +
+				"is what makes a new build with a changed secret.",
+			Optional:   true,
+			Validators: []validator.Int64{int64validator.AlsoRequires(sibling(wo))},
+		}
+	}
+	return attrs
 }

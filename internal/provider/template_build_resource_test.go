@@ -1,8 +1,12 @@
 package provider
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -11,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,16 +23,21 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	"github.com/hashicorp/terraform-plugin-testing/compare"
+	"github.com/hashicorp/terraform-plugin-testing/config"
 	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/hashicorp/terraform-plugin-testing/tfversion"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
@@ -71,7 +81,7 @@ func copyBuild(srv *acctest.Server, name, ctxDir string) string {
 
 // buildInputs are the arguments of e2b_template_build that an import
 // cannot know: E2B does not return a build's steps.
-var buildInputs = []string{"from_image", "context", "steps", "copy_hashes", "dockerfile", "dockerfile_hash", "timeouts", "files_hash", "force"}
+var buildInputs = []string{"from_image", "context", "steps", "copy_hashes", "dockerfile", "dockerfile_hash", "spec_hash", "timeouts", "files_hash", "force"}
 
 // buildImportID is the import ID (template_id/build_id) of a build in the state.
 func buildImportID(resource string) tfresource.ImportStateIdFunc {
@@ -130,6 +140,18 @@ data "e2b_process" "v1" {
 				ImportStateIdFunc:       buildImportID("e2b_template_build.v1"),
 				ImportStateVerify:       true,
 				ImportStateVerifyIgnore: buildInputs,
+			},
+			{
+				// E2B does not return a build's inputs, so the import block's plan
+				// replaces the build it imports.
+				ResourceName:       "e2b_template_build.v1",
+				ImportState:        true,
+				ImportStateKind:    tfresource.ImportBlockWithID,
+				ImportStateIdFunc:  buildImportID("e2b_template_build.v1"),
+				ExpectNonEmptyPlan: true,
+				ImportPlanChecks: tfresource.ImportPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("e2b_template_build.v1", plancheck.ResourceActionReplace),
+				}},
 			},
 		},
 	})
@@ -256,6 +278,69 @@ resource "e2b_template_build" "v2" {
 					plancheck.ExpectResourceAction("e2b_template_build.v1", plancheck.ResourceActionReplace),
 					plancheck.ExpectResourceAction("e2b_template_build.v2", plancheck.ResourceActionReplace),
 				}},
+			},
+		},
+	})
+}
+
+// TestAccTemplateBuild_layerCache applies a build whose last step then changes: the
+// new build starts from the cached layer of the first step, whose random stamp it keeps;
+// with force it runs every step again.
+func TestAccTemplateBuild_layerCache(t *testing.T) {
+	srv := localServer(t)
+	name := uniqueName("acc-cache")
+	config := func(version string, force bool) string {
+		return templateBuild(srv, name, "b", srv.DebianImage, fmt.Sprintf(`  force = %t
+  steps = [
+    { run = { command = "cat /proc/sys/kernel/random/uuid > /stamp", user = "root" } },
+    { run = { command = "echo %s > /version", user = "root" } },
+  ]`, force, version)) + `
+data "e2b_process" "b" {
+  template = "${e2b_template.t.name}:${e2b_template_build.b.build_id}"
+  command  = "cat /stamp /version"
+}
+`
+	}
+	var first string
+	output := func(check func(stamp, version string) error) knownvalue.Check {
+		return stringValue{"stamp and version", func(s string) error {
+			stamp, version, _ := strings.Cut(strings.TrimSpace(s), "\n")
+			return check(stamp, version)
+		}}
+	}
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{
+			{
+				Config: config("v1", false),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("data.e2b_process.b", tfjsonpath.New("stdout"), output(func(stamp, _ string) error {
+						first = stamp
+						return nil
+					})),
+				},
+			},
+			{
+				Config: config("v2", false),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("data.e2b_process.b", tfjsonpath.New("stdout"), output(func(stamp, version string) error {
+						if stamp != first || version != "v2" {
+							return fmt.Errorf("stamp %q and version %q, want the cached stamp %q and v2", stamp, version, first)
+						}
+						return nil
+					})),
+				},
+			},
+			{
+				Config: config("v2", true),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("data.e2b_process.b", tfjsonpath.New("stdout"), output(func(stamp, version string) error {
+						if stamp == first || version != "v2" {
+							return fmt.Errorf("stamp %q and version %q after a forced build, want a new stamp and v2", stamp, version)
+						}
+						return nil
+					})),
+				},
 			},
 		},
 	})
@@ -395,6 +480,25 @@ resource "e2b_template_build" "b" {
 		"multi-stage dockerfile": {build(fmt.Sprintf(`
   dockerfile = %q
 `, filepath.Join(dockerDir, "Dockerfile"))), `(?s)Invalid dockerfile.*line 3`},
+		"secret mount in the dockerfile": {build(`
+  dockerfile = "FROM busybox\nRUN true\nRUN --mount=type=secret,id=token cat /run/secrets/token\n"
+`), `(?s)Invalid dockerfile.*Dockerfile line 3: RUN --mount=type=secret is not supported`},
+		"build arg no ARG declares": {build(`
+  dockerfile = "FROM busybox\nARG VERSION=1\n"
+  build_args = { VERSION = "2", RELEASE = "3" }
+`), `(?s)Unknown build argument.*build_args.*no ARG of the Dockerfile declares RELEASE`},
+		"build_args without dockerfile": {build(`
+  from_image = "busybox"
+  build_args = { A = "1" }
+`), `(?s)"dockerfile" must be specified when "build_args"`},
+		"run with command and commands": {build(`
+  from_image = "busybox"
+  steps = [{ run = { command = "true", commands = ["true"] } }]
+`), `(?s)Step 1: run must set exactly one of command and commands`},
+		"run without a command": {build(`
+  from_image = "busybox"
+  steps = [{ run = { user = "root" } }]
+`), `(?s)Step 1: run must set exactly one of command and commands`},
 		"bad template_id": {`
 resource "e2b_template_build" "b" {
   template_id = "Not-An-ID"
@@ -438,6 +542,7 @@ resource "e2b_template_build" "b" {
 						knownvalue.StringRegexp(regexp.MustCompile(`^[0-9a-f]{64}$`)),
 						knownvalue.StringRegexp(regexp.MustCompile(`^[0-9a-f]{64}$`)),
 					})),
+					plancheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("spec_hash"), knownvalue.StringRegexp(regexp.MustCompile(`^[0-9a-f]{64}$`))),
 				}},
 			},
 			{
@@ -457,6 +562,26 @@ resource "e2b_template_build" "b" {
 				ExpectNonEmptyPlan: true,
 				ConfigPlanChecks: tfresource.ConfigPlanChecks{PostApplyPreRefresh: []plancheck.PlanCheck{
 					plancheck.ExpectUnknownValue("e2b_template_build.b", tfjsonpath.New("copy_hashes")),
+					plancheck.ExpectUnknownValue("e2b_template_build.b", tfjsonpath.New("spec_hash")),
+				}},
+			},
+			{
+				// With reuse the plan looks for a build to reuse; an API that does not
+				// answer leaves the build ID unknown, and the plan goes on.
+				Config: planProvider + fmt.Sprintf(`
+resource "e2b_template_build" "b" {
+  template_id = %q
+  from_image  = "busybox"
+  context     = %q
+  reuse       = true
+%s
+}
+`, someTemplateID, ctxDir, steps),
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PostApplyPreRefresh: []plancheck.PlanCheck{
+					plancheck.ExpectUnknownValue("e2b_template_build.b", tfjsonpath.New("build_id")),
+					plancheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("spec_hash"), knownvalue.StringRegexp(regexp.MustCompile(`^[0-9a-f]{64}$`))),
 				}},
 			},
 		},
@@ -474,10 +599,12 @@ func TestBuildSpec(t *testing.T) {
 	})
 	stepType := stepObjectType(t)
 	stepsValue, d := types.ListValueFrom(ctx, stepType, []stepModel{
-		{Run: &runStepModel{Command: types.StringValue("make"), User: types.StringValue("root")}, Env: types.MapNull(types.StringType)},
+		{Run: &runStepModel{Command: types.StringValue("make"), Commands: types.ListNull(types.StringType), User: types.StringValue("root")}, Env: types.MapNull(types.StringType)},
 		{Copy: &copyStepModel{Src: types.StringValue("a.txt"), Dest: types.StringValue("/a"), User: types.StringNull(),
-			Mode: types.StringValue("755"), ResolveSymlinks: types.BoolValue(true)}, Env: types.MapNull(types.StringType)},
+			Mode: types.StringValue("755"), ResolveSymlinks: types.BoolValue(true), ForceUpload: types.BoolValue(true)}, Env: types.MapNull(types.StringType)},
 		{Env: types.MapValueMust(types.StringType, map[string]attr.Value{"B": types.StringValue("2"), "A": types.StringValue("1")})},
+		{Run: &runStepModel{Commands: types.ListValueMust(types.StringType, []attr.Value{types.StringValue("cd /x"), types.StringValue("make")})},
+			Env: types.MapNull(types.StringType), SkipCache: types.BoolValue(true)},
 	})
 	if d.HasError() {
 		t.Fatal(d)
@@ -485,10 +612,13 @@ func TestBuildSpec(t *testing.T) {
 	m := templateBuildModel{
 		TemplateID: types.StringValue(someTemplateID),
 		Dockerfile: types.StringValue(filepath.Join(dir, "Dockerfile")),
+		BuildArgs:  types.MapNull(types.StringType),
 		Steps:      stepsValue,
 		Force:      types.BoolValue(true),
 		Tags:       types.SetNull(types.StringType),
 		CPUCount:   types.Int64Value(2),
+		Triggers:   types.MapValueMust(types.StringType, map[string]attr.Value{"date": types.StringValue("2026-12-01")}),
+		Reuse:      types.BoolValue(true),
 	}
 	spec, known, diags := buildSpec(ctx, &m)
 	if diags.HasError() || !known {
@@ -498,13 +628,19 @@ func TestBuildSpec(t *testing.T) {
 		{Type: steps.Run, Args: []string{"make", "root"}},
 		{Type: steps.Copy, Args: []string{"a.txt", "/a", "", "0755"}},
 		{Type: steps.Env, Args: []string{"A", "1", "B", "2"}},
+		{Type: steps.Run, Args: []string{"cd /x && make"}, Force: true},
+	}
+	if len(spec.Steps) != len(want) {
+		t.Fatalf("%d steps, want %d", len(spec.Steps), len(want))
 	}
 	for i, s := range spec.Steps {
-		if !slices.Equal(s.Args, want[i].Args) || s.Type != want[i].Type || s.ResolveSymlinks != (i == 1) {
+		if !slices.Equal(s.Args, want[i].Args) || s.Type != want[i].Type || s.Force != want[i].Force ||
+			s.ResolveSymlinks != (i == 1) || s.ForceUpload != (i == 1) {
 			t.Errorf("step %d = %+v, want %+v", i+1, s, want[i])
 		}
 	}
-	if spec.Dockerfile != filepath.Join(dir, "Dockerfile") || !spec.Force || *spec.CPUCount != 2 || spec.MemoryMB != nil {
+	if spec.Dockerfile != filepath.Join(dir, "Dockerfile") || !spec.Force || *spec.CPUCount != 2 || spec.MemoryMB != nil ||
+		!spec.Reuse || spec.Triggers["date"] != "2026-12-01" {
 		t.Errorf("spec %+v", spec)
 	}
 	var planDiags diag.Diagnostics
@@ -658,11 +794,8 @@ data "e2b_process" "links" {
 // before its 202 comes back) and answers the first failStatus build status GETs with 503.
 func faultProxy(t *testing.T, target string, dropStarts, failStatus int) string {
 	t.Helper()
-	u, err := url.Parse(target)
-	acctest.Must(t, err)
-	proxy := httputil.NewSingleHostReverseProxy(u)
 	var mu sync.Mutex
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return proxyTo(t, target, func(w http.ResponseWriter, r *http.Request, proxy http.Handler) {
 		mu.Lock()
 		drop := r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v2/templates/") && dropStarts > 0
 		fail := r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/status") && failStatus > 0
@@ -684,7 +817,17 @@ func faultProxy(t *testing.T, target string, dropStarts, failStatus int) string 
 		default:
 			proxy.ServeHTTP(w, r)
 		}
-	}))
+	})
+}
+
+// proxyTo is a loopback server in front of the server at target: serve gets every
+// request with the reverse proxy that passes it on.
+func proxyTo(t *testing.T, target string, serve func(w http.ResponseWriter, r *http.Request, proxy http.Handler)) string {
+	t.Helper()
+	u, err := url.Parse(target)
+	acctest.Must(t, err)
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serve(w, r, proxy) }))
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
@@ -773,5 +916,539 @@ resource "e2b_template_build" "two" {
 				statecheck.CompareValuePairs("e2b_template_build.one", tfjsonpath.New("build_id"), "e2b_template_build.two", tfjsonpath.New("build_id"), compare.ValuesDiffer()),
 			},
 		}},
+	})
+}
+
+// startRecorder is a reverse proxy in front of the local server that keeps the body of
+// every build start (POST /v2/templates/{id}/builds/{buildID}): what the server was sent.
+func startRecorder(t *testing.T, target string) (proxyURL string, starts func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var bodies []string
+	proxyURL = proxyTo(t, target, func(w http.ResponseWriter, r *http.Request, proxy http.Handler) {
+		if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v2/templates/") {
+			b, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			mu.Lock()
+			bodies = append(bodies, string(b))
+			mu.Unlock()
+			r.Body = io.NopCloser(bytes.NewReader(b))
+		}
+		proxy.ServeHTTP(w, r)
+	})
+	return proxyURL, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(bodies)
+	}
+}
+
+// lacks is a state and a plan check that none of the secrets appears anywhere in the
+// state or the plan (`terraform show -json`, which shows sensitive values too).
+type lacks []string
+
+func (s lacks) CheckState(_ context.Context, req statecheck.CheckStateRequest, resp *statecheck.CheckStateResponse) {
+	resp.Error = s.check("state", req.State)
+}
+
+func (s lacks) CheckPlan(_ context.Context, req plancheck.CheckPlanRequest, resp *plancheck.CheckPlanResponse) {
+	resp.Error = s.check("plan", req.Plan)
+}
+
+func (s lacks) check(what string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	for _, secret := range s {
+		if strings.Contains(string(b), secret) {
+			return fmt.Errorf("the %s contains the secret %q", what, secret)
+		}
+	}
+	return nil
+}
+
+// TestAccTemplateBuild_writeOnlySecret sends a write-only registry password with the build
+// start and keeps it out of the plan and the state; a new password alone plans nothing, a new
+// password_wo_version replaces the build with the new password.
+func TestAccTemplateBuild_writeOnlySecret(t *testing.T) {
+	srv := localServer(t)
+	proxyURL, starts := startRecorder(t, srv.APIURL)
+	name := uniqueName("acc-wo-secret")
+	// The secret comes from an ephemeral variable, as it would in use: a literal would be
+	// in the plan's copy of the configuration.
+	build := func(version int) string {
+		return strings.Replace(templateBuild(srv, name, "b", srv.BaseImage, fmt.Sprintf(`  from_image_registry = {
+    type                = "registry"
+    username            = "robot"
+    password_wo         = var.registry_password
+    password_wo_version = %d
+  }`, version)), fmt.Sprintf("%q", srv.APIURL), fmt.Sprintf("%q", proxyURL), 1) + `
+variable "registry_password" {
+  type      = string
+  sensitive = true
+  ephemeral = true
+}
+`
+	}
+	password := func(secret string) config.Variables {
+		return config.Variables{"registry_password": config.StringVariable(secret)}
+	}
+	first, second := "wo-first-"+uniqueName("secret"), "wo-second-"+uniqueName("secret")
+	sentLast := func(secret string) serverCheck {
+		return func(context.Context) error {
+			bodies := starts()
+			if len(bodies) == 0 || !strings.Contains(bodies[len(bodies)-1], `"password":"`+secret+`"`) {
+				return fmt.Errorf("the last build start did not carry the password %q: %q", secret, bodies)
+			}
+			return nil
+		}
+	}
+	tfresource.Test(t, tfresource.TestCase{
+		TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_11_0)},
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{
+			{
+				Config:           build(1),
+				ConfigVariables:  password(first),
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{lacks{first}}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+					statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("from_image_registry").AtMapKey("password_wo"), knownvalue.Null()),
+					sentLast(first),
+					lacks{first},
+				},
+			},
+			{
+				// PlanOnly fails on a non-empty plan.
+				Config:          build(1),
+				ConfigVariables: password(second),
+				PlanOnly:        true,
+			},
+			{
+				Config:          build(2),
+				ConfigVariables: password(second),
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("e2b_template_build.b", plancheck.ResourceActionReplace),
+					lacks{first, second},
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+					sentLast(second),
+					lacks{first, second},
+				},
+			},
+		},
+	})
+}
+
+// TestAccTemplateBuild_writeOnlyOldCLI refuses a write-only secret, naming it and the
+// version it needs, on a CLI without write-only arguments (the pinned Terraform 1.8),
+// before anything is created.
+func TestAccTemplateBuild_writeOnlyOldCLI(t *testing.T) {
+	accPreCheck(t)
+	tfresource.UnitTest(t, tfresource.TestCase{
+		TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipAbove(tfversion.Version1_10_0)},
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{{
+			Config: planProvider + fmt.Sprintf(`
+resource "e2b_template_build" "b" {
+  template_id = %q
+  from_image  = "registry.example/img:1"
+  from_image_registry = {
+    type                = "registry"
+    password_wo         = "secret"
+    password_wo_version = 1
+  }
+}
+`, someTemplateID),
+			PlanOnly:    true,
+			ExpectError: regexp.MustCompile(`(?s)WriteOnly Attribute Not Allowed.*from_image_registry\.password_wo.*Terraform 1\.11`),
+		}},
+	})
+}
+
+// TestAddWriteOnlySecrets puts each write-only secret of the configuration in place of its
+// plain twin and leaves the plain secrets a configuration without them has.
+func TestAddWriteOnlySecrets(t *testing.T) {
+	ctx := context.Background()
+	sch := schemaOf(t, NewTemplateBuildResource())
+	config := func(reg *registryModel) tfsdk.Config {
+		plan := tfsdk.Plan{Schema: sch, Raw: tftypes.NewValue(sch.Type().TerraformType(ctx), nil)}
+		if d := plan.SetAttribute(ctx, path.Root("from_image_registry"), reg); d.HasError() {
+			t.Fatal(d)
+		}
+		return tfsdk.Config{Schema: sch, Raw: plan.Raw}
+	}
+	plain := e2bapi.FromImageRegistry{Type: "registry", Username: "u", Password: "p", AWSSecretAccessKey: "k", ServiceAccountJSON: "j"}
+	reg := plain
+	if d := addWriteOnlySecrets(ctx, config(&registryModel{
+		Type: types.StringValue("registry"), PasswordWO: types.StringValue("p-wo"),
+		AWSSecretAccessKeyWO: types.StringValue("k-wo"), ServiceAccountJSONWO: types.StringValue("j-wo"),
+	}), &reg); d.HasError() {
+		t.Fatal(d)
+	}
+	if want := (e2bapi.FromImageRegistry{Type: "registry", Username: "u", Password: "p-wo", AWSSecretAccessKey: "k-wo", ServiceAccountJSON: "j-wo"}); reg != want {
+		t.Errorf("registry %+v, want %+v", reg, want)
+	}
+	reg = plain
+	if d := addWriteOnlySecrets(ctx, config(&registryModel{Type: types.StringValue("registry")}), &reg); d.HasError() || reg != plain {
+		t.Errorf("without write-only secrets: registry %+v, want %+v unchanged (%v)", reg, plain, d)
+	}
+	if d := addWriteOnlySecrets(ctx, config(nil), nil); d.HasError() {
+		t.Errorf("without a registry: %v", d)
+	}
+}
+
+// TestAccTemplateBuild_writeOnlyErrors refuses a secret given both ways and a write-only
+// secret without its version (or the version alone), naming the attributes.
+func TestAccTemplateBuild_writeOnlyErrors(t *testing.T) {
+	accPreCheck(t)
+	build := func(registry string) string {
+		return planProvider + fmt.Sprintf(`
+resource "e2b_template_build" "b" {
+  template_id = %q
+  from_image  = "registry.example/img:1"
+  from_image_registry = {
+%s
+  }
+}
+`, someTemplateID, registry)
+	}
+	for name, c := range map[string]struct{ config, err string }{
+		"both ways": {build(`    type = "registry"
+    password = "a"
+    password_wo = "b"
+    password_wo_version = 1`), `(?s)password_wo.*cannot be\s+specified\s+when.*password`},
+		"no version": {build(`    type = "aws"
+    aws_secret_access_key_wo = "b"`), `(?s)aws_secret_access_key_wo_version.*must be\s+specified`},
+		"version alone": {build(`    type = "gcp"
+    service_account_json_wo_version = 3`), `(?s)service_account_json_wo.*must be\s+specified`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tfresource.UnitTest(t, tfresource.TestCase{
+				TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_11_0)},
+				ProtoV6ProviderFactories: factories(),
+				Steps:                    []tfresource.TestStep{{Config: c.config, PlanOnly: true, ExpectError: regexp.MustCompile(c.err)}},
+			})
+		})
+	}
+}
+
+// TestAccTemplateBuild_buildOptions builds a Dockerfile whose ARGs build_args set (the base
+// image among them), with steps after its own: a run of joined commands that skips the
+// cache from there on, read back in a sandbox, and the start request checked for the
+// steps' force. force_upload then uploads the archive the server has again.
+func TestAccTemplateBuild_buildOptions(t *testing.T) {
+	srv := localServer(t)
+	proxyURL, starts := startRecorder(t, srv.APIURL)
+	ctxDir := t.TempDir()
+	acctest.WriteFiles(t, ctxDir, map[string]string{"a.txt": "from the context\n"})
+	name := uniqueName("acc-options")
+	config := func(forceUpload bool) string {
+		return strings.Replace(srv.ProviderConfig(), fmt.Sprintf("%q", srv.APIURL), fmt.Sprintf("%q", proxyURL), 1) + fmt.Sprintf(`
+resource "e2b_template" "t" {
+  name = %q
+}
+
+resource "e2b_template_build" "b" {
+  template_id = e2b_template.t.id
+  dockerfile  = "ARG BASE=busybox\nFROM $${BASE}\nARG GREETING=hello\nRUN echo \"$GREETING\" > /tmp/greeting\n"
+  build_args  = { BASE = %q, GREETING = "hi from build_args" }
+  context     = %q
+  steps = [
+    { copy = { src = "a.txt", dest = "/tmp/a.txt", force_upload = %t } },
+    { run = { commands = ["cat /tmp/greeting /tmp/a.txt > /tmp/out", "echo joined >> /tmp/out"] }, skip_cache = true },
+    { run = { command = "echo last >> /tmp/out" } },
+  ]
+}
+
+data "e2b_process" "out" {
+  template = "${e2b_template.t.name}:${e2b_template_build.b.build_id}"
+  command  = "cat /tmp/out; echo \"$GREETING\"; whoami"
+}
+`, name, srv.DebianImage, ctxDir, forceUpload)
+	}
+	// lastStart checks the steps of the last build start: type, first argument, force.
+	lastStart := func(want ...string) serverCheck {
+		return func(context.Context) error {
+			bodies := starts()
+			if len(bodies) == 0 {
+				return errors.New("no build start seen")
+			}
+			var req e2bapi.TemplateBuildStartV2
+			if err := json.Unmarshal([]byte(bodies[len(bodies)-1]), &req); err != nil {
+				return err
+			}
+			var got []string
+			for _, s := range req.Steps {
+				got = append(got, fmt.Sprintf("%s %s %v", s.Type, s.Args[0], s.Force))
+			}
+			if req.FromImage != srv.DebianImage || !slices.Equal(got, want) {
+				return fmt.Errorf("start from %q with steps\n%q\nwant from %q with\n%q", req.FromImage, got, srv.DebianImage, want)
+			}
+			return nil
+		}
+	}
+	dockerfileSteps := []string{"USER root false", "WORKDIR / false", "ENV GREETING false", `RUN echo "$GREETING" > /tmp/greeting false`,
+		"USER user false", "WORKDIR /home/user false"}
+	ownSteps := func(copyForced bool) []string {
+		return append(slices.Clone(dockerfileSteps), fmt.Sprintf("COPY a.txt %v", copyForced),
+			"RUN cat /tmp/greeting /tmp/a.txt > /tmp/out && echo joined >> /tmp/out true", "RUN echo last >> /tmp/out true")
+	}
+	var uploadsAfterFirst int64
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{
+			{
+				Config: config(false),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("data.e2b_process.out", tfjsonpath.New("stdout"),
+						knownvalue.StringExact("hi from build_args\nfrom the context\njoined\nlast\nhi from build_args\nuser\n")),
+					lastStart(ownSteps(false)...),
+					serverCheck(func(ctx context.Context) (err error) {
+						uploadsAfterFirst, err = uploads(ctx, srv)
+						return err
+					}),
+				},
+			},
+			{
+				Config: config(true),
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("e2b_template_build.b", plancheck.ResourceActionReplace),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					lastStart(ownSteps(true)...),
+					serverCheck(func(ctx context.Context) error {
+						if n, err := uploads(ctx, srv); err != nil || n != uploadsAfterFirst+1 {
+							return fmt.Errorf("the server counted %d uploads (%v), %d before: want the present archive uploaded again", n, err, uploadsAfterFirst)
+						}
+						return nil
+					}),
+				},
+			},
+		},
+	})
+}
+
+// reuseBuild is srv's provider block and a build with reuse of the template templateID (an
+// HCL expression) with tags, copying app from ctxDir.
+func reuseBuild(srv *acctest.Server, templateID, ctxDir, tags string) string {
+	return srv.ProviderConfig() + fmt.Sprintf(`
+resource "e2b_template_build" "b" {
+  template_id = %s
+  from_image  = %q
+  context     = %q
+  reuse       = true
+  tags        = [%s]
+  steps = [
+    { copy = { src = "app", dest = "/opt/app" } },
+    { run = { command = "cat /opt/app/a.txt" } },
+  ]
+}
+`, templateID, srv.BaseImage, ctxDir, tags)
+}
+
+// builtTemplate registers a template outside Terraform, as another workspace has it, and
+// deletes it when the test ends.
+func builtTemplate(t *testing.T, api *e2bapi.Client, name string) string {
+	t.Helper()
+	reg, err := api.CreateTemplateBuild(t.Context(), e2bapi.TemplateBuildRequestV3{Name: name})
+	acctest.Must(t, err)
+	t.Cleanup(func() {
+		if err := api.DeleteTemplate(context.Background(), reg.TemplateID); err != nil {
+			t.Errorf("deleting template %s: %v", reg.TemplateID, err)
+		}
+	})
+	return reg.TemplateID
+}
+
+// buildCount checks the number of builds the server has of the template.
+func buildCount(api *e2bapi.Client, templateID string, want int) serverCheck {
+	return func(ctx context.Context) error {
+		tpl, err := api.GetTemplate(ctx, templateID)
+		if err != nil {
+			return err
+		}
+		if len(tpl.Builds) != want {
+			return fmt.Errorf("template %s has %d builds, want %d: %+v", templateID, len(tpl.Builds), want, tpl.Builds)
+		}
+		return nil
+	}
+}
+
+// tagsAt checks that each of tags points at the build *buildID.
+func tagsAt(api *e2bapi.Client, templateID string, buildID *string, tags ...func() string) serverCheck {
+	return func(ctx context.Context) error {
+		held, err := api.ListTags(ctx, templateID)
+		if err != nil {
+			return err
+		}
+		for _, tag := range tags {
+			if !slices.ContainsFunc(held, func(h e2bapi.TemplateTag) bool { return h.Tag == tag() && h.BuildID == *buildID }) {
+				return fmt.Errorf("tag %s does not point at build %s: %+v", tag(), *buildID, held)
+			}
+		}
+		return nil
+	}
+}
+
+func equalTo(what string, want *string) knownvalue.Check {
+	return stringValue{what, func(s string) error {
+		if s != *want {
+			return fmt.Errorf("%s, want %s (%s)", s, *want, what)
+		}
+		return nil
+	}}
+}
+
+// TestAccTemplateBuild_reuse applies one configuration in two states in turn, as a fresh
+// CI state or a second workspace would: the second plans the first's build ID, known,
+// and builds nothing, though the first state was destroyed (destroy leaves the build
+// and every tag); a changed COPY file changes spec_hash and builds.
+func TestAccTemplateBuild_reuse(t *testing.T) {
+	srv := localServer(t)
+	api := testAPI(t, srv)
+	name := uniqueName("acc-reuse")
+	templateID := builtTemplate(t, api, name)
+	ctxDir := t.TempDir()
+	acctest.WriteFiles(t, ctxDir, map[string]string{"app/a.txt": "one\n"})
+	// The second state finds the template by name, as another workspace would.
+	second := reuseBuild(srv, "data.e2b_template.t.id", ctxDir, `"second"`) + fmt.Sprintf(`
+data "e2b_template" "t" {
+  template = %q
+}
+`, name)
+	var firstID, firstSpec, secondID string
+	specTag := func() string { return "spec-" + firstSpec[:16] }
+	tag := func(s string) func() string { return func() string { return s } }
+	res := "e2b_template_build.b"
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{{
+			Config: reuseBuild(srv, strconv.Quote(templateID), ctxDir, `"first"`),
+			ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectUnknownValue(res, tfjsonpath.New("build_id")),
+				plancheck.ExpectKnownValue(res, tfjsonpath.New("spec_hash"), capture(&firstSpec)),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(res, tfjsonpath.New("build_id"), capture(&firstID)),
+				statecheck.ExpectKnownValue(res, tfjsonpath.New("spec_hash"), equalTo("the planned spec hash", &firstSpec)),
+				// The template's first build runs on the build registered with it.
+				buildCount(api, templateID, 1),
+				tagsAt(api, templateID, &firstID, tag("first"), specTag),
+			},
+		}},
+	})
+	// The first state is gone; its build and tags are not.
+	acctest.Must(t, tagsAt(api, templateID, &firstID, tag("first"), specTag)(t.Context()))
+
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{
+			{
+				Config: second,
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(res, plancheck.ResourceActionCreate),
+					plancheck.ExpectKnownValue(res, tfjsonpath.New("build_id"), equalTo("the first state's build", &firstID)),
+					plancheck.ExpectKnownValue(res, tfjsonpath.New("spec_hash"), equalTo("the first state's spec hash", &firstSpec)),
+				}, PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(res, tfjsonpath.New("build_id"), equalTo("the first state's build", &firstID)),
+					statecheck.ExpectKnownValue(res, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+					buildCount(api, templateID, 1),
+					tagsAt(api, templateID, &firstID, tag("first"), tag("second"), specTag),
+				},
+			},
+			{
+				PreConfig: func() { acctest.WriteFiles(t, ctxDir, map[string]string{"app/a.txt": "two\n"}) },
+				Config:    second,
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(res, plancheck.ResourceActionDestroyBeforeCreate),
+					plancheck.ExpectUnknownValue(res, tfjsonpath.New("build_id")),
+					plancheck.ExpectKnownValue(res, tfjsonpath.New("spec_hash"), stringValue{"another spec hash", func(s string) error {
+						if s == firstSpec {
+							return fmt.Errorf("spec hash %s unchanged by a changed COPY file", s)
+						}
+						return nil
+					}}),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(res, tfjsonpath.New("build_id"), capture(&secondID)),
+					buildCount(api, templateID, 2),
+					tagsAt(api, templateID, &secondID, tag("second")),
+					// The replaced (reused) build keeps what the first state gave it.
+					tagsAt(api, templateID, &firstID, tag("first"), specTag),
+				},
+			},
+		},
+	})
+	acctest.Must(t, tagsAt(api, templateID, &secondID, tag("second"))(t.Context()))
+	acctest.Must(t, buildCount(api, templateID, 2)(t.Context()))
+}
+
+// TestAccTemplateBuild_reuseTurnedOn turns reuse on for a build made without it (an update
+// in place that gives it its spec tag) and off again (in place); a forced build with reuse
+// builds though a ready build has its spec hash, and takes the spec tag.
+func TestAccTemplateBuild_reuseTurnedOn(t *testing.T) {
+	srv := localServer(t)
+	api := testAPI(t, srv)
+	body := `  steps = [{ run = { command = "echo reuse turned on" } }]
+  tags  = ["v1"]`
+	config := templateBuild(srv, uniqueName("acc-reuse-on"), "b", srv.BaseImage, body)
+	var templateID, buildID, spec, forcedID string
+	specTag := func() string { return "spec-" + spec[:16] }
+	res := "e2b_template_build.b"
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{
+			{
+				Config: config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(res, tfjsonpath.New("template_id"), capture(&templateID)),
+					statecheck.ExpectKnownValue(res, tfjsonpath.New("build_id"), capture(&buildID)),
+					statecheck.ExpectKnownValue(res, tfjsonpath.New("spec_hash"), capture(&spec)),
+					statecheck.ExpectKnownValue(res, tfjsonpath.New("reuse"), knownvalue.Bool(false)),
+				},
+			},
+			{
+				Config: strings.Replace(config, body, body+"\n  reuse = true", 1),
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(res, plancheck.ResourceActionUpdate),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(res, tfjsonpath.New("build_id"), equalTo("the build made without reuse", &buildID)),
+					serverCheck(func(ctx context.Context) error {
+						return tagsAt(api, templateID, &buildID, func() string { return "v1" }, specTag)(ctx)
+					}),
+				},
+			},
+			{
+				Config: strings.Replace(config, body, body+"\n  reuse = false", 1) + fmt.Sprintf(`
+resource "e2b_template_build" "forced" {
+  template_id = e2b_template.t.id
+  from_image  = %q
+  steps       = [{ run = { command = "echo reuse turned on" } }]
+  tags        = ["v1"]
+  reuse       = true
+  force       = true
+}
+`, srv.BaseImage),
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(res, plancheck.ResourceActionUpdate),
+					plancheck.ExpectUnknownValue("e2b_template_build.forced", tfjsonpath.New("build_id")),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.CompareValuePairs(res, tfjsonpath.New("spec_hash"), "e2b_template_build.forced", tfjsonpath.New("spec_hash"), compare.ValuesSame()),
+					statecheck.CompareValuePairs(res, tfjsonpath.New("build_id"), "e2b_template_build.forced", tfjsonpath.New("build_id"), compare.ValuesDiffer()),
+					statecheck.ExpectKnownValue("e2b_template_build.forced", tfjsonpath.New("build_id"), capture(&forcedID)),
+					serverCheck(func(ctx context.Context) error { return buildCount(api, templateID, 2)(ctx) }),
+					serverCheck(func(ctx context.Context) error { return tagsAt(api, templateID, &forcedID, specTag)(ctx) }),
+				},
+			},
+		},
 	})
 }

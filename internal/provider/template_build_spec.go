@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -25,7 +27,7 @@ import (
 // is false when a value it needs is not known yet (the plan then leaves the hashes
 // unknown).
 func buildSpec(ctx context.Context, m *templateBuildModel) (spec templatebuild.Spec, known bool, diags diag.Diagnostics) {
-	for _, v := range []attr.Value{m.FromImage, m.FromTemplate, m.Dockerfile, m.Context, m.Steps, m.StartCmd, m.ReadyCmd} {
+	for _, v := range []attr.Value{m.FromImage, m.FromTemplate, m.Dockerfile, m.BuildArgs, m.Context, m.Steps, m.StartCmd, m.ReadyCmd} {
 		if v.IsUnknown() {
 			return spec, false, nil
 		}
@@ -34,7 +36,11 @@ func buildSpec(ctx context.Context, m *templateBuildModel) (spec templatebuild.S
 		TemplateID: m.TemplateID.ValueString(), FromImage: m.FromImage.ValueString(), FromTemplate: m.FromTemplate.ValueString(),
 		Dockerfile: m.Dockerfile.ValueString(), Context: m.Context.ValueString(), StartCmd: m.StartCmd.ValueString(),
 		ReadyCmd: m.ReadyCmd.ValueString(), Force: m.Force.ValueBool(), HashMode: m.FilesHash.ValueString(),
-		CPUCount: optionalInt32(m.CPUCount), MemoryMB: optionalInt32(m.MemoryMB),
+		CPUCount: optionalInt32(m.CPUCount), MemoryMB: optionalInt32(m.MemoryMB), Reuse: m.Reuse.ValueBool(),
+	}
+	if fullyKnown(ctx, m.Triggers) {
+		// Unknown triggers leave the spec hash unknown (ModifyPlan), not the copy hashes.
+		diags.Append(m.Triggers.ElementsAs(ctx, &spec.Triggers, false)...)
 	}
 	if reg := m.FromImageRegistry; reg != nil {
 		spec.FromImageRegistry = &e2bapi.FromImageRegistry{
@@ -44,6 +50,9 @@ func buildSpec(ctx context.Context, m *templateBuildModel) (spec templatebuild.S
 		}
 	}
 	diags.Append(m.Tags.ElementsAs(ctx, &spec.Tags, false)...)
+	if d := m.BuildArgs.ElementsAs(ctx, &spec.BuildArgs, false); d.HasError() {
+		return spec, false, nil // a value not known yet
+	}
 	if m.Steps.IsNull() {
 		return spec, true, diags
 	}
@@ -66,21 +75,60 @@ func buildSpec(ctx context.Context, m *templateBuildModel) (spec templatebuild.S
 	return spec, true, diags
 }
 
+// addWriteOnlySecrets puts the write-only secrets of from_image_registry into reg (nil
+// without a registry). They are in the configuration only: kept out of the model, which
+// becomes the state also when the apply fails.
+func addWriteOnlySecrets(ctx context.Context, config tfsdk.Config, reg *e2bapi.FromImageRegistry) diag.Diagnostics {
+	if reg == nil {
+		return nil
+	}
+	var m *registryModel
+	diags := config.GetAttribute(ctx, path.Root("from_image_registry"), &m)
+	if m == nil {
+		return diags
+	}
+	for _, s := range []struct {
+		wo   types.String
+		into *string
+	}{{m.PasswordWO, &reg.Password}, {m.AWSSecretAccessKeyWO, &reg.AWSSecretAccessKey}, {m.ServiceAccountJSONWO, &reg.ServiceAccountJSON}} {
+		if !s.wo.IsNull() {
+			*s.into = s.wo.ValueString()
+		}
+	}
+	return diags
+}
+
 // stepFromModel converts one configured step; known is false when one of its values is
 // not known yet.
 func stepFromModel(ctx context.Context, s stepModel) (step templatebuild.Step, known bool, err error) {
 	switch {
 	case s.Run != nil:
-		if s.Run.Command.IsUnknown() || s.Run.User.IsUnknown() {
+		if s.Run.Command.IsUnknown() || s.Run.Commands.IsUnknown() || s.Run.User.IsUnknown() {
 			return step, false, nil
 		}
-		step.Step = steps.Step{Type: steps.Run, Args: []string{s.Run.Command.ValueString()}}
+		command := s.Run.Command.ValueString()
+		if !s.Run.Commands.IsNull() {
+			var commands []types.String
+			if d := s.Run.Commands.ElementsAs(ctx, &commands, false); d.HasError() {
+				return step, false, nil
+			}
+			parts := make([]string, len(commands))
+			for i, c := range commands {
+				if c.IsUnknown() {
+					return step, false, nil
+				}
+				parts[i] = c.ValueString()
+			}
+			// As the SDK's runCmd([...]).
+			command = strings.Join(parts, " && ")
+		}
+		step.Step = steps.Step{Type: steps.Run, Args: []string{command}}
 		if u := s.Run.User.ValueString(); u != "" {
 			step.Args = append(step.Args, u)
 		}
 	case s.Copy != nil:
 		c := s.Copy
-		for _, v := range []attr.Value{c.Src, c.Dest, c.User, c.Mode, c.ResolveSymlinks} {
+		for _, v := range []attr.Value{c.Src, c.Dest, c.User, c.Mode, c.ResolveSymlinks, c.ForceUpload} {
 			if v.IsUnknown() {
 				return step, false, nil
 			}
@@ -91,6 +139,7 @@ func stepFromModel(ctx context.Context, s stepModel) (step templatebuild.Step, k
 		}
 		step.Step = steps.Step{Type: steps.Copy, Args: []string{c.Src.ValueString(), c.Dest.ValueString(), c.User.ValueString(), mode}}
 		step.ResolveSymlinks = c.ResolveSymlinks.ValueBool()
+		step.ForceUpload = c.ForceUpload.ValueBool()
 	case !s.Env.IsNull():
 		if s.Env.IsUnknown() {
 			return step, false, nil
@@ -127,6 +176,10 @@ func stepFromModel(ctx context.Context, s stepModel) (step templatebuild.Step, k
 	default:
 		return step, true, errors.New("sets none of run, copy, env, workdir and user")
 	}
+	if s.SkipCache.IsUnknown() {
+		return step, false, nil
+	}
+	step.Force = s.SkipCache.ValueBool()
 	return step, true, nil
 }
 
@@ -199,6 +252,8 @@ func addRunError(diags *diag.Diagnostics, err error, templateID, buildID string)
 				"records it with status \"building\": the next plan refreshes it, and apply waits for it again.", buildID, templateID))
 	case errors.As(err, &runErr) && runErr.Stage == templatebuild.StageTemplate:
 		diags.AddAttributeError(path.Root("template_id"), "Reading template "+templateID, err.Error())
+	case errors.As(err, &runErr) && runErr.Stage == templatebuild.StageReuse:
+		diags.AddAttributeError(path.Root("reuse"), "Reusing a build of template "+templateID, err.Error())
 	case errors.As(err, &runErr) && runErr.Stage == templatebuild.StageUpload:
 		diags.AddError("Uploading the build context", err.Error())
 	case errors.Is(err, templatebuild.ErrStartUnconfirmed):
@@ -217,6 +272,12 @@ func addRunError(diags *diag.Diagnostics, err error, templateID, buildID string)
 			fmt.Sprintf("Following build %s of template %s failed: %v. The build may go on: the state records it with "+
 				"status \"building\"; the next plan refreshes its status, and apply waits for it again.", buildID, templateID, err))
 	}
+}
+
+// fullyKnown reports whether v and every value inside it are known.
+func fullyKnown(ctx context.Context, v attr.Value) bool {
+	tv, err := v.ToTerraformValue(ctx)
+	return err == nil && tv.IsFullyKnown()
 }
 
 // optionalInt32 is v as the API's optional int32 (the schema bounds it).

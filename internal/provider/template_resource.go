@@ -23,6 +23,7 @@ import (
 var (
 	_ resource.ResourceWithConfigure   = (*templateResource)(nil)
 	_ resource.ResourceWithImportState = (*templateResource)(nil)
+	_ resource.ResourceWithModifyPlan  = (*templateResource)(nil)
 )
 
 // NewTemplateResource is the e2b_template resource.
@@ -87,6 +88,18 @@ func (r *templateResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 
 func (r *templateResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
 	r.data, resp.Diagnostics = providerDataFrom(req.ProviderData)
+}
+
+// ModifyPlan changes no plan: it pairs the template's name with its ID for the default
+// tag's plan warning (common_default_tag.go), e2b_alias naming templates by name and
+// e2b_template_build by ID.
+func (r *templateResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		return
+	}
+	var plan templateModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	r.data.recordTemplatePlan(plan.Name, plan.ID)
 }
 
 func (r *templateResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {

@@ -22,7 +22,8 @@ resource "e2b_template" "t" {
 `, name, public)
 }
 
-// TestAccTemplate_import creates a template and imports it by ID and by name.
+// TestAccTemplate_import creates a template and imports it by ID and by name, with the
+// import command and with an import block (a plan that changes nothing).
 func TestAccTemplate_import(t *testing.T) {
 	srv := localServer(t)
 	name := uniqueName("acc-tpl-import")
@@ -45,6 +46,12 @@ func TestAccTemplate_import(t *testing.T) {
 				ImportState:       true,
 				ImportStateId:     name,
 				ImportStateVerify: true,
+			},
+			{
+				ResourceName:    "e2b_template.t",
+				ImportState:     true,
+				ImportStateKind: tfresource.ImportBlockWithID,
+				ImportStateId:   name,
 			},
 		},
 	})

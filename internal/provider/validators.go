@@ -7,7 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
@@ -73,23 +76,6 @@ func templateRunRefValidator() validator.String {
 	}}
 }
 
-// aliasTagValidator accepts a tag e2b_alias may move: a valid tag other
-// than "default".
-func aliasTagValidator() validator.String {
-	return stringCheck{"must be a tag (a-z, 0-9, '-', '_', '.') other than default", func(s string) error {
-		if err := e2bapi.ValidateTag(s); err != nil {
-			return err
-		}
-		if strings.EqualFold(s, e2bapi.DefaultTag) {
-			return fmt.Errorf("tag %q cannot be managed by e2b_alias: every build of a template carries it and E2B refuses to delete it", s)
-		}
-		if strings.ToLower(s) != s {
-			return fmt.Errorf("tag %q must be lower case", s)
-		}
-		return nil
-	}}
-}
-
 // tagValidator accepts a build tag.
 func tagValidator() validator.String {
 	return stringCheck{"must be a tag (a-z, 0-9, '-', '_', '.')", func(s string) error {
@@ -148,6 +134,22 @@ func formatDuration(d time.Duration) string {
 		return fmt.Sprintf("%dh", d/time.Hour)
 	}
 	return d.String()
+}
+
+// validateTimeouts checks the range of the timeouts named, which the timeouts package
+// only parses (a negative one returned at once).
+func validateTimeouts(ctx context.Context, config tfsdk.Config, r durationRange, names ...string) (diags diag.Diagnostics) {
+	for _, name := range names {
+		p := path.Root("timeouts").AtName(name)
+		var v types.String
+		if d := config.GetAttribute(ctx, p, &v); d.HasError() || v.IsNull() || v.IsUnknown() {
+			continue
+		}
+		if _, err := r.parse(v.ValueString()); err != nil {
+			diags.AddAttributeError(p, "Invalid "+p.String(), err.Error())
+		}
+	}
+	return diags
 }
 
 // durationValidator accepts a Go duration such as "30s" within r.
@@ -209,7 +211,7 @@ func (v evenValidator) ValidateInt64(_ context.Context, req validator.Int64Reque
 type oneStepKind struct{}
 
 func (oneStepKind) Description(context.Context) string {
-	return "each step must set exactly one of run, copy, env, workdir and user"
+	return "each step must set exactly one of run, copy, env, workdir and user, and a run exactly one of command and commands"
 }
 func (v oneStepKind) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
 
@@ -235,6 +237,13 @@ func (oneStepKind) ValidateList(_ context.Context, req validator.ListRequest, re
 			}
 			resp.Diagnostics.AddAttributeError(req.Path.AtListIndex(i), "Invalid build step",
 				fmt.Sprintf("Step %d must set exactly one of run, copy, env, workdir and user; it sets %s.", i+1, described))
+		}
+		if run, ok := obj.Attributes()["run"].(types.Object); ok && !run.IsNull() && !run.IsUnknown() {
+			command, commands := run.Attributes()["command"], run.Attributes()["commands"]
+			if command != nil && commands != nil && command.IsNull() == commands.IsNull() {
+				resp.Diagnostics.AddAttributeError(req.Path.AtListIndex(i).AtName("run"), "Invalid build step",
+					fmt.Sprintf("Step %d: run must set exactly one of command and commands.", i+1))
+			}
 		}
 	}
 }

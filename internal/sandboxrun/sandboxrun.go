@@ -1,7 +1,9 @@
 // Package sandboxrun is the use case of e2b_process: run one command in an E2B sandbox,
 // either a new one started from a template (killed when the command ends, also on error
-// and cancellation) or a running one (left running), and explain what went wrong. It
-// knows nothing of Terraform; the provider turns its result into state and diagnostics.
+// and cancellation) or a running one (left running), and explain what went wrong. It is
+// also e2b_alias's (Promote): a tag moves to a build only after a gate command passed in
+// a sandbox of that build. It knows nothing of Terraform; the provider turns its results
+// into state and diagnostics.
 package sandboxrun
 
 import (
@@ -94,10 +96,7 @@ func Run(ctx context.Context, api *e2bapi.Client, req Request, opts Options) (re
 	if req.Run.Timeout <= 0 {
 		req.Run.Timeout = DefaultTimeout
 	}
-	log := opts.Logger
-	if log == nil {
-		log = noopLogger{}
-	}
+	log := opts.logger()
 	res = &Result{}
 	var sb *e2bapi.Sandbox
 	if req.Template != "" {
@@ -199,6 +198,13 @@ func OutputTail(name string, b []byte) string {
 		cut = "last bytes of "
 	}
 	return fmt.Sprintf("\n\n%s%s:\n%s", cut, name, strings.ToValidUTF8(string(b), "\uFFFD"))
+}
+
+func (o Options) logger() e2bapi.Logger {
+	if o.Logger == nil {
+		return noopLogger{}
+	}
+	return o.Logger
 }
 
 type noopLogger struct{}

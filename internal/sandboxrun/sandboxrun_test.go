@@ -22,14 +22,23 @@ const (
 	testToken   = "envd-token"
 )
 
+const (
+	testTemplateID = "abcdefghij0123456789"
+	testBuild      = "1f0c6f2e-8f5b-4b8e-9a8e-1c2d3e4f5a6b"
+)
+
 // fakeAPI is a stand-in for the sandbox endpoints of the E2B API: it creates one sandbox,
-// describes it and records kills. killStatus, when set, is the answer to a kill.
+// describes it and records kills. killStatus, when set, is the answer to a kill. For
+// Promote it reports testBuild of testTemplateID as buildStatus (ready when empty) and
+// records tag moves.
 type fakeAPI struct {
-	mu         sync.Mutex
-	created    []e2bapi.NewSandbox
-	killed     []string
-	killStatus int
-	createErr  int
+	mu          sync.Mutex
+	created     []e2bapi.NewSandbox
+	killed      []string
+	killStatus  int
+	createErr   int
+	buildStatus string
+	moved       []e2bapi.AssignTemplateTagsRequest
 }
 
 func (f *fakeAPI) handler(w http.ResponseWriter, r *http.Request) {
@@ -58,6 +67,20 @@ func (f *fakeAPI) handler(w http.ResponseWriter, r *http.Request) {
 			DiskSizeMB: 1024, State: "running"})
 	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/sandboxes/"):
 		reply(http.StatusNotFound, e2bapi.Error{Code: 404, Message: "sandbox not found"})
+	case r.Method == http.MethodGet && r.URL.Path == "/templates/"+testTemplateID+"/builds/"+testBuild+"/status":
+		status := f.buildStatus
+		if status == "" {
+			status = e2bapi.BuildReady
+		}
+		reply(http.StatusOK, e2bapi.TemplateBuildInfo{TemplateID: testTemplateID, BuildID: testBuild, Status: status,
+			Logs: []string{}, LogEntries: []e2bapi.BuildLogEntry{}})
+	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/templates/"+testTemplateID+"/builds/"):
+		reply(http.StatusBadRequest, e2bapi.Error{Code: 400, Message: "build not found"})
+	case r.Method == http.MethodPost && r.URL.Path == "/templates/tags":
+		var req e2bapi.AssignTemplateTagsRequest
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		f.moved = append(f.moved, req)
+		reply(http.StatusCreated, e2bapi.AssignedTemplateTags{Tags: req.Tags, BuildID: testBuild})
 	case r.Method == http.MethodDelete && r.URL.Path == "/sandboxes/"+testSandbox:
 		f.killed = append(f.killed, testSandbox)
 		if f.killStatus != 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,8 +35,10 @@ type Spec struct {
 	FromTemplate      string
 	FromImageRegistry *e2bapi.FromImageRegistry
 	// Dockerfile is the path of a Dockerfile or its content. Its base, steps and commands
-	// come first; StartCmd and ReadyCmd, when set, win over its CMD.
+	// come first, Steps after them; StartCmd and ReadyCmd, when set, win over its CMD.
 	Dockerfile string
+	// BuildArgs set the Dockerfile's ARGs (docker build --build-arg).
+	BuildArgs map[string]string
 	// Context is the directory COPY sources are taken from; empty means the Dockerfile's
 	// directory when Dockerfile is a path, else the working directory.
 	Context  string
@@ -50,13 +53,22 @@ type Spec struct {
 	MemoryMB *int32
 	// Tags are the tags the build gets.
 	Tags []string
+	// Triggers are opaque values that only tell builds apart: they count in the spec hash.
+	Triggers map[string]string
+	// Reuse tags the build with its spec tag (SpecTag) and lets Run take a ready build
+	// that carries it instead of building.
+	Reuse bool
 }
 
-// Step is one configured build step.
+// Step is one configured build step. Its Force (the SDK's skipCache) runs it and every
+// later step without the layer cache.
 type Step struct {
 	steps.Step
 	// ResolveSymlinks (COPY only) copies what symlinks inside the context point to.
 	ResolveSymlinks bool
+	// ForceUpload (COPY only) uploads the archive even when the server has it, and
+	// runs the step without the layer cache.
+	ForceUpload bool
 }
 
 // Build is a Spec resolved for running: the start request with the files hash of every
@@ -65,8 +77,14 @@ type Build struct {
 	TemplateID string
 	CPUCount   *int32
 	MemoryMB   *int32
-	Tags       []string
-	Start      e2bapi.TemplateBuildStartV2
+	// Tags are the tags the build gets: with Reuse, the spec tag too, and the default
+	// tag when no other is configured (as a build without tags gets it).
+	Tags  []string
+	Start e2bapi.TemplateBuildStartV2
+	// SpecHash is the spec hash v1 of what defines the build (design/hashing.md §6).
+	SpecHash string
+	Reuse    bool
+	triggers map[string]string
 	// ContextDir is the absolute context directory.
 	ContextDir string
 	// Copies are the COPY steps, in build order.
@@ -88,6 +106,7 @@ type Copy struct {
 	// Hash is the files hash the archive is stored under.
 	Hash         string
 	resolveLinks bool
+	forceUpload  bool
 }
 
 // Name says which step it is in messages, such as "COPY app /app (step 2)".
@@ -129,6 +148,7 @@ func (e *PlanError) Error() string {
 func Plan(ctx context.Context, spec Spec, log e2bapi.Logger) (*Build, error) {
 	b := &Build{
 		TemplateID: spec.TemplateID, CPUCount: spec.CPUCount, MemoryMB: spec.MemoryMB, Tags: spec.Tags,
+		Reuse: spec.Reuse, triggers: spec.Triggers,
 		Start: e2bapi.TemplateBuildStartV2{
 			FromImage: spec.FromImage, FromTemplate: spec.FromTemplate, FromImageRegistry: spec.FromImageRegistry,
 			Force: spec.Force, StartCmd: spec.StartCmd, ReadyCmd: spec.ReadyCmd, Steps: []steps.Step{},
@@ -141,21 +161,31 @@ func Plan(ctx context.Context, spec Spec, log e2bapi.Logger) (*Build, error) {
 			sum := sha256.Sum256([]byte(content))
 			b.DockerfileHash = hex.EncodeToString(sum[:])
 			var t *dockerfile.Template
-			if t, err = dockerfile.Convert(content); err == nil {
+			if t, err = dockerfile.Convert(content, spec.BuildArgs); err == nil {
 				if dir != "" {
 					contextDir = dir
 				}
 				b.useDockerfile(t)
 			}
 		}
-		if err != nil {
+		var unused *dockerfile.UnusedBuildArgsError
+		switch {
+		case errors.As(err, &unused):
+			return nil, &PlanError{[]Issue{{Field: "build_args", Summary: "Unknown build argument", Detail: err.Error()}}}
+		case err != nil:
 			return nil, &PlanError{[]Issue{{Field: "dockerfile", Summary: "Invalid dockerfile", Detail: err.Error()}}}
 		}
 	}
+	// As the SDK's skipCache: a forced step forces every later one. A forced upload
+	// forces its own step.
+	skipCache := false
 	for _, s := range spec.Steps {
+		skipCache = skipCache || s.Force
+		s.Force = skipCache || s.ForceUpload
 		b.Start.Steps = append(b.Start.Steps, s.Step)
 		if s.Type == steps.Copy {
-			b.Copies = append(b.Copies, Copy{Step: len(b.Start.Steps) - 1, Src: s.Args[0], Dest: s.Args[1], resolveLinks: s.ResolveSymlinks})
+			b.Copies = append(b.Copies, Copy{Step: len(b.Start.Steps) - 1, Src: s.Args[0], Dest: s.Args[1],
+				resolveLinks: s.ResolveSymlinks, forceUpload: s.ForceUpload})
 		}
 	}
 	if spec.Context != "" {
@@ -176,6 +206,13 @@ func Plan(ctx context.Context, spec Spec, log e2bapi.Logger) (*Build, error) {
 	}
 	if err := b.hash(ctx, spec.HashMode, log); err != nil {
 		return nil, err
+	}
+	b.SpecHash = specHash(b.specFields())
+	if b.Reuse {
+		if len(b.Tags) == 0 {
+			b.Tags = []string{e2bapi.DefaultTag}
+		}
+		b.Tags = append(slices.Clone(b.Tags), SpecTag(b.SpecHash))
 	}
 	return b, nil
 }

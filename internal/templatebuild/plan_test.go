@@ -2,8 +2,10 @@ package templatebuild
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -72,6 +74,56 @@ func TestPlanSteps(t *testing.T) {
 	if !errors.As(err, &pe) || len(pe.Issues) != 1 || pe.Issues[0].Summary != "Build context changed since plan" ||
 		!strings.Contains(pe.Issues[0].Detail, "The files of COPY d /d (step 3) changed after the plan: files hash 0000 at plan") {
 		t.Errorf("CheckHashes(another hash) = %v", err)
+	}
+}
+
+// TestPlanForce sets force on the wire as the SDK does: a skipped cache from its step on,
+// a forced upload on its own step; Dockerfile steps before them are not forced.
+func TestPlanForce(t *testing.T) {
+	dir := t.TempDir()
+	acctest.WriteFiles(t, dir, map[string]string{"a.txt": "a"})
+	run := func(cmd string, skipCache bool) Step {
+		return Step{Step: steps.Step{Type: steps.Run, Args: []string{cmd}, Force: skipCache}}
+	}
+	b, err := Plan(t.Context(), Spec{Dockerfile: "FROM busybox\nRUN one\n", Context: dir, Steps: []Step{
+		run("two", false),
+		{Step: steps.Step{Type: steps.Copy, Args: []string{"a.txt", "/a.txt", "", ""}}, ForceUpload: true},
+		run("three", false),
+		run("four", true),
+		run("five", false),
+	}}, &recorder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range b.Start.Steps {
+		got = append(got, fmt.Sprintf("%s %s %v", s.Type, s.Args[0], s.Force))
+	}
+	want := []string{"USER root false", "WORKDIR / false", "RUN one false", "USER user false", "WORKDIR /home/user false",
+		"RUN two false", "COPY a.txt true", "RUN three false", "RUN four true", "RUN five true"}
+	if !slices.Equal(got, want) {
+		t.Errorf("steps (type, first arg, force)\n%q\nwant\n%q", got, want)
+	}
+	if len(b.Copies) != 1 || !b.Copies[0].forceUpload || b.Copies[0].Step != 6 {
+		t.Errorf("copies %+v, want the forced upload of step 7", b.Copies)
+	}
+}
+
+// TestPlanBuildArgs sets a Dockerfile's ARGs and refuses one it does not declare on
+// build_args.
+func TestPlanBuildArgs(t *testing.T) {
+	const dockerfile = "ARG BASE=busybox\nFROM ${BASE}\nARG MODE=dev\n"
+	b, err := Plan(t.Context(), Spec{Dockerfile: dockerfile, BuildArgs: map[string]string{"BASE": "debian", "MODE": "prod"}}, &recorder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env := b.Start.Steps[2]; b.Start.FromImage != "debian" || env.Type != steps.Env || !slices.Equal(env.Args, []string{"MODE", "prod"}) {
+		t.Errorf("image %q, steps %+v", b.Start.FromImage, b.Start.Steps)
+	}
+	_, err = Plan(t.Context(), Spec{Dockerfile: dockerfile, BuildArgs: map[string]string{"MDOE": "prod"}}, &recorder{})
+	var pe *PlanError
+	if !errors.As(err, &pe) || pe.Issues[0].Field != "build_args" || pe.Issues[0].Detail != "no ARG of the Dockerfile declares MDOE" {
+		t.Errorf("error %#v, want one on build_args naming MDOE", err)
 	}
 }
 

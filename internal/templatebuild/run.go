@@ -37,6 +37,8 @@ type Options struct {
 	OnLog func(line e2bapi.BuildLogEntry, step string)
 	// Logger receives the progress messages (uploads, start); may be nil.
 	Logger e2bapi.Logger
+	// Reuse is the build the plan reuses (Reusable), if any: Run takes exactly that one.
+	Reuse string
 }
 
 // Result is what a run left: the build's ID and status (BuildReady; BuildBuilding when
@@ -53,6 +55,7 @@ type Stage string
 // The stages of a run.
 const (
 	StageTemplate Stage = "template" // reading the template
+	StageReuse    Stage = "reuse"    // finding or checking the build to reuse
 	StageUpload   Stage = "upload"   // uploading the build context
 	StageStart    Stage = "start"    // registering and starting the build
 	StageFollow   Stage = "follow"   // following the build (it may go on)
@@ -81,11 +84,22 @@ func (e *TimeoutError) Error() string {
 // Run runs the build b: it uploads the COPY archives the server does not have, starts the
 // build, calls opts.Started, and waits for the build to end. It fails with an *Error, a
 // *FailedError (the build failed) or a *TimeoutError (the build goes on); Result says
-// what became of the build in every case.
+// what became of the build in every case. A build with Reuse instead takes a ready build
+// that carries its spec tag, when there is one, and gives it b's tags.
 func Run(ctx context.Context, api *e2bapi.Client, b *Build, opts Options) (Result, error) {
 	log := logger(opts)
 	waitCtx, cancel := withTimeout(ctx, opts.Timeout)
 	defer cancel()
+	if b.reuses() {
+		unlock, err := sameSpec.lock(waitCtx, b.TemplateID+"/"+b.SpecHash)
+		if err != nil {
+			return Result{}, &Error{StageReuse, fmt.Errorf("waiting for a build of the same spec hash to end: %w", err)}
+		}
+		defer unlock()
+	}
+	if res, reused, err := reuse(ctx, waitCtx, api, b, opts.Reuse, log); reused || err != nil {
+		return res, err
+	}
 	// Read first to fail early on a wrong template; startAlone reads it again.
 	tpl, err := api.GetTemplate(ctx, b.TemplateID)
 	if err != nil {
@@ -118,6 +132,66 @@ func Run(ctx context.Context, api *e2bapi.Client, b *Build, opts Options) (Resul
 	}
 	status, err := wait(ctx, waitCtx, api, b.TemplateID, buildID, b.Start.Steps, tags, templateName(tpl), opts)
 	return Result{BuildID: buildID, Status: status}, err
+}
+
+// reuse takes, for b, the ready build planned (when not empty) or else the one its spec tag
+// points at now, and points b's tags at it, as a new build would take them. A build of the
+// spec that another run is building is waited for (under waitCtx) rather than cancelled by
+// a build sharing its tag. reused is false when there is no build to reuse: b is then to
+// be built.
+func reuse(ctx, waitCtx context.Context, api *e2bapi.Client, b *Build, planned string, log e2bapi.Logger) (res Result, reused bool, err error) {
+	if !b.reuses() {
+		return Result{}, false, nil
+	}
+	tpl, err := api.GetTemplate(ctx, b.TemplateID)
+	if err != nil {
+		return Result{}, false, &Error{StageTemplate, err}
+	}
+	buildID := planned
+	if planned == "" {
+		var status string
+		if buildID, status, err = specTagged(ctx, api, b); err != nil {
+			return Result{}, false, &Error{StageReuse, err}
+		}
+		if status == e2bapi.BuildBuilding {
+			log.Info(ctx, "waiting for a build of the same spec hash that another run started, to reuse it", map[string]any{"build_id": buildID})
+			var failed *FailedError
+			status, err = wait(ctx, waitCtx, api, b.TemplateID, buildID, nil, nil, templateName(tpl), Options{})
+			if errors.As(err, &failed) {
+				err = nil // built below instead
+			}
+			if err != nil {
+				// It goes on (a timeout) or could not be followed: kept as building, as
+				// a build of this run would be.
+				return Result{BuildID: buildID, Status: status}, true, err
+			}
+		}
+		if status != e2bapi.BuildReady {
+			return Result{}, false, nil
+		}
+	} else if ready, err := isReady(ctx, api, b.TemplateID, planned); err != nil {
+		return Result{}, false, &Error{StageReuse, err}
+	} else if !ready {
+		// Building now would contradict the plan, which showed this build ID.
+		return Result{}, false, &Error{StageReuse, fmt.Errorf("build %s of template %s, which the plan reuses, "+
+			"is no longer a ready build; run terraform plan again", planned, b.TemplateID)}
+	}
+	res = Result{BuildID: buildID, Status: e2bapi.BuildReady}
+	if _, err := api.AssignTags(ctx, templateName(tpl)+":"+buildID, b.Tags); err != nil {
+		return res, true, &Error{StageTags, err}
+	}
+	log.Info(ctx, "reused a ready build with the same spec hash instead of building", map[string]any{
+		"build_id": buildID, "spec_hash": b.SpecHash,
+	})
+	return res, true, nil
+}
+
+// wrapStage is err as an *Error of stage, nil for nil.
+func wrapStage(stage Stage, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &Error{stage, err}
 }
 
 // Wait waits for a build an earlier run left going (Run's *TimeoutError) and, once it is
@@ -174,10 +248,10 @@ func logger(opts Options) e2bapi.Logger {
 	return opts.Logger
 }
 
-// uploadMissing asks the server for every archive and uploads those it does not have, a
-// few at a time; an archive shared by several steps is asked for once. Each is spooled to
-// a temporary file (every file checked against the digest the hash used) and streamed
-// from there.
+// uploadMissing asks the server for every archive and uploads those it does not have, or
+// whose step forces the upload, a few at a time; an archive shared by several steps is
+// asked for once. Each is spooled to a temporary file (every file checked against the
+// digest the hash used) and streamed from there.
 func uploadMissing(ctx context.Context, api *e2bapi.Client, templateID string, copies []Copy, log e2bapi.Logger) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -185,12 +259,17 @@ func uploadMissing(ctx context.Context, api *e2bapi.Client, templateID string, c
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error
-	seen := map[string]bool{}
+	var unique []Copy
+	at := map[string]int{}
 	for _, c := range copies {
-		if seen[c.Hash] {
+		if i, ok := at[c.Hash]; ok {
+			unique[i].forceUpload = unique[i].forceUpload || c.forceUpload
 			continue
 		}
-		seen[c.Hash] = true
+		at[c.Hash] = len(unique)
+		unique = append(unique, c)
+	}
+	for _, c := range unique {
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
@@ -211,7 +290,7 @@ func uploadOne(ctx context.Context, api *e2bapi.Client, templateID string, c Cop
 	if err != nil {
 		return err
 	}
-	if link.Present {
+	if link.Present && !c.forceUpload {
 		log.Info(ctx, "build context already uploaded", map[string]any{"files_hash": c.Hash})
 		return nil
 	}
@@ -244,12 +323,43 @@ func uploadOne(ctx context.Context, api *e2bapi.Client, templateID string, c Cop
 // template in one apply (both without tags carry "default", like the waiting build the
 // template was registered with) would cancel each other. A build therefore starts only
 // when no build of this process it shares a tag with is in progress.
-var running = &flights{locks: map[string]chan struct{}{}, m: map[string][]*flight{}}
+var running = &flights{m: map[string][]*flight{}}
 
 type flights struct {
-	mu    sync.Mutex
-	locks map[string]chan struct{} // one start at a time per template
-	m     map[string][]*flight
+	starts keyedLocks // one start at a time per template
+	mu     sync.Mutex
+	m      map[string][]*flight
+}
+
+// sameSpec makes the runs of one template and spec hash with reuse in this process go one
+// after the other, so that the later ones reuse the first build instead of building it
+// again (the plan found none, as neither had run).
+var sameSpec = &keyedLocks{}
+
+// keyedLocks are locks by key.
+type keyedLocks struct {
+	mu sync.Mutex
+	m  map[string]chan struct{}
+}
+
+// lock takes the lock of key, waiting under ctx.
+func (k *keyedLocks) lock(ctx context.Context, key string) (func(), error) {
+	k.mu.Lock()
+	l, ok := k.m[key]
+	if !ok {
+		if k.m == nil {
+			k.m = map[string]chan struct{}{}
+		}
+		l = make(chan struct{}, 1)
+		k.m[key] = l
+	}
+	k.mu.Unlock()
+	select {
+	case l <- struct{}{}:
+		return func() { <-l }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // flight is a build in progress and the tags it carries as far as E2B's cancelling goes.
@@ -257,23 +367,6 @@ type flight struct {
 	templateID, buildID string
 	tags                []string
 	done                chan struct{}
-}
-
-// lock takes the template's start lock, waiting under ctx.
-func (f *flights) lock(ctx context.Context, templateID string) (func(), error) {
-	f.mu.Lock()
-	l, ok := f.locks[templateID]
-	if !ok {
-		l = make(chan struct{}, 1)
-		f.locks[templateID] = l
-	}
-	f.mu.Unlock()
-	select {
-	case l <- struct{}{}:
-		return func() { <-l }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
 }
 
 // sharing returns a build in progress of the template that carries one of tags, or nil.
@@ -313,7 +406,7 @@ func (f *flights) finish(fl *flight) {
 // finished once the build is no longer followed.
 func startAlone(ctx, waitCtx context.Context, api *e2bapi.Client, b *Build, log e2bapi.Logger) (string, bool, *flight, error) {
 	for {
-		release, err := running.lock(waitCtx, b.TemplateID)
+		release, err := running.starts.lock(waitCtx, b.TemplateID)
 		if err != nil {
 			return "", false, nil, fmt.Errorf("waiting to start a build of template %s: %w", b.TemplateID, err)
 		}
@@ -446,6 +539,12 @@ func templateName(tpl *e2bapi.TemplateWithBuilds) string {
 		return tpl.Aliases[0]
 	}
 	return tpl.TemplateID
+}
+
+// Tag gives the ready build buildID those of tags that no build of its template holds
+// yet, as Wait does once a build is ready; it fails with an *Error of StageTags.
+func Tag(ctx context.Context, api *e2bapi.Client, templateID, buildID string, tags []string) error {
+	return wrapStage(StageTags, assignMissingTags(ctx, api, templateID, buildID, "", tags))
 }
 
 // assignMissingTags points those of tags that no build of the template holds yet at the

@@ -82,7 +82,8 @@ func hashedListing(t *testing.T, dir string) (*buildcontext.Listing, string) {
 }
 
 // TestUploadMissing uploads an archive two steps share once, then nothing when the server
-// has it, and names the step whose files changed since they were hashed.
+// has it, again once when one of the steps forces the upload, and names the step whose
+// files changed since they were hashed.
 func TestUploadMissing(t *testing.T) {
 	srv, api, reg := newTemplate(t)
 	dir := t.TempDir()
@@ -102,6 +103,16 @@ func TestUploadMissing(t *testing.T) {
 	}
 	if log.count("build context uploaded") != 1 || log.count("build context already uploaded") != 1 {
 		t.Errorf("log %q, want one upload then one archive found present", log.msgs)
+	}
+
+	// A step that forces its upload sends the archive the server has again, once.
+	forced := slices.Clone(copies)
+	forced[1].forceUpload = true
+	acctest.Must(t, uploadMissing(t.Context(), api, reg.TemplateID, forced, &log))
+	again, err := srv.Stats(t.Context())
+	acctest.Must(t, err)
+	if n := again.Uploads - after.Uploads; n != 1 || log.count("build context uploaded") != 2 {
+		t.Errorf("%d uploads (log %q), want the forced archive uploaded again once", n, log.msgs)
 	}
 
 	changedDir := t.TempDir()

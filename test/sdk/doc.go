@@ -15,6 +15,11 @@
 // pinned beside the SDK (the SDK needs Node.js 20.19+, newer than Debian
 // bookworm's), or elsewhere on a new enough node from PATH.
 //
+// A second script, wire.mjs, prints the start request the SDK writes for a build using
+// its build options (runCmd with a list, forceUpload, skipCache) without calling a server;
+// TestBuildOptionsWire compares it with what package templatebuild plans for the same
+// steps configured the provider's way.
+//
 // Without npm, a Docker engine (DOCKER_HOST or E2B_TEST_DOCKER_HOST)
 // or the base images of scripts/test-image.sh it skips, or fails where
 // E2B_TEST_REQUIRE_ALL is set (scripts/test.sh sets it). The template is built

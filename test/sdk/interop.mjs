@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { isDeepStrictEqual } from 'node:util'
 
-import { CommandExitError, Sandbox, Template } from 'e2b'
+import { CommandExitError, Sandbox, Template, TimeoutError } from 'e2b'
 
 for (const name of ['E2B_API_URL', 'E2B_SANDBOX_URL', 'E2B_DOMAIN', 'E2B_API_KEY']) {
   if (!process.env[name]) {
@@ -164,6 +164,27 @@ try {
       }
     })
 
+    await attempt('command: background child keeps the output open', async () => {
+      // envd ends a command once every holder of its stdout closed it.
+      const res = await sandbox.commands.run('(sleep 2; echo child) & echo parent')
+      expectEqual('command: background child keeps the output open', { exitCode: res.exitCode, stdout: res.stdout }, {
+        exitCode: 0,
+        stdout: 'parent\nchild\n',
+      })
+    })
+
+    await attempt('command: timeout', async () => {
+      // envd kills the command at timeoutMs and ends the stream with
+      // deadline_exceeded, which the SDK reports as a TimeoutError.
+      let error
+      try {
+        await sandbox.commands.run('echo started; sleep 600', { timeoutMs: 2000 })
+      } catch (err) {
+        error = err
+      }
+      check('command: timeout', error instanceof TimeoutError, { error: describe(error) })
+    })
+
     await attempt('command: background with stdin', async () => {
       const handle = await sandbox.commands.run('cat; echo done', { background: true, stdin: true })
       await handle.sendStdin('ping\n')
@@ -231,6 +252,68 @@ try {
       })
     })
 
+    // E2B's answers the SDK keys off: remove of a missing path resolves,
+    // makeDir onto a file throws (false is for an existing directory only).
+    await attempt('files: remove of a missing path, makeDir onto a file', async () => {
+      await sandbox.files.remove('/app/never-was/there')
+      await sandbox.files.write('/app/plain-file', 'p')
+      let threw = null
+      try {
+        await sandbox.files.makeDir('/app/plain-file')
+      } catch (err) {
+        threw = err?.name
+      }
+      expectEqual('files: remove of a missing path, makeDir onto a file', {
+        threw: threw !== null,
+        existingDir: await sandbox.files.makeDir('/app'),
+      }, { threw: true, existingDir: false })
+    })
+
+    // A symlinked directory is listed as a directory with its resolved target.
+    await attempt('files: list types a symlinked directory dir', async () => {
+      await sandbox.commands.run('mkdir -p /app/links/real && ln -s real /app/links/linked')
+      const listed = (await sandbox.files.list('/app/links')).map((e) => ({ name: e.name, type: e.type, symlinkTarget: e.symlinkTarget }))
+      expectEqual('files: list types a symlinked directory dir', listed, [
+        { name: 'linked', type: 'dir', symlinkTarget: '/app/links/real' },
+        { name: 'real', type: 'dir', symlinkTarget: undefined },
+      ])
+    })
+
+    await attempt('files: metadata', async () => {
+      const info = await sandbox.files.write('/app/with-metadata.txt', 'm', { metadata: { Team: 'infra' } })
+      const stat = await sandbox.files.getInfo('/app/with-metadata.txt')
+      expectEqual('files: metadata', { written: info.metadata, stat: stat.metadata }, {
+        written: { team: 'infra' },
+        stat: { team: 'infra' },
+      })
+    })
+
+    // watchDir (the WatchDir stream), recursive: a directory created below
+    // is watched too.
+    await attempt('files: watchDir receives events', async () => {
+      await sandbox.files.makeDir('/app/watched')
+      const events = []
+      const handle = await sandbox.files.watchDir('/app/watched', (ev) => { events.push({ name: ev.name, type: ev.type }) }, { recursive: true })
+      const seen = async (name, type) => {
+        for (let i = 0; i < 200 && !events.some((e) => e.name === name && e.type === type); i++) {
+          await new Promise((resolve) => setTimeout(resolve, 50))
+        }
+        return events.some((e) => e.name === name && e.type === type)
+      }
+      try {
+        await sandbox.commands.run('mkdir /app/watched/sub')
+        const sub = await seen('sub', 'create')
+        await sandbox.commands.run('echo hi > /app/watched/sub/cmd.txt')
+        expectEqual('files: watchDir receives events', {
+          sub,
+          create: await seen('sub/cmd.txt', 'create'),
+          write: await seen('sub/cmd.txt', 'write'),
+        }, { sub: true, create: true, write: true })
+      } finally {
+        await handle.stop()
+      }
+    })
+
     // Sandbox.connect (POST /v2/sandboxes/{id}/connect): the same sandbox, usable.
     await attempt('sandbox connect', async () => {
       const again = await Sandbox.connect(sandbox.sandboxId, { timeoutMs: 15 * 60 * 1000 })
@@ -239,6 +322,89 @@ try {
         sandboxId: sandbox.sandboxId,
         stdout: 'reconnected\n',
       })
+    })
+
+    // Sandbox.getMetrics (GET /sandboxes/{id}/metrics): a sample of the
+    // container's CPU and memory.
+    await attempt('sandbox metrics', async () => {
+      const metrics = await sandbox.getMetrics()
+      const m = metrics[metrics.length - 1] ?? {}
+      expectEqual('sandbox metrics', {
+        samples: metrics.length > 0,
+        cpuCount: m.cpuCount >= 1,
+        memTotal: m.memTotal === 1024 * 1024 * 1024,
+        memUsed: m.memUsed > 0,
+        timestamp: m.timestamp instanceof Date && !Number.isNaN(m.timestamp.getTime()),
+      }, { samples: true, cpuCount: true, memTotal: true, memUsed: true, timestamp: true })
+    })
+
+    // pause (POST /sandboxes/{id}/pause), a second pause (409 → false), and
+    // Sandbox.connect resuming it: the file written before is still there.
+    await attempt('sandbox pause and connect', async () => {
+      await sandbox.files.write('/app/paused.txt', 'before the pause')
+      const paused = await sandbox.pause()
+      const pausedAgain = await sandbox.pause()
+      const state = (await sandbox.getInfo()).state
+      const running = await sandbox.isRunning()
+      const resumed = await Sandbox.connect(sandbox.sandboxId)
+      const content = await resumed.files.read('/app/paused.txt')
+      const stateAfter = (await resumed.getInfo()).state
+      expectEqual('sandbox pause and connect', { paused, pausedAgain, state, running, content, stateAfter }, {
+        paused: true,
+        pausedAgain: false,
+        state: 'paused',
+        running: false,
+        content: 'before the pause',
+        stateAfter: 'running',
+      })
+    })
+
+    // createSnapshot (POST /sandboxes/{id}/snapshots), listSnapshots (GET
+    // /snapshots), a sandbox of the snapshot, deleteSnapshot.
+    await attempt('snapshot create, list, use and delete', async () => {
+      const snap = await sandbox.createSnapshot({ name: `${templateAlias}-snap` })
+      const listed = (await Sandbox.listSnapshots({ sandboxId: sandbox.sandboxId }).nextItems()).map((s) => s.snapshotId)
+      const fromSnap = await Sandbox.create(snap.snapshotId)
+      let content
+      try {
+        content = await fromSnap.files.read('/app/paused.txt')
+      } finally {
+        await fromSnap.kill()
+      }
+      const deleted = await Sandbox.deleteSnapshot(snap.snapshotId)
+      const listedAfter = (await Sandbox.listSnapshots({ sandboxId: sandbox.sandboxId }).nextItems()).length
+      expectEqual('snapshot create, list, use and delete', { snap, listed, content, deleted, listedAfter }, {
+        snap: { snapshotId: `local/${templateAlias}-snap:default`, names: [`local/${templateAlias}-snap`] },
+        listed: [`local/${templateAlias}-snap:default`],
+        content: 'before the pause',
+        deleted: true,
+        listedAfter: 0,
+      })
+    })
+
+    // lifecycle {onTimeout: 'pause', autoResume: true}: paused, not killed,
+    // at its end, and resumed by the next envd request.
+    await attempt('sandbox lifecycle: pause on timeout, resume by traffic', async () => {
+      const short = await Sandbox.create(templateName, { timeoutMs: 2000, lifecycle: { onTimeout: 'pause', autoResume: true } })
+      try {
+        await short.files.write('/app/lifecycle.txt', 'kept at the end')
+        const lifecycle = (await short.getInfo()).lifecycle
+        let state
+        for (let i = 0; i < 300 && state !== 'paused'; i++) {
+          await new Promise((resolve) => setTimeout(resolve, 100))
+          state = (await short.getInfo()).state
+        }
+        const content = await short.files.read('/app/lifecycle.txt')
+        const stateAfter = (await short.getInfo()).state
+        expectEqual('sandbox lifecycle: pause on timeout, resume by traffic', { lifecycle, state, content, stateAfter }, {
+          lifecycle: { onTimeout: 'pause', autoResume: true },
+          state: 'paused',
+          content: 'kept at the end',
+          stateAfter: 'running',
+        })
+      } finally {
+        await short.kill()
+      }
     })
 
     await attempt('sandbox kill', async () => {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	goruntime "runtime"
 	"slices"
 	"strings"
@@ -17,6 +18,9 @@ import (
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/templatebuild"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
 
@@ -41,13 +45,23 @@ var wantChecks = []string{
 	"command: sandbox env and per-command env",
 	"command: user and cwd",
 	"command: non-zero exit",
+	"command: background child keeps the output open",
+	"command: timeout",
 	"command: background with stdin",
 	"command: list and kill a background process",
 	"files: write reports the path",
 	"files: write and read",
 	"files: written file seen by a command",
 	"files: make, list, stat, rename, remove",
+	"files: remove of a missing path, makeDir onto a file",
+	"files: list types a symlinked directory dir",
+	"files: metadata",
+	"files: watchDir receives events",
 	"sandbox connect",
+	"sandbox metrics",
+	"sandbox pause and connect",
+	"snapshot create, list, use and delete",
+	"sandbox lifecycle: pause on timeout, resume by traffic",
 	"sandbox kill",
 	"sandbox gone after kill",
 }
@@ -333,3 +347,57 @@ func installedVersion(path string) (string, error) {
 	}
 	return pkg.Version, nil
 }
+
+// TestBuildOptionsWire compares the start request of a build using the SDK's build options
+// (runCmd with a list, forceUpload, skipCache) as the pinned SDK writes it with the one
+// templatebuild plans for the same steps configured the provider's way (run.commands,
+// force_upload, skip_cache): the same steps, arguments, force flags and files hash.
+func TestBuildOptionsWire(t *testing.T) {
+	npm := lookNPM(t)
+	ctx := t.Context()
+	installSDK(t, ctx, npm)
+	node := sdkNode(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	scriptCtx, cancel := context.WithTimeout(ctx, scriptTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(scriptCtx, node, "wire.mjs")
+	cmd.Env = append(os.Environ(), "SDK_WIRE_CONTEXT="+dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("wire.mjs: %v\n%s", err, stderr.String())
+	}
+	var sdk e2bapi.TemplateBuildStartV2
+	if err := json.Unmarshal(out, &sdk); err != nil {
+		t.Fatalf("wire.mjs printed %q: %v", out, err)
+	}
+
+	run := func(command string, skipCache bool, user ...string) templatebuild.Step {
+		return templatebuild.Step{Step: steps.Step{Type: steps.Run, Args: append([]string{command}, user...), Force: skipCache}}
+	}
+	b, err := templatebuild.Plan(ctx, templatebuild.Spec{FromImage: "debian", Context: dir, HashMode: templatebuild.HashSDK, Steps: []templatebuild.Step{
+		// run.commands, joined as the provider joins them.
+		run(strings.Join([]string{"apt-get update", "apt-get install -y curl"}, " && "), false),
+		{Step: steps.Step{Type: steps.Copy, Args: []string{"a.txt", "/opt/a.txt", "", ""}}, ForceUpload: true},
+		run("echo cached", false),
+		run("echo fresh", true, "root"),
+		run("echo after", false),
+	}}, testLogger{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(b.Start.Steps, sdk.Steps) || b.Start.FromImage != sdk.FromImage || b.Start.Force != sdk.Force {
+		t.Errorf("planned start request\n%+v\nthe SDK's\n%+v", b.Start, sdk)
+	}
+}
+
+// testLogger logs templatebuild's messages with the test.
+type testLogger struct{ t *testing.T }
+
+func (l testLogger) Debug(_ context.Context, msg string, f map[string]any) { l.t.Log(msg, f) }
+func (l testLogger) Info(_ context.Context, msg string, f map[string]any)  { l.t.Log(msg, f) }
+func (l testLogger) Warn(_ context.Context, msg string, f map[string]any)  { l.t.Log(msg, f) }

@@ -1,10 +1,16 @@
 # Terraform 1.10 and later: the output is never written to the plan or state,
-# so a command can hand a secret to another provider's configuration.
-ephemeral "e2b_process" "token" {
-  template = "my-app:prod"
-  command  = "cat /run/secrets/github-token"
+# so a command can hand a secret to a provider configuration. Here the API key
+# of the production team comes from a sandbox of a secrets template that only
+# the staging team can start. It takes the arguments of the e2b_process data
+# source.
+ephemeral "e2b_process" "production_key" {
+  template = "secrets:prod"
+  command  = "cat /run/secrets/e2b-production-key"
+  user     = "root"
+  timeout  = "30s"
 }
 
-provider "github" {
-  token = trimspace(ephemeral.e2b_process.token.stdout)
+provider "e2b" {
+  alias   = "production"
+  api_key = trimspace(ephemeral.e2b_process.production_key.stdout)
 }

@@ -1,3 +1,7 @@
+resource "e2b_template" "init" {
+  name = "init"
+}
+
 # The sandbox is ready once the start command has written /tmp/ready.
 resource "e2b_template_build" "init" {
   template_id = e2b_template.init.id

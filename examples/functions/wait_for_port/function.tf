@@ -1,3 +1,7 @@
+resource "e2b_template" "web" {
+  name = "web"
+}
+
 # The sandbox is ready once the server listens on port 8000.
 resource "e2b_template_build" "web" {
   template_id = e2b_template.web.id

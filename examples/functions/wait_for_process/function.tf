@@ -1,3 +1,7 @@
+resource "e2b_template" "daemon" {
+  name = "daemon"
+}
+
 # The sandbox is ready once a process named my-daemon runs.
 resource "e2b_template_build" "daemon" {
   template_id = e2b_template.daemon.id

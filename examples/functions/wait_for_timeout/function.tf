@@ -1,3 +1,7 @@
+resource "e2b_template" "app" {
+  name = "app"
+}
+
 # The sandbox is ready 5 seconds after the start command starts ("sleep 5").
 resource "e2b_template_build" "app" {
   template_id = e2b_template.app.id

@@ -1,3 +1,7 @@
+resource "e2b_template" "api" {
+  name = "api"
+}
+
 # The sandbox is ready once the health check answers 200 (the default status).
 resource "e2b_template_build" "api" {
   template_id = e2b_template.api.id

@@ -1,3 +1,3 @@
-# template_id/build_id. E2B does not return a build's steps: after an import,
-# write the configuration that made the build, or the next plan replaces it.
+# template_id/build_id. E2B does not return a build's inputs, so the next plan
+# replaces an imported build with one made from the configuration.
 terraform import e2b_template_build.app abcdefghij0123456789/1f0c6f2e-8f5b-4b8e-9a8e-1c2d3e4f5a6b

@@ -10,7 +10,9 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
+	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -20,8 +22,7 @@ import (
 
 // filesystemService implements filesystem.Filesystem (design/e2b-api.md §6.3).
 // Operations run as the daemon (root in a sandbox), like envd's; what the
-// daemon creates for a user is given to that user. The watcher RPCs are not
-// implemented.
+// daemon creates for a user is given to that user.
 type filesystemService struct {
 	s *Server
 }
@@ -55,11 +56,19 @@ func (fsv *filesystemService) MakeDir(_ context.Context, req *connect.Request[pb
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Lstat(path); err == nil {
-		return nil, connect.NewError(connect.CodeAlreadyExists, fmt.Errorf("path '%s' already exists", path))
+	// envd's codes (design/envd.md): the SDKs read already_exists as "was
+	// there", so a file in the way must be something else.
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && fi.IsDir():
+		return nil, connect.NewError(connect.CodeAlreadyExists, fmt.Errorf("directory already exists: %s", path))
+	case err == nil:
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("path already exists but it is not a directory: %s", path))
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("error getting file info: %w", err))
 	}
 	if err := u.mkdirAll(path); err != nil {
-		return nil, fsError(err, path)
+		return nil, connect.NewError(connect.CodeInternal, err)
 	}
 	entry, err := entryInfo(path)
 	if err != nil {
@@ -98,12 +107,21 @@ func (fsv *filesystemService) ListDir(_ context.Context, req *connect.Request[pb
 	if err != nil {
 		return nil, err
 	}
-	fi, err := os.Stat(path)
+	resolved, err := filepath.EvalSymlinks(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("path not found: %w", err))
+	case err != nil && strings.Contains(err.Error(), "too many links"):
+		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("cyclic symlink or chain >255 links at %q", path))
+	case err != nil:
+		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("error resolving symlink: %w", err))
+	}
+	fi, err := os.Stat(resolved)
 	if err != nil {
-		return nil, fsError(err, path)
+		return nil, fsError(err, resolved)
 	}
 	if !fi.IsDir() {
-		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("path '%s' is not a directory", path))
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("path is not a directory: %s", resolved))
 	}
 	depth := int(req.Msg.GetDepth())
 	if depth == 0 {
@@ -117,7 +135,7 @@ func (fsv *filesystemService) ListDir(_ context.Context, req *connect.Request[pb
 }
 
 // listDir appends the entries of dir and, down to depth levels, of its
-// subdirectories (symlinks are listed, not followed).
+// subdirectories (symlinks are listed, not descended into).
 func listDir(dir string, depth int, out *[]*pb.EntryInfo) error {
 	des, err := os.ReadDir(dir)
 	if err != nil {
@@ -147,34 +165,103 @@ func (fsv *filesystemService) Remove(_ context.Context, req *connect.Request[pb.
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Lstat(path); err != nil {
-		return nil, fsError(err, path)
-	}
+	// A missing path is removed already: envd answers {} (design/envd.md).
 	if err := os.RemoveAll(path); err != nil {
-		return nil, fsError(err, path)
+		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("error removing file or directory: %w", err))
 	}
 	return connect.NewResponse(&pb.RemoveResponse{}), nil
 }
 
-var errWatchers = errors.New("directory watching is not implemented by this envd")
-
-func (fsv *filesystemService) WatchDir(context.Context, *connect.Request[pb.WatchDirRequest], *connect.ServerStream[pb.WatchDirResponse]) error {
-	return connect.NewError(connect.CodeUnimplemented, errWatchers)
+func (fsv *filesystemService) WatchDir(ctx context.Context, req *connect.Request[pb.WatchDirRequest], stream *connect.ServerStream[pb.WatchDirResponse]) error {
+	dw, err := fsv.watch(req.Header(), req.Msg)
+	if err != nil {
+		return err
+	}
+	defer dw.close()
+	if err := stream.Send(&pb.WatchDirResponse{Event: &pb.WatchDirResponse_Start{Start: &pb.WatchDirResponse_StartEvent{}}}); err != nil {
+		return connect.NewError(connect.CodeUnknown, fmt.Errorf("error sending start event: %w", err))
+	}
+	interval := keepaliveInterval(req.Header())
+	keepalive := time.NewTimer(interval)
+	defer keepalive.Stop()
+	events := make(chan *pb.FilesystemEvent)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	failed := make(chan error, 1)
+	go func() {
+		failed <- dw.run(ctx, func(ev *pb.FilesystemEvent) error {
+			select {
+			case events <- ev:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+	for {
+		select {
+		case ev := <-events:
+			if err := stream.Send(&pb.WatchDirResponse{Event: &pb.WatchDirResponse_Filesystem{Filesystem: ev}}); err != nil {
+				return connect.NewError(connect.CodeUnknown, fmt.Errorf("error sending filesystem event: %w", err))
+			}
+			keepalive.Reset(interval)
+		case <-keepalive.C:
+			if err := stream.Send(&pb.WatchDirResponse{Event: &pb.WatchDirResponse_Keepalive{Keepalive: &pb.WatchDirResponse_KeepAlive{}}}); err != nil {
+				return connect.NewError(connect.CodeUnknown, fmt.Errorf("error sending keepalive: %w", err))
+			}
+			keepalive.Reset(interval)
+		case err := <-failed:
+			if err == nil {
+				return ctx.Err()
+			}
+			return err
+		}
+	}
 }
 
-func (fsv *filesystemService) CreateWatcher(context.Context, *connect.Request[pb.CreateWatcherRequest]) (*connect.Response[pb.CreateWatcherResponse], error) {
-	return nil, connect.NewError(connect.CodeUnimplemented, errWatchers)
+func (fsv *filesystemService) CreateWatcher(ctx context.Context, req *connect.Request[pb.CreateWatcherRequest]) (*connect.Response[pb.CreateWatcherResponse], error) {
+	dw, err := fsv.watch(req.Header(), req.Msg)
+	if err != nil {
+		return nil, err
+	}
+	id := fsv.s.watchers.add(startBufferedWatcher(ctx, dw))
+	return connect.NewResponse(&pb.CreateWatcherResponse{WatcherId: id}), nil
 }
 
-func (fsv *filesystemService) GetWatcherEvents(context.Context, *connect.Request[pb.GetWatcherEventsRequest]) (*connect.Response[pb.GetWatcherEventsResponse], error) {
-	return nil, connect.NewError(connect.CodeUnimplemented, errWatchers)
+func (fsv *filesystemService) GetWatcherEvents(_ context.Context, req *connect.Request[pb.GetWatcherEventsRequest]) (*connect.Response[pb.GetWatcherEventsResponse], error) {
+	bw, err := fsv.s.watchers.get(req.Msg.GetWatcherId())
+	if err != nil {
+		return nil, err
+	}
+	events, err := bw.take()
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&pb.GetWatcherEventsResponse{Events: events}), nil
 }
 
-func (fsv *filesystemService) RemoveWatcher(context.Context, *connect.Request[pb.RemoveWatcherRequest]) (*connect.Response[pb.RemoveWatcherResponse], error) {
-	return nil, connect.NewError(connect.CodeUnimplemented, errWatchers)
+func (fsv *filesystemService) RemoveWatcher(_ context.Context, req *connect.Request[pb.RemoveWatcherRequest]) (*connect.Response[pb.RemoveWatcherResponse], error) {
+	if err := fsv.s.watchers.remove(req.Msg.GetWatcherId()); err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&pb.RemoveWatcherResponse{}), nil
 }
 
-// entryInfo describes path without following a final symlink.
+// watch starts watching the directory a WatchDir or CreateWatcher request
+// names.
+func (fsv *filesystemService) watch(h http.Header, req watchRequest) (*dirWatcher, error) {
+	_, path, err := fsv.path(h, req.GetPath())
+	if err != nil {
+		return nil, err
+	}
+	return newDirWatcher(path, req)
+}
+
+// entryInfo describes path as envd does (design/envd.md): name, size,
+// permissions, times and owner are the entry's own (a symlink's are the
+// link's), but a symlink has its target's type and permission bits and its
+// resolved absolute target; a broken one has no type, mode 0 and itself as
+// target. Metadata is the user.e2b.* attributes (metadata.go).
 func entryInfo(path string) (*pb.EntryInfo, error) {
 	fi, err := os.Lstat(path)
 	if err != nil {
@@ -194,17 +281,24 @@ func entryInfo(path string) (*pb.EntryInfo, error) {
 		entry.Group = groupName(st.Gid)
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
-		if target, err := os.Readlink(path); err == nil {
-			entry.SymlinkTarget = &target
+		target, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			target = path
+		}
+		entry.SymlinkTarget = &target
+		entry.Type, entry.Mode = pb.FileType_FILE_TYPE_UNSPECIFIED, 0
+		if ti, err := os.Stat(target); err == nil {
+			entry.Type, entry.Mode = fileType(ti.Mode()), uint32(ti.Mode().Perm())
 		}
 	}
+	entry.Metadata = readMetadata(path)
 	return entry, nil
 }
 
+// fileType is the type of a followed entry: envd never reports
+// FILE_TYPE_SYMLINK.
 func fileType(m fs.FileMode) pb.FileType {
 	switch {
-	case m&fs.ModeSymlink != 0:
-		return pb.FileType_FILE_TYPE_SYMLINK
 	case m.IsDir():
 		return pb.FileType_FILE_TYPE_DIRECTORY
 	case m.IsRegular():

@@ -1,9 +1,12 @@
 package server
 
 import (
+	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,13 +39,9 @@ func TestFilesystem(t *testing.T) {
 			t.Errorf("second MakeDir: %v, want already_exists", err)
 		}
 	})
-	t.Run("Stat file and symlink", func(t *testing.T) {
+	t.Run("Stat file", func(t *testing.T) {
 		file := filepath.Join(dir, "file.txt")
 		if err := os.WriteFile(file, []byte("12345"), 0o640); err != nil {
-			t.Fatal(err)
-		}
-		link := filepath.Join(dir, "link")
-		if err := os.Symlink(file, link); err != nil {
 			t.Fatal(err)
 		}
 		resp, err := fsc.Stat(ctx, connect.NewRequest(&pb.StatRequest{Path: file}))
@@ -51,13 +50,6 @@ func TestFilesystem(t *testing.T) {
 		}
 		if e := resp.Msg.GetEntry(); e.GetType() != pb.FileType_FILE_TYPE_FILE || e.GetSize() != 5 || e.GetMode() != 0o640 || e.GetPermissions() != "-rw-r-----" || e.SymlinkTarget != nil {
 			t.Errorf("Stat file %v", e)
-		}
-		resp, err = fsc.Stat(ctx, connect.NewRequest(&pb.StatRequest{Path: link}))
-		if err != nil {
-			t.Fatalf("Stat link: %v", err)
-		}
-		if e := resp.Msg.GetEntry(); e.GetType() != pb.FileType_FILE_TYPE_SYMLINK || e.GetSymlinkTarget() != file {
-			t.Errorf("Stat symlink %v", e)
 		}
 		_, err = fsc.Stat(ctx, connect.NewRequest(&pb.StatRequest{Path: filepath.Join(dir, "missing")}))
 		if connect.CodeOf(err) != connect.CodeNotFound {
@@ -124,31 +116,12 @@ func TestFilesystem(t *testing.T) {
 		if _, err := os.Stat(dst); !os.IsNotExist(err) {
 			t.Errorf("removed tree still there: %v", err)
 		}
-		_, err = fsc.Remove(ctx, connect.NewRequest(&pb.RemoveRequest{Path: dst}))
-		if connect.CodeOf(err) != connect.CodeNotFound {
-			t.Errorf("Remove missing: %v", err)
-		}
 	})
-	t.Run("permission denied", func(t *testing.T) {
+	t.Run("Remove failure is internal", func(t *testing.T) {
 		// Even root may not unlink procfs entries.
 		_, err := fsc.Remove(ctx, connect.NewRequest(&pb.RemoveRequest{Path: "/proc/1/status"}))
-		if connect.CodeOf(err) != connect.CodePermissionDenied {
-			t.Errorf("Remove /proc/1/status: %v, want permission_denied", err)
-		}
-	})
-	t.Run("watchers are unimplemented", func(t *testing.T) {
-		_, err := fsc.CreateWatcher(ctx, connect.NewRequest(&pb.CreateWatcherRequest{Path: dir}))
-		if connect.CodeOf(err) != connect.CodeUnimplemented {
-			t.Errorf("CreateWatcher: %v", err)
-		}
-		stream, err := fsc.WatchDir(ctx, connect.NewRequest(&pb.WatchDirRequest{Path: dir}))
-		if err == nil {
-			for stream.Receive() {
-			}
-			err = stream.Err()
-		}
-		if connect.CodeOf(err) != connect.CodeUnimplemented {
-			t.Errorf("WatchDir: %v", err)
+		if connect.CodeOf(err) != connect.CodeInternal || !strings.Contains(err.Error(), "error removing file or directory") {
+			t.Errorf("Remove /proc/1/status: %v, want internal", err)
 		}
 	})
 }
@@ -177,5 +150,162 @@ func TestFilesystemAsUser(t *testing.T) {
 	req2.Header().Set("Authorization", basicUser("nosuchuser"))
 	if _, err := fsc.Stat(t.Context(), req2); connect.CodeOf(err) != connect.CodeUnauthenticated {
 		t.Errorf("Stat as unknown user: %v", err)
+	}
+}
+
+// rpcError is a Connect unary error body.
+type rpcError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// checkRPCError asserts a Connect unary JSON error answer.
+func checkRPCError(t *testing.T, r response, status int, want rpcError) {
+	t.Helper()
+	var got rpcError
+	if err := json.Unmarshal(r.body, &got); r.status != status || err != nil || got != want {
+		t.Errorf("answer %d %s, want %d %+v", r.status, r.body, status, want)
+	}
+}
+
+func TestWireRemove(t *testing.T) {
+	// The SDKs' files.remove of a path that may not exist: envd answers {}.
+	e := startEnvd(t, Config{})
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "tree", "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{filepath.Join(dir, "tree"), filepath.Join(dir, "tree"), filepath.Join(dir, "never", "was")} {
+		body, _ := json.Marshal(map[string]string{"path": path})
+		if r := unary(t, e, "/filesystem.Filesystem/Remove", body); r.status != http.StatusOK || string(r.body) != "{}" {
+			t.Errorf("Remove %s = %d %s, want 200 {}", path, r.status, r.body)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tree")); !os.IsNotExist(err) {
+		t.Errorf("tree still there: %v", err)
+	}
+}
+
+func TestWireMakeDirOverAFile(t *testing.T) {
+	// The JS SDK's makeDir answers false for already_exists only: a file in
+	// the way, or above, is an error it throws.
+	e := startEnvd(t, Config{})
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	makeDir := func(path string) response {
+		body, _ := json.Marshal(map[string]string{"path": path})
+		return unary(t, e, "/filesystem.Filesystem/MakeDir", body)
+	}
+	checkRPCError(t, makeDir(file), http.StatusBadRequest, rpcError{"invalid_argument", "path already exists but it is not a directory: " + file})
+	checkRPCError(t, makeDir(file+"/sub/deeper"), http.StatusInternalServerError, rpcError{"internal", "error getting file info: stat " + file + "/sub/deeper: not a directory"})
+	checkRPCError(t, makeDir(dir), http.StatusConflict, rpcError{"already_exists", "directory already exists: " + dir})
+	// A symlink to a directory is a directory that exists.
+	if err := os.Symlink(dir, filepath.Join(dir, "self")); err != nil {
+		t.Fatal(err)
+	}
+	checkRPCError(t, makeDir(filepath.Join(dir, "self")), http.StatusConflict, rpcError{"already_exists", "directory already exists: " + filepath.Join(dir, "self")})
+	if r := makeDir(filepath.Join(dir, "new", "dir")); r.status != http.StatusOK || !strings.Contains(string(r.body), `"type":"FILE_TYPE_DIRECTORY"`) {
+		t.Errorf("MakeDir of a new path = %d %s", r.status, r.body)
+	}
+}
+
+func TestFilesystemSymlinks(t *testing.T) {
+	// A symlink has its target's type and mode and the resolved absolute
+	// target, so that the SDKs' filters on directories see linked ones.
+	e := startEnvd(t, Config{})
+	fsc := e.filesystem()
+	ctx := t.Context()
+	dir := t.TempDir()
+	for _, d := range []string{"real/inner", "links"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o750); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "real", "f.txt"), []byte("abc"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	links := filepath.Join(dir, "links")
+	for name, target := range map[string]string{"to-dir": "../real", "to-file": "../real/f.txt", "broken": "../nowhere", "chain": "to-dir"} {
+		if err := os.Symlink(target, filepath.Join(links, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stat := func(path string) *pb.EntryInfo {
+		resp, err := fsc.Stat(ctx, connect.NewRequest(&pb.StatRequest{Path: path}))
+		if err != nil {
+			t.Fatalf("Stat %s: %v", path, err)
+		}
+		return resp.Msg.GetEntry()
+	}
+	type want struct {
+		typ    pb.FileType
+		mode   uint32
+		target string
+	}
+	wants := map[string]want{
+		"to-dir":  {pb.FileType_FILE_TYPE_DIRECTORY, 0o750, filepath.Join(dir, "real")},
+		"chain":   {pb.FileType_FILE_TYPE_DIRECTORY, 0o750, filepath.Join(dir, "real")},
+		"to-file": {pb.FileType_FILE_TYPE_FILE, 0o600, filepath.Join(dir, "real", "f.txt")},
+		"broken":  {pb.FileType_FILE_TYPE_UNSPECIFIED, 0, filepath.Join(links, "broken")},
+	}
+	for name, w := range wants {
+		e := stat(filepath.Join(links, name))
+		if e.GetType() != w.typ || e.GetMode() != w.mode || e.GetSymlinkTarget() != w.target || e.GetPermissions() != "Lrwxrwxrwx" || e.GetName() != name || e.GetPath() != filepath.Join(links, name) {
+			t.Errorf("Stat %s = %v, want type %v mode %o target %s", name, e, w.typ, w.mode, w.target)
+		}
+	}
+
+	// Listed with the same entries; a linked directory is not descended into.
+	resp, err := fsc.ListDir(ctx, connect.NewRequest(&pb.ListDirRequest{Path: links, Depth: 3}))
+	if err != nil {
+		t.Fatalf("ListDir: %v", err)
+	}
+	listed := map[string]*pb.EntryInfo{}
+	for _, e := range resp.Msg.GetEntries() {
+		listed[e.GetName()] = e
+	}
+	if len(listed) != len(wants) {
+		t.Errorf("ListDir listed %v, want only the four links", listed)
+	}
+	for name, w := range wants {
+		if e := listed[name]; e.GetType() != w.typ || e.GetMode() != w.mode || e.GetSymlinkTarget() != w.target {
+			t.Errorf("listed %s = %v, want type %v mode %o target %s", name, e, w.typ, w.mode, w.target)
+		}
+	}
+
+	// Listing through a link walks the target and names entries under the
+	// requested path.
+	resp, err = fsc.ListDir(ctx, connect.NewRequest(&pb.ListDirRequest{Path: filepath.Join(links, "to-dir")}))
+	if err != nil {
+		t.Fatalf("ListDir through a link: %v", err)
+	}
+	var paths []string
+	for _, e := range resp.Msg.GetEntries() {
+		paths = append(paths, e.GetPath())
+	}
+	if want := []string{filepath.Join(links, "to-dir", "f.txt"), filepath.Join(links, "to-dir", "inner")}; !slices.Equal(paths, want) {
+		t.Errorf("ListDir through a link = %v, want %v", paths, want)
+	}
+	_, err = fsc.ListDir(ctx, connect.NewRequest(&pb.ListDirRequest{Path: filepath.Join(links, "broken")}))
+	if connect.CodeOf(err) != connect.CodeNotFound || !strings.Contains(err.Error(), "path not found") {
+		t.Errorf("ListDir of a broken link: %v", err)
+	}
+	loop := filepath.Join(dir, "loop")
+	if err := os.Symlink("loop", loop); err != nil {
+		t.Fatal(err)
+	}
+	_, err = fsc.ListDir(ctx, connect.NewRequest(&pb.ListDirRequest{Path: loop}))
+	if connect.CodeOf(err) != connect.CodeFailedPrecondition || !strings.Contains(err.Error(), "cyclic symlink") {
+		t.Errorf("ListDir of a symlink cycle: %v", err)
+	}
+	if e := stat(loop); e.GetType() != pb.FileType_FILE_TYPE_UNSPECIFIED || e.GetSymlinkTarget() != loop {
+		t.Errorf("Stat of a symlink cycle = %v, want a broken link", e)
+	}
+	_, err = fsc.ListDir(ctx, connect.NewRequest(&pb.ListDirRequest{Path: filepath.Join(links, "to-file")}))
+	if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), "path is not a directory: "+filepath.Join(dir, "real", "f.txt")) {
+		t.Errorf("ListDir of a link to a file: %v", err)
 	}
 }

@@ -46,9 +46,9 @@ func startEnvd(t *testing.T, cfg Config) *testEnvd {
 
 // startUncheckedEnvd serves a Server without the contract middleware, which
 // buffers bodies: for the large-upload tests.
-func startUncheckedEnvd(t *testing.T, cfg Config) *testEnvd {
+func startUncheckedEnvd(t *testing.T) *testEnvd {
 	t.Helper()
-	srv := New(cfg)
+	srv := New(Config{})
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() {
 		hs.Close()

@@ -25,8 +25,8 @@ import (
 // ("read" or "write") and resolves the user it acts as; when either fails it
 // has answered 401.
 func (s *Server) filesCaller(w http.ResponseWriter, r *http.Request, operation string) (*osUser, bool) {
-	if !s.authorizeFiles(r, operation) {
-		writeError(w, http.StatusUnauthorized, unauthorizedMessage)
+	if err := s.authorizeFiles(r, operation); err != nil {
+		writeError(w, http.StatusUnauthorized, err.Error())
 		return nil, false
 	}
 	u, err := s.filesUser(r)
@@ -51,30 +51,46 @@ func (s *Server) filesUser(r *http.Request) (*osUser, error) {
 	return u, nil
 }
 
-// authorizeFiles accepts the access token or a signature of the request
-// (design/e2b-api.md §6.4): "v1_" + base64 std no-pad of
-// sha256("<path>:<read|write>:<username>:<token>[:<expiration>]").
-func (s *Server) authorizeFiles(r *http.Request, operation string) bool {
+// authorizeFiles accepts, once /init set a token, the token or a signature
+// of the request (design/e2b-api.md §6.4): "v1_" + base64 std no-pad of
+// sha256("<path>:<read|write>:<username>:<token>[:<expiration>]"). A token
+// header that is sent must be right, even beside a valid signature. The
+// errors are envd's messages.
+func (s *Server) authorizeFiles(r *http.Request, operation string) error {
 	token := s.settings().accessToken
-	if tokenMatches(token, r.Header.Get(envd.HeaderAccessToken)) {
-		return true
+	if token == "" {
+		return nil
+	}
+	if got := r.Header.Get(envd.HeaderAccessToken); got != "" {
+		if !tokenMatches(token, got) {
+			return errors.New("access token present in header but does not match")
+		}
+		return nil
 	}
 	q := r.URL.Query()
-	signature := q.Get("signature")
-	if signature == "" {
-		return false
+	if !q.Has("signature") {
+		return errors.New("missing signature query parameter")
 	}
 	payload := q.Get("path") + ":" + operation + ":" + q.Get("username") + ":" + token
-	if exp := q.Get("signature_expiration"); exp != "" {
-		unix, err := strconv.ParseInt(exp, 10, 64)
-		if err != nil || time.Now().Unix() > unix {
-			return false
+	rawExpiration := q.Get("signature_expiration")
+	var expiration int64
+	if rawExpiration != "" {
+		exp, err := strconv.ParseInt(rawExpiration, 10, 64)
+		if err != nil {
+			return errors.New("invalid signature")
 		}
-		payload += ":" + exp
+		expiration = exp
+		payload += ":" + strconv.FormatInt(exp, 10)
 	}
 	sum := sha256.Sum256([]byte(payload))
 	want := "v1_" + base64.RawStdEncoding.EncodeToString(sum[:])
-	return subtle.ConstantTimeCompare([]byte(want), []byte(signature)) == 1
+	if subtle.ConstantTimeCompare([]byte(want), []byte(q.Get("signature"))) != 1 {
+		return errors.New("invalid signature")
+	}
+	if rawExpiration != "" && expiration < time.Now().Unix() {
+		return errors.New("signature is already expired")
+	}
+	return nil
 }
 
 func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request) {
@@ -108,14 +124,21 @@ func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotAcceptable, "no acceptable encoding found, supported: [identity, gzip]")
 		return
 	}
-	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Disposition", mime.FormatMediaType("inline", map[string]string{"filename": fi.Name()}))
 	w.Header().Add("Vary", "Accept-Encoding")
+	// Typed by the requested path's extension, as envd does: identity
+	// through ServeContent (which sniffs an unknown type), gzip by the
+	// extension or application/octet-stream.
 	if !useGzip {
 		// Ranges and conditional requests, identity only.
-		http.ServeContent(w, r, fi.Name(), fi.ModTime(), f)
+		http.ServeContent(w, r, requested, fi.ModTime(), f)
 		return
 	}
+	contentType := mime.TypeByExtension(filepath.Ext(requested))
+	if contentType == "" {
+		contentType = "application/octet-stream"
+	}
+	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("Content-Encoding", "gzip")
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodHead {
@@ -169,9 +192,10 @@ func negotiateEncoding(header string) (useGzip, ok bool) {
 
 // uploadedEntry is one element of POST /files' answer.
 type uploadedEntry struct {
-	Path string `json:"path"`
-	Name string `json:"name"`
-	Type string `json:"type"`
+	Path     string            `json:"path"`
+	Name     string            `json:"name"`
+	Type     string            `json:"type"`
+	Metadata map[string]string `json:"metadata,omitempty"`
 }
 
 // httpError is an error with the HTTP status it answers with.
@@ -202,6 +226,10 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) receiveUpload(r *http.Request, u *osUser) ([]uploadedEntry, error) {
 	queryPath := r.URL.Query().Get("path")
+	metadata, err := uploadMetadata(r.Header)
+	if err != nil {
+		return nil, &httpError{http.StatusBadRequest, fmt.Sprintf("invalid metadata: %v", err)}
+	}
 	mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil {
 		return nil, &httpError{http.StatusBadRequest, fmt.Sprintf("invalid Content-Type: %v", err)}
@@ -224,7 +252,7 @@ func (s *Server) receiveUpload(r *http.Request, u *osUser) ([]uploadedEntry, err
 		default:
 			return nil, &httpError{http.StatusBadRequest, fmt.Sprintf("unsupported Content-Encoding %q, supported: [identity, gzip]", enc)}
 		}
-		entry, err := writeUpload(u, u.expandPath(queryPath), body)
+		entry, err := writeUpload(u, u.expandPath(queryPath), body, metadata)
 		if err != nil {
 			return nil, err
 		}
@@ -234,7 +262,9 @@ func (s *Server) receiveUpload(r *http.Request, u *osUser) ([]uploadedEntry, err
 		if err != nil {
 			return nil, &httpError{http.StatusBadRequest, fmt.Sprintf("invalid multipart body: %v", err)}
 		}
-		var entries []uploadedEntry
+		// A body without a part named file uploads nothing: 200 [] as on
+		// envd (design/envd.md).
+		entries := []uploadedEntry{}
 		for {
 			part, err := mr.NextPart()
 			if errors.Is(err, io.EOF) {
@@ -256,14 +286,11 @@ func (s *Server) receiveUpload(r *http.Request, u *osUser) ([]uploadedEntry, err
 			if target == "" {
 				return nil, &httpError{http.StatusBadRequest, "path is required: neither the path parameter nor the part's filename is set"}
 			}
-			entry, err := writeUpload(u, u.expandPath(target), part)
+			entry, err := writeUpload(u, u.expandPath(target), part, metadata)
 			if err != nil {
 				return nil, err
 			}
 			entries = append(entries, entry)
-		}
-		if len(entries) == 0 {
-			return nil, &httpError{http.StatusBadRequest, "no part named 'file' in the multipart body"}
 		}
 		return entries, nil
 	default:
@@ -273,18 +300,25 @@ func (s *Server) receiveUpload(r *http.Request, u *osUser) ([]uploadedEntry, err
 
 // writeUpload streams body into path for u: parents are created and given to
 // u, the file is written beside the target and renamed over it, so a failed
-// upload never destroys the previous content.
-func writeUpload(u *osUser, path string, body io.Reader) (uploadedEntry, error) {
-	mode := fs.FileMode(0o644)
-	if fi, err := os.Stat(path); err == nil { //nolint:gosec // envd opens the paths its clients name, as the user they name: that is its API (design/envd.md)
-		if fi.IsDir() {
-			return uploadedEntry{}, &httpError{http.StatusBadRequest, fmt.Sprintf("path '%s' is a directory", path)}
-		}
-		mode = fi.Mode().Perm()
-	}
+// upload never destroys the previous content; its metadata is the upload's
+// alone.
+func writeUpload(u *osUser, path string, body io.Reader, metadata map[string]string) (uploadedEntry, error) {
 	dir := filepath.Dir(path)
 	if err := u.mkdirAll(dir); err != nil {
-		return uploadedEntry{}, uploadError(err, dir)
+		if isNoSpace(err) {
+			return uploadedEntry{}, uploadError(err, dir)
+		}
+		return uploadedEntry{}, fmt.Errorf("error ensuring directories: %w", err)
+	}
+	mode := fs.FileMode(0o644)
+	fi, err := os.Stat(path) //nolint:gosec // envd opens the paths its clients name, as the user they name: that is its API (design/envd.md)
+	switch {
+	case err == nil && fi.IsDir():
+		return uploadedEntry{}, &httpError{http.StatusBadRequest, fmt.Sprintf("path is a directory: %s", path)}
+	case err == nil:
+		mode = fi.Mode().Perm()
+	case !errors.Is(err, fs.ErrNotExist):
+		return uploadedEntry{}, fmt.Errorf("error getting file info: %w", err)
 	}
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".upload-*")
 	if err != nil {
@@ -310,6 +344,9 @@ func writeUpload(u *osUser, path string, body io.Reader) (uploadedEntry, error) 
 		}
 		return uploadedEntry{}, &httpError{http.StatusBadRequest, fmt.Sprintf("reading the upload of '%s': %v", path, err)}
 	}
+	if err := writeMetadata(tmp, metadata); err != nil {
+		return uploadedEntry{}, err
+	}
 	if err := tmp.Close(); err != nil {
 		return uploadedEntry{}, uploadError(err, path)
 	}
@@ -317,7 +354,7 @@ func writeUpload(u *osUser, path string, body io.Reader) (uploadedEntry, error) 
 		return uploadedEntry{}, uploadError(err, path)
 	}
 	committed = true
-	return uploadedEntry{Path: path, Name: filepath.Base(path), Type: "file"}, nil
+	return uploadedEntry{Path: path, Name: filepath.Base(path), Type: "file", Metadata: readMetadata(path)}, nil
 }
 
 // recordingWriter remembers a write error so that a failed copy can tell the
@@ -336,14 +373,14 @@ func (rw *recordingWriter) Write(p []byte) (int, error) {
 }
 
 func uploadError(err error, path string) error {
-	switch {
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+	if isNoSpace(err) {
 		return &httpError{http.StatusInsufficientStorage, "not enough disk space available"}
-	case errors.Is(err, syscall.ENOTDIR):
-		return &httpError{http.StatusBadRequest, fmt.Sprintf("path '%s': a parent is not a directory", path)}
-	default:
-		return fmt.Errorf("error writing file '%s': %v", path, err)
 	}
+	return fmt.Errorf("error writing file '%s': %v", path, err)
+}
+
+func isNoSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
 
 // writeFileError answers a failure to open a file for download.
@@ -351,9 +388,8 @@ func writeFileError(w http.ResponseWriter, err error, path string) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		writeError(w, http.StatusNotFound, fmt.Sprintf("path '%s' does not exist", path))
-	case errors.Is(err, syscall.ENOTDIR):
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("path '%s': a parent is not a directory", path))
 	default:
-		writeError(w, http.StatusInternalServerError, fmt.Sprintf("error opening file '%s': %v", path, err))
+		// Also a parent that is a file (ENOTDIR), as on envd.
+		writeError(w, http.StatusInternalServerError, fmt.Sprintf("error checking if path exists '%s': %v", path, err))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
@@ -23,6 +24,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	fspb "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/filesystem"
 	pb "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/process"
 )
 
@@ -206,8 +208,7 @@ func TestFilesUploadDownload(t *testing.T) {
 			if r.status != http.StatusOK {
 				t.Fatalf("upload = %d %s", r.status, r.body)
 			}
-			var entries []uploadedEntry
-			if err := json.Unmarshal(r.body, &entries); err != nil || len(entries) != 1 || entries[0] != (uploadedEntry{Path: path, Name: "c.txt", Type: "file"}) {
+			if want := `[{"path":"` + path + `","name":"c.txt","type":"file"}]`; strings.TrimSpace(string(r.body)) != want {
 				t.Errorf("upload answer %s", r.body)
 			}
 			if got, _ := os.ReadFile(path); string(got) != content {
@@ -277,12 +278,12 @@ func TestFilesUploadDownload(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := do(t, http.MethodGet, e.url+"/files?path="+url.QueryEscape(path), "", nil, map[string]string{"Accept-Encoding": "identity"})
-		if r.status != http.StatusOK || string(r.body) != content || r.header.Get("Content-Type") != "application/octet-stream" || !strings.Contains(r.header.Get("Content-Disposition"), "dl.txt") {
+		if r.status != http.StatusOK || string(r.body) != content || r.header.Get("Content-Type") != "text/plain; charset=utf-8" || !strings.Contains(r.header.Get("Content-Disposition"), "dl.txt") {
 			t.Errorf("download = %d %v, %d bytes", r.status, r.header, len(r.body))
 		}
 		r = do(t, http.MethodGet, e.url+"/files?path="+url.QueryEscape(path), "", nil, map[string]string{"Accept-Encoding": "gzip"})
-		if r.header.Get("Content-Encoding") != "gzip" {
-			t.Fatalf("gzip download: Content-Encoding %q", r.header.Get("Content-Encoding"))
+		if r.header.Get("Content-Encoding") != "gzip" || r.header.Get("Content-Type") != "text/plain; charset=utf-8" {
+			t.Fatalf("gzip download: Content-Encoding %q, Content-Type %q", r.header.Get("Content-Encoding"), r.header.Get("Content-Type"))
 		}
 		zr, err := gzip.NewReader(bytes.NewReader(r.body))
 		if err != nil {
@@ -300,8 +301,56 @@ func TestFilesUploadDownload(t *testing.T) {
 		checkError(t, do(t, http.MethodGet, e.url+"/files?path="+url.QueryEscape(dir), "", nil, nil), http.StatusBadRequest, "is a directory")
 		checkError(t, do(t, http.MethodGet, e.url+"/files?path="+url.QueryEscape(path)+"&username=nosuchuser", "", nil, nil), http.StatusUnauthorized, "error looking up user 'nosuchuser'")
 	})
+	t.Run("download typed by extension", func(t *testing.T) {
+		for name, want := range map[string][2]string{
+			"data.json": {"application/json", "application/json"},
+			"page.html": {"text/html; charset=utf-8", "text/html; charset=utf-8"},
+			"blob":      {"application/octet-stream", "application/octet-stream"},  // sniffed: binary
+			"notes":     {"text/plain; charset=utf-8", "application/octet-stream"}, // sniffed as identity only
+		} {
+			content := "plain words"
+			if name == "blob" {
+				content = "\x00\x01\x02binary"
+			}
+			path := filepath.Join(dir, name)
+			mustWrite(t, path, content)
+			for i, encoding := range []string{"identity", "gzip"} {
+				r := do(t, http.MethodGet, e.url+"/files?path="+url.QueryEscape(path), "", nil, map[string]string{"Accept-Encoding": encoding})
+				if got := r.header.Get("Content-Type"); r.status != http.StatusOK || got != want[i] {
+					t.Errorf("%s download of %s: %d %q, want %q", encoding, name, r.status, got, want[i])
+				}
+			}
+		}
+	})
 	t.Run("upload onto a directory", func(t *testing.T) {
-		checkError(t, do(t, http.MethodPost, e.url+"/files?path="+url.QueryEscape(dir), "application/octet-stream", strings.NewReader("x"), nil), http.StatusBadRequest, "is a directory")
+		checkError(t, do(t, http.MethodPost, e.url+"/files?path="+url.QueryEscape(dir), "application/octet-stream", strings.NewReader("x"), nil), http.StatusBadRequest, "path is a directory: "+dir)
+	})
+	t.Run("below a file", func(t *testing.T) {
+		file := filepath.Join(dir, "plain")
+		if err := os.WriteFile(file, []byte("keep"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, below := range []string{file + "/x", file + "/a/b/x"} {
+			checkError(t, do(t, http.MethodPost, e.url+"/files?path="+url.QueryEscape(below), "application/octet-stream", strings.NewReader("x"), nil),
+				http.StatusInternalServerError, "error ensuring directories: path is a file: "+file)
+		}
+		checkError(t, do(t, http.MethodGet, e.url+"/files?path="+url.QueryEscape(file+"/x"), "", nil, nil),
+			http.StatusInternalServerError, "error checking if path exists '"+file+"/x'")
+		if got, _ := os.ReadFile(file); string(got) != "keep" {
+			t.Errorf("the file in the way holds %q", got)
+		}
+	})
+	t.Run("multipart without a file part", func(t *testing.T) {
+		var buf bytes.Buffer
+		mw := multipart.NewWriter(&buf)
+		_ = mw.Close()
+		r := do(t, http.MethodPost, e.url+"/files?path="+url.QueryEscape(filepath.Join(dir, "none")), mw.FormDataContentType(), &buf, nil)
+		if r.status != http.StatusOK || strings.TrimSpace(string(r.body)) != "[]" {
+			t.Errorf("upload = %d %s, want 200 []", r.status, r.body)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "none")); !os.IsNotExist(err) {
+			t.Errorf("a file was written: %v", err)
+		}
 	})
 }
 
@@ -342,4 +391,151 @@ func TestPanicInHandlerIsContained(t *testing.T) {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/files", nil))
 	checkError(t, response{status: rec.Code, header: rec.Header(), body: rec.Body.Bytes()}, http.StatusInternalServerError, "internal error")
+}
+
+func TestCORS(t *testing.T) {
+	// What a browser page running the JS SDK sends: preflights (which the
+	// contract does not describe, so unchecked) answered before the token
+	// check, and actual answers readable from any origin.
+	e := startUncheckedEnvd(t)
+	initEnvd(t, e, `{"accessToken":"tok"}`, "tok")
+	preflight := func(method, headers string) response {
+		h := map[string]string{"Origin": "https://app.example", "Access-Control-Request-Method": method, "Access-Control-Request-Headers": headers}
+		return do(t, http.MethodOptions, e.url+"/filesystem.Filesystem/ListDir", "", nil, h)
+	}
+	r := preflight("POST", "authorization,connect-protocol-version,content-type,x-access-token")
+	for name, want := range map[string]string{
+		"Access-Control-Allow-Origin":  "*",
+		"Access-Control-Allow-Methods": "POST",
+		"Access-Control-Allow-Headers": "authorization,connect-protocol-version,content-type,x-access-token",
+		"Access-Control-Max-Age":       "7200",
+		"Vary":                         "Origin, Access-Control-Request-Method, Access-Control-Request-Headers",
+	} {
+		if got := r.header.Get(name); got != want {
+			t.Errorf("preflight %s: %q, want %q", name, got, want)
+		}
+	}
+	if r.status != http.StatusNoContent || len(r.body) != 0 {
+		t.Errorf("preflight = %d %q, want 204 without a body", r.status, r.body)
+	}
+	if r := preflight("TRACE", ""); r.status != http.StatusNoContent || r.header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("preflight of TRACE = %d %v, want 204 without Allow headers", r.status, r.header)
+	}
+
+	r = do(t, http.MethodGet, e.url+"/envs", "", nil, map[string]string{"Origin": "https://app.example", "X-Access-Token": "tok"})
+	if r.status != http.StatusOK || r.header.Get("Access-Control-Allow-Origin") != "*" ||
+		r.header.Get("Access-Control-Expose-Headers") != "Grpc-Status, Grpc-Message, Grpc-Status-Details-Bin, Location, Cache-Control, X-Content-Type-Options" {
+		t.Errorf("GET /envs from a page = %d %v", r.status, r.header)
+	}
+	// Refusals are readable too, or the page could not tell why.
+	r = do(t, http.MethodGet, e.url+"/envs", "", nil, map[string]string{"Origin": "https://app.example"})
+	if r.status != http.StatusUnauthorized || r.header.Get("Access-Control-Allow-Origin") != "*" || r.header.Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("refused GET /envs from a page = %d %v", r.status, r.header)
+	}
+	if r := do(t, http.MethodGet, e.url+"/health", "", nil, nil); r.header.Get("Access-Control-Allow-Origin") != "" || r.header.Get("Vary") != "Origin" {
+		t.Errorf("GET /health without Origin: %v", r.header)
+	}
+}
+
+func TestNoStoreAndMetrics(t *testing.T) {
+	e := startEnvd(t, Config{})
+	for _, r := range []response{
+		do(t, http.MethodGet, e.url+"/health", "", nil, nil),
+		do(t, http.MethodGet, e.url+"/envs", "", nil, nil),
+		do(t, http.MethodGet, e.url+"/metrics", "", nil, nil),
+		do(t, http.MethodPost, e.url+"/init", "application/json", strings.NewReader(`{}`), nil),
+	} {
+		if r.header.Get("Cache-Control") != "no-store" {
+			t.Errorf("answer %d without Cache-Control: no-store: %v", r.status, r.header)
+		}
+	}
+	r := do(t, http.MethodGet, e.url+"/metrics", "", nil, nil)
+	var m metrics
+	if err := json.Unmarshal(r.body, &m); r.status != http.StatusOK || err != nil {
+		t.Fatalf("/metrics = %d %s", r.status, r.body)
+	}
+	if m.CPUCount == 0 || m.MemTotal == 0 || m.MemUsed == 0 || m.MemUsed > m.MemTotal || m.MemTotalMiB != m.MemTotal>>20 ||
+		m.DiskTotal == 0 || m.DiskUsed > m.DiskTotal || m.CPUUsedPercent < 0 || m.CPUUsedPercent > 100 || time.Since(time.Unix(m.Timestamp, 0)) > time.Hour {
+		t.Errorf("/metrics = %s", r.body)
+	}
+}
+
+func TestFilesAuthAsEnvd(t *testing.T) {
+	e := startEnvd(t, Config{})
+	initEnvd(t, e, `{"accessToken":"tok"}`, "")
+	path := filepath.Join(t.TempDir(), "f.txt")
+	mustWrite(t, path, "data")
+	signed := func(exp int64) string {
+		q := url.Values{"path": {path}, "signature": {sign(path, "read", "", "tok", exp)}}
+		if exp != 0 {
+			q.Set("signature_expiration", strconv.FormatInt(exp, 10))
+		}
+		return e.url + "/files?" + q.Encode()
+	}
+	if r := do(t, http.MethodGet, signed(0), "", nil, nil); r.status != http.StatusOK {
+		t.Fatalf("signed download = %d %s", r.status, r.body)
+	}
+	// A token that is sent must be right, even beside a valid signature.
+	checkError(t, do(t, http.MethodGet, signed(0), "", nil, map[string]string{"X-Access-Token": "wrong"}), http.StatusUnauthorized, "access token present in header but does not match")
+	checkError(t, do(t, http.MethodGet, e.url+"/files?path="+url.QueryEscape(path), "", nil, nil), http.StatusUnauthorized, "missing signature query parameter")
+	checkError(t, do(t, http.MethodGet, e.url+"/files?signature=v1_x&path="+url.QueryEscape(path), "", nil, nil), http.StatusUnauthorized, "invalid signature")
+	checkError(t, do(t, http.MethodGet, signed(time.Now().Add(-time.Minute).Unix()), "", nil, nil), http.StatusUnauthorized, "signature is already expired")
+
+	// Authorization: Basic naming no user is refused on every path, before
+	// the files' own checks, as Connect's error JSON (envd's authn
+	// middleware), which the contract's error envelope is not: unchecked.
+	e = startUncheckedEnvd(t)
+	initEnvd(t, e, `{"accessToken":"tok"}`, "")
+	for _, target := range []string{signed(0), e.url + "/files?path=" + url.QueryEscape(path)} {
+		r := do(t, http.MethodGet, target, "", nil, map[string]string{"Authorization": basicUser("nosuchuser"), "X-Access-Token": "tok"})
+		if r.status != http.StatusUnauthorized || r.header.Get("Content-Type") != "application/json" || string(r.body) != `{"code":"unauthenticated","message":"invalid username: 'nosuchuser'"}` {
+			t.Errorf("download as an unknown Basic user = %d %s %s", r.status, r.header.Get("Content-Type"), r.body)
+		}
+	}
+	if r := do(t, http.MethodGet, signed(0), "", nil, map[string]string{"Authorization": basicUser("root")}); r.status != http.StatusOK {
+		t.Errorf("download as a known Basic user = %d %s", r.status, r.body)
+	}
+}
+
+func TestFilesMetadata(t *testing.T) {
+	e := startEnvd(t, Config{})
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.txt")
+	upload := func(header map[string]string) response {
+		return do(t, http.MethodPost, e.url+"/files?path="+url.QueryEscape(path), "application/octet-stream", strings.NewReader("x"), header)
+	}
+	stat := func() map[string]string {
+		resp, err := e.filesystem().Stat(t.Context(), connect.NewRequest(&fspb.StatRequest{Path: path}))
+		if err != nil {
+			t.Fatalf("Stat: %v", err)
+		}
+		return resp.Msg.GetEntry().GetMetadata()
+	}
+	r := upload(map[string]string{"X-Metadata-Owner-Team": "Data Science", "X-Metadata-v": "1"})
+	want := map[string]string{"owner-team": "Data Science", "v": "1"}
+	var entries []struct {
+		Metadata map[string]string `json:"metadata"`
+	}
+	if err := json.Unmarshal(r.body, &entries); r.status != http.StatusOK || err != nil || len(entries) != 1 || !maps.Equal(entries[0].Metadata, want) {
+		t.Errorf("upload with metadata = %d %s", r.status, r.body)
+	}
+	if got := stat(); !maps.Equal(got, want) {
+		t.Errorf("Stat metadata %v, want %v", got, want)
+	}
+	if value, err := xattrGet(path, "user.e2b.owner-team"); err != nil || string(value) != "Data Science" {
+		t.Errorf("xattr user.e2b.owner-team = %q, %v", value, err)
+	}
+	// Another upload replaces the metadata; none clears it.
+	upload(map[string]string{"X-Metadata-V": "2"})
+	if got := stat(); !maps.Equal(got, map[string]string{"v": "2"}) {
+		t.Errorf("metadata after a second upload %v", got)
+	}
+	if r := upload(nil); strings.Contains(string(r.body), "metadata") || stat() != nil {
+		t.Errorf("an upload without metadata left %v (%s)", stat(), r.body)
+	}
+	checkError(t, upload(map[string]string{"X-Metadata-K": "caf\u00e9"}), http.StatusBadRequest, "invalid metadata: metadata value for key \"k\" contains non-printable-ASCII byte 0xc3 at offset 3")
+	checkError(t, upload(map[string]string{"X-Metadata-Big": strings.Repeat("v", 4096)}), http.StatusBadRequest, "invalid metadata: total metadata size")
+	if got, _ := os.ReadFile(path); string(got) != "x" || stat() != nil {
+		t.Errorf("a refused upload changed the file: %q %v", got, stat())
+	}
 }

@@ -18,10 +18,6 @@ import (
 	pb "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/process"
 )
 
-// endWaitAfterDeadline is how long a Start stream whose deadline passed keeps
-// waiting for the end event of the process the deadline just killed.
-const endWaitAfterDeadline = 5 * time.Second
-
 // processService implements process.Process (design/e2b-api.md §6.2).
 type processService struct {
 	s *Server
@@ -62,7 +58,7 @@ func (ps *processService) Start(ctx context.Context, req *connect.Request[pb.Sta
 	if err := send(startEvent(p.pid)); err != nil {
 		return err
 	}
-	return streamEvents(ctx, keepaliveInterval(req.Header()), sub, send, true)
+	return streamEvents(ctx, keepaliveInterval(req.Header()), sub, send)
 }
 
 func (ps *processService) Connect(ctx context.Context, req *connect.Request[pb.ConnectRequest], stream *connect.ServerStream[pb.ConnectResponse]) error {
@@ -84,7 +80,7 @@ func (ps *processService) Connect(ctx context.Context, req *connect.Request[pb.C
 	if end != nil {
 		return send(&pb.ProcessEvent{Event: &pb.ProcessEvent_End{End: end}})
 	}
-	return streamEvents(ctx, keepaliveInterval(req.Header()), sub, send, false)
+	return streamEvents(ctx, keepaliveInterval(req.Header()), sub, send)
 }
 
 func (ps *processService) List(_ context.Context, req *connect.Request[pb.ListRequest]) (*connect.Response[pb.ListResponse], error) {
@@ -200,16 +196,21 @@ func startEvent(pid uint32) *pb.ProcessEvent {
 }
 
 // streamEvents sends the events of sub until the end event, with a keepalive
-// after every interval without data. When the stream's context ends the
-// stream detaches (the process keeps running), except that a Start stream
-// whose deadline killed its process still waits briefly for the end.
-func streamEvents(ctx context.Context, interval time.Duration, sub *subscriber, send func(*pb.ProcessEvent) error, waitEndOnDeadline bool) error {
+// after every interval without data. When the stream's context ends first
+// the stream detaches (the process keeps running) and ends with the
+// context's error: at a Connect-Timeout-Ms deadline that is
+// deadline_exceeded without an end event, as in envd, while the deadline
+// kills a Start's process (design/envd.md, Lifetime).
+func streamEvents(ctx context.Context, interval time.Duration, sub *subscriber, send func(*pb.ProcessEvent) error) error {
 	keepalive := time.NewTimer(interval)
 	defer keepalive.Stop()
-	done := ctx.Done()
 	for {
 		select {
 		case ev := <-sub.events:
+			if ev.GetEnd() != nil && ctx.Err() != nil {
+				// The end of a process the deadline killed races the deadline.
+				return ctx.Err()
+			}
 			if err := send(ev); err != nil {
 				return err
 			}
@@ -222,15 +223,8 @@ func streamEvents(ctx context.Context, interval time.Duration, sub *subscriber, 
 				return err
 			}
 			keepalive.Reset(interval)
-		case <-done:
-			if !waitEndOnDeadline || !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return ctx.Err()
-			}
-			// Keep reading until the end arrives or the grace runs out.
-			grace, cancel := context.WithTimeout(context.WithoutCancel(ctx), endWaitAfterDeadline)
-			defer cancel()
-			done = grace.Done()
-			waitEndOnDeadline = false
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 }

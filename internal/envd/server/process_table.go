@@ -6,10 +6,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -24,10 +22,10 @@ import (
 const (
 	pipeChunk = 32 << 10
 	ptyChunk  = 16 << 10
-	// drainGrace is how long output readers keep reading after the process
-	// exited: a background child that inherited stdout must not hold the end
-	// event back forever, but output already in the pipe is still delivered.
-	drainGrace = time.Second
+	// killDrain is how long output readers keep reading after a SIGTERM or
+	// SIGKILL once the process exited: what is already in the pipe is still
+	// delivered, a background child that keeps writing cannot hold the end.
+	killDrain = 250 * time.Millisecond
 	// subscriberBuffer is the number of events queued per attached stream
 	// before the output readers wait for it (back-pressure, bounded memory).
 	subscriberBuffer = 16
@@ -46,7 +44,10 @@ type process struct {
 	stdin io.WriteCloser // nil when stdin is /dev/null or the process has a PTY
 	tty   *os.File       // PTY master, nil without a PTY
 
-	exited atomic.Bool // set once Wait returned; readers then stop when idle
+	// outputStopped is closed by a SIGTERM or SIGKILL: the end then no
+	// longer waits for every holder of stdout and stderr to close them.
+	outputStopped chan struct{}
+	stopOutput    func()
 
 	mu   sync.Mutex
 	subs map[*subscriber]struct{}
@@ -95,12 +96,13 @@ type startSpec struct {
 // start starts a process with one stream already attached, so that the
 // starting stream sees all of its output.
 func (t *processTable) start(spec startSpec) (*process, *subscriber, error) {
-	path, err := lookPath(spec.cmd, spec.env, spec.cwd)
-	if err != nil {
-		return nil, nil, connect.NewError(connect.CodeInvalidArgument, err)
+	cmd := &exec.Cmd{Path: "/bin/sh", Args: wrapperArgs(spec.cmd, spec.args), Env: spec.env, Dir: spec.cwd}
+	stopped := make(chan struct{})
+	p := &process{
+		tag: spec.tag, config: spec.config, cmd: cmd,
+		outputStopped: stopped, stopOutput: sync.OnceFunc(func() { close(stopped) }),
+		subs: map[*subscriber]struct{}{}, done: make(chan struct{}),
 	}
-	cmd := &exec.Cmd{Path: path, Args: append([]string{spec.cmd}, spec.args...), Env: spec.env, Dir: spec.cwd}
-	p := &process{tag: spec.tag, config: spec.config, cmd: cmd, subs: map[*subscriber]struct{}{}, done: make(chan struct{})}
 	sub := p.subscribe()
 
 	t.spawnMu.Lock()
@@ -130,6 +132,43 @@ func (t *processTable) start(spec startSpec) (*process, *subscriber, error) {
 	return p, sub, nil
 }
 
+// wrapperArgs runs cmd with args through /bin/sh as envd 0.6.13 does
+// (design/envd.md, Processes): the shell raises the process's OOM score
+// above envd's, looks cmd up in the PATH of the process's environment and
+// execs it under ionice and nice where the daemon's PATH has them. A
+// command that cannot start is therefore a process that exits 127 or 126
+// with the shell's (or nice's) message on stderr, and the shell exports PWD.
+func wrapperArgs(cmd string, args []string) []string {
+	script := fmt.Sprintf(`echo %d > /proc/$$/oom_score_adj && exec %s"${@}"`, oomScoreAdj, priorityPrefix())
+	return append([]string{"/bin/sh", "-c", script, "--", cmd}, args...)
+}
+
+// The OOM score and I/O priority envd gives every process.
+const (
+	oomScoreAdj = 100
+	ioClass     = 2 // best effort
+	ioPriority  = 4
+)
+
+// priorityPrefix is the ionice and nice part of the wrapper, with the
+// helpers the image has: a missing one is left out, not a failed start.
+// nice resets the daemon's own niceness to 0.
+func priorityPrefix() string {
+	prefix := ""
+	if path, err := exec.LookPath("ionice"); err == nil {
+		prefix += fmt.Sprintf("%s -c %d -n %d ", path, ioClass, ioPriority)
+	}
+	if path, err := exec.LookPath("nice"); err == nil {
+		prio, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0)
+		niceness := 0
+		if err == nil {
+			niceness = 20 - prio // the syscall answers 20 - nice
+		}
+		prefix += fmt.Sprintf("%s -n %d ", path, -niceness)
+	}
+	return prefix
+}
+
 // launch starts p's command on a PTY or on pipes and returns the output
 // readers: the PTY master, or stdout and stderr.
 func launch(p *process, spec startSpec) ([]*os.File, error) {
@@ -137,7 +176,7 @@ func launch(p *process, spec startSpec) ([]*os.File, error) {
 	if spec.pty != nil {
 		master, err := startPTY(cmd, spec.pty, spec.user.credential())
 		if err != nil {
-			return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("start %s: %w", spec.cmd, err))
+			return nil, startError(spec, err)
 		}
 		p.tty = master
 		return []*os.File{master}, nil
@@ -164,12 +203,21 @@ func launch(p *process, spec startSpec) ([]*os.File, error) {
 	closeAll(outW, errW)
 	if err != nil {
 		closeAll(outR, errR)
-		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("start %s: %w", spec.cmd, err))
+		return nil, startError(spec, err)
 	}
 	return []*os.File{outR, errR}, nil
 }
 
-// wait reaps p, lets its output drain and publishes its end.
+// startError is envd's answer when even the wrapper cannot start (no
+// /bin/sh): every other failure to run the command is the shell's exit.
+func startError(spec startSpec, err error) error {
+	command := strings.Join(append([]string{spec.cmd}, spec.args...), " ")
+	return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("error starting process '%s': %w", command, err))
+}
+
+// wait reaps p and publishes its end once its output ended: like envd, when
+// every holder of its stdout and stderr (a background child too) closed
+// them, or after a SIGTERM or SIGKILL (design/envd.md, Streams).
 func (t *processTable) wait(p *process, readers []*os.File, wg *sync.WaitGroup, deadline time.Time) {
 	if !deadline.IsZero() {
 		// The kill fails only when p has already exited: nothing is left to kill.
@@ -180,11 +228,19 @@ func (t *processTable) wait(p *process, readers []*os.File, wg *sync.WaitGroup, 
 	t.spawnMu.Lock()
 	delete(t.owned, p.cmd.Process.Pid)
 	t.spawnMu.Unlock()
-	p.exited.Store(true)
-	for _, r := range readers {
-		_ = r.SetReadDeadline(time.Now().Add(drainGrace))
+	drained := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(drained)
+	}()
+	select {
+	case <-drained:
+	case <-p.outputStopped:
+		for _, r := range readers {
+			_ = r.SetReadDeadline(time.Now().Add(killDrain))
+		}
+		<-drained
 	}
-	wg.Wait()
 	closeAll(readers...)
 
 	st := p.cmd.ProcessState
@@ -204,8 +260,8 @@ func (t *processTable) wait(p *process, readers []*os.File, wg *sync.WaitGroup, 
 }
 
 // readOutput publishes the output of reader index (stdout, stderr, or the
-// PTY) in chunks of at most 32 KiB (16 KiB for a PTY) until EOF, or until it
-// is idle for drainGrace after the process exited.
+// PTY) in chunks of at most 32 KiB (16 KiB for a PTY) until EOF, or until
+// the read deadline that wait sets after a kill.
 func (p *process) readOutput(r *os.File, index int) {
 	chunk := pipeChunk
 	if p.tty != nil {
@@ -213,9 +269,6 @@ func (p *process) readOutput(r *os.File, index int) {
 	}
 	buf := make([]byte, chunk)
 	for {
-		if p.exited.Load() {
-			_ = r.SetReadDeadline(time.Now().Add(drainGrace))
-		}
 		n, err := r.Read(buf)
 		if n > 0 {
 			b := make([]byte, n)
@@ -309,10 +362,19 @@ func (p *process) running() bool {
 }
 
 // signal sends sig to the process's whole group (the PTY session leader's
-// group for PTY processes).
+// group for PTY processes). SIGTERM and SIGKILL also stop the wait for the
+// output to end, as in envd: the end follows the process's exit even when a
+// child that left the group still holds stdout. Signalling a process that
+// exited while its output is still open is not an error.
 func (p *process) signal(sig syscall.Signal) error {
-	if err := syscall.Kill(-int(p.pid), sig); err != nil {
-		return p.cmd.Process.Signal(sig)
+	if sig == syscall.SIGTERM || sig == syscall.SIGKILL {
+		p.stopOutput()
+	}
+	if err := syscall.Kill(-int(p.pid), sig); err == nil {
+		return nil
+	}
+	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
 	}
 	return nil
 }
@@ -428,54 +490,6 @@ func (t *processTable) killAll() {
 			_ = p.signal(syscall.SIGKILL)
 		}
 	}
-}
-
-// lookPath finds cmd like the process's own shell would: in the PATH of its
-// environment, not the daemon's.
-func lookPath(cmd string, env []string, cwd string) (string, error) {
-	if cmd == "" {
-		return "", errors.New("cmd is empty")
-	}
-	if strings.Contains(cmd, "/") {
-		path := cmd
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(cwd, path)
-		}
-		if err := executable(path); err != nil {
-			return "", fmt.Errorf("command '%s': %w", cmd, err)
-		}
-		return path, nil
-	}
-	searchPath := defaultPath
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			searchPath = v
-		}
-	}
-	for _, dir := range filepath.SplitList(searchPath) {
-		if dir == "" {
-			dir = "."
-		}
-		path := filepath.Join(dir, cmd)
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(cwd, path)
-		}
-		if executable(path) == nil {
-			return path, nil
-		}
-	}
-	return "", fmt.Errorf("command '%s' not found in PATH %s", cmd, searchPath)
-}
-
-func executable(path string) error {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return err
-	}
-	if fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return errors.New("not an executable file")
-	}
-	return nil
 }
 
 // startPTY starts cmd on a new PTY of the requested size and returns the

@@ -3,9 +3,11 @@ package server
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -53,17 +55,42 @@ func TestStartExitCodes(t *testing.T) {
 			t.Errorf("end = %v", r.end)
 		}
 	})
-	t.Run("command not found", func(t *testing.T) {
-		stream, err := e.process().Start(t.Context(), connect.NewRequest(&pb.StartRequest{Process: &pb.ProcessConfig{Cmd: "no-such-command-xyz"}}))
-		if err == nil {
-			for stream.Receive() {
+}
+
+// A command that cannot start still starts: the shell of envd's wrapper
+// reports it like any shell, on stderr with exit 127 or 126
+// (design/envd.md, Processes).
+func TestStartCommandThatCannotStart(t *testing.T) {
+	e := startEnvd(t, Config{})
+	dir := t.TempDir()
+	notExecutable := filepath.Join(dir, "plain")
+	if err := os.WriteFile(notExecutable, []byte("echo never\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, cmd string
+		codes     []int32
+	}{
+		{"missing", "no-such-command-xyz", []int32{127}},
+		{"missing relative", "./no-such-command-xyz", []int32{127}},
+		{"a directory", dir, []int32{126}},
+		{"not executable", notExecutable, []int32{126}},
+		// The shell says permission denied (126), nice says not found (127).
+		{"empty", "", []int32{126, 127}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, e, &pb.StartRequest{Process: &pb.ProcessConfig{Cmd: tc.cmd}}, nil)
+			if r.pid == 0 || !slices.Contains(tc.codes, r.end.GetExitCode()) || !r.end.GetExited() {
+				t.Errorf("pid %d end %v, want a start and exit code %v", r.pid, r.end, tc.codes)
 			}
-			err = stream.Err()
-		}
-		if connect.CodeOf(err) != connect.CodeInvalidArgument {
-			t.Errorf("err = %v, want invalid_argument", err)
-		}
-	})
+			if want := fmt.Sprintf("exit status %d", r.end.GetExitCode()); r.end.GetStatus() != want || r.end.GetError() != want {
+				t.Errorf("end %v, want status and error %q", r.end, want)
+			}
+			if !strings.Contains(string(r.stderr), tc.cmd) || len(r.stdout) != 0 {
+				t.Errorf("stdout %q stderr %q, want the shell's message naming %q", r.stdout, r.stderr, tc.cmd)
+			}
+		})
+	}
 }
 
 func TestStdin(t *testing.T) {
@@ -155,9 +182,9 @@ func TestLargeOutputInChunks(t *testing.T) {
 }
 
 func TestTimeoutKillsProcessTree(t *testing.T) {
-	e := startEnvd(t, Config{})
-	// The header alone (no client deadline) so that the stream outlives the
-	// process and shows its end.
+	e := startEnvd(t, Config{EndedRetention: time.Hour})
+	// The header alone (no client deadline) so that the stream could outlive
+	// the process: envd ends it at the deadline all the same.
 	req := connect.NewRequest(shell("sleep 600 & echo $!; wait"))
 	req.Header().Set("Connect-Timeout-Ms", "1500")
 	stream, err := e.process().Start(t.Context(), req)
@@ -168,17 +195,24 @@ func TestTimeoutKillsProcessTree(t *testing.T) {
 	for stream.Receive() {
 		r.add(stream.Msg().GetEvent())
 	}
-	if r.end == nil {
-		t.Fatalf("no end event (events %v, err %v)", r.order, stream.Err())
-	}
-	if r.end.GetExitCode() != -1 || r.end.GetStatus() != "signal: killed" {
-		t.Errorf("end = %v, want killed", r.end)
+	if connect.CodeOf(stream.Err()) != connect.CodeDeadlineExceeded || r.ends != 0 || r.starts != 1 {
+		t.Fatalf("events %v, err %v; want a start and deadline_exceeded without an end", r.order, stream.Err())
 	}
 	child, err := strconv.Atoi(strings.TrimSpace(string(r.stdout)))
 	if err != nil {
 		t.Fatalf("child pid %q: %v", r.stdout, err)
 	}
 	eventually(t, "the background sleep to die", func() bool { return !alive(child) })
+	// The kill is the process's end, which Connect replays.
+	connStream, err := e.process().Connect(t.Context(), connect.NewRequest(&pb.ConnectRequest{
+		Process: &pb.ProcessSelector{Selector: &pb.ProcessSelector_Pid{Pid: r.pid}},
+	}))
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	if end := collect(t, connStream).end; end.GetExitCode() != -1 || end.GetStatus() != "signal: killed" {
+		t.Errorf("end = %v, want killed", end)
+	}
 }
 
 // alive reports whether pid is a live (not zombie) process.
@@ -472,6 +506,11 @@ func TestEnvironmentAndCwd(t *testing.T) {
 	if r := run(t, e, req, nil); string(r.stdout) != dir+"\n" {
 		t.Errorf("pwd %q, want %s", r.stdout, dir)
 	}
+	// envd's shell wrapper exports PWD, also to a program that is no shell.
+	r = run(t, e, &pb.StartRequest{Process: &pb.ProcessConfig{Cmd: "env", Cwd: ptr(dir)}}, nil)
+	if !slices.Contains(strings.Split(string(r.stdout), "\n"), "PWD="+dir) {
+		t.Errorf("env printed %q, want PWD=%s", r.stdout, dir)
+	}
 	initEnvd(t, e, `{"defaultWorkdir":"`+dir+`"}`, "")
 	if r := run(t, e, shell("pwd; echo $A"), nil); string(r.stdout) != dir+"\ninit\n" {
 		t.Errorf("with a default workdir: %q, want %s and the kept env", r.stdout, dir)
@@ -542,19 +581,61 @@ func TestBadRequestsKeepDaemonUp(t *testing.T) {
 	run(t, e, shell("true"), nil)
 }
 
-func TestBackgroundChildDoesNotHoldEnd(t *testing.T) {
+// A background child that keeps stdout open keeps the stream open, as in
+// envd: the end comes once every holder of stdout and stderr closed them.
+func TestBackgroundChildHoldsStream(t *testing.T) {
 	e := startEnvd(t, Config{})
-	// The background sleep keeps stdout open after sh exits; the end must
-	// still come (run's context allows two minutes, the sleep takes ten).
-	r := run(t, e, shell("sleep 600 & echo $!"), nil)
-	child, err := strconv.Atoi(strings.TrimSpace(string(r.stdout)))
-	if err != nil {
-		t.Fatalf("child pid %q: %v", r.stdout, err)
-	}
-	if err := syscall.Kill(child, syscall.SIGKILL); err != nil {
-		t.Errorf("kill the background sleep: %v", err)
-	}
-	if r.end.GetExitCode() != 0 || !r.end.GetExited() {
-		t.Errorf("end %v", r.end)
-	}
+	t.Run("its output arrives before the end", func(t *testing.T) {
+		r := run(t, e, shell("(sleep 2; echo child) & echo parent"), nil)
+		if string(r.stdout) != "parent\nchild\n" || r.end.GetExitCode() != 0 || !r.end.GetExited() {
+			t.Errorf("stdout %q end %v, want parent, child, exit 0", r.stdout, r.end)
+		}
+	})
+	t.Run("redirected it does not hold the stream", func(t *testing.T) {
+		r := run(t, e, shell("nohup sleep 600 >/dev/null 2>&1 & echo $!"), nil)
+		child, err := strconv.Atoi(strings.TrimSpace(string(r.stdout)))
+		if err != nil {
+			t.Fatalf("child pid %q: %v", r.stdout, err)
+		}
+		if !alive(child) {
+			t.Error("the redirected background sleep is gone")
+		}
+		_ = syscall.Kill(child, syscall.SIGKILL)
+	})
+	t.Run("SIGKILL ends it even from another process group", func(t *testing.T) {
+		ctx := t.Context()
+		// setsid moves the child out of the group the signal reaches; it
+		// prints its pid once it has.
+		stream, pid := startStream(t, ctx, e, shell("setsid sh -c 'echo $$; exec sleep 600' &"))
+		if !stream.Receive() || len(stream.Msg().GetEvent().GetData().GetStdout()) == 0 {
+			t.Fatalf("want the child's pid on stdout: %v %v", stream.Msg(), stream.Err())
+		}
+		child, err := strconv.Atoi(strings.TrimSpace(string(stream.Msg().GetEvent().GetData().GetStdout())))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
+		// The shell has exited; its stream stays open and it is listed.
+		eventually(t, "the shell to exit", func() bool { return !alive(int(pid)) })
+		list, err := e.process().List(ctx, connect.NewRequest(&pb.ListRequest{}))
+		if err != nil {
+			t.Fatalf("List: %v", err)
+		}
+		if !slices.ContainsFunc(list.Msg.GetProcesses(), func(p *pb.ProcessInfo) bool { return p.GetPid() == pid }) {
+			t.Errorf("process %d with its output open is not listed", pid)
+		}
+		if _, err := e.process().SendSignal(ctx, connect.NewRequest(&pb.SendSignalRequest{
+			Process: &pb.ProcessSelector{Selector: &pb.ProcessSelector_Pid{Pid: pid}}, Signal: pb.Signal_SIGNAL_SIGKILL,
+		})); err != nil {
+			t.Fatalf("SendSignal: %v", err)
+		}
+		// The end is the shell's: it exited normally before the signal.
+		r := collect(t, stream)
+		if r.end.GetExitCode() != 0 || !r.end.GetExited() {
+			t.Errorf("end %v, want the shell's exit 0", r.end)
+		}
+		if !alive(child) {
+			t.Error("the signal reached the detached child")
+		}
+	})
 }

@@ -67,6 +67,9 @@ type Server struct {
 	logger  *log.Logger
 	handler http.Handler
 	procs   *processTable
+	// watchers are the CreateWatcher watchers.
+	watchers *watcherTable
+	cpu      cpuSampler
 
 	mu             sync.Mutex
 	accessToken    string
@@ -94,6 +97,7 @@ func New(cfg Config) *Server {
 		s.defaultUser = fallbackUser
 	}
 	s.procs = newProcessTable(cfg.EndedRetention)
+	s.watchers = newWatcherTable()
 
 	opts := []connect.HandlerOption{
 		connect.WithReadMaxBytes(maxMessageBytes),
@@ -105,12 +109,16 @@ func New(cfg Config) *Server {
 	mux := http.NewServeMux()
 	mux.Handle(processconnect.NewProcessHandler(&processService{s: s}, opts...))
 	mux.Handle(filesystemconnect.NewFilesystemHandler(&filesystemService{s: s}, opts...))
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET /metrics", s.handleMetrics)
 	mux.HandleFunc("GET /files", s.handleDownload)
 	mux.HandleFunc("POST /files", s.handleUpload)
 	mux.HandleFunc("POST /init", s.handleInit)
 	mux.HandleFunc("GET /envs", s.handleEnvs)
-	s.handler = s.recoverPanics(s.requireToken(mux))
+	s.handler = withCORS(s.recoverPanics(s.requireToken(requireKnownUser(mux))))
 	return s
 }
 
@@ -145,8 +153,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// Close kills every process the server started that is still running.
-func (s *Server) Close() { s.procs.killAll() }
+// Close kills every process the server started that is still running and
+// stops the directory watchers.
+func (s *Server) Close() {
+	s.procs.killAll()
+	s.watchers.closeAll()
+}
 
 // settings is a consistent snapshot of what /init configures.
 type settings struct {
@@ -202,6 +214,22 @@ func (s *Server) requireToken(next http.Handler) http.Handler {
 	})
 }
 
+// requireKnownUser refuses a request whose Authorization: Basic names no
+// user, on every path, as envd's authn middleware does: 401 with Connect's
+// error JSON, unauthenticated "invalid username: '<u>'".
+func requireKnownUser(next http.Handler) http.Handler {
+	errW := connect.NewErrorWriter()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if name, _, ok := r.BasicAuth(); ok {
+			if _, err := lookupUser(name); err != nil {
+				_ = errW.Write(w, r, connect.NewError(connect.CodeUnauthenticated, fmt.Errorf("invalid username: '%s'", name)))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // tokenMatches reports whether the presented token grants access: always when
 // no token is set.
 func tokenMatches(want, got string) bool {
@@ -228,6 +256,7 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 
 // writeError writes envd's HTTP error envelope.
 func writeError(w http.ResponseWriter, status int, message string) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	writeJSON(w, status, map[string]any{"code": status, "message": message})
 }
 
@@ -270,10 +299,12 @@ func (s *Server) handleInit(w http.ResponseWriter, r *http.Request) {
 	if req.DefaultWorkdir != nil && *req.DefaultWorkdir != "" {
 		s.defaultWorkdir = *req.DefaultWorkdir
 	}
+	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusNoContent)
 }
 
 func (s *Server) handleEnvs(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, s.settings().sandboxEnv())
 }
 

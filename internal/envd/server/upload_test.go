@@ -121,7 +121,7 @@ func uploadStreamed(t *testing.T, e *testEnvd, target, contentType string, heade
 }
 
 func TestLargeUploadMultipart(t *testing.T) {
-	e := startUncheckedEnvd(t, Config{})
+	e := startUncheckedEnvd(t)
 	target := filepath.Join(t.TempDir(), "big.bin")
 	const boundary = "envd-test-boundary"
 	uploadStreamed(t, e, target, "multipart/form-data; boundary="+boundary, nil, func(w io.Writer, src io.Reader) error {
@@ -141,7 +141,7 @@ func TestLargeUploadMultipart(t *testing.T) {
 }
 
 func TestLargeUploadOctetStreamGzip(t *testing.T) {
-	e := startUncheckedEnvd(t, Config{})
+	e := startUncheckedEnvd(t)
 	target := filepath.Join(t.TempDir(), "big.bin")
 	uploadStreamed(t, e, target, "application/octet-stream", map[string]string{"Content-Encoding": "gzip"}, func(w io.Writer, src io.Reader) error {
 		zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)

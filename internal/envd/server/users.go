@@ -117,28 +117,36 @@ func (u *osUser) chown(path string) error {
 	return nil
 }
 
-// mkdirAll creates dir and its missing parents, giving each created directory
-// to u.
+// mkdirAll creates dir and its missing parents top down, as envd's
+// EnsureDirs does, giving each created directory to u. An ancestor that is
+// not a directory fails it with "path is a file: <ancestor>" (design/envd.md).
 func (u *osUser) mkdirAll(dir string) error {
-	fi, err := os.Stat(dir) //nolint:gosec // envd opens the paths its clients name, as the user they name: that is its API (design/envd.md)
-	if err == nil {
-		if !fi.IsDir() {
-			return fmt.Errorf("path '%s': %w", dir, syscall.ENOTDIR)
+	var chain []string
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		chain = append(chain, p)
+		if p == filepath.Dir(p) {
+			break
 		}
-		return nil
 	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	if parent := filepath.Dir(dir); parent != dir {
-		if err := u.mkdirAll(parent); err != nil {
+	for i := len(chain) - 1; i >= 0; i-- {
+		p := chain[i]
+		fi, err := os.Stat(p) //nolint:gosec // envd opens the paths its clients name, as the user they name: that is its API (design/envd.md)
+		switch {
+		case err == nil && fi.IsDir():
+			continue
+		case err == nil:
+			return fmt.Errorf("path is a file: %s", p)
+		case !errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("failed to stat directory: %w", err)
+		}
+		if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, fs.ErrExist) { //nolint:gosec // envd opens the paths its clients name, as the user they name: that is its API (design/envd.md)
+			return fmt.Errorf("failed to create directory: %w", err)
+		}
+		if err := u.chown(p); err != nil {
 			return err
 		}
 	}
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) { //nolint:gosec // envd opens the paths its clients name, as the user they name: that is its API (design/envd.md)
-		return err
-	}
-	return u.chown(dir)
+	return nil
 }
 
 // rootHome is /root when it exists, else /.

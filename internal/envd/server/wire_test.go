@@ -11,15 +11,19 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/process"
 )
 
 // These tests speak Connect+JSON by hand, byte for byte as the E2B JS SDK
 // does (design/e2b-api.md §6.1), and check the frames that come back.
 
-// envelope frames msg as one Connect streaming message.
-func envelope(flags byte, msg string) []byte {
+// envelope frames msg as one uncompressed streaming message (flags 0), in
+// Connect and gRPC-Web alike.
+func envelope(msg string) []byte {
 	b := make([]byte, 5, 5+len(msg))
-	b[0] = flags
 	binary.BigEndian.PutUint32(b[1:], uint32(len(msg)))
 	return append(b, msg...)
 }
@@ -56,13 +60,19 @@ func readFrames(t *testing.T, r io.Reader) []frame {
 // postStart sends one enveloped Process.Start request the way the JS SDK does.
 func postStart(t *testing.T, e *testEnvd, body string) (*http.Response, []frame) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, e.url+"/process.Process/Start", bytes.NewReader(envelope(0, body)))
+	return postStartWithTimeout(t, e, body, "30000")
+}
+
+// postStartWithTimeout is postStart with the SDK's timeoutMs.
+func postStartWithTimeout(t *testing.T, e *testEnvd, body, timeoutMs string) (*http.Response, []frame) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, e.url+"/process.Process/Start", bytes.NewReader(envelope(body)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/connect+json")
 	req.Header.Set("Connect-Protocol-Version", "1")
-	req.Header.Set("Connect-Timeout-Ms", "30000")
+	req.Header.Set("Connect-Timeout-Ms", timeoutMs)
 	req.Header.Set("Authorization", "Basic cm9vdDo=")
 	req.Header.Set("Keepalive-Ping-Interval", "50")
 	req.Header.Set("E2b-Sandbox-Id", "isandbox")
@@ -131,6 +141,30 @@ func TestWireStartFailureAndExitCode(t *testing.T) {
 	if end := frames[len(frames)-2].data; end != `{"event":{"end":{"exitCode":3,"exited":true,"status":"exit status 3","error":"exit status 3"}}}` {
 		t.Errorf("end frame %s", end)
 	}
+	// A command that cannot start starts a shell that says so: exit 127.
+	_, frames = postStart(t, e, `{"process":{"cmd":"no-such-command-xyz"},"stdin":false}`)
+	n := len(frames)
+	if n < 4 || !strings.HasPrefix(frames[0].data, `{"event":{"start":{"pid":`) ||
+		frames[n-2].data != `{"event":{"end":{"exitCode":127,"exited":true,"status":"exit status 127","error":"exit status 127"}}}` || frames[n-1] != (frame{0x02, "{}"}) {
+		t.Fatalf("missing command: frames %v, want start, stderr, end 127, {}", frames)
+	}
+	var stderr []byte
+	for _, f := range frames[1 : n-2] {
+		var data struct {
+			Event struct {
+				Data struct {
+					Stderr []byte `json:"stderr"`
+				} `json:"data"`
+			} `json:"event"`
+		}
+		if err := json.Unmarshal([]byte(f.data), &data); err != nil || len(data.Event.Data.Stderr) == 0 {
+			t.Errorf("missing command: frame %s, want stderr data", f.data)
+		}
+		stderr = append(stderr, data.Event.Data.Stderr...)
+	}
+	if !strings.Contains(string(stderr), "no-such-command-xyz") {
+		t.Errorf("missing command: stderr %q, want the shell's message naming it", stderr)
+	}
 	// A start failure is an error in the end-stream frame of a 200 response.
 	resp, frames := postStart(t, e, `{"process":{"cmd":"/bin/sh","cwd":"/does/not/exist"}}`)
 	if resp.StatusCode != http.StatusOK || len(frames) != 1 || frames[0].flags != 0x02 {
@@ -151,7 +185,7 @@ func TestWireStartFailureAndExitCode(t *testing.T) {
 		t.Errorf("malformed message: status %d frames %v", resp.StatusCode, frames)
 	}
 	// An envelope announcing more bytes than the body holds.
-	truncated := envelope(0, `{"process":{"cmd":"true"}}`)
+	truncated := envelope(`{"process":{"cmd":"true"}}`)
 	binary.BigEndian.PutUint32(truncated[1:], 1000)
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, e.url+"/process.Process/Start", bytes.NewReader(truncated))
 	if err != nil {
@@ -170,6 +204,71 @@ func TestWireStartFailureAndExitCode(t *testing.T) {
 	// The daemon still serves.
 	if _, frames := postStart(t, e, `{"process":{"cmd":"true"}}`); len(frames) < 3 {
 		t.Errorf("Start after bad input: frames %v", frames)
+	}
+}
+
+// At the SDK's timeoutMs envd kills the process and ends the stream with
+// deadline_exceeded, without an end event (design/envd.md, Lifetime).
+func TestWireStartDeadline(t *testing.T) {
+	e := startEnvd(t, Config{})
+	resp, frames := postStartWithTimeout(t, e, `{"process":{"cmd":"/bin/sh","args":["-c","echo up; sleep 600"]},"stdin":false}`, "1000")
+	if resp.StatusCode != http.StatusOK || len(frames) != 3 || !strings.HasPrefix(frames[0].data, `{"event":{"start":{"pid":`) ||
+		frames[1].data != `{"event":{"data":{"stdout":"dXAK"}}}` || frames[2].flags != 0x02 || !strings.HasPrefix(frames[2].data, `{"error":{"code":"deadline_exceeded"`) {
+		t.Errorf("status %d frames %v, want start, stdout, end-stream deadline_exceeded", resp.StatusCode, frames)
+	}
+}
+
+// The same deadline over gRPC-Web with binary protobuf (grpc-timeout): the
+// trailers say DEADLINE_EXCEEDED (4) after the start and output, no end.
+func TestWireStartDeadlineGRPCWeb(t *testing.T) {
+	e := startEnvd(t, Config{})
+	msg, err := proto.Marshal(&pb.StartRequest{Process: &pb.ProcessConfig{Cmd: "/bin/sh", Args: []string{"-c", "echo up; sleep 600"}}, Stdin: ptr(false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, e.url+"/process.Process/Start", bytes.NewReader(envelope(string(msg))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/grpc-web+proto")
+	req.Header.Set("X-Grpc-Web", "1")
+	req.Header.Set("Grpc-Timeout", "1000m")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	br := bufio.NewReader(resp.Body)
+	var events []string
+	var trailers string
+	for {
+		var head [5]byte
+		if _, err := io.ReadFull(br, head[:]); err != nil {
+			break
+		}
+		data := make([]byte, binary.BigEndian.Uint32(head[1:]))
+		if _, err := io.ReadFull(br, data); err != nil {
+			t.Fatalf("reading a frame: %v", err)
+		}
+		if head[0]&0x80 != 0 {
+			trailers = string(data)
+			continue
+		}
+		var ev pb.StartResponse
+		if err := proto.Unmarshal(data, &ev); err != nil {
+			t.Fatalf("frame %x: %v", data, err)
+		}
+		switch {
+		case ev.GetEvent().GetStart() != nil:
+			events = append(events, "start")
+		case ev.GetEvent().GetData() != nil:
+			events = append(events, "data:"+string(ev.GetEvent().GetData().GetStdout()))
+		case ev.GetEvent().GetEnd() != nil:
+			events = append(events, "end")
+		}
+	}
+	if strings.Join(events, ",") != "start,data:up\n" || !strings.Contains(strings.ToLower(trailers), "grpc-status: 4") {
+		t.Errorf("events %q trailers %q, want start, up and grpc-status 4", events, trailers)
 	}
 }
 

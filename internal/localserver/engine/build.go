@@ -5,9 +5,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"path"
 	"strconv"
 	"strings"
@@ -41,8 +41,14 @@ const failureLines = 5
 type builder struct {
 	d    *Docker
 	spec BuildSpec
-	c    *runningContainer
-	sh   shell
+	// base is the image the build starts from, whose configuration every
+	// image of the build keeps.
+	base image.InspectResponse
+	// c is the build container, which phases share until a commit grows
+	// past restartAfter; fromSize is the size of the image it started from.
+	c        *runningContainer
+	fromSize int64
+	sh       shell
 
 	// What later steps and sandboxes inherit.
 	user    string
@@ -52,8 +58,9 @@ type builder struct {
 	logMu sync.Mutex
 }
 
-// Build runs spec in a container and commits the result as an image. The
-// build container is removed whatever happens.
+// Build runs spec phase by phase, committing each as a layer image
+// (reusing cached ones, see layers.go), and commits the result as an
+// image. No build container outlives it.
 func (d *Docker) Build(ctx context.Context, spec BuildSpec) (*BuildResult, error) {
 	if spec.TemplateID == "" || spec.BuildID == "" || spec.BaseImage == "" {
 		return nil, errors.New("build: template ID, build ID and base image are required")
@@ -62,6 +69,9 @@ func (d *Docker) Build(ctx context.Context, spec BuildSpec) (*BuildResult, error
 	res, err := b.run(ctx)
 	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 		err = fmt.Errorf("%w (build cancelled: %w)", err, ctx.Err())
+	}
+	if perr := d.PruneLayers(ctx, d.opts.LayerCacheSize); perr != nil {
+		d.log.Warn("prune the layer cache", "error", perr)
 	}
 	return res, err
 }
@@ -72,63 +82,52 @@ func (b *builder) run(ctx context.Context) (*BuildResult, error) {
 	if err != nil {
 		return nil, b.fail(stepBase, err)
 	}
-	var prepare func(context.Context, string) error
+	b.base = img
+	defer b.endPhase(ctx)
+
+	// keys[0] is the base phase's (the default user; for fromTemplate the
+	// base image itself), keys[i] step i's.
+	n := len(b.spec.Steps)
+	baseKey := b.d.baseKey(img.ID)
+	keys := make([]string, n+1)
+	keys[0] = baseKey
 	if b.spec.FromBuild == nil {
-		prepare = b.ensureAccountFiles
+		keys[0] = defaultUserKey(baseKey)
 	}
-	b.c, err = b.d.startContainer(ctx, containerRequest{
-		image:    b.spec.BaseImage,
-		kind:     kindBuild,
-		id:       b.spec.BuildID,
-		token:    rand.Text(),
-		labels:   b.d.labels(kindBuild, b.spec.TemplateID, b.spec.BuildID, ""),
-		cpuCount: b.spec.CPUCount,
-		memoryMB: b.spec.MemoryMB,
-	}, prepare)
+	for i, st := range b.spec.Steps {
+		keys[i+1] = stepKey(keys[i], st)
+	}
+	resume, from, err := b.resumePoint(ctx, keys)
 	if err != nil {
 		return nil, b.fail(stepBase, err)
 	}
-	defer b.d.discard(ctx, b.c)
 
-	if err := b.c.envd.Init(ctx, client.InitRequest{AccessToken: b.c.token, DefaultUser: "root"}); err != nil {
-		return nil, b.fail(stepBase, err)
-	}
-	if b.sh, err = b.d.shellOf(ctx, b.c.id); err != nil {
-		return nil, b.fail(stepBase, err)
-	}
-	if !b.sh.login {
-		b.logf(stepBase, e2bapi.LogInfo, "The image has no /bin/bash: commands run with %s -c", b.sh.path)
-	}
-
-	if from := b.spec.FromBuild; from != nil {
-		b.user, b.workdir = from.User, from.Workdir
-		b.env = copyEnv(from.Env)
-	} else {
-		b.user, b.env = "root", imageEnv(img)
-		if img.Config != nil {
-			b.workdir = img.Config.WorkingDir
-		}
-		// The implicit `USER user true` of the current build format.
-		if err := b.setUser(ctx, stepBase, defaultUser, true); err != nil {
-			return nil, b.fail(stepBase, err)
+	b.emit(stepBase, e2bapi.LogInfo, layerLine(resume >= 0, "base", "FROM "+b.spec.BaseImage, baseKey))
+	if b.spec.FromBuild == nil {
+		if resume < 0 {
+			b.emit(stepBase, e2bapi.LogInfo, layerLine(false, "base", "DEFAULT USER "+defaultUser, keys[0]))
+			if err := b.basePhase(ctx, keys[0]); err != nil {
+				return nil, b.fail(stepBase, err)
+			}
+			from = b.d.layerRef(keys[0])
+		} else {
+			b.emit(stepBase, e2bapi.LogInfo, layerLine(true, "base", "DEFAULT USER "+defaultUser, keys[0]))
 		}
 	}
-
 	for i, st := range b.spec.Steps {
-		step := strconv.Itoa(i + 1)
-		if err := b.step(ctx, step, st); err != nil {
+		step, line := strconv.Itoa(i+1), fmt.Sprintf("builder %d/%d", i+1, n)
+		if i+1 <= resume {
+			b.emit(step, e2bapi.LogInfo, layerLine(true, line, describeStep(st.Type, st.Args), keys[i+1]))
+			continue
+		}
+		b.emit(step, e2bapi.LogInfo, layerLine(false, line, describeStep(st.Type, st.Args), keys[i+1]))
+		if err := b.stepPhase(ctx, step, from, keys[i+1], st); err != nil {
 			return nil, b.fail(step, err)
 		}
+		from = b.d.layerRef(keys[i+1])
 	}
 
-	stopStart, err := b.finalize(ctx)
-	if err != nil {
-		return nil, b.fail(stepFinalize, err)
-	}
-	ref, err := b.commit(ctx, img)
-	if stopStart != nil {
-		stopStart() // only after the snapshot, which keeps its files
-	}
+	ref, err := b.finalize(ctx, from)
 	if err != nil {
 		return nil, b.fail(stepFinalize, err)
 	}
@@ -142,6 +141,133 @@ func (b *builder) run(ctx context.Context) (*BuildResult, error) {
 		ReadyCmd:    b.spec.ReadyCmd,
 		EnvdVersion: EnvdVersion,
 	}, nil
+}
+
+// resumePoint finds the last phase whose layer is cached and not forced
+// (a forced step forces every later one, a forced build all; the base of
+// fromTemplate is always there) and loads its state. It returns the
+// phase's index into keys (-1: none) and the image to go on from.
+func (b *builder) resumePoint(ctx context.Context, keys []string) (int, string, error) {
+	last := len(keys) - 1
+	if b.spec.Force {
+		last = 0
+		if b.spec.FromBuild == nil {
+			last = -1
+		}
+	}
+	for i, st := range b.spec.Steps {
+		if st.Force {
+			last = min(last, i)
+			break
+		}
+	}
+	for i := last; i >= 0; i-- {
+		if i == 0 && b.spec.FromBuild != nil {
+			from := b.spec.FromBuild
+			b.user, b.workdir, b.env = from.User, from.Workdir, copyEnv(from.Env)
+			return 0, b.spec.BaseImage, nil
+		}
+		st, ok, err := b.d.cachedLayer(ctx, keys[i])
+		if err != nil {
+			return 0, "", err
+		}
+		if !ok {
+			continue
+		}
+		b.user, b.workdir, b.env = st.User, st.Workdir, copyEnv(st.Env)
+		b.sh = shell{path: st.Shell, login: st.Login}
+		for _, k := range keys[:i+1] {
+			b.d.touchLayer(ctx, k)
+		}
+		return i, b.d.layerRef(keys[i]), nil
+	}
+	return -1, b.spec.BaseImage, nil
+}
+
+// layerLine is E2B's log line of a phase: "[prefix] text [key]", with
+// "CACHED " in front when its layer is reused.
+func layerLine(cached bool, prefix, text, key string) string {
+	line := fmt.Sprintf("[%s] %s [%s]", prefix, text, key)
+	if cached {
+		line = "CACHED " + line
+	}
+	return line
+}
+
+// basePhase prepares the base image of a fromImage build: root account
+// files where the image has none, the shell, and the implicit `USER user
+// true` of the current build format (§3.2).
+func (b *builder) basePhase(ctx context.Context, key string) error {
+	if err := b.ensureContainer(ctx, b.spec.BaseImage, b.ensureAccountFiles); err != nil {
+		return err
+	}
+	if !b.sh.login {
+		b.logf(stepBase, e2bapi.LogInfo, "The image has no /bin/bash: commands run with %s -c", b.sh.path)
+	}
+	b.user, b.env = "root", imageEnv(b.base)
+	if b.base.Config != nil {
+		b.workdir = b.base.Config.WorkingDir
+	}
+	if err := b.setUser(ctx, stepBase, defaultUser, true); err != nil {
+		return err
+	}
+	return b.commitLayer(ctx, key)
+}
+
+// stepPhase runs one step, in the container of the phase before or one
+// from the image from, and commits the result as the layer of key.
+func (b *builder) stepPhase(ctx context.Context, step, from, key string, st e2bapi.TemplateStep) error {
+	if err := b.ensureContainer(ctx, from, nil); err != nil {
+		return err
+	}
+	if err := b.step(ctx, step, st); err != nil {
+		return err
+	}
+	return b.commitLayer(ctx, key)
+}
+
+// ensureContainer starts a build container from the image from unless the
+// phase before left one, and learns the shell when the chain has none yet.
+func (b *builder) ensureContainer(ctx context.Context, from string, prepare func(context.Context, string) error) error {
+	if b.c != nil {
+		return nil
+	}
+	insp, err := b.d.cli.ImageInspect(ctx, from)
+	if err != nil {
+		return fmt.Errorf("inspect image %s: %w", from, err)
+	}
+	c, err := b.d.startContainer(ctx, containerRequest{
+		image:    from,
+		kind:     kindBuild,
+		id:       b.spec.BuildID,
+		token:    rand.Text(),
+		labels:   b.d.labels(kindBuild, b.spec.TemplateID, b.spec.BuildID, ""),
+		cpuCount: b.spec.CPUCount,
+		memoryMB: b.spec.MemoryMB,
+	}, prepare)
+	if err != nil {
+		return err
+	}
+	b.c, b.fromSize = c, insp.Size
+	if err := c.envd.Init(ctx, client.InitRequest{AccessToken: c.token, DefaultUser: "root"}); err != nil {
+		b.endPhase(ctx)
+		return err
+	}
+	if b.sh.path == "" {
+		if b.sh, err = b.d.shellOf(ctx, c.id); err != nil {
+			b.endPhase(ctx)
+			return err
+		}
+	}
+	return nil
+}
+
+// endPhase removes the build container.
+func (b *builder) endPhase(ctx context.Context) {
+	if b.c != nil {
+		b.d.discard(ctx, b.c)
+		b.c = nil
+	}
 }
 
 // fail logs err against step and wraps it as the step's error.
@@ -167,7 +293,6 @@ func (b *builder) emit(step, level, msg string) {
 
 // step runs one template step.
 func (b *builder) step(ctx context.Context, step string, st e2bapi.TemplateStep) error {
-	b.emit(step, e2bapi.LogInfo, describeStep(st.Type, st.Args))
 	args := st.Args
 	switch st.Type {
 	case steps.Run:
@@ -348,13 +473,36 @@ func (b *builder) setUser(ctx context.Context, step, name string, admin bool) er
 	return nil
 }
 
-// finalize runs the start and ready commands (§3.4). It returns a function
-// that detaches from the start command, to call after the snapshot.
-func (b *builder) finalize(ctx context.Context) (func(), error) {
-	start, ready := b.spec.StartCmd, b.spec.ReadyCmd
-	if start == "" && ready == "" {
-		return nil, nil
+// finalize commits the build's image from the last layer (from), after
+// running the start and ready commands (§3.4) in the build container when
+// there are any; without them, the image is committed from a container of
+// from that never starts.
+func (b *builder) finalize(ctx context.Context, from string) (string, error) {
+	ref := fmt.Sprintf("%s/%s:%s", b.d.opts.ImageRepository, strings.ToLower(b.spec.TemplateID), strings.ToLower(b.spec.BuildID))
+	if b.spec.StartCmd == "" && b.spec.ReadyCmd == "" {
+		b.logf(stepFinalize, e2bapi.LogInfo, "Saving the image")
+		return ref, b.commitUnstarted(ctx, from, ref)
 	}
+	if err := b.ensureContainer(ctx, from, nil); err != nil {
+		return "", err
+	}
+	stopStart, err := b.startAndWaitReady(ctx)
+	if err != nil {
+		return "", err
+	}
+	b.logf(stepFinalize, e2bapi.LogInfo, "Saving the image")
+	err = b.commit(ctx, b.c.id, ref, b.imageConfig(kindImage, "", nil))
+	if stopStart != nil {
+		stopStart() // only after the snapshot, which keeps its files
+	}
+	return ref, err
+}
+
+// startAndWaitReady runs the start and ready commands. It returns a
+// function that detaches from the start command, to call after the
+// snapshot.
+func (b *builder) startAndWaitReady(ctx context.Context) (func(), error) {
+	start, ready := b.spec.StartCmd, b.spec.ReadyCmd
 	if ready == "" {
 		ready = "sleep 20"
 	}
@@ -442,32 +590,76 @@ func (b *builder) waitReady(ctx context.Context, ready string, startDone <-chan 
 	}
 }
 
-// commit snapshots the build container as <repo>/<templateID>:<buildID>,
-// keeping the base image's configuration: envd's entrypoint, our user and
-// command must not end up in the image. The engine adds the container's
-// labels to the image's, so the image's kind label is overridden: a
-// container someone starts from the image by hand is not ours to remove.
-func (b *builder) commit(ctx context.Context, img image.InspectResponse) (string, error) {
-	ref := fmt.Sprintf("%s/%s:%s", b.d.opts.ImageRepository, strings.ToLower(b.spec.TemplateID), strings.ToLower(b.spec.BuildID))
-	cfg := &container.Config{
-		// A non-nil empty entrypoint stops the engine from filling in the
-		// container's (envd) when the image has none.
-		Entrypoint: strslice.StrSlice{},
-		Labels:     map[string]string{},
+// imageConfig is the configuration of the build's images (commitConfig)
+// with the kind label and the layer cache's labels (key and state, empty
+// but for layers: the engine adds the container's labels, those of the
+// layer it ran from included, to the image's, and a label can only be
+// overridden). A container someone starts from the image by hand is not
+// ours to remove.
+func (b *builder) imageConfig(kind, key string, state []byte) *container.Config {
+	return commitConfig(b.base, map[string]string{
+		b.d.label("kind"):        kind,
+		b.d.label("layer-key"):   key,
+		b.d.label("layer-state"): string(state),
+	})
+}
+
+// commitLayer commits the phase's container as the layer of key, with
+// what the next phase inherits.
+func (b *builder) commitLayer(ctx context.Context, key string) error {
+	state, err := json.Marshal(layerState{User: b.user, Workdir: b.workdir, Env: b.env, Shell: b.sh.path, Login: b.sh.login})
+	if err != nil {
+		return err
 	}
-	if c := img.Config; c != nil {
-		cfg.User, cfg.Cmd = c.User, c.Cmd
-		maps.Copy(cfg.Labels, c.Labels)
-		if len(c.Entrypoint) > 0 {
-			cfg.Entrypoint = c.Entrypoint
+	ref := b.d.layerRef(key)
+	if err := b.commit(ctx, b.c.id, ref, b.imageConfig(kindLayer, key, state)); err != nil {
+		return err
+	}
+	insp, err := b.d.cli.ImageInspect(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("inspect image %s: %w", ref, err)
+	}
+	if insp.Size-b.fromSize > restartAfter {
+		b.endPhase(ctx) // the next phase starts from this layer
+	}
+	return nil
+}
+
+// restartAfter is how far a build container's changes may grow before the
+// next phase gets a fresh container from the last layer: a commit holds
+// everything the container changed since it started, so small phases
+// share a container (a commit and no start each) while a large one is
+// committed once.
+const restartAfter = 64 << 20
+
+func (b *builder) commit(ctx context.Context, containerID, ref string, cfg *container.Config) error {
+	if _, err := b.d.cli.ContainerCommit(ctx, containerID, container.CommitOptions{Reference: ref, Config: cfg, Pause: true}); err != nil {
+		return fmt.Errorf("commit image %s: %w", ref, err)
+	}
+	return nil
+}
+
+// commitUnstarted commits the image from as ref with the build's labels
+// and image configuration through a container that is created, never
+// started: its only layer is empty.
+func (b *builder) commitUnstarted(ctx context.Context, from, ref string) error {
+	// Not on ctx, as in startContainer: a container that nothing records
+	// must not be left by a cancel.
+	createCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	created, err := b.d.cli.ContainerCreate(createCtx, &container.Config{
+		Image: from, User: "0:0", Entrypoint: strslice.StrSlice{containerEnvdPath},
+		Labels: b.d.labels(kindBuild, b.spec.TemplateID, b.spec.BuildID, ""),
+	}, &container.HostConfig{NetworkMode: NetworkNone}, nil, nil, "")
+	cancel()
+	if err != nil {
+		return fmt.Errorf("create a container from %s: %w", from, err)
+	}
+	defer func() {
+		if err := b.d.removeContainer(ctx, created.ID); err != nil {
+			b.d.log.Warn("container left behind", "container", shortID(created.ID), "error", err)
 		}
-	}
-	cfg.Labels[b.d.label("kind")] = kindImage
-	b.logf(stepFinalize, e2bapi.LogInfo, "Saving the image")
-	if _, err := b.d.cli.ContainerCommit(ctx, b.c.id, container.CommitOptions{Reference: ref, Config: cfg, Pause: true}); err != nil {
-		return "", fmt.Errorf("commit image %s: %w", ref, err)
-	}
-	return ref, nil
+	}()
+	return b.commit(ctx, created.ID, ref, b.imageConfig(kindImage, "", nil))
 }
 
 // ensureAccountFiles gives images without /etc/passwd (minimal busybox

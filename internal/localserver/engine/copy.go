@@ -8,6 +8,8 @@ import (
 	"path"
 	"strings"
 
+	"github.com/docker/docker/api/types/container"
+
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
@@ -33,8 +35,8 @@ func nonGlobPrefix(src string) (string, error) {
 }
 
 // copy runs a COPY/ADD step (args [src, dest, user, mode]): the stored
-// archive is checked, uploaded through envd, extracted by a process in the
-// container and placed with Docker's COPY semantics.
+// archive is checked, extracted into the container by the engine and
+// placed with Docker's COPY semantics.
 func (b *builder) copy(ctx context.Context, step string, st e2bapi.TemplateStep) error {
 	args := append(append([]string(nil), st.Args...), "", "", "", "")[:4]
 	src, dest, owner, mode := args[0], args[1], args[2], args[3]
@@ -52,8 +54,7 @@ func (b *builder) copy(ctx context.Context, step string, st e2bapi.TemplateStep)
 	if !ok {
 		return fmt.Errorf("no stored files for hash %q", st.FilesHash)
 	}
-	gzipped, err := checkArchiveFile(archive)
-	if err != nil {
+	if err := checkArchiveFile(archive); err != nil {
 		return err
 	}
 
@@ -66,22 +67,23 @@ func (b *builder) copy(ctx context.Context, step string, st e2bapi.TemplateStep)
 		owner = b.user
 	}
 
+	// The engine extracts the archive (plain or gzip'd) straight into the
+	// container: one pass over the bytes, no upload spool. It extracts
+	// chrooted into the container's root file system, so a link a process
+	// of the build plants in the staging directory reaches nothing beyond
+	// the container.
 	staging := "/.e2b/copy/" + step
+	if _, err := b.root(ctx, "staging the files", `mkdir -p "$1/unpack"`, staging); err != nil {
+		return err
+	}
 	f, err := os.Open(archive)
 	if err != nil {
 		return fmt.Errorf("stored files for hash %s: %w", st.FilesHash, err)
 	}
-	err = b.c.envd.Upload(ctx, staging+"/files.tar", "root", f)
+	err = b.d.cli.CopyToContainer(ctx, b.c.id, staging+"/unpack", f, container.CopyToContainerOptions{})
 	f.Close()
 	if err != nil {
-		return err
-	}
-	flags := "-xf"
-	if gzipped {
-		flags = "-xzf"
-	}
-	if _, err := b.root(ctx, "extracting the files", `mkdir -p "$1/unpack" && tar `+flags+` "$1/files.tar" -C "$1/unpack"`, staging); err != nil {
-		return err
+		return fmt.Errorf("extracting the files: %w", err)
 	}
 	source := path.Join(staging, "unpack", prefix)
 	if _, err := b.root(ctx, fmt.Sprintf("copying %s to %s", src, target), placeScript, source, target, boolFlag(into), owner, mode, prefix); err != nil {
@@ -95,13 +97,14 @@ func (b *builder) copy(ctx context.Context, step string, st e2bapi.TemplateStep)
 
 // checkArchiveFile runs buildcontext.CheckArchive on a stored archive: never
 // trust a file because an earlier check passed.
-func checkArchiveFile(name string) (gzipped bool, err error) {
+func checkArchiveFile(name string) error {
 	f, err := os.Open(name)
 	if err != nil {
-		return false, fmt.Errorf("stored files: %w", err)
+		return fmt.Errorf("stored files: %w", err)
 	}
 	defer f.Close()
-	return buildcontext.CheckArchive(f, buildcontext.ArchiveLimits{})
+	_, err = buildcontext.CheckArchive(f, buildcontext.ArchiveLimits{})
+	return err
 }
 
 func boolFlag(b bool) string {

@@ -55,6 +55,10 @@ type DockerOptions struct {
 	// ImageRepository is the repository build images are committed to
 	// (default "e2b-local"); the image is <repo>/<templateID>:<buildID>.
 	ImageRepository string
+	// LayerCacheSize is how many layer images (one per build phase, see
+	// layers.go) are kept for later builds, the most recently used (default
+	// DefaultLayerCacheSize; negative: none outlive their build).
+	LayerCacheSize int
 	// PidsLimit caps the processes (threads included) of every container
 	// (default 4096; negative: no limit).
 	PidsLimit int64
@@ -89,6 +93,12 @@ const (
 	maxSocketPath = 107
 )
 
+// Defaults of DockerOptions.
+const (
+	defaultLabelPrefix     = "e2b-local"
+	defaultImageRepository = "e2b-local"
+)
+
 // Network modes.
 const (
 	NetworkNone = "none"
@@ -96,11 +106,13 @@ const (
 )
 
 // Kinds of containers, the value of the <prefix>.kind label. Build images
-// carry kindImage, which containers we create override.
+// carry kindImage and the layer cache's images kindLayer, which containers
+// we create override.
 const (
 	kindBuild   = "build"
 	kindSandbox = "sandbox"
 	kindImage   = "image"
+	kindLayer   = "layer"
 )
 
 // Docker is the Engine backed by a Docker Engine.
@@ -119,6 +131,9 @@ type Docker struct {
 	// attached holds the relay of every container this server runs, by
 	// attachKey.
 	attached map[string]*attachment
+
+	// pruneMu serialises PruneLayers.
+	pruneMu sync.Mutex
 }
 
 var _ Engine = (*Docker)(nil)
@@ -157,10 +172,13 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 		opts.Instance = "default"
 	}
 	if opts.LabelPrefix == "" {
-		opts.LabelPrefix = "e2b-local"
+		opts.LabelPrefix = defaultLabelPrefix
 	}
 	if opts.ImageRepository == "" {
-		opts.ImageRepository = "e2b-local"
+		opts.ImageRepository = defaultImageRepository
+	}
+	if opts.LayerCacheSize == 0 {
+		opts.LayerCacheSize = DefaultLayerCacheSize
 	}
 	if opts.PidsLimit == 0 {
 		opts.PidsLimit = DefaultPidsLimit
@@ -341,9 +359,13 @@ func writeDeadline(dir string, end time.Time) error {
 }
 
 // SetSandboxDeadline moves the end of the sandbox's container: envd stops
-// it then, with or without the server.
+// it then, with or without the server. A zero end clears it.
 func (d *Docker) SetSandboxDeadline(_ context.Context, sandboxID string, end time.Time) error {
-	return writeDeadline(containerDir(d.opts.StateDir, kindSandbox, sandboxID), end)
+	dir := containerDir(d.opts.StateDir, kindSandbox, sandboxID)
+	if end.IsZero() {
+		return clearDeadline(dir)
+	}
+	return writeDeadline(dir, end)
 }
 
 // startContainer creates and starts a container running envd, with the
@@ -603,19 +625,27 @@ func (d *Docker) StartSandbox(ctx context.Context, spec SandboxSpec) (*Sandbox, 
 	if err != nil {
 		return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
 	}
-	if err := rc.envd.Init(ctx, client.InitRequest{EnvVars: spec.Env, AccessToken: rc.token, DefaultUser: spec.User, DefaultWorkdir: spec.Workdir}); err != nil {
+	if err := d.initSandbox(ctx, rc, spec); err != nil {
 		d.discard(ctx, rc)
 		return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
+	}
+	return &Sandbox{ID: spec.SandboxID, ContainerID: rc.id, EnvdVersion: EnvdVersion}, nil
+}
+
+// initSandbox hands a sandbox's envd, just started, its token, user,
+// workdir and env, and starts the template's start command.
+func (d *Docker) initSandbox(ctx context.Context, rc *runningContainer, spec SandboxSpec) error {
+	if err := rc.envd.Init(ctx, client.InitRequest{EnvVars: spec.Env, AccessToken: rc.token, DefaultUser: spec.User, DefaultWorkdir: spec.Workdir}); err != nil {
+		return err
 	}
 	if spec.StartCmd != "" {
 		sh, err := d.shellOf(ctx, rc.id)
 		if err != nil {
-			d.discard(ctx, rc)
-			return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
+			return err
 		}
 		d.startCommand(ctx, rc, spec, sh)
 	}
-	return &Sandbox{ID: spec.SandboxID, ContainerID: rc.id, EnvdVersion: EnvdVersion}, nil
+	return nil
 }
 
 // startCommand runs the sandbox's start command in the background, as the
@@ -675,7 +705,8 @@ func (d *Docker) list(ctx context.Context, extra ...filters.KeyValuePair) ([]con
 // uses (a crash can leave dirs whose container is already gone). The kept
 // sandboxes get their relay back at the same host path, where their envd
 // redials. Then it removes this instance's build images (in
-// ImageRepository, or untagged) that keepImage does not claim. Meant for
+// ImageRepository, or untagged) that keepImage does not claim, and prunes
+// the layer cache (PruneLayers). Meant for
 // start-up: builds running at the time are aborted.
 func (d *Docker) RemoveOrphans(ctx context.Context, keep func(sandboxID string) bool, keepImage func(ref string) bool) error {
 	list, err := d.list(ctx)
@@ -703,7 +734,7 @@ func (d *Docker) RemoveOrphans(ctx context.Context, keep func(sandboxID string) 
 		d.log.Info("removing orphaned container", "container", shortID(c.ID), "kind", kind, "id", id)
 		errs = append(errs, d.removeContainer(ctx, c.ID), d.detach(attachKey(kind, id)))
 	}
-	errs = append(errs, d.removeOrphanImages(ctx, keepImage))
+	errs = append(errs, d.removeOrphanImages(ctx, keepImage), d.PruneLayers(ctx, d.opts.LayerCacheSize))
 	socketsDir := filepath.Join(d.opts.StateDir, "s")
 	entries, err := os.ReadDir(socketsDir)
 	if err != nil {

@@ -108,7 +108,7 @@ func buildEnvd(dir string) (string, error) {
 
 // newTestDocker connects an engine whose containers only this test sees,
 // with containers on network ("" for the default, none).
-func newTestDocker(t *testing.T, network string) *Docker {
+func newTestDocker(t testing.TB, network string) *Docker {
 	t.Helper()
 	if dockerEnv.skip != "" {
 		testutil.Missing(t, "%s", dockerEnv.skip)
@@ -125,6 +125,10 @@ func newTestDocker(t *testing.T, network string) *Docker {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		// The layers first: build images they are built on go with them.
+		if err := d.PruneLayers(context.Background(), 0); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
 		if err := d.RemoveOrphans(context.Background(), nil, nil); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
@@ -475,6 +479,32 @@ func TestBuildFailingRun(t *testing.T) {
 	}
 	if n := len(containers(t, d)); n != 0 {
 		t.Errorf("%d containers left after a failed build", n)
+	}
+}
+
+// A RUN step ends as on E2B, when every holder of its output closed it
+// (design/e2b-api.md §3.2): a background child's late output is part of
+// the step, a redirected daemon does not hold it, and a command that
+// cannot start fails the step with the shell's exit code 127.
+func TestBuildRunWaitsForBackgroundOutput(t *testing.T) {
+	t.Parallel()
+	d := newTestDocker(t, "")
+	var log buildLog
+	_, err := d.Build(t.Context(), BuildSpec{
+		TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: dockerEnv.baseImage,
+		Steps: []e2bapi.TemplateStep{
+			{Type: "RUN", Args: []string{"(sleep 2; echo child-line) & echo parent-line"}},
+			{Type: "RUN", Args: []string{"nohup sleep 600 >/dev/null 2>&1 & echo detached"}},
+			{Type: "RUN", Args: []string{"no-such-command-xyz"}},
+		},
+		Log: log.add,
+	})
+	var se *StepError
+	if !errors.As(err, &se) || se.Step != "3" || !strings.Contains(err.Error(), "exited with code 127") {
+		t.Fatalf("error %v, want step 3 to exit 127\nlog:\n%s", err, &log)
+	}
+	if !log.has("1", "parent-line") || !log.has("1", "child-line") || !log.has("2", "detached") || !log.has("3", "no-such-command-xyz") {
+		t.Errorf("log:\n%s", &log)
 	}
 }
 

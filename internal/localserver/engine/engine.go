@@ -24,7 +24,10 @@ type BuildSpec struct {
 	// FromBuild is the ready build fromTemplate resolved to, whose final user,
 	// workdir and env this build starts with; nil for fromImage.
 	FromBuild *BuildResult
-	Steps     []e2bapi.TemplateStep
+	// Force rebuilds every phase instead of starting from cached layers;
+	// a step's own Force does so from that step on (§3).
+	Force bool
+	Steps []e2bapi.TemplateStep
 	// Archives maps each COPY step's filesHash to the stored archive on disk.
 	Archives map[string]string
 	StartCmd string
@@ -103,8 +106,22 @@ type Engine interface {
 	DialSandbox(ctx context.Context, sandboxID string, port int) (net.Conn, error)
 	// SetSandboxDeadline moves the time at which the sandbox's container
 	// ends itself (SandboxSpec.EndAt), so that it ends on time even while
-	// the server is down.
+	// the server is down; a zero end clears it.
 	SetSandboxDeadline(ctx context.Context, sandboxID string, end time.Time) error
+	// PauseSandbox freezes the sandbox's processes, keeping their memory
+	// and its file system; ResumeSandbox thaws them, or, when they are
+	// gone (the engine restarted), boots the sandbox again from its file
+	// system as spec says.
+	PauseSandbox(ctx context.Context, sandboxID string) error
+	ResumeSandbox(ctx context.Context, spec SandboxSpec) error
+	// SandboxMetrics samples the sandbox's CPU, memory and disk use.
+	SandboxMetrics(ctx context.Context, sandboxID string) (SandboxMetrics, error)
+	// CommitSandbox commits the sandbox's file system as the image of a
+	// template's build (a snapshot) and returns its reference.
+	CommitSandbox(ctx context.Context, spec SnapshotSpec) (string, error)
+	// SandboxLogs returns the lines the sandbox's container wrote, oldest
+	// first.
+	SandboxLogs(ctx context.Context, sandboxID string) ([]LogLine, error)
 	// StopSandbox removes the sandbox's container; an unknown ID is not an error.
 	StopSandbox(ctx context.Context, sandboxID string) error
 	// RemoveOrphans removes containers this server created that keepSandbox

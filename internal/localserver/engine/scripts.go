@@ -62,9 +62,9 @@ if [ -n "$first" ]; then chown -R "$u:$(id -g "$u")" "$first"; fi
 // when the destination is a directory to copy into (trailing slash), $4
 // owner (user or user:group), $5 mode (octal, may be empty), $6 the
 // source as the template wrote it, for messages.
-//   - A directory's contents are merged into the destination: existing
-//     directories keep their owner and mode, files are overwritten,
-//     symlinks stay links.
+//   - A directory's contents are merged into the destination (moved there,
+//     one rename, when it does not exist): the destination keeps its owner
+//     and mode, files are overwritten, symlinks stay links.
 //   - A file or symlink goes to the destination, or into it when it is a
 //     directory or $3 says so.
 //
@@ -81,30 +81,21 @@ if [ ! -e "$src" ] && [ ! -L "$src" ]; then
 	exit 1
 fi
 if [ -d "$src" ] && [ ! -L "$src" ]; then
-	keep=
-	if [ -e "$dest" ] || [ -L "$dest" ]; then
-		if [ ! -d "$dest" ]; then
-			echo "$dest exists and is not a directory" >&2
-			exit 1
-		fi
-		keep=$(stat -L -c '%u:%g %a' "$dest")
-	else
-		mkdir -p "$dest"
+	chown -hR "$owner" "$src"
+	[ -z "$mode" ] || find "$src" ! -type l -exec chmod "$mode" {} +
+	if [ ! -e "$dest" ] && [ ! -L "$dest" ]; then
+		mkdir -p "$(dirname "$dest")"
+		mv "$src" "$dest"
+		exit 0
 	fi
+	if [ ! -d "$dest" ]; then
+		echo "$dest exists and is not a directory" >&2
+		exit 1
+	fi
+	keep=$(stat -L -c '%u:%g %a' "$dest")
 	(cd "$src" && tar -cf - .) | (cd "$dest" && tar -xf -)
-	if [ -n "$keep" ]; then
-		chown "${keep% *}" "$dest"
-		chmod "${keep#* }" "$dest"
-	else
-		chown "$owner" "$dest"
-		[ -z "$mode" ] || chmod "$mode" "$dest"
-	fi
-	export E2B_DEST="$dest"
-	cd "$src"
-	find . -mindepth 1 -exec sh -c 'for p; do chown -h "$0" "$E2B_DEST/$p"; done' "$owner" {} +
-	if [ -n "$mode" ]; then
-		find . -mindepth 1 ! -type l -exec sh -c 'for p; do chmod "$0" "$E2B_DEST/$p"; done' "$mode" {} +
-	fi
+	chown "${keep% *}" "$dest"
+	chmod "${keep#* }" "$dest"
 	exit 0
 fi
 if [ "$into" = 1 ] || [ -d "$dest" ]; then

@@ -8,7 +8,13 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Sandbox is a running sandbox and what the API answers about it.
+// Sandbox states, the API's SandboxState.
+const (
+	StateRunning = "running"
+	StatePaused  = "paused"
+)
+
+// Sandbox is a running or paused sandbox and what the API answers about it.
 type Sandbox struct {
 	ID          string            `json:"id"`
 	TemplateID  string            `json:"templateID"`
@@ -21,7 +27,31 @@ type Sandbox struct {
 	MemoryMB    int32             `json:"memoryMB"`
 	EnvdVersion string            `json:"envdVersion"`
 	Metadata    map[string]string `json:"metadata,omitempty"`
+	// EnvVars are the creation's, which a boot of the sandbox again (after
+	// an engine restart) hands envd anew.
+	EnvVars     map[string]string `json:"envVars,omitempty"`
 	ContainerID string            `json:"containerID"`
+	// State is StatePaused while paused; empty (records before pausing
+	// existed) or StateRunning otherwise.
+	State    string     `json:"state,omitempty"`
+	PausedAt *time.Time `json:"pausedAt,omitempty"`
+	// AutoPause pauses the sandbox at its end instead of killing it
+	// (lifecycle onTimeout "pause").
+	AutoPause bool `json:"autoPause,omitempty"`
+	// AutoResume, when set, is how long traffic to the paused sandbox
+	// resumes it for (lifecycle autoResume; the creation's timeout, as on
+	// E2B).
+	AutoResume time.Duration `json:"autoResume,omitempty"`
+}
+
+// Paused reports whether the sandbox is paused.
+func (sb Sandbox) Paused() bool { return sb.State == StatePaused }
+
+// Live reports whether the sandbox still exists at now: a paused one until
+// it is killed, one that pauses at its end until it is paused, any other
+// until its end.
+func (sb Sandbox) Live(now time.Time) bool {
+	return sb.Paused() || sb.AutoPause || now.Before(sb.EndAt)
 }
 
 // CreateSandbox records a started sandbox and counts the spawn on its
@@ -47,9 +77,9 @@ func (s *Store) CreateSandbox(sb Sandbox) error {
 	})
 }
 
-// Sandbox returns a live sandbox. From its end on a sandbox is gone
-// (KindNotFound), as on E2B, although its record stays until the reaper
-// has stopped its container.
+// Sandbox returns a live sandbox (Sandbox.Live). From its end on a sandbox
+// that is not paused is gone (KindNotFound), as on E2B, although its
+// record stays until the reaper has stopped its container.
 func (s *Store) Sandbox(id string) (Sandbox, error) {
 	var sb Sandbox
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -63,19 +93,19 @@ func (s *Store) Sandbox(id string) (Sandbox, error) {
 func (s *Store) liveSandbox(b *bolt.Bucket, id string) (Sandbox, error) {
 	var sb Sandbox
 	found, err := getJSON(b, id, &sb)
-	if err == nil && (!found || !s.now().Before(sb.EndAt)) {
+	if err == nil && (!found || !sb.Live(s.now())) {
 		return sb, errorf(KindNotFound, "sandbox '%s' not found", id)
 	}
 	return sb, err
 }
 
-// LiveSandboxes lists the sandboxes whose end has not come, oldest first.
+// LiveSandboxes lists the live sandboxes (Sandbox.Live), oldest first.
 func (s *Store) LiveSandboxes() ([]Sandbox, error) {
 	all, err := s.Sandboxes()
 	live := all[:0]
 	now := s.now()
 	for _, sb := range all {
-		if now.Before(sb.EndAt) {
+		if sb.Live(now) {
 			live = append(live, sb)
 		}
 	}
@@ -116,23 +146,66 @@ func (s *Store) DeleteSandbox(id string) (bool, error) {
 	return found, err
 }
 
-// SetSandboxEndAt moves the expiry of a sandbox.
-func (s *Store) SetSandboxEndAt(id string, endAt time.Time) error {
-	_, err := s.updateSandbox(id, func(sb *Sandbox) { sb.EndAt = endAt.UTC() })
-	return err
-}
-
-// ExtendSandboxEndAt moves the sandbox's end to endAt when that is later, never earlier,
-// and returns the sandbox.
-func (s *Store) ExtendSandboxEndAt(id string, endAt time.Time) (Sandbox, error) {
-	return s.updateSandbox(id, func(sb *Sandbox) {
-		if endAt.After(sb.EndAt) {
-			sb.EndAt = endAt.UTC()
+// SetSandboxEndAt moves the expiry of a running sandbox and returns it.
+func (s *Store) SetSandboxEndAt(id string, endAt time.Time) (Sandbox, error) {
+	return s.updateSandbox(id, func(sb *Sandbox) error {
+		if sb.Paused() {
+			return notRunning(id)
 		}
+		sb.EndAt = endAt.UTC()
+		return nil
 	})
 }
 
-func (s *Store) updateSandbox(id string, change func(*Sandbox)) (Sandbox, error) {
+// ExtendSandboxEndAt moves a running sandbox's end to endAt when that is
+// later, never earlier, and returns the sandbox.
+func (s *Store) ExtendSandboxEndAt(id string, endAt time.Time) (Sandbox, error) {
+	return s.updateSandbox(id, func(sb *Sandbox) error {
+		if sb.Paused() {
+			return notRunning(id)
+		}
+		if endAt.After(sb.EndAt) {
+			sb.EndAt = endAt.UTC()
+		}
+		return nil
+	})
+}
+
+// notRunning is the error for a change only a running sandbox takes: as on
+// E2B, a paused sandbox is not found among the running ones.
+func notRunning(id string) error {
+	return errorf(KindNotFound, "sandbox '%s' is paused: connect to it to resume it", id)
+}
+
+// PauseSandbox records that a running sandbox was paused (KindConflict
+// when it already was).
+func (s *Store) PauseSandbox(id string) (Sandbox, error) {
+	return s.updateSandbox(id, func(sb *Sandbox) error {
+		if sb.Paused() {
+			return errorf(KindConflict, "Error pausing sandbox - sandbox '%s' is already paused", id)
+		}
+		now := s.now().UTC()
+		sb.State, sb.PausedAt = StatePaused, &now
+		return nil
+	})
+}
+
+// ResumeSandbox records that a paused sandbox runs again, until endAt, and
+// whether it pauses then (unchanged when autoPause is nil).
+func (s *Store) ResumeSandbox(id string, endAt time.Time, autoPause *bool) (Sandbox, error) {
+	return s.updateSandbox(id, func(sb *Sandbox) error {
+		if !sb.Paused() {
+			return errorf(KindConflict, "Sandbox %s is already running", id)
+		}
+		sb.State, sb.PausedAt, sb.EndAt = StateRunning, nil, endAt.UTC()
+		if autoPause != nil {
+			sb.AutoPause = *autoPause
+		}
+		return nil
+	})
+}
+
+func (s *Store) updateSandbox(id string, change func(*Sandbox) error) (Sandbox, error) {
 	var sb Sandbox
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketSandboxes)
@@ -140,7 +213,9 @@ func (s *Store) updateSandbox(id string, change func(*Sandbox)) (Sandbox, error)
 		if sb, err = s.liveSandbox(b, id); err != nil {
 			return err
 		}
-		change(&sb)
+		if err := change(&sb); err != nil {
+			return err
+		}
 		return putJSON(b, id, sb)
 	})
 	return sb, err

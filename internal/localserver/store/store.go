@@ -62,6 +62,9 @@ type Template struct {
 	SpawnCount    int64      `json:"spawnCount"`
 	// Deleted templates stay so their ID can never be rebuilt.
 	Deleted bool `json:"deleted,omitempty"`
+	// SnapshotOf is the sandbox a snapshot template was made from (E2B's
+	// source "snapshot_template"); empty for templates made by builds.
+	SnapshotOf string `json:"snapshotOf,omitempty"`
 }
 
 // Build is one build of a template.

@@ -41,15 +41,9 @@ func buildKey(templateID, buildID string) []byte {
 // build its tags. Waiting builds of the template sharing a tag are failed as
 // superseded.
 func (s *Store) RegisterBuild(req RegisterRequest) (Registered, error) {
-	name, err := e2bapi.ParseName(req.Name)
+	name, err := s.parseBuildName(req.Name)
 	if err != nil {
-		return Registered{}, errorf(KindInvalid, "%v", err)
-	}
-	if name.Namespace != "" && name.Namespace != s.teamSlug {
-		return Registered{}, errorf(KindInvalid, "namespace '%s' must match your team '%s'", name.Namespace, s.teamSlug)
-	}
-	if e2bapi.IsBuildID(name.Tag) {
-		return Registered{}, errorf(KindInvalid, "template name %q names a build ID where a tag belongs", req.Name)
+		return Registered{}, err
 	}
 	var tags []string
 	if name.Tag != "" {
@@ -71,41 +65,16 @@ func (s *Store) RegisterBuild(req RegisterRequest) (Registered, error) {
 	var out Registered
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		now := s.now().UTC()
-		templates := tx.Bucket(bucketTemplates)
-		aliases := tx.Bucket(bucketAliases)
-		var tmpl Template
-		if id := aliases.Get([]byte(name.Alias)); id != nil {
-			if _, err := getJSON(templates, string(id), &tmpl); err != nil {
-				return err
-			}
-		} else {
-			var existing Template
-			found, err := getJSON(templates, name.Alias, &existing)
-			if err != nil {
-				return err
-			}
-			switch {
-			case found && existing.Deleted:
-				return errorf(KindNotFound, "Template '%s' has been deleted and cannot be rebuilt", existing.ID)
-			case found:
-				return errorf(KindConflict, "Alias '%s' is already used", name.Alias)
-			}
-			tmpl = Template{ID: newTemplateID(templates, aliases), Alias: name.Alias, CreatedAt: now}
-			if err := aliases.Put([]byte(name.Alias), []byte(tmpl.ID)); err != nil {
-				return err
-			}
-		}
-		tmpl.UpdatedAt = now
-		if err := putJSON(templates, tmpl.ID, tmpl); err != nil {
+		tmpl, err := templateFor(tx, name.Alias, "", now)
+		if err != nil {
 			return err
 		}
-
 		build := Build{
 			ID: uuid.NewString(), TemplateID: tmpl.ID, Status: e2bapi.BuildWaiting, Tags: tags,
 			CPUCount: req.CPUCount, MemoryMB: req.MemoryMB, CreatedAt: now, UpdatedAt: now,
 		}
 		builds := tx.Bucket(bucketBuilds)
-		err := forEachPrefix(builds, templateKeyPrefix(tmpl.ID), func(k, v []byte) error {
+		err = forEachPrefix(builds, templateKeyPrefix(tmpl.ID), func(k, v []byte) error {
 			var other Build
 			if err := json.Unmarshal(v, &other); err != nil {
 				return err
@@ -131,6 +100,58 @@ func (s *Store) RegisterBuild(req RegisterRequest) (Registered, error) {
 		return nil
 	})
 	return out, err
+}
+
+// parseBuildName parses the name a new build is registered under: the
+// namespace, when given, must be the team's, and the tag must not be a
+// build ID.
+func (s *Store) parseBuildName(raw string) (e2bapi.Name, error) {
+	name, err := e2bapi.ParseName(raw)
+	if err != nil {
+		return name, errorf(KindInvalid, "%v", err)
+	}
+	if name.Namespace != "" && name.Namespace != s.teamSlug {
+		return name, errorf(KindInvalid, "namespace '%s' must match your team '%s'", name.Namespace, s.teamSlug)
+	}
+	if e2bapi.IsBuildID(name.Tag) {
+		return name, errorf(KindInvalid, "template name %q names a build ID where a tag belongs", raw)
+	}
+	return name, nil
+}
+
+// templateFor returns, updated at now, the template alias names, creating it
+// when the team has none by that name; snapshotOf is the sandbox a created
+// template is a snapshot of (empty for a built one). An empty alias always
+// creates a template of no name.
+func templateFor(tx *bolt.Tx, alias, snapshotOf string, now time.Time) (Template, error) {
+	templates := tx.Bucket(bucketTemplates)
+	aliases := tx.Bucket(bucketAliases)
+	var tmpl Template
+	if id := aliases.Get([]byte(alias)); alias != "" && id != nil {
+		if _, err := getJSON(templates, string(id), &tmpl); err != nil {
+			return tmpl, err
+		}
+	} else {
+		var existing Template
+		found, err := getJSON(templates, alias, &existing)
+		if err != nil {
+			return tmpl, err
+		}
+		switch {
+		case alias != "" && found && existing.Deleted:
+			return tmpl, errorf(KindNotFound, "Template '%s' has been deleted and cannot be rebuilt", existing.ID)
+		case alias != "" && found:
+			return tmpl, errorf(KindConflict, "Alias '%s' is already used", alias)
+		}
+		tmpl = Template{ID: newTemplateID(templates, aliases), Alias: alias, SnapshotOf: snapshotOf, CreatedAt: now}
+		if alias != "" {
+			if err := aliases.Put([]byte(alias), []byte(tmpl.ID)); err != nil {
+				return tmpl, err
+			}
+		}
+	}
+	tmpl.UpdatedAt = now
+	return tmpl, putJSON(templates, tmpl.ID, tmpl)
 }
 
 func newTemplateID(templates, aliases *bolt.Bucket) string {
@@ -673,7 +694,7 @@ func (s *Store) DeleteTemplate(ref string) (Template, []Build, error) {
 			return err
 		}
 		if inUse > 0 {
-			return errorf(KindInvalid, "cannot delete template '%s': %d running sandboxes use it", t.ID, inUse)
+			return errorf(KindInvalid, "cannot delete template '%s': %d running or paused sandboxes use it", t.ID, inUse)
 		}
 		if err := tx.Bucket(bucketAliases).Delete([]byte(t.Alias)); err != nil {
 			return err

@@ -1,5 +1,5 @@
 # One environment's release: build a candidate, smoke-test it in a sandbox,
-# and move the :prod tag to it only when the test passes. Sandboxes started
+# and move the :prod tag to it only when the test passes (the alias's gate). Sandboxes started
 # from "<name>:prod" keep running the previous build until then.
 
 terraform {
@@ -47,29 +47,20 @@ resource "e2b_template_build" "candidate" {
   ]
 }
 
-# The smoke test runs in a sandbox from exactly the candidate build.
-data "e2b_process" "smoke" {
-  template            = "${e2b_template.this.name}:${e2b_template_build.candidate.build_id}"
-  cmd                 = "/app/smoke.sh"
-  timeout             = "2m"
-  allow_non_zero_exit = true
-
-  lifecycle {
-    postcondition {
-      condition     = self.exit_code == 0 && strcontains(self.stdout, var.expected_output)
-      error_message = "Smoke test of build ${e2b_template_build.candidate.build_id} failed (exit ${self.exit_code}): ${self.stdout}${self.stderr}"
-    }
-  }
-}
-
-# Depends on the smoke test: a failed postcondition stops the apply before
-# the tag moves.
+# Moves :prod to the candidate once its smoke test passed in a sandbox of
+# exactly that build. The gate runs when the candidate changes, never during
+# plan or refresh; a failing test stops the apply with its stderr, and :prod
+# stays on the build that passed.
 resource "e2b_alias" "prod" {
   template = e2b_template.this.name
   tag      = "prod"
   build_id = e2b_template_build.candidate.build_id
 
-  depends_on = [data.e2b_process.smoke]
+  gate = {
+    cmd     = "/app/smoke.sh"
+    env     = { EXPECTED_OUTPUT = var.expected_output }
+    timeout = "2m"
+  }
 }
 
 output "prod" {

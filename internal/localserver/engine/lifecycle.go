@@ -1,0 +1,222 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
+)
+
+// SandboxMetrics is one sample of a sandbox's resource use
+// (design/e2b-api.md §5.4).
+type SandboxMetrics struct {
+	Time       time.Time
+	CPUCount   int32
+	CPUUsedPct float64
+	// Memory in bytes: used excludes the page cache, as `free` does.
+	MemUsed, MemTotal, MemCache int64
+	// DiskUsed is the size of the sandbox's file system; DiskTotal is 0
+	// where the engine sets no disk limit.
+	DiskUsed, DiskTotal int64
+}
+
+// LogLine is one line a sandbox's container wrote, with the time the
+// engine received it.
+type LogLine struct {
+	Time time.Time
+	Text string
+}
+
+// sandboxContainer is the ID of the sandbox's container.
+func (d *Docker) sandboxContainer(ctx context.Context, sandboxID string) (string, error) {
+	list, err := d.list(ctx, filters.Arg("label", d.label("sandbox-id")+"="+sandboxID))
+	if err != nil {
+		return "", err
+	}
+	for _, c := range list {
+		if c.Labels[d.label("kind")] == kindSandbox {
+			return c.ID, nil
+		}
+	}
+	return "", fmt.Errorf("sandbox %s has no container", sandboxID)
+}
+
+// PauseSandbox freezes every process of the sandbox (docker pause, the
+// cgroup freezer): their memory stays as it is while the engine runs, and
+// the container keeps its file system.
+func (d *Docker) PauseSandbox(ctx context.Context, sandboxID string) error {
+	id, err := d.sandboxContainer(ctx, sandboxID)
+	if err == nil {
+		err = d.cli.ContainerPause(ctx, id)
+	}
+	if err != nil {
+		return fmt.Errorf("pause sandbox %s: %w", sandboxID, err)
+	}
+	return nil
+}
+
+// ResumeSandbox thaws a paused sandbox: its processes go on where they
+// were. A sandbox whose container stopped (the engine restarted) is booted
+// again from its file system: envd and the start command start afresh,
+// initialised from spec, as E2B resumes a sandbox without its memory.
+func (d *Docker) ResumeSandbox(ctx context.Context, spec SandboxSpec) error {
+	id, err := d.sandboxContainer(ctx, spec.SandboxID)
+	if err == nil {
+		var insp container.InspectResponse
+		insp, err = d.cli.ContainerInspect(ctx, id)
+		switch {
+		case err != nil:
+		case insp.State != nil && insp.State.Paused:
+			err = d.cli.ContainerUnpause(ctx, id)
+		case insp.State != nil && insp.State.Running:
+		default:
+			err = d.reboot(ctx, id, spec)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("resume sandbox %s: %w", spec.SandboxID, err)
+	}
+	return nil
+}
+
+// reboot starts the stopped container of a sandbox again and initialises
+// its envd, through the relay the sandbox has kept.
+func (d *Docker) reboot(ctx context.Context, containerID string, spec SandboxSpec) error {
+	key := attachKey(kindSandbox, spec.SandboxID)
+	d.mu.Lock()
+	att := d.attached[key]
+	d.mu.Unlock()
+	if att == nil {
+		return errors.New("the sandbox has no relay on this server")
+	}
+	d.log.Info("booting a stopped sandbox container again", "sandbox", spec.SandboxID, "container", shortID(containerID))
+	if err := d.cli.ContainerStart(ctx, containerID, container.StartOptions{}); err != nil {
+		return err
+	}
+	rc := &runningContainer{id: containerID, kind: kindSandbox, key: key, envd: newEnvdClient(att.dialer(envd.Port), spec.AccessToken), token: spec.AccessToken}
+	if err := d.waitEnvd(ctx, containerID, rc.envd, att.relay.Addr()); err != nil {
+		return err
+	}
+	return d.initSandbox(ctx, rc, spec)
+}
+
+// SandboxMetrics samples the container's CPU and memory from the engine's
+// stats (two readings a second apart, for the CPU share) and its file
+// system's size. The CPU share is of the sandbox's CPUs, as on E2B.
+func (d *Docker) SandboxMetrics(ctx context.Context, sandboxID string) (SandboxMetrics, error) {
+	id, err := d.sandboxContainer(ctx, sandboxID)
+	if err != nil {
+		return SandboxMetrics{}, err
+	}
+	insp, _, err := d.cli.ContainerInspectWithRaw(ctx, id, true)
+	if err != nil {
+		return SandboxMetrics{}, fmt.Errorf("inspect sandbox %s: %w", sandboxID, err)
+	}
+	rd, err := d.cli.ContainerStats(ctx, id, false)
+	if err != nil {
+		return SandboxMetrics{}, fmt.Errorf("stats of sandbox %s: %w", sandboxID, err)
+	}
+	defer rd.Body.Close()
+	var st container.StatsResponse
+	if err := json.NewDecoder(io.LimitReader(rd.Body, 1<<20)).Decode(&st); err != nil {
+		return SandboxMetrics{}, fmt.Errorf("stats of sandbox %s: %w", sandboxID, err)
+	}
+	m := metricsOf(st, insp)
+	if m.Time.IsZero() {
+		m.Time = time.Now()
+	}
+	return m, nil
+}
+
+// metricsOf turns the engine's stats and inspection of a container into a
+// sample.
+func metricsOf(st container.StatsResponse, insp container.InspectResponse) SandboxMetrics {
+	m := SandboxMetrics{Time: st.Read}
+	cpus := float64(st.CPUStats.OnlineCPUs)
+	if insp.HostConfig != nil && insp.HostConfig.NanoCPUs > 0 {
+		cpus = float64(insp.HostConfig.NanoCPUs) / 1e9
+	}
+	m.CPUCount = int32(cpus)
+	used := float64(st.CPUStats.CPUUsage.TotalUsage) - float64(st.PreCPUStats.CPUUsage.TotalUsage)
+	system := float64(st.CPUStats.SystemUsage) - float64(st.PreCPUStats.SystemUsage)
+	if used > 0 && system > 0 && st.CPUStats.OnlineCPUs > 0 && cpus > 0 {
+		// system counts every host CPU; the share is of the sandbox's.
+		m.CPUUsedPct = min(100, used/system*float64(st.CPUStats.OnlineCPUs)/cpus*100)
+	}
+	// cgroup v2 names the page cache "file", v1 "cache".
+	cache := st.MemoryStats.Stats["file"]
+	if cache == 0 {
+		cache = st.MemoryStats.Stats["cache"]
+	}
+	m.MemCache = int64(cache)                            //nolint:gosec // bytes
+	m.MemUsed = int64(st.MemoryStats.Usage) - m.MemCache //nolint:gosec // bytes
+	m.MemTotal = int64(st.MemoryStats.Limit)             //nolint:gosec // bytes
+	if insp.HostConfig != nil && insp.HostConfig.Memory > 0 {
+		m.MemTotal = insp.HostConfig.Memory
+	}
+	m.MemUsed = max(0, m.MemUsed)
+	if insp.SizeRootFs != nil {
+		m.DiskUsed = *insp.SizeRootFs
+	}
+	return m
+}
+
+// maxLogBytes bounds what SandboxLogs reads of a container's output.
+const maxLogBytes = 16 << 20
+
+// SandboxLogs returns what the sandbox's container wrote (envd's own log
+// lines), oldest first, as the engine keeps it: while the container exists.
+func (d *Docker) SandboxLogs(ctx context.Context, sandboxID string) ([]LogLine, error) {
+	id, err := d.sandboxContainer(ctx, sandboxID)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := d.cli.ContainerLogs(ctx, id, container.LogsOptions{ShowStdout: true, ShowStderr: true, Timestamps: true})
+	if err != nil {
+		return nil, fmt.Errorf("logs of sandbox %s: %w", sandboxID, err)
+	}
+	defer rc.Close()
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := stdcopy.StdCopy(pw, pw, io.LimitReader(rc, maxLogBytes))
+		pw.CloseWithError(err)
+	}()
+	defer pr.Close()
+	var out []LogLine
+	sc := bufio.NewScanner(pr)
+	sc.Buffer(make([]byte, 64<<10), maxLogLine)
+	for sc.Scan() {
+		stamp, text, _ := strings.Cut(sc.Text(), " ")
+		at, err := time.Parse(time.RFC3339Nano, stamp)
+		if err != nil {
+			continue
+		}
+		out = append(out, LogLine{Time: at, Text: strings.TrimRight(text, "\r")})
+	}
+	if err := sc.Err(); err != nil && !errors.Is(err, io.ErrClosedPipe) {
+		return out, fmt.Errorf("logs of sandbox %s: %w", sandboxID, err)
+	}
+	return out, nil
+}
+
+// clearDeadline removes the container's deadline file: envd then sets no
+// end (a paused sandbox, or one that pauses at its end, must not end
+// itself).
+func clearDeadline(dir string) error {
+	if err := os.Remove(filepath.Join(dir, deadlineFileName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("clear the deadline of %s: %w", dir, err)
+	}
+	return nil
+}

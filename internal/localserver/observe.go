@@ -1,0 +1,264 @@
+package localserver
+
+import (
+	"encoding/json"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
+)
+
+// Sandbox metrics and logs (design/e2b-api.md §5.4, design/local-server.md
+// Metrics and logs).
+
+// handleSandboxMetrics serves GET /sandboxes/{sandboxID}/metrics: one
+// sample taken now, when now is within start..end (Unix seconds, both
+// optional), else none. The server keeps no history.
+func (s *Server) handleSandboxMetrics(w http.ResponseWriter, r *http.Request) {
+	id, ok := sandboxID(w, r)
+	if !ok {
+		return
+	}
+	start, ok := queryInt(w, r, "start", 0)
+	if !ok {
+		return
+	}
+	end, ok := queryInt(w, r, "end", math.MaxInt64)
+	if !ok {
+		return
+	}
+	if start > end {
+		writeError(w, http.StatusBadRequest, "start %d is after end %d", start, end)
+		return
+	}
+	if _, err := s.store.Sandbox(id); err != nil {
+		s.storeError(w, err)
+		return
+	}
+	m, err := s.engine.SandboxMetrics(r.Context(), id)
+	if err != nil {
+		s.internalError(w, err)
+		return
+	}
+	out := []e2bapi.SandboxMetric{}
+	at := m.Time.Unix()
+	if start <= at && at <= end {
+		out = append(out, metricOf(m))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// handleSandboxesMetrics serves GET /sandboxes/metrics?sandbox_ids=a,b: the
+// latest sample of each live sandbox named.
+func (s *Server) handleSandboxesMetrics(w http.ResponseWriter, r *http.Request) {
+	var ids []string
+	for _, raw := range r.URL.Query()["sandbox_ids"] {
+		ids = append(ids, strings.Split(raw, ",")...)
+	}
+	ids = slices.DeleteFunc(ids, func(id string) bool { return id == "" })
+	if len(ids) == 0 || len(ids) > 100 {
+		writeError(w, http.StatusBadRequest, "sandbox_ids must name from 1 to 100 sandboxes, not %d", len(ids))
+		return
+	}
+	out := map[string]e2bapi.SandboxMetric{}
+	for _, id := range ids {
+		if _, err := s.store.Sandbox(id); err != nil {
+			continue // as on E2B, sandboxes without metrics are left out
+		}
+		m, err := s.engine.SandboxMetrics(r.Context(), id)
+		if err != nil {
+			s.log.Warn("sample sandbox metrics", "sandbox", id, "err", err)
+			continue
+		}
+		out[id] = metricOf(m)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"sandboxes": out})
+}
+
+func metricOf(m engine.SandboxMetrics) e2bapi.SandboxMetric {
+	at := m.Time.UTC().Truncate(time.Second)
+	return e2bapi.SandboxMetric{
+		Timestamp: at, TimestampUnix: at.Unix(), CPUCount: m.CPUCount, CPUUsedPct: float32(m.CPUUsedPct),
+		MemUsed: m.MemUsed, MemTotal: m.MemTotal, MemCache: m.MemCache, DiskUsed: m.DiskUsed, DiskTotal: m.DiskTotal,
+	}
+}
+
+// Sandbox logs: the lines the sandbox's container wrote, which are envd's
+// own. E2B's are flat JSON objects; lines that are not become info entries
+// of logger "envd".
+const (
+	defaultSandboxLogsLimit = 1000
+	maxSandboxLogsLimit     = 1000
+)
+
+// sandboxLogs reads the sandbox's log lines as entries, oldest first,
+// answering the request itself on failure.
+func (s *Server) sandboxLogs(w http.ResponseWriter, r *http.Request) ([]e2bapi.SandboxLogEntry, []string, bool) {
+	id, ok := sandboxID(w, r)
+	if !ok {
+		return nil, nil, false
+	}
+	if _, err := s.store.Sandbox(id); err != nil {
+		s.storeError(w, err)
+		return nil, nil, false
+	}
+	lines, err := s.engine.SandboxLogs(r.Context(), id)
+	if err != nil {
+		s.internalError(w, err)
+		return nil, nil, false
+	}
+	entries := make([]e2bapi.SandboxLogEntry, 0, len(lines))
+	raw := make([]string, 0, len(lines))
+	for _, l := range lines {
+		e, line := logEntry(l)
+		entries = append(entries, e)
+		raw = append(raw, line)
+	}
+	return entries, raw, true
+}
+
+// handleSandboxLogs serves the deprecated GET /sandboxes/{sandboxID}/logs:
+// the entries from start (Unix ms) on, oldest first, at most limit (1000).
+func (s *Server) handleSandboxLogs(w http.ResponseWriter, r *http.Request) {
+	start, ok := queryInt(w, r, "start", -1)
+	if !ok {
+		return
+	}
+	limit, ok := queryInt(w, r, "limit", defaultSandboxLogsLimit)
+	if !ok {
+		return
+	}
+	entries, raw, ok := s.sandboxLogs(w, r)
+	if !ok {
+		return
+	}
+	out := e2bapi.SandboxLogs{Logs: []e2bapi.SandboxLog{}, LogEntries: []e2bapi.SandboxLogEntry{}}
+	for i, e := range entries {
+		if int64(len(out.Logs)) >= limit {
+			break
+		}
+		if start >= 0 && e.Timestamp.UnixMilli() < start {
+			continue
+		}
+		out.Logs = append(out.Logs, e2bapi.SandboxLog{Timestamp: e.Timestamp, Line: raw[i]})
+		out.LogEntries = append(out.LogEntries, e)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// handleSandboxLogsV2 serves GET /v2/sandboxes/{sandboxID}/logs: as the
+// build logs' page (logPage), but backward by default, as on E2B; level the
+// least level; search a case-sensitive substring of the message; at most
+// limit (1000).
+func (s *Server) handleSandboxLogsV2(w http.ResponseWriter, r *http.Request) {
+	cursor, ok := queryInt(w, r, "cursor", -1)
+	if !ok {
+		return
+	}
+	limit, ok := queryInt(w, r, "limit", defaultSandboxLogsLimit)
+	if !ok {
+		return
+	}
+	if limit > maxSandboxLogsLimit {
+		writeError(w, http.StatusBadRequest, "limit %d must be from 0 to %d", limit, maxSandboxLogsLimit)
+		return
+	}
+	direction, ok := queryDirection(w, r, "backward")
+	if !ok {
+		return
+	}
+	level, ok := queryLevel(w, r)
+	if !ok {
+		return
+	}
+	entries, _, ok := s.sandboxLogs(w, r)
+	if !ok {
+		return
+	}
+	search := r.URL.Query().Get("search")
+	entries = slices.DeleteFunc(entries, func(e e2bapi.SandboxLogEntry) bool {
+		return (level != "" && store.LevelRank(e.Level) < store.LevelRank(level)) || !strings.Contains(e.Message, search)
+	})
+	out := logPage(entries, func(e e2bapi.SandboxLogEntry) time.Time { return e.Timestamp }, cursor, direction, limit)
+	writeJSON(w, http.StatusOK, e2bapi.SandboxLogsV2Response{Logs: out})
+}
+
+// queryDirection reads the optional direction parameter of the logs
+// endpoints, def when absent.
+func queryDirection(w http.ResponseWriter, r *http.Request, def string) (string, bool) {
+	switch direction := r.URL.Query().Get("direction"); direction {
+	case "":
+		return def, true
+	case "forward", "backward":
+		return direction, true
+	default:
+		writeError(w, http.StatusBadRequest, "direction %q must be forward or backward", direction)
+		return "", false
+	}
+}
+
+// logPage pages log entries, oldest first: going forward, the entries at
+// or after cursor (Unix ms; -1 for none); going backward, those at or
+// before it, newest first; at most limit.
+func logPage[T any](entries []T, at func(T) time.Time, cursor int64, direction string, limit int64) []T {
+	if direction == "backward" {
+		slices.Reverse(entries)
+	}
+	out := []T{}
+	for _, e := range entries {
+		if int64(len(out)) >= limit {
+			break
+		}
+		ms := at(e).UnixMilli()
+		if cursor >= 0 && ((direction == "backward" && ms > cursor) || (direction != "backward" && ms < cursor)) {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// logEntry turns a container log line into E2B's structured entry and its
+// raw JSON line: a flat JSON object's "level" and "message" (or "msg")
+// become the entry's, its other string, number and boolean members its
+// fields, as E2B's log pipeline does; any other line is an info message of
+// logger "envd".
+func logEntry(l engine.LogLine) (e2bapi.SandboxLogEntry, string) {
+	e := e2bapi.SandboxLogEntry{Timestamp: l.Time.UTC(), Level: e2bapi.LogInfo, Fields: map[string]string{}}
+	var obj map[string]any
+	if json.Unmarshal([]byte(l.Text), &obj) != nil || obj == nil {
+		e.Message, e.Fields["logger"] = l.Text, "envd"
+		raw, _ := json.Marshal(map[string]string{"level": e.Level, "logger": "envd", "message": l.Text})
+		return e, string(raw)
+	}
+	for k, v := range obj {
+		switch t := v.(type) {
+		case string:
+			e.Fields[k] = t
+		case float64:
+			e.Fields[k] = strconv.FormatFloat(t, 'G', -1, 64)
+		case bool:
+			e.Fields[k] = strconv.FormatBool(t)
+		}
+	}
+	switch level := strings.ToLower(e.Fields["level"]); level {
+	case e2bapi.LogDebug, e2bapi.LogInfo, e2bapi.LogWarn, e2bapi.LogError:
+		e.Level = level
+	case "warning":
+		e.Level = e2bapi.LogWarn
+	}
+	e.Message = e.Fields["message"]
+	if e.Message == "" {
+		e.Message = e.Fields["msg"]
+	}
+	for _, k := range []string{"level", "message", "msg"} {
+		delete(e.Fields, k)
+	}
+	return e, l.Text
+}

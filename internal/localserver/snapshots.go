@@ -1,0 +1,142 @@
+package localserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
+)
+
+// Snapshots (design/e2b-api.md §5.5): a snapshot is a build, ready at once,
+// whose image is the sandbox's file system committed.
+
+// handleCreateSnapshot serves POST /sandboxes/{sandboxID}/snapshots: 201
+// SnapshotInfo. The sandbox keeps running.
+func (s *Server) handleCreateSnapshot(w http.ResponseWriter, r *http.Request) {
+	id, req, ok := sandboxRequest[e2bapi.SandboxSnapshotRequest](w, r, false)
+	if !ok {
+		return
+	}
+	// A pause or resume during the commit would be undone by it.
+	defer s.lockSandbox(id)()
+	sb, err := s.store.Sandbox(id)
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	if sb.Paused() {
+		// E2B snapshots running sandboxes only.
+		writeError(w, http.StatusNotFound, "sandbox '%s' is paused: connect to it to resume it before a snapshot", id)
+		return
+	}
+	src, err := s.store.Build(sb.TemplateID, sb.BuildID)
+	if err == nil && src.Result == nil {
+		err = errors.New("it has no image")
+	}
+	if err != nil {
+		s.internalError(w, fmt.Errorf("the build of sandbox %s: %w", id, err))
+		return
+	}
+	name := ""
+	if req.Name != nil {
+		name = *req.Name
+	}
+	snap, err := s.store.RegisterSnapshot(store.SnapshotRequest{Name: name, SandboxID: id, CPUCount: src.CPUCount, MemoryMB: src.MemoryMB})
+	if err != nil {
+		s.storeError(w, err)
+		return
+	}
+	// Not cancelled with the request: the record must learn what became of
+	// the commit.
+	ctx := context.WithoutCancel(r.Context())
+	ref, err := s.engine.CommitSandbox(ctx, engine.SnapshotSpec{SandboxID: id, TemplateID: snap.Template.ID, BuildID: snap.Build.ID, Image: src.Result.Image})
+	if err != nil {
+		if _, ferr := s.store.FinishBuild(snap.Template.ID, snap.Build.ID, nil, &e2bapi.BuildStatusReason{Message: err.Error()}); ferr != nil {
+			s.log.Error("record a failed snapshot", "build", snap.Build.ID, "err", ferr)
+		}
+		s.internalError(w, err)
+		return
+	}
+	result := *src.Result
+	result.Image = ref
+	finished, err := s.store.FinishBuild(snap.Template.ID, snap.Build.ID, &result, nil)
+	if err == nil && !finished {
+		err = errors.New("the build is no longer building")
+	}
+	if err != nil {
+		// No record owns the image.
+		if rerr := s.engine.RemoveImage(ctx, ref); rerr != nil {
+			s.log.Error("remove the image of a snapshot that could not be recorded", "image", ref, "err", rerr)
+		}
+		s.internalError(w, fmt.Errorf("record snapshot %s: %w", snap.Build.ID, err))
+		return
+	}
+	writeJSON(w, http.StatusCreated, s.snapshotInfo(snap))
+}
+
+// handleListSnapshots serves GET /snapshots: the snapshot templates,
+// newest first, filtered by sandboxID and by name ("name" matches any tag,
+// "name:tag" that tag), paged.
+func (s *Server) handleListSnapshots(w http.ResponseWriter, r *http.Request) {
+	limit, ok := pageLimit(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	templateID, tag := "", ""
+	if raw := q.Get("name"); raw != "" {
+		name, err := e2bapi.ParseName(raw)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "Invalid name: %v", err)
+			return
+		}
+		if name.Namespace != "" && name.Namespace != s.store.TeamSlug() {
+			writeError(w, http.StatusBadRequest, "namespace '%s' must match your team '%s'", name.Namespace, s.store.TeamSlug())
+			return
+		}
+		tag = name.Tag
+		if tag == "" && strings.Contains(raw, ":") {
+			tag = e2bapi.DefaultTag
+		}
+		t, err := s.store.LookupTemplate(name.Identifier())
+		if store.KindOf(err) == store.KindNotFound {
+			writeJSON(w, http.StatusOK, []e2bapi.SnapshotInfo{})
+			return
+		}
+		if err != nil {
+			s.storeError(w, err)
+			return
+		}
+		templateID = t.ID
+	}
+	snaps, err := s.store.Snapshots(q.Get("sandboxID"), templateID, tag)
+	if err != nil {
+		s.internalError(w, err)
+		return
+	}
+	out := make([]e2bapi.SnapshotInfo, 0, len(snaps))
+	for _, snap := range snaps {
+		out = append(out, s.snapshotInfo(snap))
+	}
+	page, next := paginate(out, limit, q.Get("nextToken"), func(i e2bapi.SnapshotInfo) string { return i.SnapshotID })
+	if next != "" {
+		w.Header().Set("X-Next-Token", next)
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// snapshotInfo names a snapshot as E2B does: "<namespace>/<alias>:<tag>"
+// with its full name, or "<templateID>:<tag>" and no names for a template
+// of no name.
+func (s *Server) snapshotInfo(snap store.Snapshot) e2bapi.SnapshotInfo {
+	if snap.Template.Alias == "" {
+		return e2bapi.SnapshotInfo{SnapshotID: snap.Template.ID + ":" + snap.Tag, Names: []string{}}
+	}
+	name := s.store.Name(snap.Template)
+	return e2bapi.SnapshotInfo{SnapshotID: name + ":" + snap.Tag, Names: []string{name}}
+}
