@@ -5,7 +5,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -25,7 +24,7 @@ var archiveModTime = time.Unix(946684800, 0).UTC()
 // ErrChanged naming the file, after which what was written to w must be discarded.
 func (l *Listing) WriteArchive(ctx context.Context, w io.Writer) error {
 	for i := range l.Entries {
-		if e := &l.Entries[i]; e.Kind == KindFile && e.SHA256 == "" {
+		if e := &l.Entries[i]; e.Kind == KindFile && !e.HasDigest() {
 			return &contextError{fmt.Sprintf("archiving %s: %s has no digest; hash the listing first", l.Src, e.Path), ErrNotDigested}
 		}
 	}
@@ -71,7 +70,7 @@ func writeArchiveEntry(ctx context.Context, tw *tar.Writer, e *Entry, sourcePath
 	if e.Kind != KindFile {
 		return tw.WriteHeader(hdr)
 	}
-	f, err := os.Open(sourcePath(e))
+	f, err := openContent(sourcePath(e))
 	if err != nil {
 		return fmt.Errorf("archiving %s: %w", e.Path, err)
 	}
@@ -88,7 +87,7 @@ func writeArchiveEntry(ctx context.Context, tw *tar.Writer, e *Entry, sourcePath
 	if err != nil {
 		return fmt.Errorf("archiving %s: %w", e.Path, err)
 	}
-	if hex.EncodeToString(h.Sum(nil)) != e.SHA256 {
+	if [sha256.Size]byte(h.Sum(nil)) != e.SHA256 {
 		return changedSincePlan(e.Path, "its content changed")
 	}
 	return nil

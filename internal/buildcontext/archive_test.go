@@ -159,7 +159,7 @@ func TestArchiveNeedsDigests(t *testing.T) {
 func TestSDKHashPreparesArchive(t *testing.T) {
 	d := newTree(t, file("a.txt", "a"))
 	l := mustList(t, d, "a.txt", ListOptions{})
-	if _, err := l.SDKHash(t.Context(), "/a"); err != nil {
+	if _, err := l.SDKHash(t.Context(), "/a", HashOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.WriteArchive(t.Context(), io.Discard); err != nil {
@@ -171,7 +171,7 @@ func TestHashFailsWhenFileChangedSinceListing(t *testing.T) {
 	d := newTree(t, file("app/a.txt", "hello\n"))
 	for name, hash := range map[string]func(*Listing) error{
 		"portable": func(l *Listing) error { _, err := l.PortableHash(t.Context(), "/d", HashOptions{}); return err },
-		"sdk":      func(l *Listing) error { _, err := l.SDKHash(t.Context(), "/d"); return err },
+		"sdk":      func(l *Listing) error { _, err := l.SDKHash(t.Context(), "/d", HashOptions{}); return err },
 	} {
 		l := mustList(t, d, "app", ListOptions{})
 		if err := os.WriteFile(filepath.Join(d, "app/a.txt"), []byte("hello, again\n"), 0o644); err != nil {

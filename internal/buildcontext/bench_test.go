@@ -3,6 +3,7 @@
 package buildcontext
 
 import (
+	"cmp"
 	"os"
 	"path/filepath"
 	"sync"
@@ -11,12 +12,14 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext/internal/benchtree"
 )
 
-// The benchmarks run on the tree of package benchtree: generated once per process under a
-// temporary directory, or kept in $E2B_BENCH_TREE between runs. Each COPYs the whole
-// context ("."), so listing is part of every figure.
+// The benchmarks run on a tree of package benchtree, of the shape $E2B_BENCH_SHAPE (the
+// benchmark tree by default): generated once per process under a temporary directory, or
+// kept in $E2B_BENCH_TREE between runs. Each COPYs the whole context ("."), so listing is
+// part of every figure.
 var (
 	benchTreeOnce      sync.Once
 	benchTreeDir       string
+	benchTreeShape     benchtree.Shape
 	benchTreeErr       error
 	benchTreeGenerated bool // a temporary tree, removed when the tests end
 )
@@ -32,6 +35,10 @@ func TestMain(m *testing.M) {
 func benchTree(b *testing.B) string {
 	b.Helper()
 	benchTreeOnce.Do(func() {
+		benchTreeShape, benchTreeErr = benchtree.ShapeNamed(cmp.Or(os.Getenv("E2B_BENCH_SHAPE"), "benchmark"))
+		if benchTreeErr != nil {
+			return
+		}
 		benchTreeDir = os.Getenv("E2B_BENCH_TREE")
 		if benchTreeDir == "" {
 			// Not b.TempDir, which would go at the end of the first benchmark: they all
@@ -40,7 +47,7 @@ func benchTree(b *testing.B) string {
 			benchTreeGenerated = benchTreeErr == nil
 		}
 		if benchTreeErr == nil {
-			benchTreeErr = benchtree.Ensure(benchTreeDir)
+			benchTreeErr = benchtree.Ensure(benchTreeDir, benchTreeShape)
 		}
 	})
 	if benchTreeErr != nil {
@@ -63,7 +70,7 @@ func BenchmarkSHA256OneCore(b *testing.B) {
 		b.Fatal(err)
 	}
 	buf := make([]byte, readBufferSize)
-	b.SetBytes(benchtree.TotalBytes)
+	b.SetBytes(benchTreeShape.TotalBytes())
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, p := range files {
@@ -77,7 +84,7 @@ func BenchmarkSHA256OneCore(b *testing.B) {
 func BenchmarkPortableHashCold(b *testing.B) {
 	dir := benchTree(b)
 	cacheDir := b.TempDir()
-	b.SetBytes(benchtree.TotalBytes)
+	b.SetBytes(benchTreeShape.TotalBytes())
 	b.ReportAllocs()
 	for b.Loop() {
 		cachePath := filepath.Join(cacheDir, "digests.bin")
@@ -90,7 +97,7 @@ func BenchmarkPortableHashWarm(b *testing.B) {
 	dir := benchTree(b)
 	cachePath := filepath.Join(b.TempDir(), "digests.bin")
 	benchPortableHash(b, dir, cachePath)
-	b.SetBytes(benchtree.TotalBytes)
+	b.SetBytes(benchTreeShape.TotalBytes())
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -120,16 +127,17 @@ func benchPortableHash(b *testing.B, dir, cachePath string) DigestStats {
 	return stats
 }
 
+// BenchmarkSDKHash is the SDK-compatible hash without a cache, as a cold run.
 func BenchmarkSDKHash(b *testing.B) {
 	dir := benchTree(b)
-	b.SetBytes(benchtree.TotalBytes)
+	b.SetBytes(benchTreeShape.TotalBytes())
 	b.ReportAllocs()
 	for b.Loop() {
 		l, err := List(dir, ".", ListOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := l.SDKHash(b.Context(), "/app"); err != nil {
+		if _, err := l.SDKHash(b.Context(), "/app", HashOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -147,7 +155,7 @@ func BenchmarkArchive(b *testing.B) {
 		b.Fatal(err)
 	}
 	spool := b.TempDir()
-	b.SetBytes(benchtree.TotalBytes)
+	b.SetBytes(benchTreeShape.TotalBytes())
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -167,5 +175,32 @@ func BenchmarkList(b *testing.B) {
 		if _, err := List(dir, ".", ListOptions{}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkSDKHashWarm is the SDK-compatible hash of an unchanged tree with the digest
+// cache: a listing, the cached digests and the step record, no file read.
+func BenchmarkSDKHashWarm(b *testing.B) {
+	dir := benchTree(b)
+	cachePath := filepath.Join(b.TempDir(), "digests.bin")
+	sdkHash := func() {
+		cache := OpenStatCache(cachePath)
+		l, err := List(dir, ".", ListOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := l.SDKHash(b.Context(), "/app", HashOptions{Cache: cache}); err != nil {
+			b.Fatal(err)
+		}
+		if err := cache.Save(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	sdkHash()
+	b.SetBytes(benchTreeShape.TotalBytes())
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		sdkHash()
 	}
 }

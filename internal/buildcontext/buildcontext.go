@@ -25,12 +25,14 @@
 //   - The SDK-compatible hash uses this listing too, so it matches the SDK exactly unless a
 //     .dockerignore relies on the SDK's glob quirk (an ignored directory's children kept).
 //   - The digest cache is keyed by stat identity only (not path), lives in
-//     DefaultStatCachePath and holds at most 100,000 digests.
+//     DefaultStatCachePath and holds at most 1,048,576 (2^20) digests. It also holds SDK-compatible
+//     step hashes, keyed by a fingerprint of what they cover (SDKHash).
 //
 // The package knows nothing of Terraform.
 package buildcontext
 
 import (
+	"crypto/sha256"
 	"io/fs"
 	"path/filepath"
 )
@@ -72,6 +74,8 @@ type Entry struct {
 	// Path is relative to the context, "/"-separated; "." is the context directory itself.
 	Path string
 	Kind Kind
+	// digested says SHA256 is set (here, where the struct has room for it).
+	digested bool
 	// Perm holds the permission bits found on disk (not normalised).
 	Perm fs.FileMode
 	// Size is st_size: the byte count of a file, the length of a link's target text, and
@@ -81,14 +85,19 @@ type Entry struct {
 	LinkTarget string
 	// ID is the stat identity; ID.Mode is the raw st_mode the SDK-compatible hash uses.
 	ID FileID
-	// SHA256 is the lowercase hex digest of a file's bytes, set by ComputeDigests,
-	// PortableHash or SDKHash.
-	SHA256 string
+	// SHA256 is the digest of a file's bytes, set by ComputeDigests, PortableHash or
+	// SDKHash (HasDigest). Kept as bytes, not hex: a listing holds one per file.
+	SHA256 [sha256.Size]byte
 
 	// resolved is the absolute path of what a symlink resolved by the listing points to,
 	// which is read instead of the context path joined with Path.
 	resolved string
 }
+
+// HasDigest reports whether SHA256 is set.
+func (e *Entry) HasDigest() bool { return e.digested }
+
+func (e *Entry) setDigest(sum [sha256.Size]byte) { e.SHA256, e.digested = sum, true }
 
 // Listing is the result of listing one COPY source: entries sorted by Path as bytes.
 type Listing struct {

@@ -31,3 +31,24 @@ func (d *dirReader) lstat(name string) childStat {
 }
 
 func (d *dirReader) close() { d.f.Close() }
+
+// contentFile is a file opened to read its bytes.
+type contentFile struct{ *os.File }
+
+func openContent(path string) (*contentFile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	return &contentFile{f}, nil
+}
+
+// identity is the stat identity of the open file.
+func (f *contentFile) identity() (FileID, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return FileID{}, err
+	}
+	id, _ := identityOf(fi)
+	return id, nil
+}

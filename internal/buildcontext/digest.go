@@ -4,11 +4,9 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -54,7 +52,7 @@ func (l *Listing) ComputeDigests(ctx context.Context, opts HashOptions) (DigestS
 	var todo []*Entry
 	for i := range l.Entries {
 		e := &l.Entries[i]
-		if e.Kind != KindFile || e.SHA256 != "" {
+		if e.Kind != KindFile || e.HasDigest() {
 			continue
 		}
 		todo = append(todo, e)
@@ -63,6 +61,9 @@ func (l *Listing) ComputeDigests(ctx context.Context, opts HashOptions) (DigestS
 	}
 	if len(todo) == 0 {
 		return stats, nil
+	}
+	if opts.Cache != nil {
+		opts.Cache.reserve(len(todo))
 	}
 	// Largest first, so the big files spread across workers and the small ones fill in.
 	slices.SortStableFunc(todo, func(a, b *Entry) int { return cmp.Compare(b.Size, a.Size) })
@@ -86,7 +87,7 @@ func (l *Listing) ComputeDigests(ctx context.Context, opts HashOptions) (DigestS
 					cancel(err)
 					continue
 				}
-				e.SHA256 = hex.EncodeToString(sum[:])
+				e.setDigest(sum)
 			}
 		}()
 	}
@@ -109,7 +110,7 @@ feed:
 // listing or while being read (a shorter file ends the read early).
 func hashFile(ctx context.Context, path string, e *Entry, cache *StatCache) ([32]byte, error) {
 	var sum [32]byte
-	f, err := os.Open(path)
+	f, err := openContent(path)
 	if err != nil {
 		return sum, fmt.Errorf("reading %s: %w", e.Path, err)
 	}
@@ -120,18 +121,24 @@ func hashFile(ctx context.Context, path string, e *Entry, cache *StatCache) ([32
 	if err != nil {
 		return sum, fmt.Errorf("reading %s: %w", e.Path, err)
 	}
-	after, err := f.Stat()
+	after, err := f.identity()
 	if err != nil {
 		return sum, fmt.Errorf("reading %s: %w", e.Path, err)
 	}
-	if id, _ := identityOf(after); id != e.ID || n != e.Size {
+	if after != e.ID || n != e.Size {
 		return sum, changedError(e.Path, "since it was listed")
 	}
 	h.Sum(sum[:0])
-	if cache != nil && readAt.Sub(time.Unix(0, e.ID.MtimeNs)) >= settleTime {
-		cache.store(e.ID, sum)
-	}
+	cacheDigest(cache, e.ID, readAt, sum)
 	return sum, nil
+}
+
+// cacheDigest stores the digest of the file id read at readAt, unless it was modified
+// within settleTime of that moment.
+func cacheDigest(cache *StatCache, id FileID, readAt time.Time, sum [32]byte) {
+	if cache != nil && readAt.Sub(time.Unix(0, id.MtimeNs)) >= settleTime {
+		cache.store(id, sum)
+	}
 }
 
 func changedError(path, when string) error {

@@ -8,8 +8,8 @@ import (
 	"hash"
 	"io"
 	"io/fs"
-	"os"
 	"strconv"
+	"time"
 )
 
 // PortableHash is the portable files hash v1 of the COPY step (Src, dest) over this
@@ -27,19 +27,17 @@ func (l *Listing) PortableHash(ctx context.Context, dest string, opts HashOption
 	h.Write(buf)
 	for i := range l.Entries {
 		e := &l.Entries[i]
-		var kind, payload string
-		switch e.Kind {
-		case KindFile:
-			kind, payload = "f", e.SHA256
-		case KindDir:
-			kind = "d"
-		case KindSymlink:
-			kind, payload = "l", e.LinkTarget
-		}
-		buf = appendNetstring(buf[:0], kind)
+		buf = appendNetstring(buf[:0], portableKind[e.Kind])
 		buf = appendNetstring(buf, permString(e.normalisedPerm()))
 		buf = appendNetstring(buf, e.Path)
-		buf = appendNetstring(buf, payload)
+		switch e.Kind {
+		case KindFile:
+			buf = appendHexNetstring(buf, e.SHA256)
+		case KindDir:
+			buf = appendNetstring(buf, "")
+		case KindSymlink:
+			buf = appendNetstring(buf, e.LinkTarget)
+		}
 		h.Write(buf)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
@@ -53,6 +51,16 @@ func permString(p fs.FileMode) string {
 		return "0777"
 	}
 	return "0644"
+}
+
+var portableKind = [...]string{KindFile: "f", KindDir: "d", KindSymlink: "l"}
+
+// appendHexNetstring appends the netstring of sum in lowercase hex.
+func appendHexNetstring(b []byte, sum [sha256.Size]byte) []byte {
+	b = strconv.AppendInt(b, 2*sha256.Size, 10)
+	b = append(b, ':')
+	b = hex.AppendEncode(b, sum[:])
+	return append(b, ',')
 }
 
 // appendNetstring appends len(s) ":" s ",".
@@ -70,7 +78,20 @@ func appendNetstring(b []byte, s string) []byte {
 // resolved it. Directory sizes make it filesystem-dependent. Like the SDK it orders
 // entries by absolute path (the context itself first, named ""), and it sets the SHA256
 // of every file it reads, so the archive can check the files again.
-func (l *Listing) SDKHash(ctx context.Context, dest string) (string, error) {
+//
+// The SDK's hash runs over the file bytes themselves, so it cannot be made of file
+// digests. With opts.Cache it is cached instead under a fingerprint of everything it
+// covers (sdkFingerprint, which names each file's content by its digest): when the cache
+// holds the digest of every file and the hash of that fingerprint, no file is read.
+func (l *Listing) SDKHash(ctx context.Context, dest string, opts HashOptions) (string, error) {
+	if opts.Cache != nil {
+		opts.Cache.fill(l.Entries)
+		if fingerprint, ok := l.sdkFingerprint(dest); ok {
+			if sum, ok := opts.Cache.stepHash(fingerprint); ok {
+				return hex.EncodeToString(sum[:]), nil
+			}
+		}
+	}
 	h := sha256.New()
 	// hash.Hash's Write never returns an error.
 	h.Write([]byte("COPY " + l.Src + " " + dest))
@@ -93,12 +114,47 @@ func (l *Listing) SDKHash(ctx context.Context, dest string) (string, error) {
 		case KindSymlink:
 			h.Write([]byte(e.LinkTarget))
 		case KindFile:
-			if err := sdkHashFile(ctx, h, side, l.sourcePath(e), e); err != nil {
+			if err := sdkHashFile(ctx, h, side, l.sourcePath(e), e, opts.Cache); err != nil {
 				return "", err
 			}
 		}
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	var sum [32]byte
+	h.Sum(sum[:0])
+	if opts.Cache != nil {
+		fingerprint, _ := l.sdkFingerprint(dest) // every file has its digest now
+		opts.Cache.storeStepHash(fingerprint, sum)
+	}
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// sdkFingerprint digests what the SDK-compatible hash of the step (Src, dest) depends on:
+// per entry in listing order its path, kind, st_mode, st_size and link target or file
+// digest. It reports false while a file lacks its digest.
+func (l *Listing) sdkFingerprint(dest string) ([32]byte, bool) {
+	h := sha256.New()
+	buf := appendNetstring(nil, "e2b-sdk-step-v1")
+	buf = appendNetstring(buf, l.Src)
+	buf = appendNetstring(buf, dest)
+	h.Write(buf)
+	for i := range l.Entries {
+		e := &l.Entries[i]
+		if e.Kind == KindFile && !e.HasDigest() {
+			return [32]byte{}, false
+		}
+		buf = appendNetstring(buf[:0], e.Path)
+		buf = append(buf, byte(e.Kind))
+		buf = strconv.AppendUint(buf, uint64(e.ID.Mode), 10)
+		buf = append(buf, ' ')
+		buf = strconv.AppendInt(buf, e.Size, 10)
+		buf = append(buf, ',')
+		buf = appendNetstring(buf, e.LinkTarget)
+		buf = appendHexNetstring(buf, e.SHA256)
+		h.Write(buf)
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum, true
 }
 
 // sdkOrder is the SDK's order: by absolute path, which puts the context itself first.
@@ -114,13 +170,15 @@ func (l *Listing) sdkOrder() []int {
 	return order
 }
 
-// sdkHashFile feeds a file's bytes into the step hash and its own digest at once.
-func sdkHashFile(ctx context.Context, h hash.Hash, side *sideWriter, path string, e *Entry) error {
-	f, err := os.Open(path)
+// sdkHashFile feeds a file's bytes into the step hash and its own digest at once, which
+// it caches as hashFile does.
+func sdkHashFile(ctx context.Context, h hash.Hash, side *sideWriter, path string, e *Entry, cache *StatCache) error {
+	f, err := openContent(path)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", e.Path, err)
 	}
 	defer f.Close()
+	readAt := time.Now()
 	fileHash := sha256.New()
 	side.w = fileHash
 	// As in hashFile: exactly the listed size, then the identity check.
@@ -128,18 +186,22 @@ func sdkHashFile(ctx context.Context, h hash.Hash, side *sideWriter, path string
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", e.Path, err)
 	}
-	after, err := f.Stat()
+	after, err := f.identity()
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", e.Path, err)
 	}
-	if id, _ := identityOf(after); id != e.ID || n != e.Size {
+	if after != e.ID || n != e.Size {
 		return changedError(e.Path, "since it was listed")
 	}
-	sum := hex.EncodeToString(fileHash.Sum(nil))
-	if e.SHA256 != "" && e.SHA256 != sum {
+	var sum [32]byte
+	fileHash.Sum(sum[:0])
+	if e.HasDigest() && e.SHA256 != sum {
 		return changedError(e.Path, "since it was hashed")
 	}
-	e.SHA256 = sum
+	if !e.HasDigest() {
+		cacheDigest(cache, e.ID, readAt, sum)
+	}
+	e.setDigest(sum)
 	return nil
 }
 

@@ -37,7 +37,7 @@ func TestHashVectors(t *testing.T) {
 			if vec.DependsOnDirSize && dirSize != 4096 {
 				t.Skipf("SDK vector needs 4096-byte directories; this filesystem reports %d", dirSize)
 			}
-			sdk, err := mustList(t, ctxDir, vec.Src, ListOptions{}).SDKHash(t.Context(), vec.Dest)
+			sdk, err := mustList(t, ctxDir, vec.Src, ListOptions{}).SDKHash(t.Context(), vec.Dest, HashOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,7 +55,7 @@ func TestSDKWorkedExample(t *testing.T) {
 	if fi, _ := os.Stat(filepath.Join(ctxDir, "app")); fi.Size() != 4096 {
 		t.Skipf("needs 4096-byte directories; this filesystem reports %d", fi.Size())
 	}
-	got, err := mustList(t, ctxDir, "app", ListOptions{}).SDKHash(t.Context(), "/app")
+	got, err := mustList(t, ctxDir, "app", ListOptions{}).SDKHash(t.Context(), "/app", HashOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestSDKHashOfContextRoot(t *testing.T) {
 	input := fmt.Sprintf("COPY . /d%s%d%d%s%d%d%s%s%d%d%s", "", 0o40000|root.Mode().Perm(), root.Size(),
 		"-a", 0o100644, 1, "A", "b.sh", 0o100755, 1, "B")
 	want := fmt.Sprintf("%x", sha256.Sum256([]byte(input)))
-	got, err := l.SDKHash(t.Context(), "/d")
+	got, err := l.SDKHash(t.Context(), "/d", HashOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,18 +2,14 @@ package buildcontext
 
 import (
 	"bytes"
-	"cmp"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"hash/maphash"
+	"io"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 )
 
@@ -22,17 +18,21 @@ import (
 // goroutines; several processes may share one file (each Save merges what is on disk and
 // replaces the file atomically; a lost race only loses cache entries, never correctness).
 //
+// It also keeps step hashes that cannot be made of file digests (the SDK-compatible hash,
+// see SDKHash), under a fingerprint of the step's inputs.
+//
 // The file keeps the digests in the order the process that saved it asked for them, so
 // the next hash of an unchanged tree finds each one right after the last: it reads the
 // file front to back instead of at random, a few times faster than any index.
 type StatCache struct {
 	path string
 
-	mu     sync.Mutex
-	loaded digestTable             // the digests of the file
-	added  map[FileID]cachedDigest // digests this process computed
-	missed map[FileID]uint32       // when this process asked for digests the cache lacked
-	asked  uint32                  // how many digests this process asked for
+	mu         sync.Mutex
+	loaded     digestTable             // the digests of the file
+	loadedFile os.FileInfo             // the file they were read from, nil if none
+	added      map[FileID]cachedDigest // digests this process computed
+	missed     map[FileID]uint32       // when this process asked for digests the cache lacked
+	asked      uint32                  // how many digests this process asked for
 }
 
 type cachedDigest struct {
@@ -48,9 +48,9 @@ const (
 	cacheKeySize = 5*8 + 4
 	// cacheRecordSize is the key and the sha256.
 	cacheRecordSize = cacheKeySize + 32
-	hexDigestLen    = 2 * sha256.Size
-	// maxCacheEntries bounds the file (about 7.6 MB) and the memory it takes.
-	maxCacheEntries = 100_000
+	// maxCacheEntries bounds the file (about 80 MB) and the memory it takes: a tree of a
+	// million files stays warm.
+	maxCacheEntries = 1 << 20
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -74,8 +74,8 @@ func OpenStatCache(path string) *StatCache {
 	c.mu.Lock()
 	go func() {
 		defer c.mu.Unlock()
-		if records, err := readCacheRecords(path); err == nil {
-			c.loaded = newDigestTable(records, 0)
+		if records, fi, err := readCacheRecords(path); err == nil {
+			c.loaded, c.loadedFile = newDigestTable(records, 0), fi
 		}
 	}()
 	return c
@@ -92,44 +92,51 @@ func (c *StatCache) Len() int {
 }
 
 // fill sets SHA256 on the file entries lacking it whose digest the cache holds, and
-// returns how many it set. Their hex digests share one allocation: a warm hash does this
-// for every file.
+// returns how many it set.
 func (c *StatCache) fill(entries []Entry) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var found []int
-	var text strings.Builder // the hex digests found, one after the other
+	found := 0
 	for i := range entries {
 		e := &entries[i]
-		if e.Kind != KindFile || e.SHA256 != "" {
+		if e.Kind != KindFile || e.HasDigest() {
 			continue
 		}
-		c.asked++
-		d, ok := c.added[e.ID]
-		sum := d.sum
-		if !ok {
-			sum, ok = c.loaded.lookup(e.ID, c.asked)
+		if sum, ok := c.lookup(e.ID); ok {
+			e.setDigest(sum)
+			found++
 		}
-		if !ok {
-			if c.missed == nil {
-				c.missed = map[FileID]uint32{}
-			}
-			c.missed[e.ID] = c.asked
-			continue
-		}
-		if len(found) == 0 {
-			text.Grow((len(entries) - i) * hexDigestLen)
-		}
-		found = append(found, i)
-		var digest [hexDigestLen]byte
-		hex.Encode(digest[:], sum[:])
-		text.Write(digest[:])
 	}
-	all := text.String()
-	for _, i := range found {
-		entries[i].SHA256, all = all[:hexDigestLen], all[hexDigestLen:]
+	return found
+}
+
+// lookup is the digest cached under id, noting that it was asked for (and when, for a
+// miss, so store keeps the order). c.mu must be held.
+func (c *StatCache) lookup(id FileID) ([32]byte, bool) {
+	c.asked++
+	if d, ok := c.added[id]; ok {
+		return d.sum, true
 	}
-	return len(found)
+	if sum, ok := c.loaded.lookup(id, c.asked); ok {
+		return sum, true
+	}
+	if c.missed == nil {
+		c.missed = map[FileID]uint32{}
+	}
+	c.missed[id] = c.asked
+	return [32]byte{}, false
+}
+
+// reserve makes room for n more digests, so storing them does not grow the map: a map
+// that doubles holds its old and new tables at once.
+func (c *StatCache) reserve(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	grown := make(map[FileID]cachedDigest, len(c.added)+n)
+	for id, d := range c.added {
+		grown[id] = d
+	}
+	c.added = grown
 }
 
 // store adds the digest of a file fill did not find.
@@ -142,35 +149,124 @@ func (c *StatCache) store(id FileID, sum [32]byte) {
 	c.added[id] = cachedDigest{sum: sum, askedAt: c.missed[id]}
 }
 
+// stepKey is the record key of a step hash: the fingerprint of the step's inputs in the
+// fields of a FileID, with mode 0, which no listed file has (its st_mode has a type bit),
+// so a step record never answers for a file nor a file record for a step.
+func stepKey(fingerprint [32]byte) FileID {
+	le := binary.LittleEndian
+	return FileID{
+		Ino:     le.Uint64(fingerprint[0:]),
+		Size:    int64(le.Uint64(fingerprint[8:])),  //nolint:gosec // bits of a digest, read back the same way
+		MtimeNs: int64(le.Uint64(fingerprint[16:])), //nolint:gosec // as Size
+		CtimeNs: int64(le.Uint64(fingerprint[24:])), //nolint:gosec // as Size
+	}
+}
+
+// stepHash is the step hash cached under fingerprint (see storeStepHash).
+func (c *StatCache) stepHash(fingerprint [32]byte) ([32]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lookup(stepKey(fingerprint))
+}
+
+// storeStepHash caches the hash of a step whose inputs have the given fingerprint. The
+// fingerprint covers the file contents (by digest), so unlike a file digest it is valid
+// however recently the files changed.
+func (c *StatCache) storeStepHash(fingerprint, sum [32]byte) { c.store(stepKey(fingerprint), sum) }
+
 // Save writes new digests to the cache file: it merges the entries another process may
-// have saved meanwhile, keeps at most maxCacheEntries (those used by this process first),
-// and replaces the file by renaming a fully written temporary file over it.
+// have saved since this one read the file, keeps at most maxCacheEntries (those used by
+// this process first, in the order it asked for them) and replaces the file by renaming
+// a fully written temporary file over it. It builds the file's bytes and nothing else:
+// a record for each digest kept, no map of them.
 func (c *StatCache) Save() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.added) == 0 {
 		return nil
 	}
-	merged := map[FileID]cachedDigest{}
-	if records, err := readCacheRecords(c.path); err == nil {
-		onDisk := newDigestTable(records, 0)
-		for i := range onDisk.len() {
-			merged[onDisk.id(i)] = cachedDigest{sum: onDisk.sum(i)}
+	var onDisk digestTable // another process's save since this one's read
+	if fi, err := os.Stat(c.path); err == nil && !os.SameFile(fi, c.loadedFile) {
+		if records, _, err := readCacheRecords(c.path); err == nil {
+			onDisk = newDigestTable(records, 0)
 		}
 	}
-	for i := range c.loaded.len() {
-		merged[c.loaded.id(i)] = cachedDigest{sum: c.loaded.sum(i), askedAt: c.loaded.askedAt[i]}
+	// Where the asked-th digest is: loaded record i as i+1, added[j] as -(j+1), none as 0.
+	asked := make([]int32, c.asked)
+	for i, at := range c.loaded.askedAt {
+		if at != 0 {
+			asked[at-1] = int32(i + 1)
+		}
 	}
-	for id, d := range c.added {
-		merged[id] = d
+	added := make([]FileID, 0, len(c.added))
+	for id := range c.added {
+		added = append(added, id)
 	}
-	data, asked := encodeCacheFile(merged)
+	var unasked []FileID // added without being asked for first
+	for j, id := range added {
+		if at := c.added[id].askedAt; at != 0 {
+			asked[at-1] = -int32(j + 1)
+		} else {
+			unasked = append(unasked, id)
+		}
+	}
+	w := cacheWriter{data: append(make([]byte, 0, len(cacheMagic)+min(c.loaded.len()+len(c.added)+onDisk.len(), maxCacheEntries)*cacheRecordSize+4), cacheMagic...)}
+	for _, at := range asked {
+		switch {
+		case at > 0:
+			w.add(c.loaded.record(int(at - 1)))
+		case at < 0:
+			id := added[-at-1]
+			w.addDigest(id, c.added[id].sum)
+		}
+	}
+	written := w.n
+	for _, id := range unasked {
+		w.addDigest(id, c.added[id].sum)
+	}
+	for i, at := range c.loaded.askedAt {
+		if at == 0 {
+			w.add(c.loaded.record(i))
+		}
+	}
+	for i := range onDisk.len() {
+		if id := onDisk.id(i); !c.loaded.has(onDisk.key(i)) && !c.hasAdded(id) {
+			w.add(onDisk.record(i))
+		}
+	}
+	data := binary.LittleEndian.AppendUint32(w.data, crc32.Checksum(w.data, crcTable))
 	if err := writeCacheFile(c.path, data); err != nil {
 		return err
 	}
-	c.loaded = newDigestTable(data[len(cacheMagic):len(data)-4], asked)
+	c.loaded = newDigestTable(data[len(cacheMagic):len(data)-4], min(written, maxCacheEntries))
+	c.loadedFile, _ = os.Stat(c.path)
 	c.added, c.missed = nil, nil
 	return nil
+}
+
+func (c *StatCache) hasAdded(id FileID) bool {
+	_, ok := c.added[id]
+	return ok
+}
+
+// cacheWriter appends records to a cache file's bytes, at most maxCacheEntries.
+type cacheWriter struct {
+	data []byte
+	n    int
+}
+
+func (w *cacheWriter) add(record []byte) {
+	if w.n < maxCacheEntries {
+		w.data = append(w.data, record...)
+		w.n++
+	}
+}
+
+func (w *cacheWriter) addDigest(id FileID, sum [32]byte) {
+	var rec [cacheRecordSize]byte
+	putCacheKey(rec[:], id)
+	copy(rec[cacheKeySize:], sum[:])
+	w.add(rec[:])
 }
 
 // digestTable is the records of a cache file as read. A lookup tries the record after
@@ -198,6 +294,13 @@ func (t *digestTable) len() int { return len(t.askedAt) }
 func (t *digestTable) key(i int) []byte {
 	return t.records[i*cacheRecordSize : i*cacheRecordSize+cacheKeySize]
 }
+
+func (t *digestTable) record(i int) []byte {
+	return t.records[i*cacheRecordSize : (i+1)*cacheRecordSize]
+}
+
+// has reports whether a record holds key.
+func (t *digestTable) has(key []byte) bool { return t.len() > 0 && t.find(key) >= 0 }
 
 func (t *digestTable) sum(i int) [32]byte {
 	return [32]byte(t.records[i*cacheRecordSize+cacheKeySize : (i+1)*cacheRecordSize])
@@ -278,45 +381,29 @@ func putCacheKey(k []byte, id FileID) {
 	le.PutUint32(k[40:], id.Mode)
 }
 
-// readCacheRecords reads the cache file at path and returns its records.
-func readCacheRecords(path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
+// readCacheRecords reads the cache file at path and returns its records and the file's
+// stat.
+func readCacheRecords(path string) ([]byte, os.FileInfo, error) {
+	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	data := make([]byte, fi.Size())
+	if _, err := io.ReadFull(f, data); err != nil {
+		return nil, nil, fmt.Errorf("reading digest cache %s: %w", path, err)
 	}
 	body := len(data) - 4
 	if body < len(cacheMagic) || string(data[:len(cacheMagic)]) != cacheMagic ||
 		(body-len(cacheMagic))%cacheRecordSize != 0 ||
 		crc32.Checksum(data[:body], crcTable) != binary.LittleEndian.Uint32(data[body:]) {
-		return nil, fmt.Errorf("digest cache %s is corrupt", path)
+		return nil, nil, fmt.Errorf("digest cache %s is corrupt", path)
 	}
-	return data[len(cacheMagic):body], nil
-}
-
-// encodeCacheFile is the cache file holding at most maxCacheEntries of m: first those
-// this process asked for, in that order, then the others. It also returns how many of
-// the first kind it holds.
-func encodeCacheFile(m map[FileID]cachedDigest) (data []byte, asked int) {
-	ids := make([]FileID, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	// Not asked for (0) sorts last.
-	slices.SortFunc(ids, func(a, b FileID) int { return cmp.Compare(m[a].askedAt-1, m[b].askedAt-1) })
-	ids = ids[:min(len(ids), maxCacheEntries)]
-	data = make([]byte, 0, len(cacheMagic)+len(ids)*cacheRecordSize+4)
-	data = append(data, cacheMagic...)
-	var rec [cacheRecordSize]byte
-	for _, id := range ids {
-		d := m[id]
-		if d.askedAt != 0 {
-			asked++
-		}
-		putCacheKey(rec[:], id)
-		copy(rec[cacheKeySize:], d.sum[:])
-		data = append(data, rec[:]...)
-	}
-	return binary.LittleEndian.AppendUint32(data, crc32.Checksum(data, crcTable)), asked
+	return data[len(cacheMagic):body], fi, nil
 }
 
 // writeCacheFile replaces the file at path by data, through a temporary file.

@@ -3,9 +3,12 @@
 package buildcontext
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -186,7 +189,7 @@ func TestStatCacheConcurrentSavers(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	records, err := readCacheRecords(cachePath)
+	records, _, err := readCacheRecords(cachePath)
 	if err != nil {
 		t.Fatalf("cache file after concurrent saves: %v", err)
 	}
@@ -252,7 +255,7 @@ func TestStatCacheKeepsListingOrder(t *testing.T) {
 // first are the digests of l's files in listing order.
 func assertRecordOrder(t *testing.T, path string, l *Listing, total int) {
 	t.Helper()
-	records, err := readCacheRecords(path)
+	records, _, err := readCacheRecords(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,5 +272,66 @@ func assertRecordOrder(t *testing.T, path string, l *Listing, total int) {
 			t.Fatalf("record %d is %+v, want %s's %+v", i, table.id(i), e.Path, e.ID)
 		}
 		i++
+	}
+}
+
+// TestStatCacheSDKHash checks the SDK-compatible hash with a cache: the cold run gives the
+// value of a run without one; the next run takes it from the step record and reads no file
+// (a record altered on disk is what it returns); a changed file gives a fresh hash.
+func TestStatCacheSDKHash(t *testing.T) {
+	v := loadVectors(t)
+	d := settledTree(t, v.Entries...)
+	cachePath := filepath.Join(t.TempDir(), "digests.bin")
+	sdkHash := func(cache *StatCache) string {
+		t.Helper()
+		h, err := mustList(t, d, "app", ListOptions{}).SDKHash(t.Context(), "/app", HashOptions{Cache: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustDo(t, cache.Save())
+		return h
+	}
+	uncached, err := mustList(t, d, "app", ListOptions{}).SDKHash(t.Context(), "/app", HashOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cold := sdkHash(OpenStatCache(cachePath)); cold != uncached {
+		t.Fatalf("cold SDK hash with a cache %s, without %s", cold, uncached)
+	}
+	if warm := sdkHash(OpenStatCache(cachePath)); warm != uncached {
+		t.Fatalf("warm SDK hash %s, want %s", warm, uncached)
+	}
+
+	records, _, err := readCacheRecords(cachePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := newDigestTable(records, 0)
+	steps := 0
+	for i := range table.len() {
+		if table.id(i).Mode == 0 {
+			steps++
+			copy(records[i*cacheRecordSize+cacheKeySize:], make([]byte, 32))
+		}
+	}
+	if files := table.len() - steps; steps != 1 || files != 4 {
+		t.Fatalf("cache holds %d step records and %d file digests, want 1 and 4", steps, files)
+	}
+	data := append([]byte(cacheMagic), records...)
+	mustDo(t, writeCacheFile(cachePath, binary.LittleEndian.AppendUint32(data, crc32.Checksum(data, crcTable))))
+	if got, want := sdkHash(OpenStatCache(cachePath)), strings.Repeat("0", 64); got != want {
+		t.Fatalf("SDK hash with an altered step record %s, want the record's %s: the files were read", got, want)
+	}
+
+	p := filepath.Join(d, "app/a.txt")
+	mustDo(t, os.WriteFile(p, []byte("HELLO\n"), 0o644))
+	past := time.Now().Add(-time.Hour)
+	mustDo(t, os.Chtimes(p, past, past))
+	changed, err := mustList(t, d, "app", ListOptions{}).SDKHash(t.Context(), "/app", HashOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sdkHash(OpenStatCache(cachePath)); got != changed || got == uncached {
+		t.Fatalf("SDK hash after a change %s, want %s (before the change %s)", got, changed, uncached)
 	}
 }

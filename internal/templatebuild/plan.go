@@ -274,7 +274,7 @@ func (b *Build) hash(ctx context.Context, mode string, log e2bapi.Logger) error 
 		}
 		if err == nil {
 			if mode == HashSDK {
-				c.Hash, err = l.SDKHash(ctx, c.Dest)
+				c.Hash, err = l.SDKHash(ctx, c.Dest, buildcontext.HashOptions{Cache: cache})
 			} else {
 				c.Hash, err = l.PortableHash(ctx, c.Dest, buildcontext.HashOptions{Cache: cache})
 			}

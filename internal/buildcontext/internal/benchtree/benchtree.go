@@ -1,7 +1,8 @@
-// Package benchtree generates the build context the buildcontext benchmarks run on:
-// 10,000 files of 4 KiB in 100 directories plus ten files of 40 MiB (about 440 MB),
+// Package benchtree generates the build contexts the buildcontext benchmarks run on,
 // filled with deterministic pseudo-random bytes and dated an hour back so the digest
-// cache accepts them.
+// cache accepts them. The shapes (Shapes) are the benchmark tree of issue 2 (10,000
+// files of 4 KiB in 100 directories plus ten files of 40 MiB, about 440 MB) and trees of
+// many small files only, as node_modules or vendored dependencies make.
 package benchtree
 
 import (
@@ -12,36 +13,79 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
 const (
-	SmallFiles = 10_000
-	SmallSize  = 4 << 10
-	BigFiles   = 10
-	BigSize    = 40 << 20
-	// TotalBytes is the sum of the file sizes.
-	TotalBytes = SmallFiles*SmallSize + BigFiles*BigSize
-
-	marker = ".benchtree-v1-complete"
+	SmallSize = 4 << 10
+	BigSize   = 40 << 20
+	// filesPerDir is how many small files share a directory.
+	filesPerDir = 100
 )
 
-// Ensure makes sure dir holds the tree, generating it unless a previous run completed it.
-func Ensure(dir string) error {
-	if _, err := os.Stat(filepath.Join(dir, marker)); err == nil {
+// Shape is a tree of Small files of SmallSize bytes, filesPerDir to a directory, and Big
+// files of BigSize bytes.
+type Shape struct {
+	Name       string
+	Small, Big int
+}
+
+// Shapes are the trees the benchmarks and scripts/bench-hash.sh know by name.
+var Shapes = []Shape{
+	{Name: "benchmark", Small: 10_000, Big: 10},
+	{Name: "small-100k", Small: 100_000},
+	{Name: "small-1m", Small: 1_000_000},
+}
+
+// ShapeNamed is the shape called name.
+func ShapeNamed(name string) (Shape, error) {
+	for _, s := range Shapes {
+		if s.Name == name {
+			return s, nil
+		}
+	}
+	names := make([]string, len(Shapes))
+	for i, s := range Shapes {
+		names[i] = s.Name
+	}
+	return Shape{}, fmt.Errorf("unknown tree shape %q; the shapes are %s", name, strings.Join(names, ", "))
+}
+
+// TotalBytes is the sum of the file sizes.
+func (s Shape) TotalBytes() int64 { return int64(s.Small)*SmallSize + int64(s.Big)*BigSize }
+
+// Files is the number of files.
+func (s Shape) Files() int { return s.Small + s.Big }
+
+// marker records that a run completed the tree.
+func (s Shape) marker() string { return fmt.Sprintf(".benchtree-v2-%d-%d-complete", s.Small, s.Big) }
+
+// Ensure makes sure dir holds the tree of shape s, generating it unless a previous run
+// completed it. The benchmark shape keeps the names it always had (src/d00/f0000.dat).
+func Ensure(dir string, s Shape) error {
+	if _, err := os.Stat(filepath.Join(dir, s.marker())); err == nil {
 		return nil
 	}
 	rng := rand.NewChaCha8([32]byte{'e', '2', 'b'})
-	for i := range SmallFiles {
-		p := filepath.Join(dir, "src", fmt.Sprintf("d%02d", i/100), fmt.Sprintf("f%04d.dat", i))
+	fileDigits := len(fmt.Sprint(max(s.Small-1, 1)))
+	dirDigits := len(fmt.Sprint(max((s.Small-1)/filesPerDir, 1)))
+	for i := range s.Small {
+		p := filepath.Join(dir, "src", fmt.Sprintf("d%0*d", dirDigits, i/filesPerDir), fmt.Sprintf("f%0*d.dat", fileDigits, i))
 		if err := writeFile(p, SmallSize, rng); err != nil {
 			return err
 		}
 	}
-	for i := range BigFiles {
+	for i := range s.Big {
 		if err := writeFile(filepath.Join(dir, "big", fmt.Sprintf("blob%d.bin", i)), BigSize, rng); err != nil {
 			return err
 		}
+	}
+	// The marker is part of the tree, dated back with the rest, but counts only once
+	// written and dated.
+	marker := filepath.Join(dir, s.marker())
+	if err := os.WriteFile(marker+".tmp", nil, 0o644); err != nil { //nolint:gosec // G306: an empty marker in a benchmark tree
+		return err
 	}
 	past := time.Now().Add(-time.Hour)
 	err := filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
@@ -53,7 +97,7 @@ func Ensure(dir string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, marker), nil, 0o644) //nolint:gosec // G306: an empty marker in a benchmark tree
+	return os.Rename(marker+".tmp", marker)
 }
 
 func writeFile(p string, size int, rng *rand.ChaCha8) error {
