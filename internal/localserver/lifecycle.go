@@ -28,12 +28,11 @@ func (s *Server) handlePauseSandbox(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	defer s.lockSandbox(id)()
-	sb, err := s.store.Sandbox(id)
-	if err != nil {
-		s.storeError(w, err)
+	sb, unlock, ok := s.lockedSandbox(w, id)
+	if !ok {
 		return
 	}
+	defer unlock()
 	if sb.Paused() {
 		writeError(w, http.StatusConflict, "Error pausing sandbox - sandbox '%s' is already paused", id)
 		return
@@ -57,12 +56,11 @@ func (s *Server) handleResumeSandbox(w http.ResponseWriter, r *http.Request) {
 		s.answerError(w, err)
 		return
 	}
-	defer s.lockSandbox(id)()
-	sb, err := s.store.Sandbox(id)
-	if err != nil {
-		s.storeError(w, err)
+	sb, unlock, ok := s.lockedSandbox(w, id)
+	if !ok {
 		return
 	}
+	defer unlock()
 	if !sb.Paused() {
 		writeError(w, http.StatusConflict, "Sandbox %s is already running", id)
 		return
@@ -78,6 +76,19 @@ func (s *Server) handleResumeSandbox(w http.ResponseWriter, r *http.Request) {
 type sandboxLock struct {
 	mu    sync.Mutex
 	users int
+}
+
+// lockedSandbox locks the sandbox id (lockSandbox) and reads its record; when
+// it cannot, it answers and returns ok false with nothing locked.
+func (s *Server) lockedSandbox(w http.ResponseWriter, id string) (store.Sandbox, func(), bool) {
+	unlock := s.lockSandbox(id)
+	sb, err := s.store.Sandbox(id)
+	if err != nil {
+		unlock()
+		s.storeError(w, err)
+		return store.Sandbox{}, nil, false
+	}
+	return sb, unlock, true
 }
 
 // lockSandbox takes the lock that serialises the pauses, resumes and

@@ -369,12 +369,11 @@ func (s *Server) connectSandbox(w http.ResponseWriter, r *http.Request, id strin
 		s.answerError(w, err)
 		return
 	}
-	defer s.lockSandbox(id)()
-	sb, err := s.store.Sandbox(id)
-	if err != nil {
-		s.storeError(w, err)
+	sb, unlock, ok := s.lockedSandbox(w, id)
+	if !ok {
 		return
 	}
+	defer unlock()
 	if sb.Paused() {
 		if sb, err = s.resumeSandbox(r.Context(), sb, timeout, nil); err != nil {
 			s.answerError(w, err)
@@ -383,8 +382,7 @@ func (s *Server) connectSandbox(w http.ResponseWriter, r *http.Request, id strin
 		writeJSON(w, http.StatusCreated, s.sandboxAnswer(sb))
 		return
 	}
-	sb, ok := s.extendSandbox(w, r, id, timeout)
-	if !ok {
+	if sb, ok = s.extendSandbox(w, r, id, timeout); !ok {
 		return
 	}
 	writeJSON(w, http.StatusOK, s.sandboxAnswer(sb))

@@ -23,12 +23,11 @@ func (s *Server) handleCreateSnapshot(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// A pause or resume during the commit would be undone by it.
-	defer s.lockSandbox(id)()
-	sb, err := s.store.Sandbox(id)
-	if err != nil {
-		s.storeError(w, err)
+	sb, unlock, ok := s.lockedSandbox(w, id)
+	if !ok {
 		return
 	}
+	defer unlock()
 	if sb.Paused() {
 		// E2B snapshots running sandboxes only.
 		writeError(w, http.StatusNotFound, "sandbox '%s' is paused: connect to it to resume it before a snapshot", id)
