@@ -8,8 +8,6 @@ import (
 	"io"
 	"path"
 	"strings"
-
-	"github.com/klauspost/compress/gzip"
 )
 
 // ErrUnsafeArchive marks an archive CheckArchive refuses: not a gzip'd or plain tar, empty,
@@ -44,16 +42,11 @@ func CheckArchive(r io.Reader, limits ArchiveLimits) (gzipped bool, err error) {
 		return &contextError{fmt.Sprintf(format, args...), ErrUnsafeArchive}
 	}
 	br := bufio.NewReaderSize(src, 64<<10)
-	var stream io.Reader = br
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		gzipped = true
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return true, refuse("archive is not valid gzip: %v", err)
-		}
-		defer zr.Close()
-		stream = zr
+	stream, gzipped, closeFn, err := uncompressed(br)
+	if err != nil {
+		return true, refuse("archive is not valid gzip: %v", err)
 	}
+	defer closeFn()
 	if limits.MaxUnpackedBytes > 0 {
 		stream = &unpackedLimit{r: stream, left: limits.MaxUnpackedBytes}
 	}

@@ -841,7 +841,9 @@ func TestAccTemplateBuild_statusUnavailable(t *testing.T) {
 	srv := localServer(t)
 	for name, faults := range map[string][2]int{"status 503": {0, 3}, "start answer lost": {1, 3}} {
 		t.Run(name, func(t *testing.T) {
-			config := strings.Replace(templateBuild(srv, uniqueName("acc-503"), "b", srv.BaseImage, `  steps = [{ run = { command = "sleep 15" } }]`),
+			// A step of its own per case: the layer cache would finish a second one at once.
+			template := uniqueName("acc-503")
+			config := strings.Replace(templateBuild(srv, template, "b", srv.BaseImage, fmt.Sprintf(`  steps = [{ run = { command = "sleep 15 # %s" } }]`, template)),
 				fmt.Sprintf("%q", srv.APIURL), fmt.Sprintf("%q", faultProxy(t, srv.APIURL, faults[0], faults[1])), 1)
 			var buildID string
 			tfresource.Test(t, tfresource.TestCase{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"strings"
@@ -67,22 +68,18 @@ func (b *builder) copy(ctx context.Context, step string, st e2bapi.TemplateStep)
 		owner = b.user
 	}
 
-	// The engine extracts the archive (plain or gzip'd) straight into the
-	// container: one pass over the bytes, no upload spool. It extracts
-	// chrooted into the container's root file system, so a link a process
-	// of the build plants in the staging directory reaches nothing beyond
-	// the container.
+	// The engine extracts the archive straight into the container: one pass
+	// over the bytes, no upload spool. It extracts chrooted into the
+	// container's root file system, so a link a process of the build plants
+	// in the staging directory reaches nothing beyond the container. The
+	// entries are rebased below the staging directory and extracted at the
+	// root, since the engine refuses links whose target leaves the directory
+	// it extracts into, and COPY copies those as links.
 	staging := "/.e2b/copy/" + step
 	if _, err := b.root(ctx, "staging the files", `mkdir -p "$1/unpack"`, staging); err != nil {
 		return err
 	}
-	f, err := os.Open(archive)
-	if err != nil {
-		return fmt.Errorf("stored files for hash %s: %w", st.FilesHash, err)
-	}
-	err = b.d.cli.CopyToContainer(ctx, b.c.id, staging+"/unpack", f, container.CopyToContainerOptions{})
-	f.Close()
-	if err != nil {
+	if err := b.extract(ctx, archive, strings.TrimPrefix(staging, "/")+"/unpack"); err != nil {
 		return fmt.Errorf("extracting the files: %w", err)
 	}
 	source := path.Join(staging, "unpack", prefix)
@@ -93,6 +90,29 @@ func (b *builder) copy(ctx context.Context, step string, st e2bapi.TemplateStep)
 		return err
 	}
 	return nil
+}
+
+// extract extracts the stored archive into the build container below dir
+// (relative to its root).
+func (b *builder) extract(ctx context.Context, archive, dir string) error {
+	f, err := os.Open(archive)
+	if err != nil {
+		return fmt.Errorf("stored files: %w", err)
+	}
+	defer f.Close()
+	pr, pw := io.Pipe()
+	rebased := make(chan error, 1)
+	go func() {
+		err := buildcontext.Rebase(pw, f, dir)
+		pw.CloseWithError(err)
+		rebased <- err
+	}()
+	err = b.d.cli.CopyToContainer(ctx, b.c.id, "/", pr, container.CopyToContainerOptions{})
+	pr.CloseWithError(errors.New("extraction ended")) // stops Rebase when the engine gave up early
+	if rerr := <-rebased; err == nil && rerr != nil {
+		err = rerr
+	}
+	return err
 }
 
 // checkArchiveFile runs buildcontext.CheckArchive on a stored archive: never

@@ -1,0 +1,86 @@
+package buildcontext
+
+import (
+	"archive/tar"
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/klauspost/compress/gzip"
+)
+
+func TestRebase(t *testing.T) {
+	var plain bytes.Buffer
+	tw := tar.NewWriter(&plain)
+	for _, h := range []*tar.Header{
+		{Name: "app/", Typeflag: tar.TypeDir, Mode: 0o755},
+		{Name: "app/a.txt", Typeflag: tar.TypeReg, Mode: 0o644, Size: 2},
+		{Name: "app/hard", Typeflag: tar.TypeLink, Linkname: "app/a.txt"},
+		{Name: "app/out", Typeflag: tar.TypeSymlink, Linkname: "../../outside"},
+		{Name: "app/abs", Typeflag: tar.TypeSymlink, Linkname: "/dev/zero"},
+	} {
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Size > 0 {
+			if _, err := tw.Write([]byte("hi")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var gzipped bytes.Buffer
+	zw := gzip.NewWriter(&gzipped)
+	if _, err := zw.Write(plain.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"5 s/unpack/app/ ",
+		"0 s/unpack/app/a.txt  hi",
+		"1 s/unpack/app/hard s/unpack/app/a.txt",
+		"2 s/unpack/app/out ../../outside",
+		"2 s/unpack/app/abs /dev/zero",
+	}
+	for name, archive := range map[string][]byte{"plain": plain.Bytes(), "gzip": gzipped.Bytes()} {
+		t.Run(name, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := Rebase(&out, bytes.NewReader(archive), "s/unpack"); err != nil {
+				t.Fatal(err)
+			}
+			tr := tar.NewReader(&out)
+			var got []string
+			for {
+				h, err := tr.Next()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(tr)
+				line := string(rune(h.Typeflag)) + " " + h.Name + " " + h.Linkname
+				if len(b) > 0 {
+					line += " " + string(b)
+				}
+				got = append(got, line)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("entries %q, want %q", got, want)
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Errorf("entry %d = %q, want %q", i, got[i], want[i])
+				}
+			}
+		})
+	}
+	if err := Rebase(io.Discard, bytes.NewReader(plain.Bytes()), "/abs"); err == nil {
+		t.Error("Rebase below an absolute directory: no error")
+	}
+}
