@@ -47,18 +47,36 @@ func Rebase(w io.Writer, r io.Reader, dir string) error {
 		if err != nil {
 			return fmt.Errorf("rebase: %w", err)
 		}
-		hdr.Name = path.Join(dir, hdr.Name)
+		// Names that could leave dir are refused, as CheckArchive refuses them.
+		if hdr.Name, err = below(dir, hdr.Name); err != nil {
+			return fmt.Errorf("rebase: entry %q: %w", hdr.Name, err)
+		}
 		if hdr.Typeflag == tar.TypeDir {
 			hdr.Name += "/"
 		}
 		if hdr.Typeflag == tar.TypeLink {
-			hdr.Linkname = path.Join(dir, hdr.Linkname)
+			if hdr.Linkname, err = below(dir, hdr.Linkname); err != nil {
+				return fmt.Errorf("rebase: hard link %q: %w", hdr.Name, err)
+			}
 		}
 		if err := tw.WriteHeader(hdr); err != nil {
 			return fmt.Errorf("rebase: %w", err)
 		}
-		if _, err := io.Copy(tw, tr); err != nil {
+		// The header's size bounds what is copied; the tar writer refuses more.
+		if _, err := io.CopyN(tw, tr, hdr.Size); err != nil {
 			return fmt.Errorf("rebase: %w", err)
 		}
 	}
+}
+
+// below is name, a checked archive entry name, below dir.
+func below(dir, name string) (string, error) {
+	clean, err := entryName(name)
+	if err != nil {
+		return "", err
+	}
+	if clean == "." {
+		return dir, nil
+	}
+	return dir + "/" + clean, nil
 }

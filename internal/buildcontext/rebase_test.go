@@ -83,4 +83,15 @@ func TestRebase(t *testing.T) {
 	if err := Rebase(io.Discard, bytes.NewReader(plain.Bytes()), "/abs"); err == nil {
 		t.Error("Rebase below an absolute directory: no error")
 	}
+	var escaping bytes.Buffer
+	tw = tar.NewWriter(&escaping)
+	if err := tw.WriteHeader(&tar.Header{Name: "../x", Typeflag: tar.TypeDir, Mode: 0o755}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Rebase(io.Discard, &escaping, "s"); err == nil {
+		t.Error(`Rebase of an entry "../x": no error`)
+	}
 }
