@@ -52,7 +52,7 @@ func (d *aliasDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 				MarkdownDescription: "The build sandboxes started from `template:tag` run: the tag's newest ready build. " +
 					"While the tag's newest assignment is a build that is not ready (one in progress, or one that " +
 					"failed) and an earlier build still serves the tag, reading fails: E2B's API does not name that build.",
-				Computed:            true,
+				Computed: true,
 			},
 		},
 	}

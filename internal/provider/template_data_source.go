@@ -83,10 +83,10 @@ func (d *templateDataSource) Schema(_ context.Context, _ datasource.SchemaReques
 			"build_status": computedString("Status of `build_id`: always `ready` when `template` names a tag; for " +
 				"`name:<build ID>`, that build's status (`waiting`, `building`, `ready` or `error`; sandboxes start " +
 				"only from a ready one)."),
-			"cpu_count":    dschema.Int64Attribute{MarkdownDescription: "vCPUs of `build_id`.", Computed: true},
-			"memory_mb":    dschema.Int64Attribute{MarkdownDescription: "Memory of `build_id` in MiB.", Computed: true},
-			"created_at":   computedString("When the template was created (RFC 3339)."),
-			"updated_at":   computedString("When the template was last updated (RFC 3339)."),
+			"cpu_count":  dschema.Int64Attribute{MarkdownDescription: "vCPUs of `build_id`.", Computed: true},
+			"memory_mb":  dschema.Int64Attribute{MarkdownDescription: "Memory of `build_id` in MiB.", Computed: true},
+			"created_at": computedString("When the template was created (RFC 3339)."),
+			"updated_at": computedString("When the template was last updated (RFC 3339)."),
 			"builds": dschema.ListNestedAttribute{
 				MarkdownDescription: "Builds of the template as E2B lists them (its first page, up to 100 builds).",
 				Computed:            true,
