@@ -393,17 +393,16 @@ func TestRunSameSpecInTwoProcesses(t *testing.T) {
 	if otherOut.String() != res.BuildID {
 		t.Errorf("the other process ended with build %q, this one with %s", otherOut.String(), res.BuildID)
 	}
-	tpl, err := api.GetTemplate(ctx, reg.TemplateID)
-	acctest.Must(t, err)
-	var ran []e2bapi.TemplateBuild
-	for _, tb := range tpl.Builds {
-		// The waiting build E2B registered with the template never runs: a build with
-		// reuse is registered anew, which supersedes it.
-		if tb.BuildID != reg.BuildID {
-			ran = append(ran, tb)
-		}
-	}
-	if len(ran) != 1 || ran[0].BuildID != res.BuildID || ran[0].Status != e2bapi.BuildReady {
+	if ran := ranBuilds(t, api, reg); len(ran) != 1 || ran[0].BuildID != res.BuildID || ran[0].Status != e2bapi.BuildReady {
 		t.Errorf("builds besides the waiting one: %+v, want only %s, ready", ran, res.BuildID)
 	}
+}
+
+// ranBuilds are the builds of reg's template but the waiting build it was registered
+// with, which a build with reuse never runs on: it registers anew, superseding it.
+func ranBuilds(t *testing.T, api *e2bapi.Client, reg *e2bapi.TemplateRequestResponseV3) []e2bapi.TemplateBuild {
+	t.Helper()
+	tpl, err := api.GetTemplate(t.Context(), reg.TemplateID)
+	acctest.Must(t, err)
+	return slices.DeleteFunc(tpl.Builds, func(b e2bapi.TemplateBuild) bool { return b.BuildID == reg.BuildID })
 }
