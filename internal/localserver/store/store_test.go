@@ -58,16 +58,16 @@ func resolvesTo(t *testing.T, s *Store, ref, buildID string) {
 	}
 }
 
-// listsAt checks the tag list names buildID for tag.
-func listsAt(t *testing.T, s *Store, templateID, tag, buildID string) {
+// listsAt checks the tag list names buildID for the default tag.
+func listsAt(t *testing.T, s *Store, templateID, buildID string) {
 	t.Helper()
 	list, err := s.Tags(templateID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := slices.IndexFunc(list, func(l e2bapi.TemplateTag) bool { return l.Tag == tag })
+	i := slices.IndexFunc(list, func(l e2bapi.TemplateTag) bool { return l.Tag == e2bapi.DefaultTag })
 	if i < 0 || list[i].BuildID != buildID {
-		t.Fatalf("tags = %+v, want %s at build %s", list, tag, buildID)
+		t.Fatalf("tags = %+v, want default at build %s", list, buildID)
 	}
 }
 
@@ -82,7 +82,7 @@ func TestRebuildKeepsTagOnLastGoodBuild(t *testing.T) {
 	}
 	build(t, s, first)
 	resolvesTo(t, s, "app", first.Build.ID)
-	listsAt(t, s, first.Template.ID, "default", first.Build.ID)
+	listsAt(t, s, first.Template.ID, first.Build.ID)
 
 	second := register(t, s, "local/app:default")
 	if second.Template.ID != first.Template.ID {
@@ -92,18 +92,18 @@ func TestRebuildKeepsTagOnLastGoodBuild(t *testing.T) {
 		t.Fatal("rebuild reused the build ID")
 	}
 	// Waiting and running: listed at the rebuild, resolving to the good build.
-	listsAt(t, s, first.Template.ID, "default", second.Build.ID)
+	listsAt(t, s, first.Template.ID, second.Build.ID)
 	if _, _, err := s.StartBuild(second.Template.ID, second.Build.ID, e2bapi.TemplateBuildStartV2{FromImage: "img"}); err != nil {
 		t.Fatal(err)
 	}
 	resolvesTo(t, s, "app", first.Build.ID)
-	listsAt(t, s, first.Template.ID, "default", second.Build.ID)
+	listsAt(t, s, first.Template.ID, second.Build.ID)
 	// Failed: the same.
 	if _, err := s.FinishBuild(second.Template.ID, second.Build.ID, nil, &e2bapi.BuildStatusReason{Message: "boom"}); err != nil {
 		t.Fatal(err)
 	}
 	resolvesTo(t, s, "app", first.Build.ID)
-	listsAt(t, s, first.Template.ID, "default", second.Build.ID)
+	listsAt(t, s, first.Template.ID, second.Build.ID)
 	resolvesTo(t, s, first.Template.ID, first.Build.ID)
 
 	third := register(t, s, "app")
