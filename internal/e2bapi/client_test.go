@@ -356,3 +356,40 @@ func TestBackoffLogsTheWait(t *testing.T) {
 		}
 	}
 }
+
+// TestResolveTag resolves a tag listed at a ready build to it, and a tag listed at a
+// build that is not ready to nothing, saying whether an earlier ready build still serves
+// it (the alias check answers 200) or none does (404).
+func TestResolveTag(t *testing.T) {
+	const earlierTag, noneTag, readyTag = "moving", "broken", "prod"
+	building, failed := "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"
+	srv := newAPIServer(t, func(w http.ResponseWriter, r *http.Request) {
+		switch path := r.URL.EscapedPath(); {
+		case path == "/templates/"+testTemplate+"/tags":
+			writeJSON(w, 200, []TemplateTag{{Tag: noneTag, BuildID: failed}, {Tag: earlierTag, BuildID: building}, {Tag: readyTag, BuildID: testBuildID}})
+		case strings.HasSuffix(path, "/status"):
+			status := map[string]string{testBuildID: BuildReady, building: BuildBuilding, failed: BuildError}[strings.Split(path, "/")[4]]
+			writeJSON(w, 200, TemplateBuildInfo{TemplateID: testTemplate, BuildID: strings.Split(path, "/")[4], Status: status, Logs: []string{}, LogEntries: []BuildLogEntry{}})
+		case r.URL.Path == "/templates/aliases/"+testTemplate+":"+earlierTag:
+			writeJSON(w, 200, TemplateAliasResponse{TemplateID: testTemplate})
+		default:
+			writeJSON(w, 404, Error{Code: 404, Message: "not found"})
+		}
+	})
+	c, _ := newTestClient(t, srv, nil)
+	for tag, want := range map[string]TagResolution{
+		readyTag:   {Listed: TemplateTag{Tag: readyTag, BuildID: testBuildID}, ListedStatus: BuildReady, BuildID: testBuildID},
+		earlierTag: {Listed: TemplateTag{Tag: earlierTag, BuildID: building}, ListedStatus: BuildBuilding, Earlier: true},
+		noneTag:    {Listed: TemplateTag{Tag: noneTag, BuildID: failed}, ListedStatus: BuildError},
+		"missing":  {},
+	} {
+		got, err := c.ResolveTag(t.Context(), testTemplate, tag)
+		if err != nil {
+			t.Fatalf("ResolveTag(%s): %v", tag, err)
+		}
+		got.Listed.CreatedAt = time.Time{}
+		if *got != want {
+			t.Errorf("ResolveTag(%s) = %+v, want %+v", tag, *got, want)
+		}
+	}
+}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -247,6 +249,56 @@ func (c *Client) ListTags(ctx context.Context, templateIDOrName string) ([]Templ
 	if err := c.call(ctx, http.MethodGet, "/templates/"+id+"/tags", nil, nil, &out); err != nil {
 		return nil, err
 	}
+	return out, nil
+}
+
+// TagResolution is what a sandbox started from "template:tag" runs, as far as E2B's API
+// tells: its tag list names a tag's newest assignment whatever its build's status, a
+// start takes the newest one whose build is ready (design/e2b-api.md §4).
+type TagResolution struct {
+	// Listed is the tag's newest assignment (BuildID "" when the tag has none) and
+	// ListedStatus the status of its build.
+	Listed       TemplateTag
+	ListedStatus string
+	// BuildID is the build the tag resolves to when the API names it: Listed's, when
+	// ready. Otherwise Earlier says whether the tag still resolves, to an earlier ready
+	// build no endpoint names.
+	BuildID string
+	Earlier bool
+}
+
+// ResolveTag finds what tag of the template templateID resolves to: the tag list, the
+// status of the listed build and, only when that is not ready, whether the tag resolves
+// at all (GET /templates/aliases/{id}:{tag}). A missing template is IsNotFound.
+func (c *Client) ResolveTag(ctx context.Context, templateID, tag string) (*TagResolution, error) {
+	tags, err := c.ListTags(ctx, templateID)
+	if err != nil {
+		return nil, err
+	}
+	out := &TagResolution{}
+	i := slices.IndexFunc(tags, func(t TemplateTag) bool { return t.Tag == tag })
+	if i < 0 {
+		return out, nil
+	}
+	out.Listed = tags[i]
+	info, err := c.GetBuildStatus(ctx, templateID, out.Listed.BuildID, math.MaxInt32)
+	switch {
+	case IsBuildGone(err):
+		out.ListedStatus = BuildError // a build E2B no longer has starts no sandbox
+	case err != nil:
+		return nil, err
+	default:
+		out.ListedStatus = info.Status
+	}
+	if out.ListedStatus == BuildReady {
+		out.BuildID = out.Listed.BuildID
+		return out, nil
+	}
+	_, err = c.GetTemplateByAlias(ctx, templateID+":"+tag)
+	if err != nil && !IsNotFound(err) {
+		return nil, err
+	}
+	out.Earlier = err == nil
 	return out, nil
 }
 

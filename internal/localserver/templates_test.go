@@ -299,7 +299,7 @@ func TestTagsEndpoints(t *testing.T) {
 }
 
 // A rebuild never takes a tag from the last good build while it runs or
-// when it fails; starting a newer build sharing a tag cancels a running one.
+// when it fails, though the tag list names it from its registration; starting a newer build sharing a tag cancels a running one.
 func TestRebuildKeepsTagUntilReadyAndSupersedes(t *testing.T) {
 	eng := newFakeEngine(t)
 	ts := startServer(t, eng)
@@ -317,8 +317,15 @@ func TestRebuildKeepsTagUntilReadyAndSupersedes(t *testing.T) {
 	running := ts.register("app")
 	ts.start(running, e2bapi.TemplateBuildStartV2{FromImage: "a", Steps: []e2bapi.TemplateStep{run("block")}})
 	lastBuildSpec(t, eng, running.BuildID) // the engine has it
-	if got := tagTarget(); got != good.BuildID {
-		t.Fatalf("while a rebuild runs default -> %s, want the good build %s", got, good.BuildID)
+	// Listed at the rebuild, as E2B lists a tag's newest assignment; resolved to the
+	// good build (the target of a tag assignment resolves as a sandbox start does).
+	if got := tagTarget(); got != running.BuildID {
+		t.Fatalf("while a rebuild runs the list has default -> %s, want the rebuild %s", got, running.BuildID)
+	}
+	var resolved e2bapi.AssignedTemplateTags
+	ts.call("POST", "/templates/tags", e2bapi.AssignTemplateTagsRequest{Target: "app:default", Tags: []string{"probe"}}, 201, &resolved)
+	if resolved.BuildID != good.BuildID {
+		t.Fatalf("while a rebuild runs app:default resolves to %s, want the good build %s", resolved.BuildID, good.BuildID)
 	}
 	if info := ts.status(running.TemplateID, running.BuildID, ""); info.Status != "building" {
 		t.Fatalf("status = %s, want building", info.Status)

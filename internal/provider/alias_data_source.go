@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	dschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
@@ -36,7 +35,8 @@ func (d *aliasDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 	resp.Schema = dschema.Schema{
 		MarkdownDescription: "Reads the build a tag of a template points at now, such as a base image tag another " +
 			"team moves. Building `from_template = \"base:${data.e2b_alias.base.build_id}\"` pins that build, so " +
-			"when the tag moves the plan shows the dependent build being replaced. A tag that does not exist is an error.",
+			"when the tag moves the plan shows the dependent build being replaced. A tag that does not exist, or has " +
+			"no ready build, is an error.",
 		Attributes: map[string]dschema.Attribute{
 			"template": dschema.StringAttribute{
 				MarkdownDescription: "Template name (or ID) the tag belongs to, without a tag.",
@@ -49,8 +49,10 @@ func (d *aliasDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 				Validators:          []validator.String{stringCheck{"must be a tag (a-z, 0-9, '-', '_', '.')", e2bapi.ValidateTag}},
 			},
 			"build_id": dschema.StringAttribute{
-				MarkdownDescription: "The build the tag resolves to: its newest ready build, as for sandboxes started from `template:tag`.",
-				Computed:            true,
+				MarkdownDescription: "The build sandboxes started from `template:tag` run: the tag's newest ready build. " +
+					"While the tag's newest assignment is a build that is not ready (one in progress, or one that " +
+					"failed) and an earlier build still serves the tag, reading fails: E2B's API does not name that build.",
+				Computed: true,
 			},
 		},
 	}
@@ -74,21 +76,20 @@ func (d *aliasDataSource) Read(ctx context.Context, req datasource.ReadRequest, 
 		resp.Diagnostics.AddAttributeError(path.Root("tag"), "Invalid tag", err.Error())
 		return
 	}
-	tags, err := api.ListTags(ctx, template)
-	if e2bapi.IsNotFound(err) {
-		resp.Diagnostics.AddAttributeError(path.Root("template"), "Template not found", templateNotFound(template))
+	templateID, diags := resolveTemplateID(ctx, api, template)
+	if resp.Diagnostics.Append(diags...); resp.Diagnostics.HasError() {
 		return
 	}
+	res, err := api.ResolveTag(ctx, templateID, tag)
 	if err != nil {
 		resp.Diagnostics.AddError("Reading tags of "+template, err.Error())
 		return
 	}
-	buildID := tagBuild(tags, tag)
-	if buildID == "" {
-		resp.Diagnostics.AddAttributeError(path.Root("tag"), "Tag not found",
-			fmt.Sprintf("Template %s has no tag %q that resolves to a ready build. %s", template, tag, listTagsHint(template)))
+	if res.BuildID == "" {
+		title, detail := unresolvedTag(template, tag, res)
+		resp.Diagnostics.AddAttributeError(path.Root("tag"), title, detail)
 		return
 	}
-	m.BuildID = types.StringValue(buildID)
+	m.BuildID = types.StringValue(res.BuildID)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }

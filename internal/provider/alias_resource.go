@@ -59,8 +59,11 @@ func (r *aliasResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 			"build. Creating or changing it moves the tag in one atomic step (E2B's tags API), so sandboxes " +
 			"started from that moment get the new build; a build that is not ready is refused before anything " +
 			"moves. With a `gate`, the move waits for a command that must pass in a new sandbox of the build. " +
-			"Reading it returns the build the tag points at now, so a move made outside Terraform shows " +
-			"as a change in the next plan. Destroying it removes the tag, except `default`, which E2B keeps: " +
+			"Reading it returns the build sandboxes started from `name:tag` run now (the tag's newest ready " +
+			"build), so a move made outside Terraform shows as a change in the next plan. While the tag's newest " +
+			"build is not ready (a build registered with the tag is in progress, or failed), sandboxes still run " +
+			"an earlier build, which E2B's API does not name, so reading keeps `build_id` as it was; a tag that no " +
+			"longer resolves to any ready build is gone from the state, and the plan creates it again. Destroying it removes the tag, except `default`, which E2B keeps: " +
 			"destroying an alias on `default` only forgets it.\n\n" +
 			"`tag = \"default\"` promotes the build that `Sandbox.create(\"name\")` starts. E2B also points " +
 			"`default` at every new build that has no tags (`e2b_template_build` without `tags`), bypassing the " +
@@ -166,28 +169,38 @@ func (r *aliasResource) Read(ctx context.Context, req resource.ReadRequest, resp
 		return
 	}
 	ctx = r.data.logContext(ctx)
-	tags, err := api.ListTags(ctx, state.Template.ValueString())
+	template, tag := state.Template.ValueString(), state.Tag.ValueString()
+	templateID, err := readTemplateID(ctx, api, template)
 	if e2bapi.IsNotFound(err) {
 		tflog.Warn(ctx, "template no longer exists; removing the tag from the state")
 		resp.State.RemoveResource(ctx)
 		return
 	}
 	if err != nil {
-		resp.Diagnostics.AddError("Reading tags of "+state.Template.ValueString(), err.Error())
+		resp.Diagnostics.AddError("Resolving template "+template, err.Error())
 		return
 	}
-	buildID := ""
-	for _, t := range tags {
-		if t.Tag == state.Tag.ValueString() {
-			buildID = t.BuildID
-		}
+	res, err := api.ResolveTag(ctx, templateID, tag)
+	if err != nil {
+		resp.Diagnostics.AddError("Reading tags of "+template, err.Error())
+		return
 	}
-	if buildID == "" {
-		tflog.Warn(ctx, "tag no longer exists; removing it from the state", map[string]any{"tag": state.Tag.ValueString()})
+	switch {
+	case res.BuildID != "":
+		// What sandboxes start: a move outside Terraform shows as a change.
+		state.BuildID = types.StringValue(res.BuildID)
+	case res.Earlier:
+		// The tag's newest build is in progress or failed; sandboxes still run an earlier
+		// ready build, which the API does not name: the state keeps its build until the
+		// newer one is ready (then it shows as a change).
+		tflog.Warn(ctx, "the tag was given to a build that is not ready; keeping the build in the state", map[string]any{
+			"tag": tag, "listed_build_id": res.Listed.BuildID, "listed_status": res.ListedStatus,
+		})
+	default:
+		tflog.Warn(ctx, "the tag no longer resolves to a ready build; removing it from the state", map[string]any{"tag": tag})
 		resp.State.RemoveResource(ctx)
 		return
 	}
-	state.BuildID = types.StringValue(buildID)
 	state.ID = types.StringValue(state.Template.ValueString() + ":" + state.Tag.ValueString())
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }

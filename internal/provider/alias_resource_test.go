@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/templatebuild"
 )
 
 // aliasConfig is a template with two builds, v1 and then v2, each writing its name to
@@ -473,6 +476,78 @@ func TestAccAlias_gate(t *testing.T) {
 					tagOn(api, name, "prod", &v1),
 					spawned(3),
 				},
+			},
+		},
+	})
+}
+
+// failedTagConfig is a template with one build, the tag prod on it through an e2b_alias,
+// and extra (data sources reading prod).
+func failedTagConfig(srv *acctest.Server, name, extra string) string {
+	return templateBuild(srv, name, "v1", srv.BaseImage, `  steps = [{ run = { command = "echo v1" } }]`) + `
+resource "e2b_alias" "prod" {
+  template = e2b_template.t.name
+  tag      = "prod"
+  build_id = e2b_template_build.v1.build_id
+}
+` + extra
+}
+
+// TestAccAlias_tagOnFailedBuild registers a build under the alias's tag outside Terraform
+// and lets it fail: E2B lists the tag at the failed build while sandboxes keep running the
+// alias's build, so the alias shows no change, and the data sources, which cannot name the
+// build a sandbox runs, say so instead of naming the failed build.
+func TestAccAlias_tagOnFailedBuild(t *testing.T) {
+	srv := localServer(t)
+	api := testAPI(t, srv)
+	name := uniqueName("acc-failed-tag")
+	var templateID string
+	aliasData := `
+data "e2b_alias" "prod" {
+  template   = e2b_template.t.name
+  tag        = "prod"
+  depends_on = [e2b_alias.prod]
+}
+`
+	templateData := fmt.Sprintf(`
+data "e2b_template" "prod" {
+  template   = "%s:prod"
+  depends_on = [e2b_alias.prod]
+}
+`, name)
+	moving := errorText(`Until it is ready, sandboxes started from ` + name + `:prod run an earlier ready build`)
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{
+			{
+				Config: failedTagConfig(srv, name, aliasData+templateData),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("e2b_template.t", tfjsonpath.New("id"), capture(&templateID)),
+					statecheck.CompareValuePairs("data.e2b_alias.prod", tfjsonpath.New("build_id"), "e2b_template_build.v1", tfjsonpath.New("build_id"), compare.ValuesSame()),
+					statecheck.CompareValuePairs("data.e2b_template.prod", tfjsonpath.New("build_id"), "e2b_template_build.v1", tfjsonpath.New("build_id"), compare.ValuesSame()),
+					statecheck.ExpectKnownValue("data.e2b_template.prod", tfjsonpath.New("build_status"), knownvalue.StringExact("ready")),
+				},
+			},
+			{
+				PreConfig: func() {
+					b, err := templatebuild.Plan(context.Background(), templatebuild.Spec{TemplateID: templateID, FromImage: srv.BaseImage,
+						Tags: []string{"prod"}, Steps: []templatebuild.Step{{Step: steps.Step{Type: steps.Run, Args: []string{"exit 3"}}}}}, tflogLogger{})
+					acctest.Must(t, err)
+					var failed *templatebuild.FailedError
+					if _, err := templatebuild.Run(context.Background(), api, b, templatebuild.Options{}); !errors.As(err, &failed) {
+						t.Fatalf("the build under prod: %v, want it failed", err)
+					}
+				},
+				Config:   failedTagConfig(srv, name, ""),
+				PlanOnly: true, // the alias still holds: no change
+			},
+			{
+				Config:      failedTagConfig(srv, name, aliasData),
+				ExpectError: moving,
+			},
+			{
+				Config:      failedTagConfig(srv, name, templateData),
+				ExpectError: moving,
 			},
 		},
 	})

@@ -144,7 +144,8 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 			"**Reuse** (`reuse = true`): a build whose `spec_hash` a ready build of the template already carries " +
 			"(as its tag `spec-<first 16 hex>`) is not built again: the plan shows that build's ID and says so, and " +
 			"apply gives it this resource's tags. A fresh state, another workspace or another checkout of the same " +
-			"configuration reuses the build.\n\n" +
+			"configuration reuses the build. A build of the same `spec_hash` still running (another apply's) is " +
+			"waited for and reused when it ends ready, rather than cancelled by building again.\n\n" +
 			"**Destroy** only forgets the build, reused or not: E2B cannot delete a single build, and it removes no " +
 			"tag, as another state may rely on them. Builds go when their template (`e2b_template`) is deleted.",
 		Attributes: map[string]schema.Attribute{

@@ -76,13 +76,17 @@ func (d *templateDataSource) Schema(_ context.Context, _ datasource.SchemaReques
 			"name":   computedString("Template name (its alias), without namespace and tag."),
 			"names":  dschema.ListAttribute{MarkdownDescription: "Full names E2B knows the template by, such as `team/name`.", Computed: true, ElementType: types.StringType},
 			"public": dschema.BoolAttribute{MarkdownDescription: "Whether every team may start sandboxes from the template.", Computed: true},
-			"build_id": computedString("The build `template` resolves to: the newest ready build of its tag (`default` when " +
-				"none is given), or the build it names. Null when the template has no ready build under the `default` tag."),
-			"build_status": computedString("Status of `build_id`: `waiting`, `building`, `ready` or `error`."),
-			"cpu_count":    dschema.Int64Attribute{MarkdownDescription: "vCPUs of `build_id`.", Computed: true},
-			"memory_mb":    dschema.Int64Attribute{MarkdownDescription: "Memory of `build_id` in MiB.", Computed: true},
-			"created_at":   computedString("When the template was created (RFC 3339)."),
-			"updated_at":   computedString("When the template was last updated (RFC 3339)."),
+			"build_id": computedString("The build a sandbox started from `template` runs: the newest ready build of its tag " +
+				"(`default` when none is given), or the build it names. Null when no build tagged `default` is ready. " +
+				"While the tag's newest build is not ready (in progress, or failed) and an earlier one still serves the " +
+				"tag, reading fails: E2B's API does not name that earlier build."),
+			"build_status": computedString("Status of `build_id`: always `ready` when `template` names a tag; for " +
+				"`name:<build ID>`, that build's status (`waiting`, `building`, `ready` or `error`; sandboxes start " +
+				"only from a ready one)."),
+			"cpu_count":  dschema.Int64Attribute{MarkdownDescription: "vCPUs of `build_id`.", Computed: true},
+			"memory_mb":  dschema.Int64Attribute{MarkdownDescription: "Memory of `build_id` in MiB.", Computed: true},
+			"created_at": computedString("When the template was created (RFC 3339)."),
+			"updated_at": computedString("When the template was last updated (RFC 3339)."),
 			"builds": dschema.ListNestedAttribute{
 				MarkdownDescription: "Builds of the template as E2B lists them (its first page, up to 100 builds).",
 				Computed:            true,
@@ -91,7 +95,7 @@ func (d *templateDataSource) Schema(_ context.Context, _ datasource.SchemaReques
 					"status":      computedString("`waiting`, `building`, `ready` or `error`."),
 					"created_at":  computedString("When the build was created (RFC 3339)."),
 					"finished_at": computedString("When the build finished (RFC 3339); null while it runs."),
-					"tags":        dschema.ListAttribute{MarkdownDescription: "Tags that resolve to this build, sorted.", Computed: true, ElementType: types.StringType},
+					"tags":        dschema.ListAttribute{MarkdownDescription: "Tags last given to this build, sorted, as E2B lists them (a tag of a build that is not ready resolves to an earlier ready build).", Computed: true, ElementType: types.StringType},
 				}},
 			},
 		},
@@ -150,16 +154,21 @@ func readTemplateData(ctx context.Context, api *e2bapi.Client, m *templateDataMo
 		tagsOf[tt.BuildID] = append(tagsOf[tt.BuildID], tt.Tag)
 	}
 
-	buildID := ""
-	switch {
-	case e2bapi.IsBuildID(tag):
-		buildID = tag
-	case tag == "":
-		buildID = tagBuild(tags, e2bapi.DefaultTag)
-	default:
-		if buildID = tagBuild(tags, tag); buildID == "" {
-			diags.AddAttributeError(path.Root("template"), "Tag not found",
-				fmt.Sprintf("Template %s has no tag %q that resolves to a ready build. %s", identifier, tag, listTagsHint(identifier)))
+	buildID := tag
+	if !e2bapi.IsBuildID(tag) {
+		explicit := tag != ""
+		if !explicit {
+			tag = e2bapi.DefaultTag
+		}
+		res, err := api.ResolveTag(ctx, templateID, tag)
+		if err != nil {
+			diags.AddError("Reading tags of "+ref, err.Error())
+			return diags
+		}
+		// A bare name with no ready build under default is no error: build_id is null.
+		if buildID = res.BuildID; buildID == "" && (explicit || res.Earlier) {
+			title, detail := unresolvedTag(identifier, tag, res)
+			diags.AddAttributeError(path.Root("template"), title, detail)
 			return diags
 		}
 	}
@@ -223,14 +232,20 @@ func readTemplateData(ctx context.Context, api *e2bapi.Client, m *templateDataMo
 	return diags
 }
 
-// tagBuild is the build tag resolves to, or "".
-func tagBuild(tags []e2bapi.TemplateTag, tag string) string {
-	for _, t := range tags {
-		if t.Tag == tag {
-			return t.BuildID
-		}
+// unresolvedTag is the error of a tag that names no build a sandbox would start
+// (res.BuildID is empty).
+func unresolvedTag(template, tag string, res *e2bapi.TagResolution) (title, detail string) {
+	switch {
+	case res.Listed.BuildID == "":
+		return "Tag not found", fmt.Sprintf("Template %s has no tag %q. %s", template, tag, listTagsHint(template))
+	case res.Earlier:
+		return "Tag being moved", fmt.Sprintf("Tag %q of template %s was last given to build %s, which is %s, not ready. "+
+			"Until it is ready, sandboxes started from %s:%s run an earlier ready build, which E2B's API does not name. "+
+			"Read again once build %s is ready; if it failed, once the tag is moved to a ready build (e2b_alias).",
+			tag, template, res.Listed.BuildID, res.ListedStatus, template, tag, res.Listed.BuildID)
 	}
-	return ""
+	return "Tag not resolved", fmt.Sprintf("Tag %q of template %s has no ready build: it was last given to build %s, which is %s. %s",
+		tag, template, res.Listed.BuildID, res.ListedStatus, listTagsHint(template))
 }
 
 // templateAlias is the template's name without namespace: its first alias,
@@ -250,7 +265,8 @@ func templateAlias(t *e2bapi.TemplateWithBuilds, identifier string) string {
 
 // listTagsHint says how to check a template's tags outside Terraform.
 func listTagsHint(template string) string {
-	return fmt.Sprintf("E2B lists its tags at GET /templates/%s/tags; only a tag of a ready build resolves.", template)
+	return fmt.Sprintf("E2B lists its tags at GET /templates/%s/tags, each at the build it was last given; "+
+		"a tag resolves to the newest of its builds that is ready.", template)
 }
 
 func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }

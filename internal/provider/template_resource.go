@@ -293,26 +293,30 @@ func (r *templateResource) ImportState(ctx context.Context, req resource.ImportS
 // shaped like an ID is tried as one first, since an alias may look the same.
 func resolveTemplateID(ctx context.Context, api *e2bapi.Client, ref string) (string, diag.Diagnostics) {
 	var diags diag.Diagnostics
+	id, err := readTemplateID(ctx, api, ref)
+	switch {
+	case e2bapi.IsNotFound(err):
+		diags.AddError("Template not found", templateNotFound(ref))
+	case err != nil:
+		diags.AddError("Resolving template "+ref, err.Error())
+	}
+	return id, diags
+}
+
+// readTemplateID is resolveTemplateID's lookup; a template nothing answers to is
+// e2bapi.IsNotFound.
+func readTemplateID(ctx context.Context, api *e2bapi.Client, ref string) (string, error) {
 	if e2bapi.IsTemplateID(ref) {
 		_, err := api.GetTemplate(ctx, ref)
-		if err == nil {
-			return ref, nil
-		}
-		if !e2bapi.IsNotFound(err) {
-			diags.AddError("Reading template "+ref, err.Error())
-			return "", diags
+		if err == nil || !e2bapi.IsNotFound(err) {
+			return ref, err
 		}
 	}
 	a, err := api.GetTemplateByAlias(ctx, ref)
 	if err != nil {
-		if e2bapi.IsNotFound(err) {
-			diags.AddError("Template not found", templateNotFound(ref))
-		} else {
-			diags.AddError("Resolving template "+ref, err.Error())
-		}
-		return "", diags
+		return "", err
 	}
-	return a.TemplateID, diags
+	return a.TemplateID, nil
 }
 
 // templateNotFound is the error detail of a template reference nothing

@@ -1,18 +1,12 @@
 package templatebuild
 
 import (
-	"encoding/json"
 	"errors"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
@@ -217,38 +211,9 @@ func TestRunReusesWithinOneProcess(t *testing.T) {
 	if errs[0] != nil || errs[1] != nil || results[0] != results[1] || results[0].Status != e2bapi.BuildReady {
 		t.Fatalf("runs = %+v, %v; want one ready build for both", results, errs)
 	}
-	tpl, err := api.GetTemplate(ctx, reg.TemplateID)
-	acctest.Must(t, err)
-	if len(tpl.Builds) != 1 {
-		t.Errorf("template has %d builds, want 1: %+v", len(tpl.Builds), tpl.Builds)
+	if ran := ranBuilds(t, api, reg); len(ran) != 1 || ran[0].BuildID != results[0].BuildID {
+		t.Errorf("builds besides the waiting one: %+v, want only %s", ran, results[0].BuildID)
 	}
-}
-
-// e2bTagList is a reverse proxy in front of the local server that answers the tags list as
-// E2B does while a build is in progress: E2B lists a tag's newest assignment whatever its
-// build's status, the local server only tags of ready builds. tag is listed as pointing at
-// buildID.
-func e2bTagList(t *testing.T, target, templateID, tag, buildID string) string {
-	t.Helper()
-	u, err := url.Parse(target)
-	acctest.Must(t, err)
-	proxy := httputil.NewSingleHostReverseProxy(u)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet || r.URL.Path != "/templates/"+templateID+"/tags" {
-			proxy.ServeHTTP(w, r)
-			return
-		}
-		rec := httptest.NewRecorder()
-		proxy.ServeHTTP(rec, r)
-		var tags []e2bapi.TemplateTag
-		acctest.Must(t, json.Unmarshal(rec.Body.Bytes(), &tags))
-		tags = slices.DeleteFunc(tags, func(tt e2bapi.TemplateTag) bool { return tt.Tag == tag })
-		tags = append(tags, e2bapi.TemplateTag{Tag: tag, BuildID: buildID, CreatedAt: time.Now()})
-		w.Header().Set("Content-Type", "application/json")
-		acctest.Must(t, json.NewEncoder(w).Encode(tags))
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
 }
 
 // TestRunWaitsForTheSameSpecElsewhere finds the spec tag on a build another run is
@@ -265,16 +230,15 @@ func TestRunWaitsForTheSameSpecElsewhere(t *testing.T) {
 			b, err := Plan(ctx, Spec{TemplateID: reg.TemplateID, FromImage: srv.BaseImage, Reuse: true,
 				Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{"echo mine"}}}}}, &recorder{})
 			acctest.Must(t, err)
-			// The other run: the template's waiting build, started outside this process.
-			acctest.Must(t, api.StartBuild(ctx, reg.TemplateID, reg.BuildID, e2bapi.TemplateBuildStartV2{
-				FromImage: srv.BaseImage, Steps: []steps.Step{{Type: steps.Run, Args: []string{other.command}}}}))
-			proxied, err := e2bapi.New(e2bapi.Config{BaseURL: e2bTagList(t, srv.APIURL, reg.TemplateID, SpecTag(b.SpecHash), reg.BuildID),
-				APIKey: srv.APIKey, MaxRetries: 2})
+			// The other run: a build with the spec tag, started outside this process.
+			started, err := api.CreateTemplateBuild(ctx, e2bapi.TemplateBuildRequestV3{Name: reg.Names[0], Tags: []string{SpecTag(b.SpecHash)}})
 			acctest.Must(t, err)
+			acctest.Must(t, api.StartBuild(ctx, reg.TemplateID, started.BuildID, e2bapi.TemplateBuildStartV2{
+				FromImage: srv.BaseImage, Steps: []steps.Step{{Type: steps.Run, Args: []string{other.command}}}}))
 			var log recorder
-			res, err := Run(ctx, proxied, b, Options{Logger: &log})
-			if err != nil || res.Status != e2bapi.BuildReady || (res.BuildID == reg.BuildID) != other.reused {
-				t.Fatalf("Run = %+v, %v; want the other build %s reused: %v", res, err, reg.BuildID, other.reused)
+			res, err := Run(ctx, api, b, Options{Logger: &log})
+			if err != nil || res.Status != e2bapi.BuildReady || (res.BuildID == started.BuildID) != other.reused {
+				t.Fatalf("Run = %+v, %v; want the other build %s reused: %v", res, err, started.BuildID, other.reused)
 			}
 			if log.count("waiting for a build of the same spec hash that another run started, to reuse it") != 1 {
 				t.Errorf("log %q does not say it waited", log.msgs)

@@ -9,6 +9,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -22,6 +23,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(otherProcessEnv) != "" {
+		os.Exit(runOtherProcess())
+	}
 	code := m.Run()
 	acctest.StopShared()
 	os.Exit(code)
@@ -321,4 +325,84 @@ func TestWaitWhileAnotherBuildStarts(t *testing.T) {
 	if err != nil || next.Status != e2bapi.BuildReady {
 		t.Errorf("the next build: %+v, %v", next, err)
 	}
+}
+
+// The other process of TestRunSameSpecInTwoProcesses: this test binary, run again with
+// otherProcessEnv naming the local server, the API key and the template, tab-separated.
+const otherProcessEnv = "TEMPLATEBUILD_TEST_OTHER_PROCESS"
+
+// twoProcessSpec is the build both processes run.
+func twoProcessSpec(templateID, image string) Spec {
+	return Spec{TemplateID: templateID, FromImage: image, Reuse: true,
+		Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{"sleep 3; echo one build of this spec"}}}}}
+}
+
+// runOtherProcess runs twoProcessSpec and prints the build ID it ended with.
+func runOtherProcess() int {
+	args := strings.Split(os.Getenv(otherProcessEnv), "\t")
+	if len(args) != 4 {
+		fmt.Fprintf(os.Stderr, "%s must hold 4 tab-separated values\n", otherProcessEnv)
+		return 2
+	}
+	ctx := context.Background()
+	api, err := e2bapi.New(e2bapi.Config{BaseURL: args[0], APIKey: args[1], MaxRetries: 2})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	var log recorder
+	b, err := Plan(ctx, twoProcessSpec(args[2], args[3]), &log)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	res, err := Run(ctx, api, b, Options{Logger: &log})
+	if err != nil || res.Status != e2bapi.BuildReady {
+		fmt.Fprintf(os.Stderr, "run: %+v, %v; log %q\n", res, err, log.msgs)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "log %q\n", log.msgs)
+	fmt.Print(res.BuildID)
+	return 0
+}
+
+// TestRunSameSpecInTwoProcesses runs one spec with reuse in this process and, once its
+// build is in progress, in another process (as two applies of two states do): the other
+// finds the build in the tag list, waits for it and takes it, so exactly one build runs,
+// none is cancelled and both end with its ID.
+func TestRunSameSpecInTwoProcesses(t *testing.T) {
+	srv, api, reg := newTemplate(t)
+	ctx := t.Context()
+	b, err := Plan(ctx, twoProcessSpec(reg.TemplateID, srv.BaseImage), &recorder{})
+	acctest.Must(t, err)
+	var other *exec.Cmd
+	var otherOut, otherErr strings.Builder
+	res, err := Run(ctx, api, b, Options{Started: func(string) error {
+		other = exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+		other.Env = append(os.Environ(), otherProcessEnv+"="+strings.Join([]string{srv.APIURL, srv.APIKey, reg.TemplateID, srv.BaseImage}, "\t"))
+		other.Stdout, other.Stderr = &otherOut, &otherErr
+		return other.Start()
+	}})
+	if err != nil || res.Status != e2bapi.BuildReady {
+		t.Fatalf("this process: %+v, %v", res, err)
+	}
+	if err := other.Wait(); err != nil {
+		t.Fatalf("the other process: %v\n%s", err, otherErr.String())
+	}
+	t.Logf("the other process: %s", otherErr.String())
+	if otherOut.String() != res.BuildID {
+		t.Errorf("the other process ended with build %q, this one with %s", otherOut.String(), res.BuildID)
+	}
+	if ran := ranBuilds(t, api, reg); len(ran) != 1 || ran[0].BuildID != res.BuildID || ran[0].Status != e2bapi.BuildReady {
+		t.Errorf("builds besides the waiting one: %+v, want only %s, ready", ran, res.BuildID)
+	}
+}
+
+// ranBuilds are the builds of reg's template but the waiting build it was registered
+// with, which a build with reuse never runs on: it registers anew, superseding it.
+func ranBuilds(t *testing.T, api *e2bapi.Client, reg *e2bapi.TemplateRequestResponseV3) []e2bapi.TemplateBuild {
+	t.Helper()
+	tpl, err := api.GetTemplate(t.Context(), reg.TemplateID)
+	acctest.Must(t, err)
+	return slices.DeleteFunc(tpl.Builds, func(b e2bapi.TemplateBuild) bool { return b.BuildID == reg.BuildID })
 }

@@ -58,6 +58,22 @@ func resolvesTo(t *testing.T, s *Store, ref, buildID string) {
 	}
 }
 
+// listsAt checks the tag list names buildID for the default tag.
+func listsAt(t *testing.T, s *Store, templateID, buildID string) {
+	t.Helper()
+	list, err := s.Tags(templateID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(list, func(l e2bapi.TemplateTag) bool { return l.Tag == e2bapi.DefaultTag })
+	if i < 0 || list[i].BuildID != buildID {
+		t.Fatalf("tags = %+v, want default at build %s", list, buildID)
+	}
+}
+
+// TestRebuildKeepsTagOnLastGoodBuild checks a rebuild under a tag takes the tag in the
+// list at once, while the tag resolves to the last good build until the rebuild is
+// ready, also when it fails (design/e2b-api.md §4).
 func TestRebuildKeepsTagOnLastGoodBuild(t *testing.T) {
 	s := newStore(t)
 	first := register(t, s, "app")
@@ -66,6 +82,7 @@ func TestRebuildKeepsTagOnLastGoodBuild(t *testing.T) {
 	}
 	build(t, s, first)
 	resolvesTo(t, s, "app", first.Build.ID)
+	listsAt(t, s, first.Template.ID, first.Build.ID)
 
 	second := register(t, s, "local/app:default")
 	if second.Template.ID != first.Template.ID {
@@ -74,16 +91,19 @@ func TestRebuildKeepsTagOnLastGoodBuild(t *testing.T) {
 	if second.Build.ID == first.Build.ID {
 		t.Fatal("rebuild reused the build ID")
 	}
-	// Running: the tag stays on the good build.
+	// Waiting and running: listed at the rebuild, resolving to the good build.
+	listsAt(t, s, first.Template.ID, second.Build.ID)
 	if _, _, err := s.StartBuild(second.Template.ID, second.Build.ID, e2bapi.TemplateBuildStartV2{FromImage: "img"}); err != nil {
 		t.Fatal(err)
 	}
 	resolvesTo(t, s, "app", first.Build.ID)
-	// Failed: still the good build.
+	listsAt(t, s, first.Template.ID, second.Build.ID)
+	// Failed: the same.
 	if _, err := s.FinishBuild(second.Template.ID, second.Build.ID, nil, &e2bapi.BuildStatusReason{Message: "boom"}); err != nil {
 		t.Fatal(err)
 	}
 	resolvesTo(t, s, "app", first.Build.ID)
+	listsAt(t, s, first.Template.ID, second.Build.ID)
 	resolvesTo(t, s, first.Template.ID, first.Build.ID)
 
 	third := register(t, s, "app")
@@ -170,8 +190,8 @@ func TestTagsAssignDeleteList(t *testing.T) {
 		t.Fatalf("a UUID as a tag: %v", err)
 	}
 	list, err := s.Tags(r.Template.ID)
-	if err != nil || len(list) != 3 {
-		t.Fatalf("tags = %+v %v, want v1, prod, stable", list, err)
+	if err != nil || len(list) != 3 || list[0].Tag != "prod" || list[1].Tag != "stable" || list[2].Tag != "v1" {
+		t.Fatalf("tags = %+v %v, want prod, stable, v1", list, err)
 	}
 	if err := s.DeleteTags("app:v1", []string{"prod"}); KindOf(err) != KindInvalid {
 		t.Fatalf("delete with a tag in the name: %v", err)

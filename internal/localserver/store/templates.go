@@ -603,52 +603,29 @@ func (s *Store) DeleteTags(ref string, tags []string) error {
 	})
 }
 
-// Tags lists the tags of a template that resolve to a ready build, with the
-// build each resolves to.
+// Tags lists the tags of a template, sorted, each with its newest assignment
+// whatever the status of its build, as E2B lists them (design/e2b-api.md §4):
+// a tag a build in progress or a failed one took is listed at that build,
+// though it resolves to the newest ready one (resolve).
 func (s *Store) Tags(templateID string) ([]e2bapi.TemplateTag, error) {
 	var out []e2bapi.TemplateTag
 	err := s.db.View(func(tx *bolt.Tx) error {
-		seen := map[string]bool{}
-		var tags []string
-		err := forEachPrefix(tx.Bucket(bucketTags), templateKeyPrefix(templateID), func(_, v []byte) error {
+		// Keys are template, tag, sequence: a tag's rows are adjacent, newest last.
+		return forEachPrefix(tx.Bucket(bucketTags), templateKeyPrefix(templateID), func(_, v []byte) error {
 			var a Assignment
 			if err := json.Unmarshal(v, &a); err != nil {
 				return err
 			}
-			if !seen[a.Tag] {
-				seen[a.Tag] = true
-				tags = append(tags, a.Tag)
+			row := e2bapi.TemplateTag{Tag: a.Tag, BuildID: a.BuildID, CreatedAt: a.AssignedAt}
+			if n := len(out); n > 0 && out[n-1].Tag == a.Tag {
+				out[n-1] = row
+			} else {
+				out = append(out, row)
 			}
 			return nil
 		})
-		if err != nil {
-			return err
-		}
-		for _, tag := range tags {
-			b, _, err := newestReady(tx, templateID, tag)
-			if err != nil {
-				return err
-			}
-			if b != nil {
-				out = append(out, e2bapi.TemplateTag{Tag: tag, BuildID: b.ID, CreatedAt: assignedAt(tx, templateID, tag, b.ID)})
-			}
-		}
-		return nil
 	})
 	return out, err
-}
-
-// assignedAt is when tag was last pointed at buildID.
-func assignedAt(tx *bolt.Tx, templateID, tag, buildID string) time.Time {
-	var at time.Time
-	_ = forEachPrefix(tx.Bucket(bucketTags), tagKeyPrefix(templateID, tag), func(_, v []byte) error {
-		var a Assignment
-		if json.Unmarshal(v, &a) == nil && a.BuildID == buildID {
-			at = a.AssignedAt
-		}
-		return nil
-	})
-	return at
 }
 
 // SetPublic sets the public flag of the template ref names.
