@@ -71,7 +71,9 @@ func (b *builder) copy(ctx context.Context, step string, st e2bapi.TemplateStep)
 	// container: one pass over the bytes, no upload spool. It extracts
 	// chrooted into the container's root file system, so a link a process
 	// of the build plants in the staging directory reaches nothing beyond
-	// the container.
+	// the container. A layer tar of our own registered with ImageLoad
+	// would spare the commit but costs about as much on Docker 20.10
+	// (design/performance.md, "Local builds").
 	staging := "/.e2b/copy/" + step
 	if _, err := b.root(ctx, "staging the files", `mkdir -p "$1/unpack"`, staging); err != nil {
 		return err
