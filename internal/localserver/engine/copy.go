@@ -75,6 +75,9 @@ func (b *builder) copy(ctx context.Context, step string, st e2bapi.TemplateStep)
 	// entries are rebased below the staging directory and extracted at the
 	// root, since the engine refuses links whose target leaves the directory
 	// it extracts into, and COPY copies those as links.
+	// A layer tar of our own registered with ImageLoad would spare the
+	// commit but costs about as much on Docker 20.10 (design/performance.md,
+	// "Local builds").
 	staging := "/.e2b/copy/" + step
 	if _, err := b.root(ctx, "staging the files", `mkdir -p "$1/unpack"`, staging); err != nil {
 		return err
