@@ -242,6 +242,23 @@ func (ts *testServer) status(templateID, buildID, query string) e2bapi.TemplateB
 	return info
 }
 
+// expectTemplateBuild checks that the template list gives templateID's last
+// good build as buildID, which its bare name resolves to.
+func (ts *testServer) expectTemplateBuild(templateID, buildID string) {
+	ts.t.Helper()
+	var list []e2bapi.Template
+	ts.call("GET", "/templates", nil, 200, &list)
+	for _, tmpl := range list {
+		if tmpl.TemplateID == templateID {
+			if tmpl.BuildID != buildID {
+				ts.t.Errorf("template %s lists build %s, want %s", templateID, tmpl.BuildID, buildID)
+			}
+			return
+		}
+	}
+	ts.t.Errorf("template %s is not listed: %+v", templateID, list)
+}
+
 // waitBuild polls the status as the SDK does until the build ends.
 func (ts *testServer) waitBuild(reg e2bapi.TemplateRequestResponseV3) e2bapi.TemplateBuildInfo {
 	ts.t.Helper()

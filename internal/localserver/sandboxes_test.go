@@ -266,11 +266,14 @@ func TestCloseAndReopen(t *testing.T) {
 	if info.Status != "error" || info.Reason.Message != ReasonShutdown {
 		t.Errorf("build running at close = %+v, want error %q", info, ReasonShutdown)
 	}
+	// The list names each tag's newest assignment, the failed build's too (as
+	// E2B's); the template still resolves to the good build.
 	var tags []e2bapi.TemplateTag
 	again.call("GET", "/templates/app/tags", nil, 200, &tags)
-	if len(tags) != 1 || tags[0].BuildID != good.BuildID {
-		t.Errorf("tags after reopen = %+v", tags)
+	if len(tags) != 2 || tags[0].Tag != "default" || tags[0].BuildID != good.BuildID || tags[1].Tag != "next" || tags[1].BuildID != running.BuildID {
+		t.Errorf("tags after reopen = %+v, want default at %s and next at %s", tags, good.BuildID, running.BuildID)
 	}
+	again.expectTemplateBuild(running.TemplateID, good.BuildID)
 	var sandboxes []e2bapi.ListedSandbox
 	again.call("GET", "/sandboxes", nil, 200, &sandboxes)
 	if len(sandboxes) != 0 {

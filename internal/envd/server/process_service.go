@@ -207,9 +207,13 @@ func streamEvents(ctx context.Context, interval time.Duration, sub *subscriber, 
 	for {
 		select {
 		case ev := <-sub.events:
-			if ev.GetEnd() != nil && ctx.Err() != nil {
-				// The end of a process the deadline killed races the deadline.
-				return ctx.Err()
+			if ev.GetEnd() != nil && pastDeadline(ctx) {
+				// The end of a process the deadline killed races the deadline:
+				// the kill's timer may run before the context's.
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				return context.DeadlineExceeded
 			}
 			if err := send(ev); err != nil {
 				return err
@@ -227,6 +231,13 @@ func streamEvents(ctx context.Context, interval time.Duration, sub *subscriber, 
 			return ctx.Err()
 		}
 	}
+}
+
+// pastDeadline tells whether ctx has ended or its deadline has come, whether
+// or not the context's own timer has run yet.
+func pastDeadline(ctx context.Context) bool {
+	deadline, ok := ctx.Deadline()
+	return ctx.Err() != nil || ok && !time.Now().Before(deadline)
 }
 
 // keepaliveInterval reads Keepalive-Ping-Interval (seconds).
