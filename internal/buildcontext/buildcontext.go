@@ -107,11 +107,14 @@ type Listing struct {
 }
 
 // sourcePath is the file to read for e.
-func (l *Listing) sourcePath(e *Entry) string {
+func (l *Listing) sourcePath(e *Entry) string { return sourcePath(l.Context, e) }
+
+// sourcePath is the file to read for e, listed in the context root.
+func sourcePath(root string, e *Entry) string {
 	if e.resolved != "" {
 		return e.resolved
 	}
-	return filepath.Join(l.Context, filepath.FromSlash(e.Path))
+	return filepath.Join(root, filepath.FromSlash(e.Path))
 }
 
 // normalisedPerm is the mode an entry has in the portable hash and the archive.

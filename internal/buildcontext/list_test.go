@@ -255,25 +255,10 @@ func TestListIgnoreLimits(t *testing.T) {
 // unique, and with ignore patterns that re-include below excluded directories it must
 // stay sorted and list each excluded directory exactly when something below it is listed.
 func TestWalkOrderOnRandomTrees(t *testing.T) {
-	names := []string{"a", "a-", "a.b", "a b", "a0", "a-b", "-", ".x", "b", "a~"}
 	ignores := [][]string{nil, {"a", "!a/a-"}, {"**/a-", "!**/a-/a"}, {"*", "!a.b"}, {"a*/**", "!a/a0/b"}}
-	rng := rand.New(rand.NewPCG(1, 2)) //nolint:gosec // a reproducible tree, not a secret
+	rng := rand.New(rand.NewPCG(1, 2)) // reproducible trees
 	for tree := range 150 {
-		var entries []treeEntry
-		var grow func(dir string, depth int)
-		grow = func(parent string, depth int) {
-			for _, n := range names {
-				p := strings.TrimPrefix(parent+"/"+n, "/")
-				switch r := rng.IntN(6); {
-				case r == 0 && depth < 3:
-					entries = append(entries, dir(p))
-					grow(p, depth+1)
-				case r <= 2:
-					entries = append(entries, file(p, n))
-				}
-			}
-		}
-		grow("", 0)
+		entries := randomTree(rng, false)
 		d := newTree(t, entries...)
 		var want []string
 		if err := filepath.WalkDir(d, func(p string, _ fs.DirEntry, err error) error {
@@ -320,4 +305,31 @@ func TestWalkOrderOnRandomTrees(t *testing.T) {
 			}
 		}
 	}
+}
+
+// randomTree is up to three levels of directories and files named to extend one another
+// by bytes below and above "/", with symlinks among them if links.
+func randomTree(rng *rand.Rand, links bool) []treeEntry {
+	names := []string{"a", "a-", "a.b", "a b", "a0", "a-b", "-", ".x", "b", "a~"}
+	var entries []treeEntry
+	var grow func(parent string, depth int)
+	grow = func(parent string, depth int) {
+		for _, n := range names {
+			p := strings.TrimPrefix(parent+"/"+n, "/")
+			switch r := rng.IntN(7); {
+			case r == 0 && depth < 3:
+				entries = append(entries, dir(p))
+				grow(p, depth+1)
+			case r <= 2:
+				entries = append(entries, file(p, strings.Repeat(n, rng.IntN(100))))
+			case r == 3 && links:
+				// A sibling, never the link itself: no loops, maybe dangling.
+				if target := names[rng.IntN(len(names))]; target != n {
+					entries = append(entries, link(p, target))
+				}
+			}
+		}
+	}
+	grow("", 0)
+	return entries
 }

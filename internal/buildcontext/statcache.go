@@ -164,9 +164,17 @@ func stepKey(fingerprint [32]byte) FileID {
 
 // stepHash is the step hash cached under fingerprint (see storeStepHash).
 func (c *StatCache) stepHash(fingerprint [32]byte) ([32]byte, bool) {
+	return c.digest(stepKey(fingerprint))
+}
+
+// digest is the digest cached under id (as lookup), none without a cache.
+func (c *StatCache) digest(id FileID) ([32]byte, bool) {
+	if c == nil {
+		return [32]byte{}, false
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.lookup(stepKey(fingerprint))
+	return c.lookup(id)
 }
 
 // storeStepHash caches the hash of a step whose inputs have the given fingerprint. The
