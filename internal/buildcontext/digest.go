@@ -62,9 +62,6 @@ func (l *Listing) ComputeDigests(ctx context.Context, opts HashOptions) (DigestS
 	if len(todo) == 0 {
 		return stats, nil
 	}
-	if opts.Cache != nil {
-		opts.Cache.reserve(len(todo))
-	}
 	// Largest first, so the big files spread across workers and the small ones fill in.
 	slices.SortStableFunc(todo, func(a, b *Entry) int { return cmp.Compare(b.Size, a.Size) })
 

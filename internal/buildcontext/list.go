@@ -258,7 +258,8 @@ type lister struct {
 // directory the walk enters, what it needs to walk the contents.
 type node struct {
 	rel, abs string // abs is "" for a regular file (see visit)
-	entry    *Entry // nil when the path itself is not listed
+	entry    Entry
+	listed   bool // entry is listed (or pending)
 	// pending says entry is an excluded directory, listed only if something below it is
 	// (an exception re-includes it), as BuildKit sends its parent.
 	pending    bool
@@ -300,18 +301,22 @@ func (l *lister) walkFromPrefix(prefix []string) error {
 	if err != nil {
 		return l.missing(err, rel)
 	}
-	n, err := l.visit(rel, abs, statOf(fi), info, l.glob.start(), false)
-	if err != nil || n == nil {
+	n, ok, err := l.visit(rel, abs, statOf(fi), info, l.glob.start(), false)
+	if err != nil || !ok {
 		return err
 	}
 	if rel == "." {
 		// The context's own entry sorts among its children's paths, which have no prefix.
-		return l.walkDir(n, n.entry)
+		var self *Entry
+		if n.listed {
+			self = &n.entry
+		}
+		return l.walkDir(&n, self)
 	}
-	if err := l.emitSelf(n); err != nil || !n.descend {
+	if err := l.emitSelf(&n); err != nil || !n.descend {
 		return err
 	}
-	return l.walkDir(n, nil)
+	return l.walkDir(&n, nil)
 }
 
 func (l *lister) missing(err error, rel string) error {
@@ -328,24 +333,24 @@ func joinRel(dir, name string) string {
 	return dir + "/" + name
 }
 
-// visit decides what the walk does with rel (lstat'ed as st): nil when it lists nothing
-// there. abs is its path, which only directories and symlinks need ("" for a regular
+// visit decides what the walk does with rel (lstat'ed as st): false when it lists
+// nothing there. abs is its path, which only directories and symlinks need ("" for a regular
 // file, whose path is the context joined with rel). gs is the glob state after rel's own
 // name; inMatch says an ancestor already matched src.
-func (l *lister) visit(rel, abs string, st childStat, parentIgnore patternmatcher.MatchInfo, gs globState, inMatch bool) (*node, error) {
+func (l *lister) visit(rel, abs string, st childStat, parentIgnore patternmatcher.MatchInfo, gs globState, inMatch bool) (node, bool, error) {
 	excluded, ignoreInfo, err := l.ignore.excluded(rel, parentIgnore)
 	if err != nil {
-		return nil, err
+		return node{}, false, err
 	}
 	matched := inMatch || l.glob.matched(gs)
 	if !matched && !st.mode.IsDir() {
-		return nil, nil
+		return node{}, false, nil
 	}
 	var resolved string // what a resolved symlink points to
 	if st.mode&fs.ModeSymlink != 0 && l.resolve && !excluded {
 		target, rfi, err := l.resolveLink(rel, abs)
 		if err != nil {
-			return nil, err
+			return node{}, false, err
 		}
 		if rfi != nil {
 			resolved, st = target, statOf(rfi)
@@ -355,31 +360,31 @@ func (l *lister) visit(rel, abs string, st childStat, parentIgnore patternmatche
 	switch {
 	case mode.IsRegular(), mode&fs.ModeSymlink != 0:
 		if excluded || !matched {
-			return nil, nil
+			return node{}, false, nil
 		}
 		e, err := newEntry(rel, abs, resolved, st)
 		if err != nil {
-			return nil, err
+			return node{}, false, err
 		}
-		return &node{rel: rel, entry: &e}, nil
+		return node{rel: rel, entry: e, listed: true}, true, nil
 	case mode.IsDir():
 		if !l.walksInto(rel, gs, matched, excluded) {
-			return nil, nil
+			return node{}, false, nil
 		}
-		n := &node{rel: rel, abs: abs, descend: true, dir: cmp.Or(resolved, abs), st: st, ignoreInfo: ignoreInfo, gs: gs, matched: matched}
+		n := node{rel: rel, abs: abs, descend: true, dir: cmp.Or(resolved, abs), st: st, ignoreInfo: ignoreInfo, gs: gs, matched: matched}
 		if matched {
 			e, err := newEntry(rel, abs, resolved, st)
 			if err != nil {
-				return nil, err
+				return node{}, false, err
 			}
-			n.entry, n.pending = &e, excluded
+			n.entry, n.listed, n.pending = e, true, excluded
 		}
-		return n, nil
+		return n, true, nil
 	default:
 		if excluded || !matched {
-			return nil, nil
+			return node{}, false, nil
 		}
-		return nil, &contextError{fmt.Sprintf("%s in build context %s is a %s, which cannot be copied; add it to .dockerignore", rel, l.root, specialKind(mode)), ErrSpecialFile}
+		return node{}, false, &contextError{fmt.Sprintf("%s in build context %s is a %s, which cannot be copied; add it to .dockerignore", rel, l.root, specialKind(mode)), ErrSpecialFile}
 	}
 }
 
@@ -397,7 +402,7 @@ func (l *lister) walksInto(rel string, gs globState, matched, excluded bool) boo
 // there is nothing to walk. That walks an excluded directory twice, which only happens
 // where an exception may re-include something below it.
 func (l *lister) emitSelf(n *node) error {
-	if n.entry == nil {
+	if !n.listed {
 		return nil
 	}
 	if n.pending {
@@ -410,7 +415,7 @@ func (l *lister) emitSelf(n *node) error {
 			return err
 		}
 	}
-	return l.emit(n.entry)
+	return l.emit(&n.entry)
 }
 
 // errFound stops the walk of emitSelf at the first entry.
@@ -469,7 +474,7 @@ func (l *lister) walkDir(n *node, self *Entry) error {
 		return fmt.Errorf("reading directory %s in build context %s: %w", n.rel, l.root, children.err)
 	}
 	childRels := joinRelAll(n.rel, children.names)
-	nodes := make([]*node, len(children.names))
+	nodes := make([]node, len(children.names))
 	keys := make([]walkKey, 0, len(children.names)+1)
 	if self != nil {
 		keys = append(keys, walkKey{child: -1})
@@ -490,15 +495,15 @@ func (l *lister) walkDir(n *node, self *Entry) error {
 		if !n.matched {
 			gs = l.glob.step(n.gs, name)
 		}
-		c, err := l.visit(childRels[i], childAbs, cst, n.ignoreInfo, gs, n.matched)
+		c, ok, err := l.visit(childRels[i], childAbs, cst, n.ignoreInfo, gs, n.matched)
 		if err != nil {
 			return err
 		}
-		if c == nil {
+		if !ok {
 			continue
 		}
 		nodes[i] = c
-		if c.entry != nil {
+		if c.listed {
 			keys = append(keys, walkKey{child: i})
 		}
 		if c.descend {
@@ -520,7 +525,7 @@ func (l *lister) walkDir(n *node, self *Entry) error {
 	var toRead []*node // in walk order
 	for _, k := range keys {
 		if k.contents {
-			toRead = append(toRead, nodes[k.child])
+			toRead = append(toRead, &nodes[k.child])
 		}
 	}
 	readNext := func() {
@@ -541,11 +546,12 @@ func (l *lister) walkDir(n *node, self *Entry) error {
 		case k.child < 0:
 			err = l.emit(self)
 		case !k.contents:
-			err = l.emitSelf(nodes[k.child])
+			err = l.emitSelf(&nodes[k.child])
 		default:
 			readNext()
-			if c := nodes[k.child]; c.descend {
+			if c := &nodes[k.child]; c.descend {
 				err = l.walkDir(c, nil)
+				c.scan = nil // done with: the siblings still to walk must not hold it
 			}
 		}
 		if err != nil {
