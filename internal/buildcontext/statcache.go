@@ -32,6 +32,11 @@ type StatCache struct {
 	mu         sync.Mutex
 	loaded     digestTable // the digests of the file
 	loadedFile os.FileInfo // the file they were read from, nil if none
+	// saved says Save wrote the file and loaded is yet to be read from it, of which the
+	// first savedAsked records in the order this process asked for them: read on next use,
+	// as a plan saves once at its end, so a save never holds the old and new tables.
+	saved      bool
+	savedAsked int
 	// added holds the digests this process computed and, not yet stored, those it asked
 	// for and the cache lacked (one map for both: a cold run asks for every file).
 	added  map[FileID]cachedDigest
@@ -93,7 +98,19 @@ func (c *StatCache) Path() string { return c.path }
 func (c *StatCache) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.readSaved()
 	return c.loaded.len() + c.stored
+}
+
+// readSaved reads back the file Save wrote (see saved). c.mu must be held.
+func (c *StatCache) readSaved() {
+	if !c.saved {
+		return
+	}
+	c.saved = false
+	if records, fi, err := readCacheRecords(c.path); err == nil {
+		c.loaded, c.loadedFile = newDigestTable(records, c.savedAsked), fi
+	}
 }
 
 // fill sets SHA256 on the file entries lacking it whose digest the cache holds, and
@@ -122,6 +139,7 @@ func (c *StatCache) lookup(id FileID) ([32]byte, bool) {
 	if d, ok := c.added[id]; ok {
 		return d.sum, d.stored
 	}
+	c.readSaved()
 	if sum, ok := c.loaded.lookup(id, c.asked); ok {
 		return sum, true
 	}
@@ -190,6 +208,7 @@ func (c *StatCache) Save() error {
 	if c.stored == 0 {
 		return nil
 	}
+	c.readSaved()
 	var onDisk digestTable // another process's save since this one's read
 	if fi, err := os.Stat(c.path); err == nil && !os.SameFile(fi, c.loadedFile) {
 		if records, _, err := readCacheRecords(c.path); err == nil {
@@ -246,11 +265,8 @@ func (c *StatCache) Save() error {
 	if err != nil {
 		return err
 	}
-	// The file is read back rather than built in memory beside the digests it came from.
 	c.added, c.stored, c.loaded, c.loadedFile = nil, 0, digestTable{}, nil
-	if records, fi, err := readCacheRecords(c.path); err == nil {
-		c.loaded, c.loadedFile = newDigestTable(records, min(written, maxCacheEntries)), fi
-	}
+	c.saved, c.savedAsked = true, min(written, maxCacheEntries)
 	return nil
 }
 
