@@ -303,7 +303,7 @@ func uploadOne(ctx context.Context, api *e2bapi.Client, templateID string, c Cop
 		return err
 	}
 	defer os.Remove(name)
-	f, err := os.Open(name)
+	f, err := os.Open(name) //nolint:gosec // G703: the temporary file spoolArchive just created, not a path from the configuration
 	if err != nil {
 		return err
 	}
