@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
@@ -28,29 +29,79 @@ func (l *Listing) WriteArchive(ctx context.Context, w io.Writer) error {
 			return &contextError{fmt.Sprintf("archiving %s: %s has no digest; hash the listing first", l.Src, e.Path), ErrNotDigested}
 		}
 	}
-	gz, err := gzip.NewWriterLevel(w, gzip.DefaultCompression)
+	a, err := newArchiveWriter(w)
 	if err != nil {
 		return err
 	}
-	tw := tar.NewWriter(gz)
 	for i := range l.Entries {
-		if err := ctx.Err(); err != nil {
+		e := &l.Entries[i]
+		sum, err := a.write(ctx, e, l.sourcePath(e))
+		if err != nil {
 			return err
 		}
-		if err := writeArchiveEntry(ctx, tw, &l.Entries[i], l.sourcePath); err != nil {
-			return err
+		if e.Kind == KindFile && sum != e.SHA256 {
+			return changedSincePlan(e.Path, "its content changed")
 		}
 	}
-	if err := tw.Close(); err != nil {
-		return fmt.Errorf("archiving %s: %w", l.Src, err)
-	}
-	if err := gz.Close(); err != nil {
-		return fmt.Errorf("archiving %s: %w", l.Src, err)
-	}
-	return nil
+	return a.close(l.Src)
 }
 
-func writeArchiveEntry(ctx context.Context, tw *tar.Writer, e *Entry, sourcePath func(*Entry) string) error {
+// WritePortableArchive is WriteArchive for the step (src, dest) over what Walk lists,
+// without holding the listing: it walks the context again and checks that what it
+// archived has the portable hash want (the one planned). A file whose size changed fails
+// naming it; other changes, which only the hash shows, fail naming the files modified
+// last. Both are ErrChanged, after which what was written to w must be discarded.
+func WritePortableArchive(ctx context.Context, w io.Writer, contextDir, src, dest string, lo ListOptions, want string) error {
+	root, err := contextRoot(contextDir)
+	if err != nil {
+		return err
+	}
+	a, err := newArchiveWriter(w)
+	if err != nil {
+		return err
+	}
+	h := newPortableHasher(src, dest)
+	newest := newestFiles{n: NewestKept}
+	if _, err := Walk(root, src, lo, func(e *Entry) error {
+		sum, err := a.write(ctx, e, sourcePath(root, e))
+		if err != nil {
+			return err
+		}
+		e.setDigest(sum)
+		h.add(e)
+		newest.add(root, e)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if got := h.sum(); got != want {
+		return &contextError{fmt.Sprintf("build context changed since plan: the files of %s hash to %s, planned %s "+
+			"(most recently modified: %s); run plan again", src, got, want, strings.Join(newest.paths, ", ")), ErrChanged}
+	}
+	return a.close(src)
+}
+
+// archiveWriter writes the entries of one archive.
+type archiveWriter struct {
+	gz *gzip.Writer
+	tw *tar.Writer
+}
+
+func newArchiveWriter(w io.Writer) (*archiveWriter, error) {
+	gz, err := gzip.NewWriterLevel(w, gzip.DefaultCompression)
+	if err != nil {
+		return nil, err
+	}
+	return &archiveWriter{gz: gz, tw: tar.NewWriter(gz)}, nil
+}
+
+// write adds e, read from path if it is a file, and returns the digest of what it read;
+// a file whose size is not the listed one is an error naming it.
+func (a *archiveWriter) write(ctx context.Context, e *Entry, path string) ([sha256.Size]byte, error) {
+	var sum [sha256.Size]byte
+	if err := ctx.Err(); err != nil {
+		return sum, err
+	}
 	hdr := &tar.Header{
 		Name:    e.Path,
 		Mode:    int64(e.normalisedPerm()),
@@ -68,27 +119,35 @@ func writeArchiveEntry(ctx context.Context, tw *tar.Writer, e *Entry, sourcePath
 		hdr.Size = e.Size
 	}
 	if e.Kind != KindFile {
-		return tw.WriteHeader(hdr)
+		return sum, a.tw.WriteHeader(hdr)
 	}
-	f, err := openContent(sourcePath(e))
+	f, err := openContent(path)
 	if err != nil {
-		return fmt.Errorf("archiving %s: %w", e.Path, err)
+		return sum, fmt.Errorf("archiving %s: %w", e.Path, err)
 	}
 	defer f.Close()
-	if err := tw.WriteHeader(hdr); err != nil {
-		return fmt.Errorf("archiving %s: %w", e.Path, err)
+	if err := a.tw.WriteHeader(hdr); err != nil {
+		return sum, fmt.Errorf("archiving %s: %w", e.Path, err)
 	}
 	h := sha256.New()
 	// One byte more than expected is read, so a file that grew is caught.
-	n, err := copyWithContext(ctx, io.MultiWriter(tw, h), io.LimitReader(f, e.Size+1))
+	n, err := copyWithContext(ctx, io.MultiWriter(a.tw, h), io.LimitReader(f, e.Size+1))
 	if errors.Is(err, tar.ErrWriteTooLong) || (err == nil && n != e.Size) {
-		return changedSincePlan(e.Path, "its size changed")
+		return sum, changedSincePlan(e.Path, "its size changed")
 	}
 	if err != nil {
-		return fmt.Errorf("archiving %s: %w", e.Path, err)
+		return sum, fmt.Errorf("archiving %s: %w", e.Path, err)
 	}
-	if [sha256.Size]byte(h.Sum(nil)) != e.SHA256 {
-		return changedSincePlan(e.Path, "its content changed")
+	h.Sum(sum[:0])
+	return sum, nil
+}
+
+func (a *archiveWriter) close(src string) error {
+	if err := a.tw.Close(); err != nil {
+		return fmt.Errorf("archiving %s: %w", src, err)
+	}
+	if err := a.gz.Close(); err != nil {
+		return fmt.Errorf("archiving %s: %w", src, err)
 	}
 	return nil
 }
@@ -101,9 +160,15 @@ func changedSincePlan(path, what string) error {
 // empty) and returns its path and exact size, for an upload that needs a Content-Length.
 // The caller removes the file. On error nothing is left behind.
 func (l *Listing) SpoolArchive(ctx context.Context, dir string) (path string, size int64, err error) {
+	return SpoolArchive(dir, l.Src, func(w io.Writer) error { return l.WriteArchive(ctx, w) })
+}
+
+// SpoolArchive spools the archive of the COPY source src that write writes, as
+// Listing.SpoolArchive does.
+func SpoolArchive(dir, src string, write func(io.Writer) error) (path string, size int64, err error) {
 	f, err := os.CreateTemp(dir, "e2b-context-*.tar.gz")
 	if err != nil {
-		return "", 0, fmt.Errorf("creating the archive file for %s: %w", l.Src, err)
+		return "", 0, fmt.Errorf("creating the archive file for %s: %w", src, err)
 	}
 	defer func() {
 		if err != nil {
@@ -112,7 +177,7 @@ func (l *Listing) SpoolArchive(ctx context.Context, dir string) (path string, si
 		}
 	}()
 	bw := bufio.NewWriterSize(f, 256<<10)
-	if err := l.WriteArchive(ctx, bw); err != nil {
+	if err := write(bw); err != nil {
 		return "", 0, err
 	}
 	if err := bw.Flush(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"compress/gzip"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,22 +130,62 @@ func TestArchiveFailsWhenContextChanged(t *testing.T) {
 		"grown":                  func(p string) error { return os.WriteFile(p, []byte("hello, world\n"), 0o644) },
 		"shrunk":                 func(p string) error { return os.WriteFile(p, []byte("h"), 0o644) },
 	}
-	for name, change := range cases {
-		t.Run(name, func(t *testing.T) {
-			d := newTree(t, file("app/a.txt", "hello\n"), file("app/b.txt", "b"))
-			l := hashedListing(t, d, "app")
-			if err := change(filepath.Join(d, "app/a.txt")); err != nil {
+	spoolers := map[string]func(t *testing.T, l *Listing, d, spool string) error{
+		"listing": func(t *testing.T, l *Listing, _, spool string) error {
+			_, _, err := l.SpoolArchive(t.Context(), spool)
+			return err
+		},
+		"streamed": func(t *testing.T, l *Listing, d, spool string) error {
+			planned, err := l.PortableHash(t.Context(), "/dest", HashOptions{})
+			if err != nil {
 				t.Fatal(err)
 			}
-			spool := t.TempDir()
-			_, _, err := l.SpoolArchive(t.Context(), spool)
-			if !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), "build context changed since plan") || !strings.Contains(err.Error(), "app/a.txt") {
-				t.Fatalf("err = %v, want a 'build context changed since plan' error naming app/a.txt", err)
-			}
-			if left, _ := os.ReadDir(spool); len(left) != 0 {
-				t.Errorf("failed spool left %d files behind", len(left))
-			}
-		})
+			_, _, err = SpoolArchive(spool, "app", func(w io.Writer) error {
+				return WritePortableArchive(t.Context(), w, d, "app", "/dest", ListOptions{}, planned)
+			})
+			return err
+		},
+	}
+	for name, change := range cases {
+		for way, spoolArchive := range spoolers {
+			t.Run(name+", "+way, func(t *testing.T) {
+				d := newTree(t, file("app/a.txt", "hello\n"), file("app/b.txt", "b"))
+				setMtimes(t, d, time.Now().Add(-time.Hour))
+				l := hashedListing(t, d, "app")
+				if err := change(filepath.Join(d, "app/a.txt")); err != nil {
+					t.Fatal(err)
+				}
+				spool := t.TempDir()
+				err := spoolArchive(t, l, d, spool)
+				if !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), "build context changed since plan") || !strings.Contains(err.Error(), "app/a.txt") {
+					t.Fatalf("err = %v, want a 'build context changed since plan' error naming app/a.txt", err)
+				}
+				if left, _ := os.ReadDir(spool); len(left) != 0 {
+					t.Errorf("failed spool left %d files behind", len(left))
+				}
+			})
+		}
+	}
+}
+
+// TestWritePortableArchiveOnRandomTrees: the streamed archive is the listing's, byte for
+// byte, on random trees with symlinks.
+func TestWritePortableArchiveOnRandomTrees(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6)) // reproducible trees
+	for tree := range 30 {
+		d := newTree(t, randomTree(rng, true)...)
+		l := mustList(t, d, ".", ListOptions{})
+		planned, err := l.PortableHash(t.Context(), "/dest", HashOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var streamed bytes.Buffer
+		if err := WritePortableArchive(t.Context(), &streamed, d, ".", "/dest", ListOptions{}, planned); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(streamed.Bytes(), archiveBytes(t, l)) {
+			t.Fatalf("tree %d: the streamed archive differs from the listing's", tree)
+		}
 	}
 }
 

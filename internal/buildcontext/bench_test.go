@@ -4,6 +4,7 @@ package buildcontext
 
 import (
 	"cmp"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -107,24 +108,17 @@ func BenchmarkPortableHashWarm(b *testing.B) {
 	}
 }
 
-// benchPortableHash is one terraform run: open the cache, list, hash, save the cache.
+// benchPortableHash is one terraform plan: open the cache, hash streaming, save the cache.
 func benchPortableHash(b *testing.B, dir, cachePath string) DigestStats {
 	cache := OpenStatCache(cachePath)
-	l, err := List(dir, ".", ListOptions{})
+	sum, err := StreamPortableHash(b.Context(), dir, ".", "/app", ListOptions{}, HashOptions{Cache: cache})
 	if err != nil {
-		b.Fatal(err)
-	}
-	stats, err := l.ComputeDigests(b.Context(), HashOptions{Cache: cache})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := l.PortableHash(b.Context(), "/app", HashOptions{Cache: cache}); err != nil {
 		b.Fatal(err)
 	}
 	if err := cache.Save(); err != nil {
 		b.Fatal(err)
 	}
-	return stats
+	return sum.Stats
 }
 
 // BenchmarkSDKHash is the SDK-compatible hash without a cache, as a cold run.
@@ -143,15 +137,12 @@ func BenchmarkSDKHash(b *testing.B) {
 	}
 }
 
-// BenchmarkArchive spools the archive of an already hashed listing (the apply step after
-// plan), including the check of every file against its digest.
+// BenchmarkArchive spools the archive of a hashed context as apply does after the plan:
+// a second walk that reads every file and checks the step's hash.
 func BenchmarkArchive(b *testing.B) {
 	dir := benchTree(b)
-	l, err := List(dir, ".", ListOptions{})
+	sum, err := StreamPortableHash(b.Context(), dir, ".", "/app", ListOptions{}, HashOptions{})
 	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := l.PortableHash(b.Context(), "/app", HashOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	spool := b.TempDir()
@@ -159,7 +150,9 @@ func BenchmarkArchive(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		path, _, err := l.SpoolArchive(b.Context(), spool)
+		path, _, err := SpoolArchive(spool, ".", func(w io.Writer) error {
+			return WritePortableArchive(b.Context(), w, dir, ".", "/app", ListOptions{}, sum.Hash)
+		})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -11,6 +11,14 @@
 //	_ = cache.Save() // best effort: a cache that cannot be written only costs speed
 //	path, size, err := l.SpoolArchive(ctx, "") // checks every file against its digest
 //
+// or, for the portable hash, two walks that hold no listing (memory bounded whatever the
+// number of files):
+//
+//	sum, err := buildcontext.StreamPortableHash(ctx, contextDir, src, dest, listOpts, hashOpts)
+//	path, size, err := buildcontext.SpoolArchive("", src, func(w io.Writer) error {
+//		return buildcontext.WritePortableArchive(ctx, w, contextDir, src, dest, listOpts, sum.Hash)
+//	})
+//
 // Decisions the spec leaves open:
 //   - Symlinks are listed as links (target text recorded, nothing read through them) wherever
 //     they point. With ListOptions.ResolveLinks a link whose target is inside the context is
@@ -107,11 +115,14 @@ type Listing struct {
 }
 
 // sourcePath is the file to read for e.
-func (l *Listing) sourcePath(e *Entry) string {
+func (l *Listing) sourcePath(e *Entry) string { return sourcePath(l.Context, e) }
+
+// sourcePath is the file to read for e, listed in the context root.
+func sourcePath(root string, e *Entry) string {
 	if e.resolved != "" {
 		return e.resolved
 	}
-	return filepath.Join(l.Context, filepath.FromSlash(e.Path))
+	return filepath.Join(root, filepath.FromSlash(e.Path))
 }
 
 // normalisedPerm is the mode an entry has in the portable hash and the archive.

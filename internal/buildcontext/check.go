@@ -170,22 +170,32 @@ func belowSymlink(name string, symlinks map[string]bool) string {
 // CheckEntries applies CheckArchive's rules to the entries of the listing's archive, so
 // that a plan refuses what the server would refuse, naming the entry.
 func (l *Listing) CheckEntries() error {
-	symlinks := map[string]bool{}
+	check := entryChecker{}
 	for i := range l.Entries {
-		e := &l.Entries[i]
-		hdr := &tar.Header{Name: e.Path, Typeflag: tar.TypeReg}
-		switch e.Kind {
-		case KindDir:
-			hdr.Typeflag = tar.TypeDir
-		case KindSymlink:
-			hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, e.LinkTarget
+		if err := check.check(&l.Entries[i]); err != nil {
+			return err
 		}
-		if e.Path == "." && e.Kind == KindDir {
-			continue
-		}
-		if err := checkEntry(hdr, symlinks); err != nil {
-			return &contextError{fmt.Sprintf("%s: %v", e.Path, err), ErrUnsafeArchive}
-		}
+	}
+	return nil
+}
+
+// entryChecker applies CheckArchive's rules to listed entries one at a time, in listing
+// order. It holds the symlinks seen, not the entries.
+type entryChecker map[string]bool
+
+func (symlinks entryChecker) check(e *Entry) error {
+	hdr := &tar.Header{Name: e.Path, Typeflag: tar.TypeReg}
+	switch e.Kind {
+	case KindDir:
+		hdr.Typeflag = tar.TypeDir
+	case KindSymlink:
+		hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, e.LinkTarget
+	}
+	if e.Path == "." && e.Kind == KindDir {
+		return nil
+	}
+	if err := checkEntry(hdr, symlinks); err != nil {
+		return &contextError{fmt.Sprintf("%s: %v", e.Path, err), ErrUnsafeArchive}
 	}
 	return nil
 }

@@ -62,46 +62,81 @@ func (l *Listing) ComputeDigests(ctx context.Context, opts HashOptions) (DigestS
 	if len(todo) == 0 {
 		return stats, nil
 	}
-	if opts.Cache != nil {
-		opts.Cache.reserve(len(todo))
-	}
 	// Largest first, so the big files spread across workers and the small ones fill in.
 	slices.SortStableFunc(todo, func(a, b *Entry) int { return cmp.Compare(b.Size, a.Size) })
 
+	d := startDigester(ctx, opts, len(todo), 0)
+	for _, e := range todo {
+		if !d.submit(e, l.sourcePath(e), nil) {
+			break
+		}
+	}
+	return stats, d.wait()
+}
+
+// digester hashes files on opts.Workers goroutines, the one pool of ComputeDigests and
+// StreamPortableHash. The first failure cancels the rest and is what wait returns.
+type digester struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	jobs   chan digestJob
+	wg     sync.WaitGroup
+}
+
+type digestJob struct {
+	e    *Entry
+	path string
+	done chan struct{} // closed once e has its digest or the digester failed; may be nil
+}
+
+// startDigester starts at most files workers (all of opts.Workers when files is 0:
+// unknown) with room for queue jobs waiting.
+func startDigester(ctx context.Context, opts HashOptions, files, queue int) *digester {
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	workers = min(workers, len(todo))
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	jobs := make(chan *Entry)
-	var wg sync.WaitGroup
+	if files > 0 {
+		workers = min(workers, files)
+	}
+	d := &digester{jobs: make(chan digestJob, queue)}
+	d.ctx, d.cancel = context.WithCancelCause(ctx)
 	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for e := range jobs {
-				sum, err := hashFile(ctx, l.sourcePath(e), e, opts.Cache)
-				if err != nil {
-					cancel(err)
-					continue
+		d.wg.Go(func() {
+			for j := range d.jobs {
+				if d.ctx.Err() == nil {
+					if sum, err := hashFile(d.ctx, j.path, j.e, opts.Cache); err != nil {
+						d.cancel(err)
+					} else {
+						j.e.setDigest(sum)
+					}
 				}
-				e.setDigest(sum)
+				if j.done != nil {
+					close(j.done)
+				}
 			}
-		}()
+		})
 	}
-feed:
-	for _, e := range todo {
-		select {
-		case jobs <- e:
-		case <-ctx.Done():
-			break feed
-		}
+	return d
+}
+
+// submit queues e (read from path); false once the digester has failed or ctx ended.
+func (d *digester) submit(e *Entry, path string, done chan struct{}) bool {
+	select {
+	case d.jobs <- digestJob{e, path, done}:
+		return true
+	case <-d.ctx.Done():
+		return false
 	}
-	close(jobs)
-	wg.Wait()
-	return stats, context.Cause(ctx)
+}
+
+// wait ends the workers once the queued files are hashed and returns the first failure.
+func (d *digester) wait() error {
+	close(d.jobs)
+	d.wg.Wait()
+	err := context.Cause(d.ctx)
+	d.cancel(nil)
+	return err
 }
 
 // hashFile digests one file, checking it is still the file that was listed. It reads

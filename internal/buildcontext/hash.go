@@ -19,29 +19,47 @@ func (l *Listing) PortableHash(ctx context.Context, dest string, opts HashOption
 	if _, err := l.ComputeDigests(ctx, opts); err != nil {
 		return "", err
 	}
-	h := sha256.New()
-	// Each entry's netstrings are appended to one reused buffer and written at once.
-	buf := appendNetstring(nil, "e2b-files-v1")
-	buf = appendNetstring(buf, l.Src)
-	buf = appendNetstring(buf, dest)
-	h.Write(buf)
+	h := newPortableHasher(l.Src, dest)
 	for i := range l.Entries {
-		e := &l.Entries[i]
-		buf = appendNetstring(buf[:0], portableKind[e.Kind])
-		buf = appendNetstring(buf, permString(e.normalisedPerm()))
-		buf = appendNetstring(buf, e.Path)
-		switch e.Kind {
-		case KindFile:
-			buf = appendHexNetstring(buf, e.SHA256)
-		case KindDir:
-			buf = appendNetstring(buf, "")
-		case KindSymlink:
-			buf = appendNetstring(buf, e.LinkTarget)
-		}
-		h.Write(buf)
+		h.add(&l.Entries[i])
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return h.sum(), nil
 }
+
+// portableHasher is the portable hash of a step fed one entry at a time, in listing
+// order (design/hashing.md §2).
+type portableHasher struct {
+	h   hash.Hash
+	buf []byte // each entry's netstrings, appended and written at once
+}
+
+func newPortableHasher(src, dest string) *portableHasher {
+	p := &portableHasher{h: sha256.New()}
+	p.buf = appendNetstring(p.buf, "e2b-files-v1")
+	p.buf = appendNetstring(p.buf, src)
+	p.buf = appendNetstring(p.buf, dest)
+	p.h.Write(p.buf)
+	return p
+}
+
+// add feeds e, whose digest is set if it is a file.
+func (p *portableHasher) add(e *Entry) {
+	buf := appendNetstring(p.buf[:0], portableKind[e.Kind])
+	buf = appendNetstring(buf, permString(e.normalisedPerm()))
+	buf = appendNetstring(buf, e.Path)
+	switch e.Kind {
+	case KindFile:
+		buf = appendHexNetstring(buf, e.SHA256)
+	case KindDir:
+		buf = appendNetstring(buf, "")
+	case KindSymlink:
+		buf = appendNetstring(buf, e.LinkTarget)
+	}
+	p.h.Write(buf)
+	p.buf = buf
+}
+
+func (p *portableHasher) sum() string { return hex.EncodeToString(p.h.Sum(nil)) }
 
 func permString(p fs.FileMode) string {
 	switch p {

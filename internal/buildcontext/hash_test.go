@@ -6,9 +6,11 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,13 +28,8 @@ func TestHashVectors(t *testing.T) {
 	}
 	for _, vec := range v.Vectors {
 		t.Run(vec.Src+"->"+vec.Dest, func(t *testing.T) {
-			l := mustList(t, ctxDir, vec.Src, ListOptions{})
-			got, err := l.PortableHash(t.Context(), vec.Dest, HashOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != vec.PortableV1 {
-				t.Errorf("portable v1 = %s, want %s (entries %v)", got, vec.PortableV1, paths(l))
+			if got := portable(t, ctxDir, vec.Src, vec.Dest); got != vec.PortableV1 {
+				t.Errorf("portable v1 = %s, want %s (entries %v)", got, vec.PortableV1, paths(mustList(t, ctxDir, vec.Src, ListOptions{})))
 			}
 			if vec.DependsOnDirSize && dirSize != 4096 {
 				t.Skipf("SDK vector needs 4096-byte directories; this filesystem reports %d", dirSize)
@@ -180,5 +177,48 @@ func TestSDKHashOfContextRoot(t *testing.T) {
 	}
 	if got != want {
 		t.Errorf("SDK hash %s, want %s (input %q)", got, want, input)
+	}
+}
+
+// TestStreamPortableHashOnRandomTrees compares the streamed hash with the listing's on
+// random trees (names that extend one another, symlinks, resolved or not), without a
+// digest cache, with a cold one and with the same cache warm, and checks its counts.
+func TestStreamPortableHashOnRandomTrees(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4)) // reproducible trees
+	for tree := range 60 {
+		d := newTree(t, randomTree(rng, true)...)
+		setMtimes(t, d, time.Now().Add(-time.Hour))
+		opts := ListOptions{ResolveLinks: tree%2 == 1}
+		l, err := List(d, ".", opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := l.PortableHash(t.Context(), "/d", HashOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		files := 0
+		for _, e := range l.Entries {
+			if e.Kind == KindFile {
+				files++
+			}
+		}
+		cache := OpenStatCache(filepath.Join(t.TempDir(), "cache"))
+		for run, ho := range []HashOptions{{}, {Cache: cache}, {Cache: cache, Workers: 1}} {
+			got, err := StreamPortableHash(t.Context(), d, ".", "/d", opts, ho)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Hash != want || got.Entries != len(l.Entries) || got.Stats.Cached+got.Stats.Read != files {
+				t.Fatalf("tree %d run %d: streamed %s over %d entries (%+v), want %s over %d entries, %d files",
+					tree, run, got.Hash, got.Entries, got.Stats, want, len(l.Entries), files)
+			}
+			if run == 2 && got.Stats.Read != 0 {
+				t.Fatalf("tree %d: the warm run read %d files", tree, got.Stats.Read)
+			}
+			if !slices.Equal(got.Newest, l.Newest(NewestKept)) {
+				t.Fatalf("tree %d: newest %q, the listing's %q", tree, got.Newest, l.Newest(NewestKept))
+			}
+		}
 	}
 }

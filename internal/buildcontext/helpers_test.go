@@ -131,11 +131,20 @@ func mustList(t testing.TB, ctxDir, src string, opts ListOptions) *Listing {
 	return l
 }
 
+// portable is the portable hash of the step, computed from a listing and streamed, which
+// must agree.
 func portable(t testing.TB, ctxDir, src, dest string) string {
 	t.Helper()
 	h, err := mustList(t, ctxDir, src, ListOptions{}).PortableHash(context.Background(), dest, HashOptions{})
 	if err != nil {
 		t.Fatalf("PortableHash(%q): %v", src, err)
+	}
+	streamed, err := StreamPortableHash(context.Background(), ctxDir, src, dest, ListOptions{}, HashOptions{})
+	if err != nil {
+		t.Fatalf("StreamPortableHash(%q): %v", src, err)
+	}
+	if streamed.Hash != h {
+		t.Fatalf("%q: streamed hash %s, from the listing %s", src, streamed.Hash, h)
 	}
 	return h
 }

@@ -36,37 +36,60 @@ type ListOptions struct {
 // opts.IgnorePatterns exclude entries with Docker's semantics; src may be a glob (`*`, `?`,
 // `[...]`, `**`; dotfiles match); a matched directory brings itself and everything below
 // it; symlinks are never followed (see ListOptions.ResolveLinks); sockets, FIFOs and
-// devices are errors unless ignored; an empty result is an error.
+// devices are errors unless ignored; an empty result is an error. It holds every entry;
+// Walk gives the same entries one at a time.
 func List(contextDir, src string, opts ListOptions) (*Listing, error) {
-	pattern, err := cleanSrc(src)
+	var entries []Entry
+	root, err := Walk(contextDir, src, opts, func(e *Entry) error {
+		// Double the capacity when full: append grows a large slice by only 1.25×, which
+		// copies a listing of many entries about five times over.
+		if len(entries) == cap(entries) {
+			entries = slices.Grow(entries, max(len(entries), 256))
+		}
+		entries = append(entries, *e)
+		return nil
+	})
 	if err != nil {
 		return nil, err
+	}
+	return &Listing{Context: root, Src: src, Entries: entries}, nil
+}
+
+// Walk calls fn with each entry List would return, in the same order (by path as bytes),
+// without holding them: memory depends on the depth of the tree and the size of its
+// directories, not on the number of entries. fn must not keep the *Entry. Walk returns the
+// context's absolute path (symlinks resolved), fn's first error, or List's errors.
+func Walk(contextDir, src string, opts ListOptions, fn func(*Entry) error) (string, error) {
+	pattern, err := cleanSrc(src)
+	if err != nil {
+		return "", err
 	}
 	root, err := contextRoot(contextDir)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	glob, err := newSegmentGlob(pattern)
 	if err != nil {
-		return nil, &contextError{fmt.Sprintf("COPY source %q is not a valid pattern: %v", src, err), ErrInvalidSrc}
+		return "", &contextError{fmt.Sprintf("COPY source %q is not a valid pattern: %v", src, err), ErrInvalidSrc}
 	}
 	ign, err := loadIgnore(root, opts.IgnorePatterns)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	l := &lister{root: root, ignore: ign, resolve: opts.ResolveLinks, onPath: map[[2]uint64]bool{}, ahead: newReadAhead()}
+	emitted := 0
+	l := &lister{root: root, ignore: ign, resolve: opts.ResolveLinks, onPath: map[[2]uint64]bool{}, ahead: newReadAhead(),
+		emit: func(e *Entry) error { emitted++; return fn(e) }}
 	prefix, rest := glob.literalPrefix()
 	l.glob = rest
 	err = l.walkFromPrefix(prefix)
 	l.ahead.stop()
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	if len(l.entries) == 0 {
-		return nil, &contextError{fmt.Sprintf("no files match %s in %s", src, root), ErrNoMatch}
+	if emitted == 0 {
+		return "", &contextError{fmt.Sprintf("no files match %s in %s", src, root), ErrNoMatch}
 	}
-	slices.SortFunc(l.entries, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
-	return &Listing{Context: root, Src: src, Entries: l.entries}, nil
+	return root, nil
 }
 
 // cleanSrc validates src and returns its cleaned "/"-separated form.
@@ -224,38 +247,29 @@ type lister struct {
 	ignore  *ignoreRules
 	glob    *segmentGlob
 	resolve bool
-	entries []Entry
+	emit    func(*Entry) error
 	// onPath holds the (device, inode) of the directories being walked, to stop a
 	// resolved symlink from looping.
 	onPath map[[2]uint64]bool
 	ahead  *readAhead
 }
 
-// pendingDir is a directory inside the matched part of the tree whose entry is written
-// just before its first listed descendant: an excluded directory appears only when an
-// exception re-includes something below it.
-type pendingDir struct {
-	entry   Entry
-	parent  *pendingDir
-	emitted bool
-}
-
-func (l *lister) emit(p *pendingDir) {
-	if p == nil || p.emitted {
-		return
-	}
-	l.emit(p.parent)
-	p.emitted = true
-	l.add(p.entry)
-}
-
-// add appends e to the entries, doubling their capacity when full: append grows a large
-// slice by only 1.25×, which copies a listing of many entries about five times over.
-func (l *lister) add(e Entry) {
-	if len(l.entries) == cap(l.entries) {
-		l.entries = slices.Grow(l.entries, max(len(l.entries), 256))
-	}
-	l.entries = append(l.entries, e)
+// node is one path the walk reached and keeps: its own entry, if it is listed, and for a
+// directory the walk enters, what it needs to walk the contents.
+type node struct {
+	rel, abs string // abs is "" for a regular file (see visit)
+	entry    Entry
+	listed   bool // entry is listed (or pending)
+	// pending says entry is an excluded directory, listed only if something below it is
+	// (an exception re-includes it), as BuildKit sends its parent.
+	pending    bool
+	descend    bool
+	dir        string // what to read for the contents: abs, or what a resolved link points to
+	st         childStat
+	ignoreInfo patternmatcher.MatchInfo
+	gs         globState
+	matched    bool
+	scan       *pendingScan
 }
 
 // walkFromPrefix checks the literal leading segments of src (no symlinks among the
@@ -287,7 +301,22 @@ func (l *lister) walkFromPrefix(prefix []string) error {
 	if err != nil {
 		return l.missing(err, rel)
 	}
-	return l.visit(rel, abs, statOf(fi), info, l.glob.start(), false, nil, nil)
+	n, ok, err := l.visit(rel, abs, statOf(fi), info, l.glob.start(), false)
+	if err != nil || !ok {
+		return err
+	}
+	if rel == "." {
+		// The context's own entry sorts among its children's paths, which have no prefix.
+		var self *Entry
+		if n.listed {
+			self = &n.entry
+		}
+		return l.walkDir(&n, self)
+	}
+	if err := l.emitSelf(&n); err != nil || !n.descend {
+		return err
+	}
+	return l.walkDir(&n, nil)
 }
 
 func (l *lister) missing(err error, rel string) error {
@@ -304,25 +333,24 @@ func joinRel(dir, name string) string {
 	return dir + "/" + name
 }
 
-// visit lists rel (lstat'ed as st) and, for a directory, what lies below it. abs is its
-// path, which only directories and symlinks need ("" for a regular file, whose path is
-// the context joined with rel). gs is the glob state after rel's own name; inMatch says an
-// ancestor already matched src; ahead, when not nil, is the read-ahead of rel as a
-// directory.
-func (l *lister) visit(rel, abs string, st childStat, parentIgnore patternmatcher.MatchInfo, gs globState, inMatch bool, parent *pendingDir, ahead *pendingScan) error {
+// visit decides what the walk does with rel (lstat'ed as st): false when it lists
+// nothing there. abs is its path, which only directories and symlinks need ("" for a regular
+// file, whose path is the context joined with rel). gs is the glob state after rel's own
+// name; inMatch says an ancestor already matched src.
+func (l *lister) visit(rel, abs string, st childStat, parentIgnore patternmatcher.MatchInfo, gs globState, inMatch bool) (node, bool, error) {
 	excluded, ignoreInfo, err := l.ignore.excluded(rel, parentIgnore)
 	if err != nil {
-		return err
+		return node{}, false, err
 	}
 	matched := inMatch || l.glob.matched(gs)
 	if !matched && !st.mode.IsDir() {
-		return nil
+		return node{}, false, nil
 	}
 	var resolved string // what a resolved symlink points to
 	if st.mode&fs.ModeSymlink != 0 && l.resolve && !excluded {
 		target, rfi, err := l.resolveLink(rel, abs)
 		if err != nil {
-			return err
+			return node{}, false, err
 		}
 		if rfi != nil {
 			resolved, st = target, statOf(rfi)
@@ -332,28 +360,31 @@ func (l *lister) visit(rel, abs string, st childStat, parentIgnore patternmatche
 	switch {
 	case mode.IsRegular(), mode&fs.ModeSymlink != 0:
 		if excluded || !matched {
-			return nil
+			return node{}, false, nil
 		}
 		e, err := newEntry(rel, abs, resolved, st)
 		if err != nil {
-			return err
+			return node{}, false, err
 		}
-		l.emit(parent)
-		l.add(e)
-		return nil
+		return node{rel: rel, entry: e, listed: true}, true, nil
 	case mode.IsDir():
 		if !l.walksInto(rel, gs, matched, excluded) {
-			return nil
+			return node{}, false, nil
 		}
-		if ahead == nil || resolved != "" {
-			ahead = l.ahead.now(cmp.Or(resolved, abs))
+		n := node{rel: rel, abs: abs, descend: true, dir: cmp.Or(resolved, abs), st: st, ignoreInfo: ignoreInfo, gs: gs, matched: matched}
+		if matched {
+			e, err := newEntry(rel, abs, resolved, st)
+			if err != nil {
+				return node{}, false, err
+			}
+			n.entry, n.listed, n.pending = e, true, excluded
 		}
-		return l.walkDir(rel, abs, resolved, st, ignoreInfo, gs, matched, excluded, parent, ahead)
+		return n, true, nil
 	default:
 		if excluded || !matched {
-			return nil
+			return node{}, false, nil
 		}
-		return &contextError{fmt.Sprintf("%s in build context %s is a %s, which cannot be copied; add it to .dockerignore", rel, l.root, specialKind(mode)), ErrSpecialFile}
+		return node{}, false, &contextError{fmt.Sprintf("%s in build context %s is a %s, which cannot be copied; add it to .dockerignore", rel, l.root, specialKind(mode)), ErrSpecialFile}
 	}
 }
 
@@ -366,67 +397,89 @@ func (l *lister) walksInto(rel string, gs globState, matched, excluded bool) boo
 	return !excluded || l.ignore.mayReinclude(rel)
 }
 
-func (l *lister) walkDir(rel, abs, resolved string, st childStat, ignoreInfo patternmatcher.MatchInfo, gs globState, matched, excluded bool, parent *pendingDir, scan *pendingScan) error {
-	key := [2]uint64{st.id.Dev, st.id.Ino}
+// emitSelf lists n's own entry. A pending one is listed only if its contents list
+// something, which a walk of them that stops at the first entry finds out; otherwise
+// there is nothing to walk. That walks an excluded directory twice, which only happens
+// where an exception may re-include something below it.
+func (l *lister) emitSelf(n *node) error {
+	if !n.listed {
+		return nil
+	}
+	if n.pending {
+		emit := l.emit
+		l.emit = func(*Entry) error { return errFound }
+		err := l.walkDir(n, nil)
+		l.emit = emit
+		if !errors.Is(err, errFound) {
+			n.descend = false
+			return err
+		}
+	}
+	return l.emit(&n.entry)
+}
+
+// errFound stops the walk of emitSelf at the first entry.
+var errFound = errors.New("found an entry")
+
+// walkKey is one place in a directory's walk order: a child's own entry (at its name) or
+// a child directory's contents (at its name followed by "/"). This order, and neither
+// names alone nor directories at name + "/", is the order of full paths as bytes: a
+// sibling whose name extends a directory's by a byte below "/" ("a-" beside "a") comes
+// after "a" and before "a/x". child -1 is the context's own entry, at ".".
+type walkKey struct {
+	child    int
+	contents bool
+}
+
+// compareKeys orders name a (followed by "/" if aContents) against b likewise, as bytes.
+func compareKeys(a string, aContents bool, b string, bContents bool) int {
+	n := min(len(a), len(b))
+	if c := strings.Compare(a[:n], b[:n]); c != 0 {
+		return c
+	}
+	for k := n; ; k++ {
+		x, y := keyByte(a, aContents, k), keyByte(b, bContents, k)
+		if x != y || x < 0 {
+			return cmp.Compare(x, y)
+		}
+	}
+}
+
+// keyByte is byte k of name s followed by "/" if contents, or -1 past its end.
+func keyByte(s string, contents bool, k int) int {
+	switch {
+	case k < len(s):
+		return int(s[k])
+	case k == len(s) && contents:
+		return '/'
+	}
+	return -1
+}
+
+// walkDir lists the contents of the directory n in path order, with self (the context's
+// own entry, or nil) among them.
+func (l *lister) walkDir(n *node, self *Entry) error {
+	key := [2]uint64{n.st.id.Dev, n.st.id.Ino}
 	if l.onPath[key] {
-		return &contextError{fmt.Sprintf("symlink cycle: %s leads back to a directory above it", rel), errSymlinkCycle}
+		return &contextError{fmt.Sprintf("symlink cycle: %s leads back to a directory above it", n.rel), errSymlinkCycle}
 	}
 	l.onPath[key] = true
 	defer delete(l.onPath, key)
 
-	var self *pendingDir
-	if matched {
-		e, err := newEntry(rel, abs, resolved, st)
-		if err != nil {
-			return err
-		}
-		self = &pendingDir{entry: e, parent: parent}
-		if !excluded {
-			l.emit(self)
-		}
+	if n.scan == nil {
+		n.scan = l.ahead.now(n.dir)
 	}
-	children := scan.result()
+	children := n.scan.result()
 	if children.err != nil {
-		return fmt.Errorf("reading directory %s in build context %s: %w", rel, l.root, children.err)
+		return fmt.Errorf("reading directory %s in build context %s: %w", n.rel, l.root, children.err)
 	}
-	// Read ahead the subdirectories the walk will enter, so other cores stat them while
-	// this one builds the entries: readAheadWindow of them at first, then one more each
-	// time the walk reaches one, which bounds the goroutines and scans waiting.
-	childRels := joinRelAll(rel, children.names)
-	childGlob := make([]globState, len(children.names))
-	var toRead []int // children to read ahead, in walk order
-	for i, name := range children.names {
-		cst := children.stats[i]
-		if !matched {
-			childGlob[i] = l.glob.step(gs, name)
-		}
-		if cst.err != nil || !cst.mode.IsDir() {
-			continue
-		}
-		childRel := childRels[i]
-		childExcluded, _, err := l.ignore.excluded(childRel, ignoreInfo)
-		if err != nil {
-			continue // reported when the walk gets there, and it stops there
-		}
-		if l.walksInto(childRel, childGlob[i], matched || l.glob.matched(childGlob[i]), childExcluded) {
-			toRead = append(toRead, i)
-		}
-	}
-	ahead := make([]*pendingScan, len(children.names))
-	readNext := func() {
-		if len(toRead) > 0 {
-			i := toRead[0]
-			toRead = toRead[1:]
-			ahead[i] = l.ahead.start(joinAbs(abs, children.names[i]))
-		}
-	}
-	for range readAheadWindow {
-		readNext()
+	childRels := joinRelAll(n.rel, children.names)
+	nodes := make([]node, len(children.names))
+	keys := make([]walkKey, 0, len(children.names)+1)
+	if self != nil {
+		keys = append(keys, walkKey{child: -1})
 	}
 	for i, name := range children.names {
-		if ahead[i] != nil {
-			readNext()
-		}
 		cst := children.stats[i]
 		if cst.err != nil {
 			if errors.Is(cst.err, fs.ErrNotExist) {
@@ -436,9 +489,72 @@ func (l *lister) walkDir(rel, abs, resolved string, st childStat, ignoreInfo pat
 		}
 		var childAbs string
 		if !cst.mode.IsRegular() {
-			childAbs = joinAbs(abs, name)
+			childAbs = joinAbs(n.abs, name)
 		}
-		if err := l.visit(childRels[i], childAbs, cst, ignoreInfo, childGlob[i], matched, self, ahead[i]); err != nil {
+		gs := n.gs
+		if !n.matched {
+			gs = l.glob.step(n.gs, name)
+		}
+		c, ok, err := l.visit(childRels[i], childAbs, cst, n.ignoreInfo, gs, n.matched)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		nodes[i] = c
+		if c.listed {
+			keys = append(keys, walkKey{child: i})
+		}
+		if c.descend {
+			keys = append(keys, walkKey{child: i, contents: true})
+		}
+	}
+	name := func(k walkKey) string {
+		if k.child < 0 {
+			return "."
+		}
+		return children.names[k.child]
+	}
+	// Names are sorted, so keys are out of order only around names that extend others.
+	slices.SortFunc(keys, func(a, b walkKey) int { return compareKeys(name(a), a.contents, name(b), b.contents) })
+
+	// Read ahead the subdirectories the walk will enter, so other cores stat them while
+	// this one builds the entries: readAheadWindow of them at first, then one more each
+	// time the walk reaches one, which bounds the goroutines and scans waiting.
+	var toRead []*node // in walk order
+	for _, k := range keys {
+		if k.contents {
+			toRead = append(toRead, &nodes[k.child])
+		}
+	}
+	readNext := func() {
+		if len(toRead) > 0 {
+			c := toRead[0]
+			toRead = toRead[1:]
+			if c.scan == nil { // not read yet by emitSelf
+				c.scan = l.ahead.start(c.dir)
+			}
+		}
+	}
+	for range readAheadWindow {
+		readNext()
+	}
+	for _, k := range keys {
+		var err error
+		switch {
+		case k.child < 0:
+			err = l.emit(self)
+		case !k.contents:
+			err = l.emitSelf(&nodes[k.child])
+		default:
+			readNext()
+			if c := &nodes[k.child]; c.descend {
+				err = l.walkDir(c, nil)
+				c.scan = nil // done with: the siblings still to walk must not hold it
+			}
+		}
+		if err != nil {
 			return err
 		}
 	}

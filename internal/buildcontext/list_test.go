@@ -5,12 +5,16 @@ package buildcontext
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/moby/patternmatcher"
 )
 
 // ignoreTree is the context the .dockerignore cases run against.
@@ -243,4 +247,89 @@ func TestListIgnoreLimits(t *testing.T) {
 	if _, err := List(ctx, ".", ListOptions{}); err != nil {
 		t.Errorf("at the limit: %v", err)
 	}
+}
+
+// TestWalkOrderOnRandomTrees lists random trees whose names extend one another by bytes
+// below and above "/" ("a", "a-", "a.b", "a0"…), where sorting names alone or directories
+// at name + "/" would go wrong: the walk must give every path, sorted as bytes and
+// unique, and with ignore patterns that re-include below excluded directories it must
+// stay sorted and list each excluded directory exactly when something below it is listed.
+func TestWalkOrderOnRandomTrees(t *testing.T) {
+	ignores := [][]string{nil, {"a", "!a/a-"}, {"**/a-", "!**/a-/a"}, {"*", "!a.b"}, {"a*/**", "!a/a0/b"}}
+	rng := rand.New(rand.NewPCG(1, 2)) // reproducible trees
+	for tree := range 150 {
+		entries := randomTree(rng, false)
+		d := newTree(t, entries...)
+		var want []string
+		if err := filepath.WalkDir(d, func(p string, _ fs.DirEntry, err error) error {
+			rel, _ := filepath.Rel(d, p)
+			want = append(want, filepath.ToSlash(rel))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(want)
+		if got := paths(mustList(t, d, ".", ListOptions{})); !slices.Equal(got, want) {
+			t.Fatalf("tree %d:\n got %q\nwant %q", tree, got, want)
+		}
+		for _, ign := range ignores[1:] {
+			l, err := List(d, ".", ListOptions{IgnorePatterns: ign})
+			if errors.Is(err, ErrNoMatch) {
+				continue
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			got := paths(l)
+			if !slices.IsSorted(got) || len(slices.Compact(slices.Clone(got))) != len(got) {
+				t.Fatalf("tree %d, ignore %q: not sorted and unique: %q", tree, ign, got)
+			}
+			pm, err := patternmatcher.New(ign)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range want {
+				if p == "." {
+					continue // the context itself is never excluded
+				}
+				excluded, err := pm.MatchesOrParentMatches(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				listed := slices.Contains(got, p)
+				if isDir := slices.ContainsFunc(want, func(q string) bool { return strings.HasPrefix(q, p+"/") }); isDir && excluded {
+					excluded = !slices.ContainsFunc(got, func(q string) bool { return strings.HasPrefix(q, p+"/") })
+				}
+				if listed == excluded {
+					t.Fatalf("tree %d, ignore %q: %s listed %v, excluded %v: %q", tree, ign, p, listed, excluded, got)
+				}
+			}
+		}
+	}
+}
+
+// randomTree is up to three levels of directories and files named to extend one another
+// by bytes below and above "/", with symlinks among them if links.
+func randomTree(rng *rand.Rand, links bool) []treeEntry {
+	names := []string{"a", "a-", "a.b", "a b", "a0", "a-b", "-", ".x", "b", "a~"}
+	var entries []treeEntry
+	var grow func(parent string, depth int)
+	grow = func(parent string, depth int) {
+		for _, n := range names {
+			p := strings.TrimPrefix(parent+"/"+n, "/")
+			switch r := rng.IntN(7); {
+			case r == 0 && depth < 3:
+				entries = append(entries, dir(p))
+				grow(p, depth+1)
+			case r <= 2:
+				entries = append(entries, file(p, strings.Repeat(n, rng.IntN(100))))
+			case r == 3 && links:
+				// A sibling, never the link itself: no loops, maybe dangling.
+				if target := names[rng.IntN(len(names))]; target != n {
+					entries = append(entries, link(p, target))
+				}
+			}
+		}
+	}
+	grow("", 0)
+	return entries
 }

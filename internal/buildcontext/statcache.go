@@ -1,10 +1,12 @@
 package buildcontext
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"hash/crc32"
 	"hash/maphash"
 	"io"
@@ -28,11 +30,18 @@ type StatCache struct {
 	path string
 
 	mu         sync.Mutex
-	loaded     digestTable             // the digests of the file
-	loadedFile os.FileInfo             // the file they were read from, nil if none
-	added      map[FileID]cachedDigest // digests this process computed
-	missed     map[FileID]uint32       // when this process asked for digests the cache lacked
-	asked      uint32                  // how many digests this process asked for
+	loaded     digestTable // the digests of the file
+	loadedFile os.FileInfo // the file they were read from, nil if none
+	// saved says Save wrote the file and loaded is yet to be read from it, of which the
+	// first savedAsked records in the order this process asked for them: read on next use,
+	// as a plan saves once at its end, so a save never holds the old and new tables.
+	saved      bool
+	savedAsked int
+	// added holds the digests this process computed and, not yet stored, those it asked
+	// for and the cache lacked (one map for both: a cold run asks for every file).
+	added  map[FileID]cachedDigest
+	stored int    // how many of added are stored
+	asked  uint32 // how many digests this process asked for
 }
 
 type cachedDigest struct {
@@ -40,6 +49,7 @@ type cachedDigest struct {
 	// askedAt orders the digests this process asked for, from 1; 0 if it did not ask.
 	// Those it asked for are saved first, in this order, and kept when the file is trimmed.
 	askedAt uint32
+	stored  bool // sum is set; otherwise this is only when it was asked for
 }
 
 const (
@@ -88,7 +98,19 @@ func (c *StatCache) Path() string { return c.path }
 func (c *StatCache) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.loaded.len() + len(c.added)
+	c.readSaved()
+	return c.loaded.len() + c.stored
+}
+
+// readSaved reads back the file Save wrote (see saved). c.mu must be held.
+func (c *StatCache) readSaved() {
+	if !c.saved {
+		return
+	}
+	c.saved = false
+	if records, fi, err := readCacheRecords(c.path); err == nil {
+		c.loaded, c.loadedFile = newDigestTable(records, c.savedAsked), fi
+	}
 }
 
 // fill sets SHA256 on the file entries lacking it whose digest the cache holds, and
@@ -115,28 +137,17 @@ func (c *StatCache) fill(entries []Entry) int {
 func (c *StatCache) lookup(id FileID) ([32]byte, bool) {
 	c.asked++
 	if d, ok := c.added[id]; ok {
-		return d.sum, true
+		return d.sum, d.stored
 	}
+	c.readSaved()
 	if sum, ok := c.loaded.lookup(id, c.asked); ok {
 		return sum, true
 	}
-	if c.missed == nil {
-		c.missed = map[FileID]uint32{}
+	if c.added == nil {
+		c.added = map[FileID]cachedDigest{}
 	}
-	c.missed[id] = c.asked
+	c.added[id] = cachedDigest{askedAt: c.asked}
 	return [32]byte{}, false
-}
-
-// reserve makes room for n more digests, so storing them does not grow the map: a map
-// that doubles holds its old and new tables at once.
-func (c *StatCache) reserve(n int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	grown := make(map[FileID]cachedDigest, len(c.added)+n)
-	for id, d := range c.added {
-		grown[id] = d
-	}
-	c.added = grown
 }
 
 // store adds the digest of a file fill did not find.
@@ -146,7 +157,11 @@ func (c *StatCache) store(id FileID, sum [32]byte) {
 	if c.added == nil {
 		c.added = map[FileID]cachedDigest{}
 	}
-	c.added[id] = cachedDigest{sum: sum, askedAt: c.missed[id]}
+	d := c.added[id]
+	if !d.stored {
+		c.stored++
+	}
+	c.added[id] = cachedDigest{sum: sum, askedAt: d.askedAt, stored: true}
 }
 
 // stepKey is the record key of a step hash: the fingerprint of the step's inputs in the
@@ -164,9 +179,17 @@ func stepKey(fingerprint [32]byte) FileID {
 
 // stepHash is the step hash cached under fingerprint (see storeStepHash).
 func (c *StatCache) stepHash(fingerprint [32]byte) ([32]byte, bool) {
+	return c.digest(stepKey(fingerprint))
+}
+
+// digest is the digest cached under id (as lookup), none without a cache.
+func (c *StatCache) digest(id FileID) ([32]byte, bool) {
+	if c == nil {
+		return [32]byte{}, false
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.lookup(stepKey(fingerprint))
+	return c.lookup(id)
 }
 
 // storeStepHash caches the hash of a step whose inputs have the given fingerprint. The
@@ -182,9 +205,10 @@ func (c *StatCache) storeStepHash(fingerprint, sum [32]byte) { c.store(stepKey(f
 func (c *StatCache) Save() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.added) == 0 {
+	if c.stored == 0 {
 		return nil
 	}
+	c.readSaved()
 	var onDisk digestTable // another process's save since this one's read
 	if fi, err := os.Stat(c.path); err == nil && !os.SameFile(fi, c.loadedFile) {
 		if records, _, err := readCacheRecords(c.path); err == nil {
@@ -198,9 +222,11 @@ func (c *StatCache) Save() error {
 			asked[at-1] = int32(i + 1)
 		}
 	}
-	added := make([]FileID, 0, len(c.added))
-	for id := range c.added {
-		added = append(added, id)
+	added := make([]FileID, 0, c.stored)
+	for id, d := range c.added {
+		if d.stored {
+			added = append(added, id)
+		}
 	}
 	var unasked []FileID // added without being asked for first
 	for j, id := range added {
@@ -210,54 +236,61 @@ func (c *StatCache) Save() error {
 			unasked = append(unasked, id)
 		}
 	}
-	w := cacheWriter{data: append(make([]byte, 0, len(cacheMagic)+min(c.loaded.len()+len(c.added)+onDisk.len(), maxCacheEntries)*cacheRecordSize+4), cacheMagic...)}
-	for _, at := range asked {
-		switch {
-		case at > 0:
-			w.add(c.loaded.record(int(at - 1)))
-		case at < 0:
-			id := added[-at-1]
+	written := 0 // records in the order asked for, which the next hash asks for again
+	err := writeCacheFile(c.path, func(w *cacheWriter) {
+		for _, at := range asked {
+			switch {
+			case at > 0:
+				w.add(c.loaded.record(int(at - 1)))
+			case at < 0:
+				id := added[-at-1]
+				w.addDigest(id, c.added[id].sum)
+			}
+		}
+		written = w.n
+		for _, id := range unasked {
 			w.addDigest(id, c.added[id].sum)
 		}
-	}
-	written := w.n
-	for _, id := range unasked {
-		w.addDigest(id, c.added[id].sum)
-	}
-	for i, at := range c.loaded.askedAt {
-		if at == 0 {
-			w.add(c.loaded.record(i))
+		for i, at := range c.loaded.askedAt {
+			if at == 0 {
+				w.add(c.loaded.record(i))
+			}
 		}
-	}
-	for i := range onDisk.len() {
-		if id := onDisk.id(i); !c.loaded.has(onDisk.key(i)) && !c.hasAdded(id) {
-			w.add(onDisk.record(i))
+		for i := range onDisk.len() {
+			if id := onDisk.id(i); !c.loaded.has(onDisk.key(i)) && !c.hasAdded(id) {
+				w.add(onDisk.record(i))
+			}
 		}
-	}
-	data := binary.LittleEndian.AppendUint32(w.data, crc32.Checksum(w.data, crcTable))
-	if err := writeCacheFile(c.path, data); err != nil {
+	})
+	if err != nil {
 		return err
 	}
-	c.loaded = newDigestTable(data[len(cacheMagic):len(data)-4], min(written, maxCacheEntries))
-	c.loadedFile, _ = os.Stat(c.path)
-	c.added, c.missed = nil, nil
+	c.added, c.stored, c.loaded, c.loadedFile = nil, 0, digestTable{}, nil
+	c.saved, c.savedAsked = true, min(written, maxCacheEntries)
 	return nil
 }
 
 func (c *StatCache) hasAdded(id FileID) bool {
-	_, ok := c.added[id]
-	return ok
+	d, ok := c.added[id]
+	return ok && d.stored
 }
 
-// cacheWriter appends records to a cache file's bytes, at most maxCacheEntries.
+// cacheWriter writes the records of a cache file, at most maxCacheEntries, and their
+// checksum.
 type cacheWriter struct {
-	data []byte
-	n    int
+	w   *bufio.Writer
+	crc hash.Hash32
+	n   int
+}
+
+func (w *cacheWriter) write(p []byte) {
+	_, _ = w.w.Write(p) // a bufio.Writer keeps its first error for Flush
+	w.crc.Write(p)
 }
 
 func (w *cacheWriter) add(record []byte) {
 	if w.n < maxCacheEntries {
-		w.data = append(w.data, record...)
+		w.write(record)
 		w.n++
 	}
 }
@@ -406,8 +439,9 @@ func readCacheRecords(path string) ([]byte, os.FileInfo, error) {
 	return data[len(cacheMagic):body], fi, nil
 }
 
-// writeCacheFile replaces the file at path by data, through a temporary file.
-func writeCacheFile(path string, data []byte) error {
+// writeCacheFile replaces the file at path by a cache file of the records that records
+// writes, through a temporary file, streaming: they are never all in memory.
+func writeCacheFile(path string, records func(*cacheWriter)) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("creating digest cache directory %s: %w", dir, err)
@@ -416,7 +450,11 @@ func writeCacheFile(path string, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("writing digest cache in %s: %w", dir, err)
 	}
-	_, werr := tmp.Write(data)
+	w := &cacheWriter{w: bufio.NewWriterSize(tmp, 256<<10), crc: crc32.New(crcTable)}
+	w.write([]byte(cacheMagic))
+	records(w)
+	_, _ = w.w.Write(binary.LittleEndian.AppendUint32(nil, w.crc.Sum32())) // as in cacheWriter.write
+	werr := w.w.Flush()
 	cerr := tmp.Close()
 	if err := errors.Join(werr, cerr); err != nil {
 		os.Remove(tmp.Name())

@@ -6,10 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -102,11 +102,32 @@ type Copy struct {
 	// Step is the step's index in Build.Start.Steps.
 	Step      int
 	Src, Dest string
-	Listing   *buildcontext.Listing
+	// Listing is the step's listing in the e2b-sdk hash mode, whose hash needs it whole;
+	// nil in the portable mode, whose hash and archive each walk the context instead.
+	Listing *buildcontext.Listing
 	// Hash is the files hash the archive is stored under.
-	Hash         string
+	Hash string
+	// newest are the files modified last when the step was hashed (CheckHashes).
+	newest       []string
+	contextDir   string
 	resolveLinks bool
 	forceUpload  bool
+}
+
+// listOptions are the step's options of the listing.
+func (c *Copy) listOptions() buildcontext.ListOptions {
+	return buildcontext.ListOptions{ResolveLinks: c.resolveLinks}
+}
+
+// spoolArchive writes the step's archive to a temporary file (see
+// buildcontext.SpoolArchive), checking the files against the hash planned.
+func (c *Copy) spoolArchive(ctx context.Context) (string, int64, error) {
+	if c.Listing != nil {
+		return c.Listing.SpoolArchive(ctx, "")
+	}
+	return buildcontext.SpoolArchive("", c.Src, func(w io.Writer) error {
+		return buildcontext.WritePortableArchive(ctx, w, c.contextDir, c.Src, c.Dest, c.listOptions(), c.Hash)
+	})
 }
 
 // Name says which step it is in messages, such as "COPY app /app (step 2)".
@@ -267,27 +288,15 @@ func (b *Build) hash(ctx context.Context, mode string, log e2bapi.Logger) error 
 	for i := range b.Copies {
 		c := &b.Copies[i]
 		started := time.Now()
-		l, err := buildcontext.List(b.ContextDir, c.Src, buildcontext.ListOptions{ResolveLinks: c.resolveLinks})
-		if err == nil {
-			// What the server would refuse in the archive is refused now, by name.
-			err = l.CheckEntries()
-		}
-		if err == nil {
-			if mode == HashSDK {
-				c.Hash, err = l.SDKHash(ctx, c.Dest, buildcontext.HashOptions{Cache: cache})
-			} else {
-				c.Hash, err = l.PortableHash(ctx, c.Dest, buildcontext.HashOptions{Cache: cache})
-			}
-		}
+		entries, err := c.hash(ctx, b.ContextDir, mode, cache)
 		if err != nil {
 			issues = append(issues, Issue{Summary: fmt.Sprintf("Build context of step %d", c.Step+1),
 				Detail: fmt.Sprintf("COPY %s %s (step %d, context %s): %v", c.Src, c.Dest, c.Step+1, b.ContextDir, err)})
 			continue
 		}
-		c.Listing = l
 		b.Start.Steps[c.Step].FilesHash = c.Hash
 		log.Debug(ctx, "hashed COPY source", map[string]any{
-			"step": c.Step + 1, "src": c.Src, "entries": len(l.Entries), "files_hash": c.Hash,
+			"step": c.Step + 1, "src": c.Src, "entries": entries, "files_hash": c.Hash,
 			"duration_ms": time.Since(started).Milliseconds(),
 		})
 	}
@@ -302,6 +311,31 @@ func (b *Build) hash(ctx context.Context, mode string, log e2bapi.Logger) error 
 	return nil
 }
 
+// hash sets the step's files hash in mode, refusing what the server would refuse in the
+// archive by name, and returns how many entries it covers. The portable hash streams;
+// the e2b-sdk hash keeps the listing, which its archive then uses.
+func (c *Copy) hash(ctx context.Context, contextDir, mode string, cache *buildcontext.StatCache) (int, error) {
+	c.contextDir = contextDir
+	opts := buildcontext.HashOptions{Cache: cache}
+	if mode != HashSDK {
+		sum, err := buildcontext.StreamPortableHash(ctx, contextDir, c.Src, c.Dest, c.listOptions(), opts)
+		c.Hash, c.newest = sum.Hash, sum.Newest
+		return sum.Entries, err
+	}
+	l, err := buildcontext.List(contextDir, c.Src, c.listOptions())
+	if err != nil {
+		return 0, err
+	}
+	if err := l.CheckEntries(); err != nil {
+		return 0, err
+	}
+	if c.Hash, err = l.SDKHash(ctx, c.Dest, opts); err != nil {
+		return 0, err
+	}
+	c.Listing, c.newest = l, l.Newest(buildcontext.NewestKept)
+	return len(l.Entries), nil
+}
+
 // CheckHashes compares the hashes with those planned (in build order): an apply must build
 // the tree the plan showed. The error names every COPY step whose files changed and the
 // files modified last, the likely culprits.
@@ -311,7 +345,7 @@ func (b *Build) CheckHashes(planned []string) error {
 		if i < len(planned) && planned[i] != c.Hash {
 			issues = append(issues, Issue{Summary: "Build context changed since plan",
 				Detail: fmt.Sprintf("The files of %s changed after the plan: files hash %s at plan, %s now. "+
-					"Most recently modified: %s. Run terraform plan again.", c.Name(), planned[i], c.Hash, newestEntries(c.Listing, 3))})
+					"Most recently modified: %s. Run terraform plan again.", c.Name(), planned[i], c.Hash, newestFiles(c))})
 		}
 	}
 	if len(issues) > 0 {
@@ -320,20 +354,12 @@ func (b *Build) CheckHashes(planned []string) error {
 	return nil
 }
 
-// newestEntries names the n most recently modified files of a listing.
-func newestEntries(l *buildcontext.Listing, n int) string {
-	entries := slices.Clone(l.Entries)
-	sort.SliceStable(entries, func(i, j int) bool { return entries[i].ID.MtimeNs > entries[j].ID.MtimeNs })
-	var names []string
-	for _, e := range entries {
-		if e.Kind == buildcontext.KindFile && len(names) < n {
-			names = append(names, filepath.Join(l.Context, filepath.FromSlash(e.Path)))
-		}
-	}
-	if len(names) == 0 {
+// newestFiles names the files of a step modified last.
+func newestFiles(c Copy) string {
+	if len(c.newest) == 0 {
 		return "(no files)"
 	}
-	return strings.Join(names, ", ")
+	return strings.Join(c.newest, ", ")
 }
 
 // CheckCopySource rejects COPY sources that are absolute or climb out of the context, as

@@ -8,10 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 )
 
@@ -41,7 +39,7 @@ func TestPlanDockerfile(t *testing.T) {
 	if got.Type != steps.Copy || got.Args[2] != "app" {
 		t.Errorf("COPY step %+v, want user app", got)
 	}
-	if len(b.Hashes()) != 1 || len(b.Copies[0].Listing.Entries) != 1 || got.FilesHash != b.Hashes()[0] {
+	if len(b.Hashes()) != 1 || b.Copies[0].Listing != nil || got.FilesHash != b.Hashes()[0] {
 		t.Fatalf("hashes %v, step %+v", b.Hashes(), got)
 	}
 	spec.HashMode = HashSDK
@@ -176,22 +174,5 @@ func TestCheckCopySource(t *testing.T) {
 		if err := CheckCopySource(src); (err == nil) != ok {
 			t.Errorf("CheckCopySource(%q) = %v, want ok=%v", src, err, ok)
 		}
-	}
-}
-
-func TestNewestEntries(t *testing.T) {
-	dir := t.TempDir()
-	acctest.WriteFiles(t, dir, map[string]string{"old.txt": "o", "mid.txt": "m", "new.txt": "n", "sub/": ""})
-	base := time.Now().Add(-time.Hour)
-	for i, name := range []string{"old.txt", "mid.txt", "new.txt"} {
-		when := base.Add(time.Duration(i) * time.Minute)
-		acctest.Must(t, os.Chtimes(filepath.Join(dir, name), when, when))
-	}
-	l, err := buildcontext.List(dir, ".", buildcontext.ListOptions{})
-	acctest.Must(t, err)
-	got := newestEntries(l, 2)
-	want := filepath.Join(l.Context, "new.txt") + ", " + filepath.Join(l.Context, "mid.txt")
-	if got != want {
-		t.Errorf("newestEntries = %q, want %q", got, want)
 	}
 }

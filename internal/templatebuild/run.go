@@ -298,12 +298,12 @@ func uploadOne(ctx context.Context, api *e2bapi.Client, templateID string, c Cop
 		return fmt.Errorf("E2B has no archive with files hash %s and gave no upload URL", c.Hash)
 	}
 	started := time.Now()
-	name, size, err := c.Listing.SpoolArchive(ctx, "")
+	name, size, err := c.spoolArchive(ctx)
 	if err != nil {
 		return err
 	}
 	defer os.Remove(name)
-	f, err := os.Open(name)
+	f, err := os.Open(name) //nolint:gosec // G703: the temporary file spoolArchive just created, not a path from the configuration
 	if err != nil {
 		return err
 	}

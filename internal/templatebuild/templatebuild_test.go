@@ -119,13 +119,19 @@ func TestUploadMissing(t *testing.T) {
 		t.Errorf("%d uploads (log %q), want the forced archive uploaded again once", n, log.msgs)
 	}
 
+	// The e2b-sdk mode archives its listing, the portable mode walks the context again.
 	changedDir := t.TempDir()
 	acctest.WriteFiles(t, changedDir, map[string]string{"c.txt": "before"})
 	changed, changedHash := hashedListing(t, changedDir)
 	acctest.WriteFiles(t, changedDir, map[string]string{"c.txt": "after!"})
-	err = uploadMissing(t.Context(), api, reg.TemplateID, []Copy{{Step: 1, Src: ".", Dest: "/app", Listing: changed, Hash: changedHash}}, &log)
-	if !errors.Is(err, buildcontext.ErrChanged) || !strings.Contains(err.Error(), "COPY . /app (step 2)") || !strings.Contains(err.Error(), "c.txt") {
-		t.Errorf("upload of a changed tree: %v, want ErrChanged naming the step and the file", err)
+	for _, c := range []Copy{
+		{Step: 1, Src: ".", Dest: "/app", Listing: changed, Hash: changedHash},
+		{Step: 1, Src: ".", Dest: "/app", contextDir: changedDir, Hash: changedHash},
+	} {
+		err = uploadMissing(t.Context(), api, reg.TemplateID, []Copy{c}, &log)
+		if !errors.Is(err, buildcontext.ErrChanged) || !strings.Contains(err.Error(), "COPY . /app (step 2)") || !strings.Contains(err.Error(), "c.txt") {
+			t.Errorf("upload of a changed tree (listing %v): %v, want ErrChanged naming the step and the file", c.Listing != nil, err)
+		}
 	}
 }
 

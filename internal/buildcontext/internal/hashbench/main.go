@@ -14,6 +14,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"log"
 	"os"
@@ -102,20 +103,15 @@ func run(ctx context.Context, mode, tree string, shape benchtree.Shape, cachePat
 		if mode == "cold" {
 			os.Remove(cachePath)
 		}
+		// As the provider does in the portable mode: a streamed hash at plan, a second walk
+		// for the archive at apply.
 		cache := buildcontext.OpenStatCache(cachePath)
-		l, err := buildcontext.List(tree, ".", buildcontext.ListOptions{})
+		sum, err := buildcontext.StreamPortableHash(ctx, tree, ".", "/app", buildcontext.ListOptions{}, buildcontext.HashOptions{Cache: cache})
 		if err != nil {
 			return err
 		}
-		stats, err := l.ComputeDigests(ctx, buildcontext.HashOptions{Cache: cache})
-		if err != nil {
-			return err
-		}
-		if mode == "warm" && stats.Read != 0 {
-			return fmt.Errorf("warm run read %d files; run cold first with the same -cache", stats.Read)
-		}
-		if _, err := l.PortableHash(ctx, "/app", buildcontext.HashOptions{Cache: cache}); err != nil {
-			return err
+		if mode == "warm" && sum.Stats.Read != 0 {
+			return fmt.Errorf("warm run read %d files; run cold first with the same -cache", sum.Stats.Read)
 		}
 		if err := cache.Save(); err != nil {
 			return err
@@ -123,7 +119,9 @@ func run(ctx context.Context, mode, tree string, shape benchtree.Shape, cachePat
 		if mode != "archive" {
 			return nil
 		}
-		path, _, err := l.SpoolArchive(ctx, "")
+		path, _, err := buildcontext.SpoolArchive("", ".", func(w io.Writer) error {
+			return buildcontext.WritePortableArchive(ctx, w, tree, ".", "/app", buildcontext.ListOptions{}, sum.Hash)
+		})
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,72 @@
+//go:build unix
+
+package buildcontext
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestStreamPortableHashMemoryDoesNotGrow hashes trees of 5,000 and 20,000 files: the
+// peak live heap of the larger must stay within 2 MiB of the smaller's (the larger of two
+// runs: how full the window gets depends on the timing of the reads), where holding the
+// entries, as a listing does, adds over 4 MiB.
+func TestStreamPortableHashMemoryDoesNotGrow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("creates 30,000 files")
+	}
+	peak := func(files int) uint64 {
+		d := t.TempDir()
+		for i := range files {
+			sub := filepath.Join(d, fmt.Sprintf("d%03d", i/100))
+			if i%100 == 0 {
+				mustDo(t, os.Mkdir(sub, 0o755))
+			}
+			mustDo(t, os.WriteFile(filepath.Join(sub, fmt.Sprintf("f%03d", i%100)), nil, 0o644))
+		}
+		return peakLiveHeap(t, func() {
+			if _, err := StreamPortableHash(t.Context(), d, ".", "/d", ListOptions{}, HashOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	small, large := max(peak(5000), peak(5000)), peak(20000)
+	t.Logf("peak live heap: %d KiB for 5,000 files, %d KiB for 20,000", small>>10, large>>10)
+	if large > small+2<<20 {
+		t.Errorf("peak live heap grew from %d KiB to %d KiB with the file count", small>>10, large>>10)
+	}
+}
+
+// peakLiveHeap runs f with a collection every 5 % of heap growth and returns the largest
+// live heap a collection found.
+func peakLiveHeap(t *testing.T, f func()) uint64 {
+	t.Helper()
+	defer debug.SetGCPercent(debug.SetGCPercent(5))
+	runtime.GC()
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	var peak uint64
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			metrics.Read(sample)
+			peak = max(peak, sample[0].Value.Uint64())
+			select {
+			case <-done:
+				return
+			case <-time.After(100 * time.Microsecond):
+			}
+		}
+	})
+	f()
+	close(done)
+	wg.Wait()
+	return peak
+}
