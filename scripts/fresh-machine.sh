@@ -36,7 +36,8 @@ image="${E2B_TEST_DEBIAN_IMAGE:-e2b-test-debian:bookworm}"
 scripts/test-image.sh debian
 
 root="$(mktemp -d "${TMPDIR:-/tmp}/e2b-fresh.XXXXXX")"
-trap 'rm -rf "$root"' EXIT
+# The images are this run's own (below): removed however the run ends.
+trap 'docker image rm "fresh-busybox:$$" "fresh-debian:$$" >/dev/null 2>&1 || true; rm -rf "$root"' EXIT
 git clone -q --no-local . "$root/clone"
 mkdir -p "$root/home" "$root/tmp"
 
@@ -64,4 +65,3 @@ docker run --rm --network host --cap-add SYS_ADMIN \
 	bash -c "set -e; t0=\$SECONDS; scripts/quickstart.sh; t1=\$SECONDS
 		echo \"fresh-machine: quickstart.sh took \$((t1 - t0)) s\"
 		if [[ $which == all ]]; then scripts/test.sh; echo \"fresh-machine: test.sh took \$((SECONDS - t1)) s\"; fi"
-docker image rm "fresh-busybox:$$" "fresh-debian:$$" >/dev/null 2>&1 || true

@@ -80,8 +80,10 @@ scripts/test-image.sh debian
 
 log "starting the local E2B server"
 mkdir -p "$work/data"
+# The data directory goes at the end, so no build layer could serve a later
+# build: none is kept (on a shared engine they would stay behind).
 "$work/bin/terraform-provider-e2b" server --listen 127.0.0.1:0 --data-dir "$work/data" \
-	>"$work/server.out" 2>"$work/server.log" &
+	--layer-cache-size -1 >"$work/server.out" 2>"$work/server.log" &
 server_pid=$!
 for ((i = 0; i < 240; i++)); do
 	if grep -q '^E2B_API_KEY=' "$work/server.out" 2>/dev/null; then

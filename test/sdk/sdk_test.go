@@ -118,7 +118,13 @@ func TestOfficialJSSDK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = server.Stop() })
+	t.Cleanup(func() {
+		_ = server.Stop()
+		// The layer cache keeps the builds' layers as images of the server's own.
+		if err := server.RemoveImages(); err != nil {
+			t.Errorf("remove the server's images: %v", err)
+		}
+	})
 
 	scriptCtx, cancel := context.WithTimeout(ctx, scriptTimeout)
 	defer cancel()
