@@ -20,7 +20,7 @@ var archiveModTime = time.Unix(946684800, 0).UTC()
 
 // WriteArchive writes the gzip'd tar of the listing to w (design/hashing.md §5): entries in
 // listing order, uid = gid = 0, no user or group names, one fixed mtime, modes normalised.
-// The listing must carry file digests (PortableHash, SDKHash or ComputeDigests); each file
+// The listing must carry file digests (PortableHash or ComputeDigests); each file
 // is checked against its size and digest while it is copied, and a mismatch fails with
 // ErrChanged naming the file, after which what was written to w must be discarded.
 func (l *Listing) WriteArchive(ctx context.Context, w io.Writer) error {
@@ -46,12 +46,32 @@ func (l *Listing) WriteArchive(ctx context.Context, w io.Writer) error {
 	return a.close(l.Src)
 }
 
-// WritePortableArchive is WriteArchive for the step (src, dest) over what Walk lists,
-// without holding the listing: it walks the context again and checks that what it
-// archived has the portable hash want (the one planned). A file whose size changed fails
-// naming it; other changes, which only the hash shows, fail naming the files modified
-// last. Both are ErrChanged, after which what was written to w must be discarded.
-func WritePortableArchive(ctx context.Context, w io.Writer, contextDir, src, dest string, lo ListOptions, want string) error {
+// ArchiveCheck is what WriteStepArchive checks the files it archived against: what the
+// hash of the step found, in the step's hash mode.
+type ArchiveCheck struct {
+	// PortableHash is the portable hash (StreamPortableHash), in the portable mode.
+	PortableHash string
+	// SDKFingerprint is StreamSummary.Fingerprint of StreamSDKHash, in the e2b-sdk mode:
+	// it names the files by digest, which the archive computes as it writes them, where
+	// the SDK's hash would read them a second time.
+	SDKFingerprint string
+}
+
+// stepDigest digests a step's entries fed in the walk's order with their file digests:
+// the portable hash (portableHasher) or the fingerprint of the SDK-compatible hash
+// (sdkWalkFingerprint), in hex.
+type stepDigest interface {
+	add(*Entry)
+	sum() string
+}
+
+// WriteStepArchive is WriteArchive for the step (src, dest) over what Walk lists, without
+// holding the listing: it walks the context again and checks that what it archived is
+// what was planned (ArchiveCheck: SDKFingerprint when set, else PortableHash). A file
+// whose size changed fails naming it; other changes, which only the hash or fingerprint
+// shows, fail naming the files modified last. Both are ErrChanged, after which what was
+// written to w must be discarded.
+func WriteStepArchive(ctx context.Context, w io.Writer, contextDir, src, dest string, lo ListOptions, planned ArchiveCheck) error {
 	root, err := contextRoot(contextDir)
 	if err != nil {
 		return err
@@ -60,23 +80,26 @@ func WritePortableArchive(ctx context.Context, w io.Writer, contextDir, src, des
 	if err != nil {
 		return err
 	}
-	h := newPortableHasher(src, dest)
-	newest := newestFiles{n: NewestKept}
-	if _, err := Walk(root, src, lo, func(e *Entry) error {
-		sum, err := a.write(ctx, e, sourcePath(root, e))
+	var digest stepDigest = newPortableHasher(src, dest)
+	what, want := "hash to", planned.PortableHash
+	if planned.SDKFingerprint != "" {
+		digest, what, want = newSDKWalkFingerprint(src, dest), "have the e2b-sdk fingerprint", planned.SDKFingerprint
+	}
+	var sum StreamSummary
+	if err := walkStep(root, src, lo, &sum, func(e *Entry) error {
+		fileDigest, err := a.write(ctx, e, sourcePath(root, e))
 		if err != nil {
 			return err
 		}
-		e.setDigest(sum)
-		h.add(e)
-		newest.add(root, e)
+		e.setDigest(fileDigest)
+		digest.add(e)
 		return nil
 	}); err != nil {
 		return err
 	}
-	if got := h.sum(); got != want {
-		return &contextError{fmt.Sprintf("build context changed since plan: the files of %s hash to %s, planned %s "+
-			"(most recently modified: %s); run plan again", src, got, want, strings.Join(newest.paths, ", ")), ErrChanged}
+	if got := digest.sum(); got != want {
+		return &contextError{fmt.Sprintf("build context changed since plan: the files of %s %s %s, planned %s "+
+			"(most recently modified: %s); run plan again", src, what, got, want, strings.Join(sum.Newest, ", ")), ErrChanged}
 	}
 	return a.close(src)
 }

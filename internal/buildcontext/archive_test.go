@@ -130,33 +130,35 @@ func TestArchiveFailsWhenContextChanged(t *testing.T) {
 		"grown":                  func(p string) error { return os.WriteFile(p, []byte("hello, world\n"), 0o644) },
 		"shrunk":                 func(p string) error { return os.WriteFile(p, []byte("h"), 0o644) },
 	}
-	spoolers := map[string]func(t *testing.T, l *Listing, d, spool string) error{
-		"listing": func(t *testing.T, l *Listing, _, spool string) error {
-			_, _, err := l.SpoolArchive(t.Context(), spool)
-			return err
+	// Each way hashes the tree (the plan) and returns what spools its archive (the apply).
+	ways := map[string]func(t *testing.T, d string) func(spool string) error{
+		"listing": func(t *testing.T, d string) func(string) error {
+			l := hashedListing(t, d, "app")
+			return func(spool string) error { _, _, err := l.SpoolArchive(t.Context(), spool); return err }
 		},
-		"streamed": func(t *testing.T, l *Listing, d, spool string) error {
-			planned, err := l.PortableHash(t.Context(), "/dest", HashOptions{})
+		"streamed portable": func(t *testing.T, d string) func(string) error {
+			sum, err := StreamPortableHash(t.Context(), d, "app", "/dest", ListOptions{}, HashOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, _, err = SpoolArchive(spool, "app", func(w io.Writer) error {
-				return WritePortableArchive(t.Context(), w, d, "app", "/dest", ListOptions{}, planned)
-			})
-			return err
+			return spoolStepArchive(t, d, ArchiveCheck{PortableHash: sum.Hash})
+		},
+		"streamed e2b-sdk": func(t *testing.T, d string) func(string) error {
+			sum := sdkHash(t, d, "app", "/dest", HashOptions{})
+			return spoolStepArchive(t, d, ArchiveCheck{SDKFingerprint: sum.Fingerprint})
 		},
 	}
 	for name, change := range cases {
-		for way, spoolArchive := range spoolers {
+		for way, plan := range ways {
 			t.Run(name+", "+way, func(t *testing.T) {
 				d := newTree(t, file("app/a.txt", "hello\n"), file("app/b.txt", "b"))
 				setMtimes(t, d, time.Now().Add(-time.Hour))
-				l := hashedListing(t, d, "app")
+				spoolArchive := plan(t, d)
 				if err := change(filepath.Join(d, "app/a.txt")); err != nil {
 					t.Fatal(err)
 				}
 				spool := t.TempDir()
-				err := spoolArchive(t, l, d, spool)
+				err := spoolArchive(spool)
 				if !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), "build context changed since plan") || !strings.Contains(err.Error(), "app/a.txt") {
 					t.Fatalf("err = %v, want a 'build context changed since plan' error naming app/a.txt", err)
 				}
@@ -168,9 +170,19 @@ func TestArchiveFailsWhenContextChanged(t *testing.T) {
 	}
 }
 
-// TestWritePortableArchiveOnRandomTrees: the streamed archive is the listing's, byte for
-// byte, on random trees with symlinks.
-func TestWritePortableArchiveOnRandomTrees(t *testing.T) {
+// spoolStepArchive spools the archive of the step (app, /dest) of d checked against planned.
+func spoolStepArchive(t *testing.T, d string, planned ArchiveCheck) func(string) error {
+	return func(spool string) error {
+		_, _, err := SpoolArchive(spool, "app", func(w io.Writer) error {
+			return WriteStepArchive(t.Context(), w, d, "app", "/dest", ListOptions{}, planned)
+		})
+		return err
+	}
+}
+
+// TestWriteStepArchiveOnRandomTrees: the streamed archive of either mode is the listing's,
+// byte for byte, on random trees with symlinks, and checks against the plan of its mode.
+func TestWriteStepArchiveOnRandomTrees(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6)) // reproducible trees
 	for tree := range 30 {
 		d := newTree(t, randomTree(rng, true)...)
@@ -179,12 +191,18 @@ func TestWritePortableArchiveOnRandomTrees(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var streamed bytes.Buffer
-		if err := WritePortableArchive(t.Context(), &streamed, d, ".", "/dest", ListOptions{}, planned); err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(streamed.Bytes(), archiveBytes(t, l)) {
-			t.Fatalf("tree %d: the streamed archive differs from the listing's", tree)
+		want := archiveBytes(t, l)
+		for mode, check := range map[string]ArchiveCheck{
+			"portable": {PortableHash: planned},
+			"e2b-sdk":  {SDKFingerprint: sdkHash(t, d, ".", "/dest", HashOptions{}).Fingerprint},
+		} {
+			var streamed bytes.Buffer
+			if err := WriteStepArchive(t.Context(), &streamed, d, ".", "/dest", ListOptions{}, check); err != nil {
+				t.Fatalf("tree %d, %s: %v", tree, mode, err)
+			}
+			if !bytes.Equal(streamed.Bytes(), want) {
+				t.Fatalf("tree %d, %s: the streamed archive differs from the listing's", tree, mode)
+			}
 		}
 	}
 }
@@ -197,31 +215,15 @@ func TestArchiveNeedsDigests(t *testing.T) {
 	}
 }
 
-func TestSDKHashPreparesArchive(t *testing.T) {
-	d := newTree(t, file("a.txt", "a"))
-	l := mustList(t, d, "a.txt", ListOptions{})
-	if _, err := l.SDKHash(t.Context(), "/a", HashOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.WriteArchive(t.Context(), io.Discard); err != nil {
-		t.Fatalf("archive after SDKHash: %v", err)
-	}
-}
-
 func TestHashFailsWhenFileChangedSinceListing(t *testing.T) {
 	d := newTree(t, file("app/a.txt", "hello\n"))
-	for name, hash := range map[string]func(*Listing) error{
-		"portable": func(l *Listing) error { _, err := l.PortableHash(t.Context(), "/d", HashOptions{}); return err },
-		"sdk":      func(l *Listing) error { _, err := l.SDKHash(t.Context(), "/d", HashOptions{}); return err },
-	} {
-		l := mustList(t, d, "app", ListOptions{})
-		if err := os.WriteFile(filepath.Join(d, "app/a.txt"), []byte("hello, again\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		err := hash(l)
-		if !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), "app/a.txt") {
-			t.Errorf("%s: err = %v, want ErrChanged naming app/a.txt", name, err)
-		}
+	l := mustList(t, d, "app", ListOptions{})
+	if err := os.WriteFile(filepath.Join(d, "app/a.txt"), []byte("hello, again\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := l.PortableHash(t.Context(), "/d", HashOptions{})
+	if !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), "app/a.txt") {
+		t.Errorf("err = %v, want ErrChanged naming app/a.txt", err)
 	}
 }
 

@@ -2,22 +2,21 @@
 // (the portable files hash v1, or the E2B SDK-compatible hash) and writes the deterministic
 // gzip'd tar archive that is uploaded for the step. It follows design/hashing.md.
 //
-// One listing serves both the hash and the archive:
+// A step takes two walks of its context, one for the hash at plan and one for the
+// archive at apply, neither holding a listing (memory bounded whatever the number of
+// files):
 //
 //	cachePath, _ := buildcontext.DefaultStatCachePath()
 //	cache := buildcontext.OpenStatCache(cachePath)
-//	l, err := buildcontext.List(contextDir, src, buildcontext.ListOptions{})
-//	hash, err := l.PortableHash(ctx, dest, buildcontext.HashOptions{Cache: cache})
+//	sum, err := buildcontext.StreamPortableHash(ctx, contextDir, src, dest, listOpts, buildcontext.HashOptions{Cache: cache})
 //	_ = cache.Save() // best effort: a cache that cannot be written only costs speed
-//	path, size, err := l.SpoolArchive(ctx, "") // checks every file against its digest
-//
-// or, for the portable hash, two walks that hold no listing (memory bounded whatever the
-// number of files):
-//
-//	sum, err := buildcontext.StreamPortableHash(ctx, contextDir, src, dest, listOpts, hashOpts)
 //	path, size, err := buildcontext.SpoolArchive("", src, func(w io.Writer) error {
-//		return buildcontext.WritePortableArchive(ctx, w, contextDir, src, dest, listOpts, sum.Hash)
+//		return buildcontext.WriteStepArchive(ctx, w, contextDir, src, dest, listOpts,
+//			buildcontext.ArchiveCheck{PortableHash: sum.Hash}) // checks every file against the plan
 //	})
+//
+// StreamSDKHash and ArchiveCheck.SDKFingerprint do the same in the SDK-compatible mode. A
+// Listing (List) holds every entry instead, for PortableHash and WriteArchive.
 //
 // Decisions the spec leaves open:
 //   - Symlinks are listed as links (target text recorded, nothing read through them) wherever
@@ -30,11 +29,11 @@
 //     re-includes something below it, as BuildKit sends it, so the archive has its parent.
 //   - Directories that a src glob passes through are not entries (as in the SDK); only
 //     matches and what lies below matched directories are.
-//   - The SDK-compatible hash uses this listing too, so it matches the SDK exactly unless a
+//   - The SDK-compatible hash uses this walk too, so it matches the SDK exactly unless a
 //     .dockerignore relies on the SDK's glob quirk (an ignored directory's children kept).
 //   - The digest cache is keyed by stat identity only (not path), lives in
 //     DefaultStatCachePath and holds at most 1,048,576 (2^20) digests. It also holds SDK-compatible
-//     step hashes, keyed by a fingerprint of what they cover (SDKHash).
+//     step hashes, keyed by a fingerprint of what they cover (StreamSDKHash).
 //
 // The package knows nothing of Terraform.
 package buildcontext
@@ -93,8 +92,8 @@ type Entry struct {
 	LinkTarget string
 	// ID is the stat identity; ID.Mode is the raw st_mode the SDK-compatible hash uses.
 	ID FileID
-	// SHA256 is the digest of a file's bytes, set by ComputeDigests, PortableHash or
-	// SDKHash (HasDigest). Kept as bytes, not hex: a listing holds one per file.
+	// SHA256 is the digest of a file's bytes, set by ComputeDigests or PortableHash
+	// (HasDigest). Kept as bytes, not hex: a listing holds one per file.
 	SHA256 [sha256.Size]byte
 
 	// resolved is the absolute path of what a symlink resolved by the listing points to,

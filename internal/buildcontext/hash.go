@@ -89,118 +89,62 @@ func appendNetstring(b []byte, s string) []byte {
 	return append(b, ',')
 }
 
-// SDKHash is the files hash the E2B JS SDK computes for the step (design/e2b-api.md §2), so
-// uploads can be shared with SDK users. Differences kept on purpose: entries come from
-// this package's listing (Docker .dockerignore semantics, where the SDK's glob keeps the
-// children of an ignored directory), and a symlink's target is used only when the listing
-// resolved it. Directory sizes make it filesystem-dependent. Like the SDK it orders
-// entries by absolute path (the context itself first, named ""), and it sets the SHA256
-// of every file it reads, so the archive can check the files again.
-//
-// The SDK's hash runs over the file bytes themselves, so it cannot be made of file
-// digests. With opts.Cache it is cached instead under a fingerprint of everything it
-// covers (sdkFingerprint, which names each file's content by its digest): when the cache
-// holds the digest of every file and the hash of that fingerprint, no file is read.
-func (l *Listing) SDKHash(ctx context.Context, dest string, opts HashOptions) (string, error) {
-	if opts.Cache != nil {
-		opts.Cache.fill(l.Entries)
-		if fingerprint, ok := l.sdkFingerprint(dest); ok {
-			if sum, ok := opts.Cache.stepHash(fingerprint); ok {
-				return hex.EncodeToString(sum[:]), nil
-			}
-		}
-	}
-	h := sha256.New()
+// sdkHasher is the files hash the E2B JS SDK computes for a step (design/e2b-api.md §2),
+// fed the entries in the SDK's order (sdkOrder), so uploads can be shared with SDK users.
+// Differences kept on purpose: entries come from this package's walk (Docker
+// .dockerignore semantics, where the SDK's glob keeps the children of an ignored
+// directory), and a symlink's target is used only when the walk resolved it. Directory
+// sizes make it filesystem-dependent. It runs over the file bytes themselves, so it cannot
+// be made of file digests: it reads every file on one core, and digests it on a second
+// (sideWriter) for the fingerprint (sdkFingerprinter) and the digest cache.
+type sdkHasher struct {
+	h    hash.Hash
+	side *sideWriter
+	buf  []byte // each entry's fields, appended and written at once
+}
+
+func newSDKHasher(src, dest string) *sdkHasher {
+	s := &sdkHasher{h: sha256.New(), side: newSideWriter()}
 	// hash.Hash's Write never returns an error.
-	h.Write([]byte("COPY " + l.Src + " " + dest))
-	// File bytes feed the step hash here and each file's own digest on a second core.
-	side := newSideWriter()
-	defer side.close()
-	for _, i := range l.sdkOrder() {
-		if err := ctx.Err(); err != nil {
-			return "", err
-		}
-		e := &l.Entries[i]
-		name := e.Path
-		if name == "." {
-			name = ""
-		}
-		h.Write([]byte(name))
-		h.Write(strconv.AppendUint(nil, uint64(e.ID.Mode), 10))
-		h.Write(strconv.AppendInt(nil, e.Size, 10))
-		switch e.Kind {
-		case KindSymlink:
-			h.Write([]byte(e.LinkTarget))
-		case KindFile:
-			if err := sdkHashFile(ctx, h, side, l.sourcePath(e), e, opts.Cache); err != nil {
-				return "", err
-			}
-		}
-	}
-	var sum [32]byte
-	h.Sum(sum[:0])
-	if opts.Cache != nil {
-		fingerprint, _ := l.sdkFingerprint(dest) // every file has its digest now
-		opts.Cache.storeStepHash(fingerprint, sum)
-	}
-	return hex.EncodeToString(sum[:]), nil
+	s.h.Write([]byte("COPY " + src + " " + dest))
+	return s
 }
 
-// sdkFingerprint digests what the SDK-compatible hash of the step (Src, dest) depends on:
-// per entry in listing order its path, kind, st_mode, st_size and link target or file
-// digest. It reports false while a file lacks its digest.
-func (l *Listing) sdkFingerprint(dest string) ([32]byte, bool) {
-	h := sha256.New()
-	buf := appendNetstring(nil, "e2b-sdk-step-v1")
-	buf = appendNetstring(buf, l.Src)
-	buf = appendNetstring(buf, dest)
-	h.Write(buf)
-	for i := range l.Entries {
-		e := &l.Entries[i]
-		if e.Kind == KindFile && !e.HasDigest() {
-			return [32]byte{}, false
-		}
-		buf = appendNetstring(buf[:0], e.Path)
-		buf = append(buf, byte(e.Kind))
-		buf = strconv.AppendUint(buf, uint64(e.ID.Mode), 10)
-		buf = append(buf, ' ')
-		buf = strconv.AppendInt(buf, e.Size, 10)
-		buf = append(buf, ',')
-		buf = appendNetstring(buf, e.LinkTarget)
-		buf = appendHexNetstring(buf, e.SHA256)
-		h.Write(buf)
+// add feeds e, listed in the context root, reading it if it is a file, whose digest it
+// then sets.
+func (s *sdkHasher) add(ctx context.Context, root string, e *Entry, cache *StatCache) error {
+	name := e.Path
+	if name == "." {
+		name = "" // the SDK names the context itself by its relative path, ""
 	}
-	var sum [32]byte
-	h.Sum(sum[:0])
-	return sum, true
+	buf := append(s.buf[:0], name...)
+	buf = strconv.AppendUint(buf, uint64(e.ID.Mode), 10)
+	buf = strconv.AppendInt(buf, e.Size, 10)
+	if e.Kind == KindSymlink {
+		buf = append(buf, e.LinkTarget...)
+	}
+	s.h.Write(buf)
+	s.buf = buf
+	if e.Kind != KindFile {
+		return nil
+	}
+	return s.hashFile(ctx, sourcePath(root, e), e, cache)
 }
 
-// sdkOrder is the SDK's order: by absolute path, which puts the context itself first.
-func (l *Listing) sdkOrder() []int {
-	order := make([]int, 0, len(l.Entries))
-	for i := range l.Entries {
-		if l.Entries[i].Path == "." {
-			order = append([]int{i}, order...)
-		} else {
-			order = append(order, i)
-		}
-	}
-	return order
-}
-
-// sdkHashFile feeds a file's bytes into the step hash and its own digest at once, which
-// it caches as hashFile does.
-func sdkHashFile(ctx context.Context, h hash.Hash, side *sideWriter, path string, e *Entry, cache *StatCache) error {
+// hashFile feeds a file's bytes into the step hash and its own digest at once. It checks
+// the file as hashFile does and the digest against the cached one, and caches a new one.
+func (s *sdkHasher) hashFile(ctx context.Context, path string, e *Entry, cache *StatCache) error {
 	f, err := openContent(path)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", e.Path, err)
 	}
 	defer f.Close()
+	cached, isCached := cache.digest(e.ID)
 	readAt := time.Now()
 	fileHash := sha256.New()
-	side.w = fileHash
+	s.side.w = fileHash
 	// As in hashFile: exactly the listed size, then the identity check.
-	n, err := copyWithContext(ctx, teeWriter{h, side}, io.LimitReader(f, e.Size))
+	n, err := copyWithContext(ctx, teeWriter{s.h, s.side}, io.LimitReader(f, e.Size))
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", e.Path, err)
 	}
@@ -213,14 +157,131 @@ func sdkHashFile(ctx context.Context, h hash.Hash, side *sideWriter, path string
 	}
 	var sum [32]byte
 	fileHash.Sum(sum[:0])
-	if e.HasDigest() && e.SHA256 != sum {
+	switch {
+	case isCached && cached != sum:
 		return changedError(e.Path, "since it was hashed")
-	}
-	if !e.HasDigest() {
+	case !isCached:
 		cacheDigest(cache, e.ID, readAt, sum)
 	}
 	e.setDigest(sum)
 	return nil
+}
+
+func (s *sdkHasher) sum() [32]byte {
+	var sum [32]byte
+	s.h.Sum(sum[:0])
+	return sum
+}
+
+func (s *sdkHasher) close() { s.side.close() }
+
+// sdkFingerprinter digests what the SDK-compatible hash of the step (src, dest) depends
+// on, fed the entries in the SDK's order (sdkOrder) with their file digests: per entry its
+// path, kind, st_mode, st_size and link target or file digest (design/hashing.md §3). It
+// names a file's content by its digest, so cached digests stand for the files' bytes: it
+// is the key under which the digest cache keeps the step hash.
+type sdkFingerprinter struct {
+	h   hash.Hash
+	buf []byte
+}
+
+func newSDKFingerprinter(src, dest string) *sdkFingerprinter {
+	f := &sdkFingerprinter{h: sha256.New()}
+	f.buf = appendNetstring(f.buf, "e2b-sdk-step-v2")
+	f.buf = appendNetstring(f.buf, src)
+	f.buf = appendNetstring(f.buf, dest)
+	f.h.Write(f.buf)
+	return f
+}
+
+// add feeds e, whose digest is set if it is a file.
+func (f *sdkFingerprinter) add(e *Entry) {
+	buf := appendNetstring(f.buf[:0], e.Path)
+	buf = append(buf, byte(e.Kind))
+	buf = strconv.AppendUint(buf, uint64(e.ID.Mode), 10)
+	buf = append(buf, ' ')
+	buf = strconv.AppendInt(buf, e.Size, 10)
+	buf = append(buf, ',')
+	buf = appendNetstring(buf, e.LinkTarget)
+	buf = appendHexNetstring(buf, e.SHA256)
+	f.h.Write(buf)
+	f.buf = buf
+}
+
+func (f *sdkFingerprinter) sum() [32]byte {
+	var sum [32]byte
+	f.h.Sum(sum[:0])
+	return sum
+}
+
+// sdkOrder passes the entries of the walk on to next in the SDK's order: by absolute
+// path, which is the walk's order except that the context's own entry "." comes first,
+// where the walk yields it after the root names that sort before "." as bytes (such as
+// "-x" and "#x", with everything below them). It holds those until "." arrives, or an
+// entry sorting after "." shows that it will not, or the walk ends (end): what it holds
+// grows with those early root subtrees alone, rare in a build context, not with the tree.
+type sdkOrder struct {
+	next    func(*Entry) error
+	held    []Entry
+	passing bool // "." was passed on or will not come
+}
+
+func (o *sdkOrder) add(e *Entry) error {
+	switch {
+	case o.passing:
+		return o.next(e)
+	case e.Path < ".":
+		o.held = append(o.held, *e)
+		return nil
+	case e.Path == ".":
+		if err := o.next(e); err != nil {
+			return err
+		}
+		return o.end()
+	}
+	if err := o.end(); err != nil {
+		return err
+	}
+	return o.next(e)
+}
+
+// end passes on what is held; call it when the walk ends.
+func (o *sdkOrder) end() error {
+	o.passing = true
+	for i := range o.held {
+		if err := o.next(&o.held[i]); err != nil {
+			return err
+		}
+	}
+	o.held = nil
+	return nil
+}
+
+// sdkWalkFingerprint is the sdkFingerprinter of entries fed in the walk's order.
+type sdkWalkFingerprint struct {
+	fp    *sdkFingerprinter
+	order sdkOrder
+}
+
+func newSDKWalkFingerprint(src, dest string) *sdkWalkFingerprint {
+	f := &sdkWalkFingerprint{fp: newSDKFingerprinter(src, dest)}
+	f.order.next = func(e *Entry) error { f.fp.add(e); return nil }
+	return f
+}
+
+// add feeds e, whose digest is set if it is a file.
+func (f *sdkWalkFingerprint) add(e *Entry) { _ = f.order.add(e) } // next never fails
+
+// fingerprint is the fingerprint, once the walk has ended.
+func (f *sdkWalkFingerprint) fingerprint() [32]byte {
+	_ = f.order.end() // next never fails
+	return f.fp.sum()
+}
+
+// sum is the fingerprint in hex, as portableHasher's sum is the hash.
+func (f *sdkWalkFingerprint) sum() string {
+	sum := f.fingerprint()
+	return hex.EncodeToString(sum[:])
 }
 
 // sideWriter writes to the hash w on its own goroutine; write returns once w has the

@@ -34,11 +34,7 @@ func TestHashVectors(t *testing.T) {
 			if vec.DependsOnDirSize && dirSize != 4096 {
 				t.Skipf("SDK vector needs 4096-byte directories; this filesystem reports %d", dirSize)
 			}
-			sdk, err := mustList(t, ctxDir, vec.Src, ListOptions{}).SDKHash(t.Context(), vec.Dest, HashOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if sdk != vec.E2BSDK {
+			if sdk := sdkHash(t, ctxDir, vec.Src, vec.Dest, HashOptions{}).Hash; sdk != vec.E2BSDK {
 				t.Errorf("SDK hash = %s, want %s", sdk, vec.E2BSDK)
 			}
 		})
@@ -52,10 +48,7 @@ func TestSDKWorkedExample(t *testing.T) {
 	if fi, _ := os.Stat(filepath.Join(ctxDir, "app")); fi.Size() != 4096 {
 		t.Skipf("needs 4096-byte directories; this filesystem reports %d", fi.Size())
 	}
-	got, err := mustList(t, ctxDir, "app", ListOptions{}).SDKHash(t.Context(), "/app", HashOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := sdkHash(t, ctxDir, "app", "/app", HashOptions{}).Hash
 	if want := "4d41435b27db328212348efa0a9ebfa1757ef12a9cde407c88a10aa29f80ff9e"; got != want {
 		t.Errorf("SDK hash = %s, want %s", got, want)
 	}
@@ -153,31 +146,136 @@ func TestPortableHashChangesWithWhatMatters(t *testing.T) {
 }
 
 // TestSDKHashOfContextRoot builds the SDK's input by hand for src ".": the JS SDK names the
-// context itself "" and, sorting by absolute path, hashes it first, even before "-a",
-// which sorts before "." as a relative path.
+// context itself "" and, sorting by absolute path, hashes it first, even before "-a" and
+// the directory "-d" with its file, which sort before "." as relative paths (and so come
+// before it in the walk).
 func TestSDKHashOfContextRoot(t *testing.T) {
-	d := newTree(t, file("-a", "A"), file("b.sh", "B"))
+	d := newTree(t, file("-a", "A"), dir("-d"), file("-d/x", "X"), file("b.sh", "B"))
 	if err := os.Chmod(filepath.Join(d, "b.sh"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	l := mustList(t, d, ".", ListOptions{})
-	if got := paths(l); strings.Join(got, " ") != "-a . b.sh" {
+	if got := paths(l); strings.Join(got, " ") != "-a -d -d/x . b.sh" {
 		t.Fatalf("listing order %q, want byte order of relative paths", got)
 	}
-	root, err := os.Stat(d)
-	if err != nil {
-		t.Fatal(err)
+	stat := func(name string) os.FileInfo {
+		fi, err := os.Stat(filepath.Join(d, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi
 	}
-	input := fmt.Sprintf("COPY . /d%s%d%d%s%d%d%s%s%d%d%s", "", 0o40000|root.Mode().Perm(), root.Size(),
-		"-a", 0o100644, 1, "A", "b.sh", 0o100755, 1, "B")
+	root, sub := stat("."), stat("-d")
+	input := fmt.Sprintf("COPY . /d%s%d%d%s%d%d%s%s%d%d%s%d%d%s%s%d%d%s", "", 0o40000|root.Mode().Perm(), root.Size(),
+		"-a", 0o100644, 1, "A", "-d", 0o40000|sub.Mode().Perm(), sub.Size(), "-d/x", 0o100644, 1, "X",
+		"b.sh", 0o100755, 1, "B")
 	want := fmt.Sprintf("%x", sha256.Sum256([]byte(input)))
-	got, err := l.SDKHash(t.Context(), "/d", HashOptions{})
-	if err != nil {
-		t.Fatal(err)
+	if got := sdkHash(t, d, ".", "/d", HashOptions{}); got.Hash != want || got.Entries != 5 {
+		t.Errorf("SDK hash %s over %d entries, want %s over 5 (input %q)", got.Hash, got.Entries, want, input)
 	}
-	if got != want {
-		t.Errorf("SDK hash %s, want %s (input %q)", got, want, input)
+}
+
+// TestStreamSDKHashOnRandomTrees compares the streamed SDK-compatible hash with the SDK's
+// input built by hand from a listing (sdkReference) on random trees whose root has names
+// sorting before "." (symlinks resolved or not), without a digest cache, with a cold one,
+// with the same cache warm (no file read) and with its step hash lost (every file read,
+// once); the fingerprint is the same in all.
+func TestStreamSDKHashOnRandomTrees(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8)) // reproducible trees
+	for tree := range 40 {
+		entries := randomTree(rng, true)
+		if tree%4 == 0 {
+			entries = append(entries, dir("#d"), file("#d/f", "early"), file("+", "plus"))
+		}
+		d := newTree(t, entries...)
+		setMtimes(t, d, time.Now().Add(-time.Hour))
+		opts := ListOptions{ResolveLinks: tree%2 == 1}
+		l, err := List(d, ".", opts)
+		if err != nil {
+			// Links may make a loop, which the stream must refuse as well.
+			if _, streamErr := StreamSDKHash(t.Context(), d, ".", "/d", opts, HashOptions{}); streamErr == nil {
+				t.Fatalf("tree %d: the listing fails (%v), the stream does not", tree, err)
+			}
+			continue
+		}
+		want := sdkReference(t, l, "/d")
+		files := 0
+		for _, e := range l.Entries {
+			if e.Kind == KindFile {
+				files++
+			}
+		}
+		cachePath := filepath.Join(t.TempDir(), "cache")
+		cache := OpenStatCache(cachePath)
+		fingerprint := ""
+		for run, ho := range []HashOptions{{}, {Cache: cache}, {Cache: cache}, {Cache: OpenStatCache(cachePath)}} {
+			if run == 3 {
+				mustDo(t, cache.Save())
+				dropStepRecords(t, cachePath)
+			}
+			got, err := StreamSDKHash(t.Context(), d, ".", "/d", opts, ho)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Hash != want || got.Entries != len(l.Entries) {
+				t.Fatalf("tree %d run %d: streamed %s over %d entries, want %s over %d", tree, run, got.Hash, got.Entries, want, len(l.Entries))
+			}
+			wantStats := DigestStats{Read: files, BytesRead: got.Stats.BytesRead}
+			if run == 2 {
+				wantStats = DigestStats{Cached: files}
+			}
+			if got.Stats != wantStats || (run != 2 && got.Stats.BytesRead != totalSize(l)) {
+				t.Fatalf("tree %d run %d: stats %+v, want %+v of %d bytes", tree, run, got.Stats, wantStats, totalSize(l))
+			}
+			if fingerprint == "" {
+				fingerprint = got.Fingerprint
+			}
+			if len(got.Fingerprint) != 64 || got.Fingerprint != fingerprint {
+				t.Fatalf("tree %d run %d: fingerprint %q, the first run's %q", tree, run, got.Fingerprint, fingerprint)
+			}
+			if !slices.Equal(got.Newest, l.Newest(NewestKept)) {
+				t.Fatalf("tree %d: newest %q, the listing's %q", tree, got.Newest, l.Newest(NewestKept))
+			}
+		}
 	}
+}
+
+// sdkReference is the SDK's hash of the listed step (design/e2b-api.md §2) built from its
+// definition: the entries sorted by absolute path, the context itself named "", each
+// path, st_mode, st_size, link target or file bytes concatenated after "COPY src dest".
+func sdkReference(t *testing.T, l *Listing, dest string) string {
+	t.Helper()
+	entries := slices.Clone(l.Entries)
+	abs := func(e Entry) string { return filepath.Join(l.Context, e.Path) }
+	slices.SortStableFunc(entries, func(a, b Entry) int { return strings.Compare(abs(a), abs(b)) })
+	input := []byte("COPY " + l.Src + " " + dest)
+	for _, e := range entries {
+		if e.Path != "." {
+			input = append(input, e.Path...)
+		}
+		input = fmt.Appendf(input, "%d%d", e.ID.Mode, e.Size)
+		switch e.Kind {
+		case KindSymlink:
+			input = append(input, e.LinkTarget...)
+		case KindFile:
+			content, err := os.ReadFile(l.sourcePath(&e))
+			if err != nil {
+				t.Fatal(err)
+			}
+			input = append(input, content...)
+		}
+	}
+	return fmt.Sprintf("%x", sha256.Sum256(input))
+}
+
+func totalSize(l *Listing) int64 {
+	var n int64
+	for _, e := range l.Entries {
+		if e.Kind == KindFile {
+			n += e.Size
+		}
+	}
+	return n
 }
 
 // TestStreamPortableHashOnRandomTrees compares the streamed hash with the listing's on

@@ -149,6 +149,16 @@ func portable(t testing.TB, ctxDir, src, dest string) string {
 	return h
 }
 
+// sdkHash is StreamSDKHash of the step.
+func sdkHash(t testing.TB, ctxDir, src, dest string, ho HashOptions) StreamSummary {
+	t.Helper()
+	sum, err := StreamSDKHash(context.Background(), ctxDir, src, dest, ListOptions{}, ho)
+	if err != nil {
+		t.Fatalf("StreamSDKHash(%q): %v", src, err)
+	}
+	return sum
+}
+
 func paths(l *Listing) []string {
 	var out []string
 	for _, e := range l.Entries {

@@ -280,24 +280,19 @@ func TestStatCacheSDKHash(t *testing.T) {
 	v := loadVectors(t)
 	d := settledTree(t, v.Entries...)
 	cachePath := filepath.Join(t.TempDir(), "digests.bin")
-	sdkHash := func(cache *StatCache) string {
+	cachedSDKHash := func() StreamSummary {
 		t.Helper()
-		h, err := mustList(t, d, "app", ListOptions{}).SDKHash(t.Context(), "/app", HashOptions{Cache: cache})
-		if err != nil {
-			t.Fatal(err)
-		}
+		cache := OpenStatCache(cachePath)
+		sum := sdkHash(t, d, "app", "/app", HashOptions{Cache: cache})
 		mustDo(t, cache.Save())
-		return h
+		return sum
 	}
-	uncached, err := mustList(t, d, "app", ListOptions{}).SDKHash(t.Context(), "/app", HashOptions{})
-	if err != nil {
-		t.Fatal(err)
+	uncached := sdkHash(t, d, "app", "/app", HashOptions{}).Hash
+	if cold := cachedSDKHash(); cold.Hash != uncached || cold.Stats.Read != 4 {
+		t.Fatalf("cold SDK hash with a cache %s (%+v), without %s", cold.Hash, cold.Stats, uncached)
 	}
-	if cold := sdkHash(OpenStatCache(cachePath)); cold != uncached {
-		t.Fatalf("cold SDK hash with a cache %s, without %s", cold, uncached)
-	}
-	if warm := sdkHash(OpenStatCache(cachePath)); warm != uncached {
-		t.Fatalf("warm SDK hash %s, want %s", warm, uncached)
+	if warm := cachedSDKHash(); warm.Hash != uncached || warm.Stats != (DigestStats{Cached: 4}) {
+		t.Fatalf("warm SDK hash %s (%+v), want %s from the cache", warm.Hash, warm.Stats, uncached)
 	}
 
 	records, _, err := readCacheRecords(cachePath)
@@ -320,7 +315,7 @@ func TestStatCacheSDKHash(t *testing.T) {
 			w.add(table.record(i))
 		}
 	}))
-	if got, want := sdkHash(OpenStatCache(cachePath)), strings.Repeat("0", 64); got != want {
+	if got, want := cachedSDKHash().Hash, strings.Repeat("0", 64); got != want {
 		t.Fatalf("SDK hash with an altered step record %s, want the record's %s: the files were read", got, want)
 	}
 
@@ -328,11 +323,50 @@ func TestStatCacheSDKHash(t *testing.T) {
 	mustDo(t, os.WriteFile(p, []byte("HELLO\n"), 0o644))
 	past := time.Now().Add(-time.Hour)
 	mustDo(t, os.Chtimes(p, past, past))
-	changed, err := mustList(t, d, "app", ListOptions{}).SDKHash(t.Context(), "/app", HashOptions{})
+	changed := sdkHash(t, d, "app", "/app", HashOptions{}).Hash
+	if got := cachedSDKHash(); got.Hash != changed || got.Hash == uncached || got.Stats.Read != 4 {
+		t.Fatalf("SDK hash after a change %s (%+v), want %s read afresh (before the change %s)", got.Hash, got.Stats, changed, uncached)
+	}
+}
+
+// TestStatCacheSDKHashWithoutStepRecord: when the cache holds every file's digest but not
+// the step hash, the first walk reads nothing and the second reads each file once, then
+// stores the step hash, which the next run takes without reading.
+func TestStatCacheSDKHashWithoutStepRecord(t *testing.T) {
+	v := loadVectors(t)
+	d := settledTree(t, v.Entries...)
+	cachePath := filepath.Join(t.TempDir(), "digests.bin")
+	run := func() StreamSummary {
+		t.Helper()
+		cache := OpenStatCache(cachePath)
+		sum := sdkHash(t, d, "app", "/app", HashOptions{Cache: cache})
+		mustDo(t, cache.Save())
+		return sum
+	}
+	want := run()
+	dropStepRecords(t, cachePath)
+	size := totalSize(mustList(t, d, "app", ListOptions{}))
+	if got := run(); got.Hash != want.Hash || got.Fingerprint != want.Fingerprint || got.Stats != (DigestStats{Read: 4, BytesRead: size}) {
+		t.Fatalf("without the step record: %+v, want %s with 4 files (%d bytes) read once", got, want.Hash, size)
+	}
+	if got := run(); got.Hash != want.Hash || got.Stats != (DigestStats{Cached: 4}) {
+		t.Fatalf("next run %+v, want %s from the step record stored again", got, want.Hash)
+	}
+}
+
+// dropStepRecords rewrites the cache file without its step records, keeping the digests.
+func dropStepRecords(t *testing.T, cachePath string) {
+	t.Helper()
+	records, _, err := readCacheRecords(cachePath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := sdkHash(OpenStatCache(cachePath)); got != changed || got == uncached {
-		t.Fatalf("SDK hash after a change %s, want %s (before the change %s)", got, changed, uncached)
-	}
+	table := newDigestTable(records, 0)
+	mustDo(t, writeCacheFile(cachePath, func(w *cacheWriter) {
+		for i := range table.len() {
+			if table.id(i).Mode != 0 {
+				w.add(table.record(i))
+			}
+		}
+	}))
 }

@@ -3,6 +3,7 @@
 package buildcontext
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,15 +15,15 @@ import (
 	"time"
 )
 
-// TestStreamPortableHashMemoryDoesNotGrow hashes trees of 5,000 and 20,000 files: the
-// peak live heap of the larger must stay within 2 MiB of the smaller's (the larger of two
-// runs: how full the window gets depends on the timing of the reads), where holding the
-// entries, as a listing does, adds over 4 MiB.
-func TestStreamPortableHashMemoryDoesNotGrow(t *testing.T) {
+// TestStreamHashMemoryDoesNotGrow hashes trees of 3 and 8 windows of files in both
+// modes: the peak live heap of the larger must stay within 2 MiB of the smaller's (the
+// larger of two runs: how full the window gets depends on the timing of the reads), where
+// holding the entries, as a listing does, adds over 4 MiB.
+func TestStreamHashMemoryDoesNotGrow(t *testing.T) {
 	if testing.Short() {
-		t.Skip("creates 57,344 files")
+		t.Skip("creates 45,056 files")
 	}
-	peak := func(files int) uint64 {
+	tree := func(files int) string {
 		d := t.TempDir()
 		for i := range files {
 			sub := filepath.Join(d, fmt.Sprintf("d%03d", i/100))
@@ -31,19 +32,31 @@ func TestStreamPortableHashMemoryDoesNotGrow(t *testing.T) {
 			}
 			mustDo(t, os.WriteFile(filepath.Join(sub, fmt.Sprintf("f%03d", i%100)), nil, 0o644))
 		}
-		return peakLiveHeap(t, func() {
-			if _, err := StreamPortableHash(t.Context(), d, ".", "/d", ListOptions{}, HashOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		})
+		return d
 	}
 	// Both counts fill the window of entries in flight (hashWindow waiting for the hash
-	// and as many queued for the digest workers), which bounds what a stream holds.
+	// and, in the portable mode, as many queued for the digest workers), which bounds what
+	// a stream holds.
 	smallFiles, largeFiles := 3*hashWindow, 8*hashWindow
-	small, large := max(peak(smallFiles), peak(smallFiles)), peak(largeFiles)
-	t.Logf("peak live heap: %d KiB for %d files, %d KiB for %d", small>>10, smallFiles, large>>10, largeFiles)
-	if large > small+2<<20 {
-		t.Errorf("peak live heap grew from %d KiB to %d KiB with the file count", small>>10, large>>10)
+	smallTree, largeTree := tree(smallFiles), tree(largeFiles)
+	for mode, hash := range map[string]func(context.Context, string, string, string, ListOptions, HashOptions) (StreamSummary, error){
+		"portable": StreamPortableHash,
+		"e2b-sdk":  StreamSDKHash,
+	} {
+		t.Run(mode, func(t *testing.T) {
+			peak := func(d string) uint64 {
+				return peakLiveHeap(t, func() {
+					if _, err := hash(t.Context(), d, ".", "/d", ListOptions{}, HashOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				})
+			}
+			small, large := max(peak(smallTree), peak(smallTree)), peak(largeTree)
+			t.Logf("peak live heap: %d KiB for %d files, %d KiB for %d", small>>10, smallFiles, large>>10, largeFiles)
+			if large > small+2<<20 {
+				t.Errorf("peak live heap grew from %d KiB to %d KiB with the file count", small>>10, large>>10)
+			}
+		})
 	}
 }
 

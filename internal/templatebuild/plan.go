@@ -72,7 +72,7 @@ type Step struct {
 }
 
 // Build is a Spec resolved for running: the start request with the files hash of every
-// COPY step, and the listing each archive is made from.
+// COPY step, and what each archive is checked against.
 type Build struct {
 	TemplateID string
 	CPUCount   *int32
@@ -102,11 +102,12 @@ type Copy struct {
 	// Step is the step's index in Build.Start.Steps.
 	Step      int
 	Src, Dest string
-	// Listing is the step's listing in the e2b-sdk hash mode, whose hash needs it whole;
-	// nil in the portable mode, whose hash and archive each walk the context instead.
-	Listing *buildcontext.Listing
 	// Hash is the files hash the archive is stored under.
 	Hash string
+	// fingerprint, in the e2b-sdk hash mode, names what Hash covers with the files by
+	// digest, which the archive is checked against; empty in the portable mode, whose
+	// archive is checked against Hash.
+	fingerprint string
 	// newest are the files modified last when the step was hashed (CheckHashes).
 	newest       []string
 	contextDir   string
@@ -120,13 +121,15 @@ func (c *Copy) listOptions() buildcontext.ListOptions {
 }
 
 // spoolArchive writes the step's archive to a temporary file (see
-// buildcontext.SpoolArchive), checking the files against the hash planned.
+// buildcontext.SpoolArchive) from a new walk of the context, checking the files against
+// the hash planned.
 func (c *Copy) spoolArchive(ctx context.Context) (string, int64, error) {
-	if c.Listing != nil {
-		return c.Listing.SpoolArchive(ctx, "")
+	planned := buildcontext.ArchiveCheck{PortableHash: c.Hash}
+	if c.fingerprint != "" {
+		planned = buildcontext.ArchiveCheck{SDKFingerprint: c.fingerprint}
 	}
 	return buildcontext.SpoolArchive("", c.Src, func(w io.Writer) error {
-		return buildcontext.WritePortableArchive(ctx, w, c.contextDir, c.Src, c.Dest, c.listOptions(), c.Hash)
+		return buildcontext.WriteStepArchive(ctx, w, c.contextDir, c.Src, c.Dest, c.listOptions(), planned)
 	})
 }
 
@@ -275,8 +278,7 @@ func readDockerfile(v string) (content, dir string, err error) {
 	return v, "", nil
 }
 
-// hash lists and hashes every COPY source and sets the files hash of its step. The
-// listings are kept: they carry the file digests the archives are checked against.
+// hash hashes every COPY source and sets the files hash of its step.
 func (b *Build) hash(ctx context.Context, mode string, log e2bapi.Logger) error {
 	var cache *buildcontext.StatCache
 	if p, err := buildcontext.DefaultStatCachePath(); err == nil {
@@ -312,28 +314,17 @@ func (b *Build) hash(ctx context.Context, mode string, log e2bapi.Logger) error 
 }
 
 // hash sets the step's files hash in mode, refusing what the server would refuse in the
-// archive by name, and returns how many entries it covers. The portable hash streams;
-// the e2b-sdk hash keeps the listing, which its archive then uses.
+// archive by name, and returns how many entries it covers. Both modes stream: the archive
+// walks the context again (spoolArchive).
 func (c *Copy) hash(ctx context.Context, contextDir, mode string, cache *buildcontext.StatCache) (int, error) {
 	c.contextDir = contextDir
-	opts := buildcontext.HashOptions{Cache: cache}
-	if mode != HashSDK {
-		sum, err := buildcontext.StreamPortableHash(ctx, contextDir, c.Src, c.Dest, c.listOptions(), opts)
-		c.Hash, c.newest = sum.Hash, sum.Newest
-		return sum.Entries, err
+	streamHash := buildcontext.StreamPortableHash
+	if mode == HashSDK {
+		streamHash = buildcontext.StreamSDKHash
 	}
-	l, err := buildcontext.List(contextDir, c.Src, c.listOptions())
-	if err != nil {
-		return 0, err
-	}
-	if err := l.CheckEntries(); err != nil {
-		return 0, err
-	}
-	if c.Hash, err = l.SDKHash(ctx, c.Dest, opts); err != nil {
-		return 0, err
-	}
-	c.Listing, c.newest = l, l.Newest(buildcontext.NewestKept)
-	return len(l.Entries), nil
+	sum, err := streamHash(ctx, contextDir, c.Src, c.Dest, c.listOptions(), buildcontext.HashOptions{Cache: cache})
+	c.Hash, c.fingerprint, c.newest = sum.Hash, sum.Fingerprint, sum.Newest
+	return sum.Entries, err
 }
 
 // CheckHashes compares the hashes with those planned (in build order): an apply must build

@@ -39,13 +39,13 @@ func TestPlanDockerfile(t *testing.T) {
 	if got.Type != steps.Copy || got.Args[2] != "app" {
 		t.Errorf("COPY step %+v, want user app", got)
 	}
-	if len(b.Hashes()) != 1 || b.Copies[0].Listing != nil || got.FilesHash != b.Hashes()[0] {
+	if len(b.Hashes()) != 1 || b.Copies[0].fingerprint != "" || got.FilesHash != b.Hashes()[0] {
 		t.Fatalf("hashes %v, step %+v", b.Hashes(), got)
 	}
 	spec.HashMode = HashSDK
 	sdk, err := Plan(t.Context(), spec, &recorder{})
-	if err != nil || sdk.Hashes()[0] == b.Hashes()[0] {
-		t.Errorf("SDK hash %v should differ from the portable %v (%v)", sdk.Hashes(), b.Hashes(), err)
+	if err != nil || sdk.Hashes()[0] == b.Hashes()[0] || sdk.Copies[0].fingerprint == "" {
+		t.Errorf("SDK hash %v should differ from the portable %v and come with a fingerprint (%+v, %v)", sdk.Hashes(), b.Hashes(), sdk.Copies, err)
 	}
 }
 

@@ -120,7 +120,7 @@ func run(ctx context.Context, mode, tree string, shape benchtree.Shape, cachePat
 			return nil
 		}
 		path, _, err := buildcontext.SpoolArchive("", ".", func(w io.Writer) error {
-			return buildcontext.WritePortableArchive(ctx, w, tree, ".", "/app", buildcontext.ListOptions{}, sum.Hash)
+			return buildcontext.WriteStepArchive(ctx, w, tree, ".", "/app", buildcontext.ListOptions{}, buildcontext.ArchiveCheck{PortableHash: sum.Hash})
 		})
 		if err != nil {
 			return err
@@ -131,12 +131,12 @@ func run(ctx context.Context, mode, tree string, shape benchtree.Shape, cachePat
 			os.Remove(cachePath)
 		}
 		cache := buildcontext.OpenStatCache(cachePath)
-		l, err := buildcontext.List(tree, ".", buildcontext.ListOptions{})
+		sum, err := buildcontext.StreamSDKHash(ctx, tree, ".", "/app", buildcontext.ListOptions{}, buildcontext.HashOptions{Cache: cache})
 		if err != nil {
 			return err
 		}
-		if _, err := l.SDKHash(ctx, "/app", buildcontext.HashOptions{Cache: cache}); err != nil {
-			return err
+		if mode == "sdk-warm" && sum.Stats.Read != 0 {
+			return fmt.Errorf("warm run read %d files; run sdk-cold first with the same -cache", sum.Stats.Read)
 		}
 		return cache.Save()
 	}
