@@ -147,6 +147,9 @@ func StreamSDKHash(ctx context.Context, contextDir, src, dest string, lo ListOpt
 	if err == nil {
 		err = order.end()
 	}
+	if err != nil {
+		cancel(err) // the hash stops at its next entry
+	}
 	close(entries)
 	<-hashed
 	if err == nil {
@@ -209,10 +212,10 @@ func walkStep(root, src string, lo ListOptions, sum *StreamSummary, fn func(*Ent
 			return err
 		}
 		sum.Entries++
-		newest.add(root, e)
+		newest.add(e)
 		return fn(e)
 	})
-	sum.Newest = newest.paths
+	sum.Newest = newest.paths(root)
 	return err
 }
 
@@ -227,14 +230,16 @@ func fromCache(cache *StatCache, e *Entry, stats *DigestStats) bool {
 	return ok
 }
 
-// newestFiles keeps the paths of the n most recently modified files it is shown.
+// newestFiles keeps the n most recently modified files it is shown. It keeps their
+// listed paths, which need no allocation (in a tree written in walk order every file is
+// the newest so far), and joins them to the root at the end.
 type newestFiles struct {
 	n      int
-	paths  []string // newest first
+	rels   []string // newest first
 	mtimes []int64
 }
 
-func (f *newestFiles) add(root string, e *Entry) {
+func (f *newestFiles) add(e *Entry) {
 	if e.Kind != KindFile {
 		return
 	}
@@ -245,16 +250,25 @@ func (f *newestFiles) add(root string, e *Entry) {
 	if i >= f.n {
 		return
 	}
-	f.paths = slices.Insert(f.paths, i, filepath.Join(root, filepath.FromSlash(e.Path)))
+	f.rels = slices.Insert(f.rels, i, e.Path)
 	f.mtimes = slices.Insert(f.mtimes, i, e.ID.MtimeNs)
-	f.paths, f.mtimes = f.paths[:min(len(f.paths), f.n)], f.mtimes[:min(len(f.mtimes), f.n)]
+	f.rels, f.mtimes = f.rels[:min(len(f.rels), f.n)], f.mtimes[:min(len(f.mtimes), f.n)]
+}
+
+// paths are the absolute paths of the files kept, listed in root.
+func (f *newestFiles) paths(root string) []string {
+	var paths []string
+	for _, rel := range f.rels {
+		paths = append(paths, filepath.Join(root, filepath.FromSlash(rel)))
+	}
+	return paths
 }
 
 // Newest is the absolute paths of the n most recently modified files, newest first.
 func (l *Listing) Newest(n int) []string {
 	newest := newestFiles{n: n}
 	for i := range l.Entries {
-		newest.add(l.Context, &l.Entries[i])
+		newest.add(&l.Entries[i])
 	}
-	return newest.paths
+	return newest.paths(l.Context)
 }

@@ -16,9 +16,11 @@ import (
 )
 
 // TestStreamHashMemoryDoesNotGrow hashes trees of 3 and 8 windows of files in both
-// modes: the peak live heap of the larger must stay within 2 MiB of the smaller's (the
-// larger of two runs: how full the window gets depends on the timing of the reads), where
-// holding the entries, as a listing does, adds over 4 MiB.
+// modes: the peak live heap of the larger must stay within 2 MiB of the smaller's, where
+// holding the entries, as a listing does, adds over 4 MiB. Each is measured twice, and the
+// smaller tree's larger peak is compared with the larger tree's smaller one: how full the
+// window gets depends on the timing of the reads, and under the race detector a peak
+// sometimes doubles, on either tree, while growth with the count shows in every run.
 func TestStreamHashMemoryDoesNotGrow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("creates 45,056 files")
@@ -51,7 +53,7 @@ func TestStreamHashMemoryDoesNotGrow(t *testing.T) {
 					}
 				})
 			}
-			small, large := max(peak(smallTree), peak(smallTree)), peak(largeTree)
+			small, large := max(peak(smallTree), peak(smallTree)), min(peak(largeTree), peak(largeTree))
 			t.Logf("peak live heap: %d KiB for %d files, %d KiB for %d", small>>10, smallFiles, large>>10, largeFiles)
 			if large > small+2<<20 {
 				t.Errorf("peak live heap grew from %d KiB to %d KiB with the file count", small>>10, large>>10)

@@ -40,6 +40,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfversion"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 )
@@ -152,6 +153,72 @@ data "e2b_process" "v1" {
 				ImportPlanChecks: tfresource.ImportPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction("e2b_template_build.v1", plancheck.ResourceActionReplace),
 				}},
+			},
+		},
+	})
+}
+
+// TestAccTemplateBuild_sdkFilesHash builds COPY . in the e2b-sdk hash mode from a
+// context whose root has names sorting before "." (the SDK hashes the context itself
+// first): the planned hash is the SDK-compatible one, the archive (checked against it at
+// apply) holds the files, and a changed file replaces the build.
+func TestAccTemplateBuild_sdkFilesHash(t *testing.T) {
+	srv := localServer(t)
+	ctxDir := filepath.Join(t.TempDir(), "context")
+	acctest.WriteFiles(t, ctxDir, map[string]string{"-a.txt": "early\n", "#d/x.txt": "hash\n", "sub/b.txt": "world\n"})
+	sdkHash := func() string {
+		sum, err := buildcontext.StreamSDKHash(t.Context(), ctxDir, ".", "/opt/ctx", buildcontext.ListOptions{}, buildcontext.HashOptions{})
+		acctest.Must(t, err)
+		return sum.Hash
+	}
+	portable, err := buildcontext.StreamPortableHash(t.Context(), ctxDir, ".", "/opt/ctx", buildcontext.ListOptions{}, buildcontext.HashOptions{})
+	acctest.Must(t, err)
+	config := templateBuild(srv, uniqueName("acc-sdkhash"), "v1", srv.DebianImage, fmt.Sprintf(`  context    = %q
+  files_hash = "e2b-sdk"
+  steps = [
+    { copy = { src = ".", dest = "/opt/ctx" } },
+  ]`, ctxDir)) + `
+data "e2b_process" "v1" {
+  template = "${e2b_template.t.name}:${e2b_template_build.v1.build_id}"
+  command  = "cat /opt/ctx/-a.txt '/opt/ctx/#d/x.txt' /opt/ctx/sub/b.txt"
+}
+`
+	before := sdkHash()
+	if before == portable.Hash {
+		t.Fatalf("the SDK-compatible hash %s is the portable one", before)
+	}
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{
+			{
+				Config: config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("e2b_template_build.v1", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+					statecheck.ExpectKnownValue("e2b_template_build.v1", tfjsonpath.New("copy_hashes"),
+						knownvalue.ListExact([]knownvalue.Check{knownvalue.StringExact(before)})),
+					statecheck.ExpectKnownValue("data.e2b_process.v1", tfjsonpath.New("stdout"), knownvalue.StringExact("early\nhash\nworld\n")),
+				},
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+			{
+				PreConfig: func() {
+					acctest.Must(t, os.WriteFile(filepath.Join(ctxDir, "-a.txt"), []byte("later\n"), 0o644))
+				},
+				Config: config,
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("e2b_template_build.v1", plancheck.ResourceActionReplace),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("e2b_template_build.v1", tfjsonpath.New("copy_hashes"), knownvalue.ListExact([]knownvalue.Check{
+						knownvalue.StringFunc(func(got string) error {
+							if want := sdkHash(); got != want || got == before {
+								return fmt.Errorf("copy hash %s, want the SDK-compatible hash of the changed tree %s (before %s)", got, want, before)
+							}
+							return nil
+						}),
+					})),
+					statecheck.ExpectKnownValue("data.e2b_process.v1", tfjsonpath.New("stdout"), knownvalue.StringExact("later\nhash\nworld\n")),
+				},
 			},
 		},
 	})
