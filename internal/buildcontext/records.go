@@ -375,9 +375,13 @@ func (d *newDigests) setSum(i int, sum [32]byte) {
 // spill writes out all but the newest spillRecords records of the tail.
 func (d *newDigests) spill() {
 	if d.file == nil {
+		// The cache's directory, which a first run creates here.
+		if err := os.MkdirAll(d.dir, 0o700); err != nil {
+			return // the tail keeps growing: only memory is lost
+		}
 		f, err := os.CreateTemp(d.dir, ".digests-new-*.tmp")
 		if err != nil {
-			return // the tail keeps growing: only memory is lost
+			return // as above
 		}
 		// Unlinked at once where the system allows it: nothing stays behind whatever ends
 		// the process. Elsewhere it is removed by release.

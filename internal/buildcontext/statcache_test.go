@@ -398,10 +398,11 @@ func coldRun(t *testing.T, path string, n int) {
 }
 
 // TestStatCacheSpillsNewDigestsInOrder computes more digests than the cache keeps in
-// memory: they spill into a temporary file that leaves nothing behind, and the saved
-// file holds them in the order asked, so the next run finds each right after the last.
+// memory: they spill into a temporary file that leaves nothing behind, in the cache's
+// directory, which a first run creates, and the saved file holds them in the order asked,
+// so the next run finds each right after the last.
 func TestStatCacheSpillsNewDigestsInOrder(t *testing.T) {
-	dir := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "not-yet")
 	path := filepath.Join(dir, "digests.bin")
 	n := 3*spillRecords + 17
 	coldRun(t, path, n)
@@ -460,7 +461,7 @@ func TestStatCacheMemoryPerDigest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("computes 200,000 digests")
 	}
-	path := filepath.Join(t.TempDir(), "digests.bin")
+	path := filepath.Join(t.TempDir(), "first-run", "digests.bin")
 	const n = 200_000
 	cold := peakLiveHeap(t, func() { coldRun(t, path, n) })
 	warm := peakLiveHeap(t, func() {
