@@ -217,7 +217,7 @@ func sdkHashFile(ctx context.Context, h hash.Hash, side *sideWriter, path string
 		return changedError(e.Path, "since it was hashed")
 	}
 	if !e.HasDigest() {
-		cacheDigest(cache, e.ID, readAt, sum)
+		cacheDigest(cache, e, readAt, sum)
 	}
 	e.setDigest(sum)
 	return nil

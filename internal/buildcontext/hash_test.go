@@ -203,11 +203,17 @@ func TestStreamPortableHashOnRandomTrees(t *testing.T) {
 				files++
 			}
 		}
-		cache := OpenStatCache(filepath.Join(t.TempDir(), "cache"))
-		for run, ho := range []HashOptions{{}, {Cache: cache}, {Cache: cache, Workers: 1}} {
+		cachePath := filepath.Join(t.TempDir(), "cache")
+		for run, ho := range []HashOptions{{}, {Cache: OpenStatCache(cachePath)}, {Workers: 1}} {
+			if run == 2 { // the next plan
+				ho.Cache = OpenStatCache(cachePath)
+			}
 			got, err := StreamPortableHash(t.Context(), d, ".", "/d", opts, ho)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if ho.Cache != nil {
+				mustDo(t, ho.Cache.Save())
 			}
 			if got.Hash != want || got.Entries != len(l.Entries) || got.Stats.Cached+got.Stats.Read != files {
 				t.Fatalf("tree %d run %d: streamed %s over %d entries (%+v), want %s over %d entries, %d files",

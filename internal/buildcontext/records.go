@@ -125,7 +125,8 @@ func checkCacheFile(f *os.File, body int64) error {
 
 // keyIndex finds records by their key: open addressing over uint32 slots that hold a
 // record number + 1 in the low indexBits and bits of the key's hash above them, so most
-// probes for an absent key read no record. It holds at most maxIndexed records.
+// probes for an absent key read no record. It holds at most maxIndexed records, numbered
+// below maxIndexed, and no more than it was sized for.
 type keyIndex struct {
 	slots []uint32 // 0 is empty
 	n     int
@@ -161,30 +162,18 @@ func (x *keyIndex) find(key []byte, keyOf func(int) []byte) int {
 	return -1
 }
 
-// add indexes record i under key, growing the table from the records' keys (keyOf, over
-// records 0 to i-1) when it is half full; false once it holds maxIndexed records.
-func (x *keyIndex) add(key []byte, i int, keyOf func(int) []byte) bool {
-	if i >= maxIndexed {
-		return false
-	}
-	if 2*(x.n+1) > len(x.slots) {
-		x.rebuild(max(16, 2*len(x.slots)), i, keyOf)
-	}
-	x.put(key, i)
-	return true
-}
-
-// build indexes records 0 to n-1.
-func (x *keyIndex) build(n int, keyOf func(int) []byte) {
+// sized is an empty index with room for n records.
+func sized(n int) keyIndex {
 	size := 16
 	for size < 2*n {
 		size *= 2
 	}
-	x.rebuild(size, n, keyOf)
+	return keyIndex{slots: make([]uint32, size), seed: maphash.MakeSeed()}
 }
 
-func (x *keyIndex) rebuild(size, n int, keyOf func(int) []byte) {
-	x.slots, x.n, x.seed = make([]uint32, size), 0, maphash.MakeSeed()
+// build indexes records 0 to n-1 (at most maxIndexed), whose keys keyOf gives.
+func (x *keyIndex) build(n int, keyOf func(int) []byte) {
+	*x = sized(min(n, maxIndexed))
 	for i := range min(n, maxIndexed) {
 		if k := keyOf(i); k != nil {
 			x.put(k, i)
@@ -283,14 +272,15 @@ func (t *digestTable) close() { t.file.close() }
 
 // newDigests are the digests this process computed and the cache misses waiting for one,
 // in the order asked: in memory up to spillRecords, then the older ones in an unlinked
-// temporary file, since at a million files they would take about 100 MB as a map.
+// temporary file, since at a million files they would take about 100 MB as a map. They
+// are not indexed (8 bytes a digest): a miss's record number travels with its entry to
+// the store (Entry.cacheMiss), and Save drops what was computed twice.
 type newDigests struct {
 	dir    string      // where the temporary file goes
 	file   *recordFile // the records written out, nil until the first spill
 	tail   []byte      // records file.n onwards
 	n      int
 	stored int // records with a digest
-	index  keyIndex
 }
 
 const (
@@ -320,18 +310,17 @@ func (d *newDigests) key(i int) []byte {
 	return nil
 }
 
-func (d *newDigests) find(key []byte) int { return d.index.find(key, d.key) }
-
 // storedRecord reports whether the newDigests record r has its digest.
 func storedRecord(r []byte) bool { return r != nil && r[newRecordSize-1] != 0 }
 
 func askedOf(r []byte) uint32 { return binary.LittleEndian.Uint32(r[cacheRecordSize:]) }
 
-// add appends a record for key, with sum when stored, unless maxIndexed are held: a
-// tree that large keeps the first ones (Save keeps maxCacheEntries).
-func (d *newDigests) add(key []byte, askedAt uint32, sum *[32]byte) {
-	if !d.index.add(key, d.n, d.key) {
-		return
+// add appends a record for key, with sum when stored, and returns its number + 1; 0 once
+// maxIndexed are held: a tree that large keeps the first ones (Save keeps
+// maxCacheEntries).
+func (d *newDigests) add(key []byte, askedAt uint32, sum *[32]byte) uint32 {
+	if d.n >= maxIndexed {
+		return 0
 	}
 	var rec [newRecordSize]byte
 	copy(rec[:], key)
@@ -346,6 +335,7 @@ func (d *newDigests) add(key []byte, askedAt uint32, sum *[32]byte) {
 	if len(d.tail) >= 2*spillRecords*newRecordSize {
 		d.spill()
 	}
+	return uint32(d.n) //nolint:gosec // d.n <= maxIndexed
 }
 
 // setSum stores the digest of record i, a miss until now.

@@ -2,6 +2,7 @@ package buildcontext
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash"
@@ -22,6 +23,11 @@ import (
 // The file keeps the digests in the order the process that saved it asked for them, so
 // the next hash of an unchanged tree finds each one right after the last: it reads the
 // file front to back instead of at random, a few times faster than any index.
+//
+// What a process computes is for the processes after it: lookups answer from the file as
+// it was opened (or last saved), so a file that two COPY steps of one cold plan share is
+// read by both. Keeping the new digests findable would take an index of 8 bytes each,
+// an eighth of the memory a plan of a million files may use.
 type StatCache struct {
 	path string
 
@@ -113,7 +119,7 @@ func (c *StatCache) fill(entries []Entry) int {
 		if e.Kind != KindFile || e.HasDigest() {
 			continue
 		}
-		if sum, ok := c.lookup(e.ID); ok {
+		if sum, ok := c.lookupEntry(e); ok {
 			e.setDigest(sum)
 			found++
 		}
@@ -121,35 +127,48 @@ func (c *StatCache) fill(entries []Entry) int {
 	return found
 }
 
-// lookup is the digest cached under id, noting that it was asked for (and when, for a
-// miss, so store keeps the order). c.mu must be held.
-func (c *StatCache) lookup(id FileID) ([32]byte, bool) {
+// digest is the digest cached for the file e (see lookupEntry), none without a cache.
+func (c *StatCache) digest(e *Entry) ([32]byte, bool) {
+	if c == nil {
+		return [32]byte{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lookupEntry(e)
+}
+
+// lookupEntry is lookup for the file e, which carries a miss to the store of its digest.
+// c.mu must be held.
+func (c *StatCache) lookupEntry(e *Entry) ([32]byte, bool) {
+	sum, ok, miss := c.lookup(e.ID)
+	e.cacheMiss = miss
+	return sum, ok
+}
+
+// lookup is the digest cached under id, noting that it was asked for. A miss is recorded
+// where the digest will go, so the saved file keeps the order asked; its number + 1 is
+// returned for store. c.mu must be held.
+func (c *StatCache) lookup(id FileID) ([32]byte, bool, uint32) {
 	c.asked++
 	var key [cacheKeySize]byte
 	putCacheKey(key[:], id)
-	if i := c.added.find(key[:]); i >= 0 {
-		if r := c.added.record(i); storedRecord(r) {
-			return [32]byte(r[cacheKeySize:cacheRecordSize]), true
-		}
-		return [32]byte{}, false
-	}
 	c.readSaved()
 	if sum, ok := c.loaded.lookup(key[:], c.asked); ok {
-		return sum, true
+		return sum, true, 0
 	}
-	c.added.add(key[:], c.asked, nil)
-	return [32]byte{}, false
+	return [32]byte{}, false, c.added.add(key[:], c.asked, nil)
 }
 
-// store adds the digest of a file fill did not find.
-func (c *StatCache) store(id FileID, sum [32]byte) {
+// store adds the digest of a file the cache lacked: in the record of its miss (as
+// lookup returned it), or, for a file read without asking the cache (miss 0), in a new one.
+func (c *StatCache) store(id FileID, miss uint32, sum [32]byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var key [cacheKeySize]byte
 	putCacheKey(key[:], id)
-	if i := c.added.find(key[:]); i >= 0 {
-		if !storedRecord(c.added.record(i)) {
-			c.added.setSum(i, sum)
+	if miss > 0 {
+		if r := c.added.record(int(miss - 1)); r != nil && !storedRecord(r) && bytes.Equal(r[:cacheKeySize], key[:]) {
+			c.added.setSum(int(miss-1), sum)
 		}
 		return
 	}
@@ -177,23 +196,18 @@ func stepKey(fingerprint [32]byte) FileID {
 
 // stepHash is the step hash cached under fingerprint (see storeStepHash).
 func (c *StatCache) stepHash(fingerprint [32]byte) ([32]byte, bool) {
-	return c.digest(stepKey(fingerprint))
-}
-
-// digest is the digest cached under id (as lookup), none without a cache.
-func (c *StatCache) digest(id FileID) ([32]byte, bool) {
-	if c == nil {
-		return [32]byte{}, false
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.lookup(id)
+	sum, ok, _ := c.lookup(stepKey(fingerprint))
+	return sum, ok
 }
 
 // storeStepHash caches the hash of a step whose inputs have the given fingerprint. The
 // fingerprint covers the file contents (by digest), so unlike a file digest it is valid
 // however recently the files changed.
-func (c *StatCache) storeStepHash(fingerprint, sum [32]byte) { c.store(stepKey(fingerprint), sum) }
+func (c *StatCache) storeStepHash(fingerprint, sum [32]byte) {
+	c.store(stepKey(fingerprint), 0, sum)
+}
 
 // Save writes new digests to the cache file: it merges the entries another process may
 // have saved since this one read the file, keeps at most maxCacheEntries (those used by
@@ -227,20 +241,34 @@ func (c *StatCache) Save() error {
 			asked[askedOf(r)-1] = -int32(j + 1)
 		}
 	}
+	// A digest computed twice (a file of two COPY steps, a hard link) is saved once.
+	seen := sized(c.added.stored)
+	first := func(j int) bool {
+		key := c.added.key(j)
+		if key == nil || seen.find(key, c.added.key) >= 0 {
+			return false
+		}
+		seen.put(key, j)
+		return true
+	}
 	written := 0 // records in the order asked for, which the next hash asks for again
 	err := writeCacheFile(c.path, func(w *cacheWriter) {
 		for _, at := range asked {
 			switch {
 			case at > 0:
 				w.add(c.loaded.record(int(at - 1)))
-			case at < 0:
+			case at < 0 && first(int(-at-1)):
 				w.add(c.added.record(int(-at - 1)))
 			}
 		}
 		written = w.n
-		for j := range c.added.n {
-			if r := c.added.record(j); storedRecord(r) && askedOf(r) == 0 {
-				w.add(r)
+		// Then what was computed without asking: step hashes first, which stand for a
+		// whole step, then file digests.
+		for _, steps := range []bool{true, false} {
+			for j := range c.added.n {
+				if r := c.added.record(j); storedRecord(r) && askedOf(r) == 0 && isStepRecord(r) == steps && first(j) {
+					w.add(c.added.record(j))
+				}
 			}
 		}
 		for i, at := range c.loaded.askedAt {
@@ -250,7 +278,7 @@ func (c *StatCache) Save() error {
 		}
 		for i := range onDisk.len() {
 			key := append([]byte(nil), onDisk.key(i)...)
-			if key != nil && c.loaded.find(key) < 0 && c.added.find(key) < 0 {
+			if key != nil && c.loaded.find(key) < 0 && seen.find(key, c.added.key) < 0 {
 				w.add(onDisk.record(i))
 			}
 		}
@@ -287,6 +315,9 @@ func (w *cacheWriter) add(record []byte) {
 		w.n++
 	}
 }
+
+// isStepRecord reports whether a record holds a step hash (stepKey's mode 0).
+func isStepRecord(r []byte) bool { return binary.LittleEndian.Uint32(r[40:]) == 0 }
 
 func putCacheKey(k []byte, id FileID) {
 	le := binary.LittleEndian

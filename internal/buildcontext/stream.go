@@ -62,7 +62,7 @@ func StreamPortableHash(ctx context.Context, contextDir, src, dest string, lo Li
 		sum.Entries++
 		s := &slot{e: *e}
 		if e.Kind == KindFile {
-			if digest, ok := ho.Cache.digest(e.ID); ok {
+			if digest, ok := ho.Cache.digest(&s.e); ok {
 				s.e.setDigest(digest)
 				sum.Stats.Cached++
 			} else {
