@@ -99,6 +99,8 @@ type Entry struct {
 	// resolved is the absolute path of what a symlink resolved by the listing points to,
 	// which is read instead of the context path joined with Path.
 	resolved string
+	// cacheMiss is where the digest cache awaits this file's digest (StatCache.lookup).
+	cacheMiss uint32
 }
 
 // HasDigest reports whether SHA256 is set.

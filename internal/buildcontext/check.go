@@ -211,10 +211,12 @@ func entryName(name string) (string, error) {
 	case path.IsAbs(name):
 		return "", errors.New("absolute name")
 	}
-	for _, part := range strings.Split(name, "/") {
+	for rest := name; rest != ""; {
+		part, after, _ := strings.Cut(rest, "/")
 		if part == ".." {
 			return "", errors.New(`name contains ".."`)
 		}
+		rest = after
 	}
 	return path.Clean(name), nil
 }

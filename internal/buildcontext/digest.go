@@ -164,15 +164,15 @@ func hashFile(ctx context.Context, path string, e *Entry, cache *StatCache) ([32
 		return sum, changedError(e.Path, "since it was listed")
 	}
 	h.Sum(sum[:0])
-	cacheDigest(cache, e.ID, readAt, sum)
+	cacheDigest(cache, e, readAt, sum)
 	return sum, nil
 }
 
-// cacheDigest stores the digest of the file id read at readAt, unless it was modified
+// cacheDigest stores the digest of the file e read at readAt, unless it was modified
 // within settleTime of that moment.
-func cacheDigest(cache *StatCache, id FileID, readAt time.Time, sum [32]byte) {
-	if cache != nil && readAt.Sub(time.Unix(0, id.MtimeNs)) >= settleTime {
-		cache.store(id, sum)
+func cacheDigest(cache *StatCache, e *Entry, readAt time.Time, sum [32]byte) {
+	if cache != nil && readAt.Sub(time.Unix(0, e.ID.MtimeNs)) >= settleTime {
+		cache.store(e.ID, e.cacheMiss, sum)
 	}
 }
 

@@ -139,7 +139,7 @@ func (s *sdkHasher) hashFile(ctx context.Context, path string, e *Entry, cache *
 		return fmt.Errorf("reading %s: %w", e.Path, err)
 	}
 	defer f.Close()
-	cached, isCached := cache.digest(e.ID)
+	cached, isCached := cache.digest(e)
 	readAt := time.Now()
 	fileHash := sha256.New()
 	s.side.w = fileHash
@@ -161,7 +161,7 @@ func (s *sdkHasher) hashFile(ctx context.Context, path string, e *Entry, cache *
 	case isCached && cached != sum:
 		return changedError(e.Path, "since it was hashed")
 	case !isCached:
-		cacheDigest(cache, e.ID, readAt, sum)
+		cacheDigest(cache, e, readAt, sum)
 	}
 	e.setDigest(sum)
 	return nil

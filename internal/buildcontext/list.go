@@ -251,6 +251,7 @@ type lister struct {
 	// onPath holds the (device, inode) of the directories being walked, to stop a
 	// resolved symlink from looping.
 	onPath map[[2]uint64]bool
+	free   []walkBuffers // see buffers
 	ahead  *readAhead
 }
 
@@ -474,8 +475,8 @@ func (l *lister) walkDir(n *node, self *Entry) error {
 		return fmt.Errorf("reading directory %s in build context %s: %w", n.rel, l.root, children.err)
 	}
 	childRels := joinRelAll(n.rel, children.names)
-	nodes := make([]node, len(children.names))
-	keys := make([]walkKey, 0, len(children.names)+1)
+	nodes, keys := l.buffers(len(children.names))
+	defer l.release(nodes, keys)
 	if self != nil {
 		keys = append(keys, walkKey{child: -1})
 	}
@@ -559,6 +560,36 @@ func (l *lister) walkDir(n *node, self *Entry) error {
 		}
 	}
 	return nil
+}
+
+// walkBuffers are the nodes and keys of one directory's walk, kept for the next
+// directory walked: a walk of a million files would otherwise allocate (and collect)
+// about 500 MB of them.
+type walkBuffers struct {
+	nodes []node
+	keys  []walkKey
+}
+
+// buffers are empty nodes and keys for a directory of n children, from those a finished
+// walk released: the walks in progress are nested, so the last released fit next.
+func (l *lister) buffers(n int) ([]node, []walkKey) {
+	var b walkBuffers
+	if last := len(l.free) - 1; last >= 0 {
+		b, l.free = l.free[last], l.free[:last]
+	}
+	if cap(b.nodes) < n {
+		b.nodes = make([]node, n)
+	}
+	if cap(b.keys) < n+1 {
+		b.keys = make([]walkKey, 0, n+1)
+	}
+	return b.nodes[:n], b.keys[:0]
+}
+
+// release returns a finished walk's buffers, cleared so they hold no entries.
+func (l *lister) release(nodes []node, keys []walkKey) {
+	clear(nodes)
+	l.free = append(l.free, walkBuffers{nodes, keys})
 }
 
 // readAheadWindow is how many subdirectories of one directory are read ahead at a time:

@@ -4,12 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash"
 	"hash/crc32"
-	"hash/maphash"
-	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -21,11 +18,16 @@ import (
 // replaces the file atomically; a lost race only loses cache entries, never correctness).
 //
 // It also keeps step hashes that cannot be made of file digests (the SDK-compatible hash,
-// see SDKHash), under a fingerprint of the step's inputs.
+// see StreamSDKHash), under a fingerprint of the step's inputs.
 //
 // The file keeps the digests in the order the process that saved it asked for them, so
 // the next hash of an unchanged tree finds each one right after the last: it reads the
 // file front to back instead of at random, a few times faster than any index.
+//
+// What a process computes is for the processes after it: lookups answer from the file as
+// it was opened (or last saved), so a file that two COPY steps of one cold plan share is
+// read by both. Keeping the new digests findable would take an index of 8 bytes each,
+// an eighth of the memory a plan of a million files may use.
 type StatCache struct {
 	path string
 
@@ -38,18 +40,9 @@ type StatCache struct {
 	saved      bool
 	savedAsked int
 	// added holds the digests this process computed and, not yet stored, those it asked
-	// for and the cache lacked (one map for both: a cold run asks for every file).
-	added  map[FileID]cachedDigest
-	stored int    // how many of added are stored
-	asked  uint32 // how many digests this process asked for
-}
-
-type cachedDigest struct {
-	sum [32]byte
-	// askedAt orders the digests this process asked for, from 1; 0 if it did not ask.
-	// Those it asked for are saved first, in this order, and kept when the file is trimmed.
-	askedAt uint32
-	stored  bool // sum is set; otherwise this is only when it was asked for
+	// for and the cache lacked (one record for both: a cold run asks for every file).
+	added newDigests
+	asked uint32 // how many digests this process asked for
 }
 
 const (
@@ -58,8 +51,7 @@ const (
 	cacheKeySize = 5*8 + 4
 	// cacheRecordSize is the key and the sha256.
 	cacheRecordSize = cacheKeySize + 32
-	// maxCacheEntries bounds the file (about 80 MB) and the memory it takes: a tree of a
-	// million files stays warm.
+	// maxCacheEntries bounds the file (about 80 MB): a tree of a million files stays warm.
 	maxCacheEntries = 1 << 20
 )
 
@@ -75,20 +67,26 @@ func DefaultStatCachePath() (string, error) {
 	return filepath.Join(dir, "terraform-provider-e2b", "digests-v1.bin"), nil
 }
 
-// OpenStatCache loads the cache file at path. A missing, unreadable or corrupt file gives
-// an empty cache: the files are simply hashed again. The file is read on its own
+// OpenStatCache opens the cache file at path. A missing, unreadable or corrupt file gives
+// an empty cache: the files are simply hashed again. The file is checked on its own
 // goroutine, which holds mu until done, so it overlaps the listing that usually follows;
 // every method waits for it by taking mu.
 func OpenStatCache(path string) *StatCache {
-	c := &StatCache{path: path}
+	c := &StatCache{path: path, added: newDigests{dir: filepath.Dir(path)}}
 	c.mu.Lock()
 	go func() {
 		defer c.mu.Unlock()
-		if records, fi, err := readCacheRecords(path); err == nil {
-			c.loaded, c.loadedFile = newDigestTable(records, 0), fi
-		}
+		c.open(0)
 	}()
 	return c
+}
+
+// open reads the cache file, of which the first asked records were asked for in order.
+// c.mu must be held.
+func (c *StatCache) open(asked int) {
+	if file, fi, err := openCacheFile(c.path); err == nil {
+		c.loaded, c.loadedFile = newDigestTable(file, asked), fi
+	}
 }
 
 // Path is where the cache is stored.
@@ -99,17 +97,14 @@ func (c *StatCache) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.readSaved()
-	return c.loaded.len() + c.stored
+	return c.loaded.len() + c.added.stored
 }
 
 // readSaved reads back the file Save wrote (see saved). c.mu must be held.
 func (c *StatCache) readSaved() {
-	if !c.saved {
-		return
-	}
-	c.saved = false
-	if records, fi, err := readCacheRecords(c.path); err == nil {
-		c.loaded, c.loadedFile = newDigestTable(records, c.savedAsked), fi
+	if c.saved {
+		c.saved = false
+		c.open(c.savedAsked)
 	}
 }
 
@@ -124,7 +119,7 @@ func (c *StatCache) fill(entries []Entry) int {
 		if e.Kind != KindFile || e.HasDigest() {
 			continue
 		}
-		if sum, ok := c.lookup(e.ID); ok {
+		if sum, ok := c.lookupEntry(e); ok {
 			e.setDigest(sum)
 			found++
 		}
@@ -132,36 +127,58 @@ func (c *StatCache) fill(entries []Entry) int {
 	return found
 }
 
-// lookup is the digest cached under id, noting that it was asked for (and when, for a
-// miss, so store keeps the order). c.mu must be held.
-func (c *StatCache) lookup(id FileID) ([32]byte, bool) {
-	c.asked++
-	if d, ok := c.added[id]; ok {
-		return d.sum, d.stored
+// digest is the digest cached for the file e (see lookupEntry), none without a cache.
+func (c *StatCache) digest(e *Entry) ([32]byte, bool) {
+	if c == nil {
+		return [32]byte{}, false
 	}
-	c.readSaved()
-	if sum, ok := c.loaded.lookup(id, c.asked); ok {
-		return sum, true
-	}
-	if c.added == nil {
-		c.added = map[FileID]cachedDigest{}
-	}
-	c.added[id] = cachedDigest{askedAt: c.asked}
-	return [32]byte{}, false
-}
-
-// store adds the digest of a file fill did not find.
-func (c *StatCache) store(id FileID, sum [32]byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.added == nil {
-		c.added = map[FileID]cachedDigest{}
+	return c.lookupEntry(e)
+}
+
+// lookupEntry is lookup for the file e, which carries a miss to the store of its digest.
+// c.mu must be held.
+func (c *StatCache) lookupEntry(e *Entry) ([32]byte, bool) {
+	sum, ok, miss := c.lookup(e.ID)
+	e.cacheMiss = miss
+	return sum, ok
+}
+
+// lookup is the digest cached under id, noting that it was asked for. A miss is recorded
+// where the digest will go, so the saved file keeps the order asked; its number + 1 is
+// returned for store. c.mu must be held.
+func (c *StatCache) lookup(id FileID) ([32]byte, bool, uint32) {
+	c.asked++
+	var key [cacheKeySize]byte
+	putCacheKey(key[:], id)
+	c.readSaved()
+	if sum, ok := c.loaded.lookup(key[:], c.asked); ok {
+		return sum, true, 0
 	}
-	d := c.added[id]
-	if !d.stored {
-		c.stored++
+	return [32]byte{}, false, c.added.add(key[:], c.asked, nil)
+}
+
+// store adds the digest of a file the cache lacked: in the record of its miss (as
+// lookup returned it), or, for a file read without asking the cache (miss 0), in a new one.
+func (c *StatCache) store(id FileID, miss uint32, sum [32]byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var key [cacheKeySize]byte
+	putCacheKey(key[:], id)
+	if miss > 0 {
+		if r := c.added.record(int(miss - 1)); r != nil && !storedRecord(r) && bytes.Equal(r[:cacheKeySize], key[:]) {
+			c.added.setSum(int(miss-1), sum)
+		}
+		return
 	}
-	c.added[id] = cachedDigest{sum: sum, askedAt: d.askedAt, stored: true}
+	c.readSaved()
+	if i := c.loaded.locate(key[:]); i >= 0 {
+		if r := c.loaded.record(i); r != nil && [32]byte(r[cacheKeySize:]) == sum {
+			return // read again by a caller that did not ask the cache first
+		}
+	}
+	c.added.add(key[:], 0, &sum)
 }
 
 // stepKey is the record key of a step hash: the fingerprint of the step's inputs in the
@@ -179,62 +196,60 @@ func stepKey(fingerprint [32]byte) FileID {
 
 // stepHash is the step hash cached under fingerprint (see storeStepHash).
 func (c *StatCache) stepHash(fingerprint [32]byte) ([32]byte, bool) {
-	return c.digest(stepKey(fingerprint))
-}
-
-// digest is the digest cached under id (as lookup), none without a cache.
-func (c *StatCache) digest(id FileID) ([32]byte, bool) {
-	if c == nil {
-		return [32]byte{}, false
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.lookup(id)
+	sum, ok, _ := c.lookup(stepKey(fingerprint))
+	return sum, ok
 }
 
 // storeStepHash caches the hash of a step whose inputs have the given fingerprint. The
 // fingerprint covers the file contents (by digest), so unlike a file digest it is valid
 // however recently the files changed.
-func (c *StatCache) storeStepHash(fingerprint, sum [32]byte) { c.store(stepKey(fingerprint), sum) }
+func (c *StatCache) storeStepHash(fingerprint, sum [32]byte) {
+	c.store(stepKey(fingerprint), 0, sum)
+}
 
 // Save writes new digests to the cache file: it merges the entries another process may
 // have saved since this one read the file, keeps at most maxCacheEntries (those used by
 // this process first, in the order it asked for them) and replaces the file by renaming
-// a fully written temporary file over it. It builds the file's bytes and nothing else:
-// a record for each digest kept, no map of them.
+// a fully written temporary file over it. It streams the records from the files they are
+// in; what it holds is 4 bytes per digest asked for, to put them in order.
 func (c *StatCache) Save() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.stored == 0 {
+	if c.added.stored == 0 {
 		return nil
 	}
 	c.readSaved()
 	var onDisk digestTable // another process's save since this one's read
 	if fi, err := os.Stat(c.path); err == nil && !os.SameFile(fi, c.loadedFile) {
-		if records, _, err := readCacheRecords(c.path); err == nil {
-			onDisk = newDigestTable(records, 0)
+		if file, _, err := openCacheFile(c.path); err == nil {
+			onDisk = newDigestTable(file, 0)
+			defer onDisk.close()
 		}
 	}
-	// Where the asked-th digest is: loaded record i as i+1, added[j] as -(j+1), none as 0.
+	// Where the asked-th digest is: loaded record i as i+1, added record j as -(j+1), none
+	// as 0.
 	asked := make([]int32, c.asked)
 	for i, at := range c.loaded.askedAt {
 		if at != 0 {
 			asked[at-1] = int32(i + 1)
 		}
 	}
-	added := make([]FileID, 0, c.stored)
-	for id, d := range c.added {
-		if d.stored {
-			added = append(added, id)
+	for j := range c.added.n {
+		if r := c.added.record(j); storedRecord(r) && askedOf(r) != 0 {
+			asked[askedOf(r)-1] = -int32(j + 1)
 		}
 	}
-	var unasked []FileID // added without being asked for first
-	for j, id := range added {
-		if at := c.added[id].askedAt; at != 0 {
-			asked[at-1] = -int32(j + 1)
-		} else {
-			unasked = append(unasked, id)
+	// A digest computed twice (a file of two COPY steps, a hard link) is saved once.
+	seen := sized(c.added.stored)
+	first := func(j int) bool {
+		key := c.added.key(j)
+		if key == nil || seen.find(key, c.added.key) >= 0 {
+			return false
 		}
+		seen.put(key, j)
+		return true
 	}
 	written := 0 // records in the order asked for, which the next hash asks for again
 	err := writeCacheFile(c.path, func(w *cacheWriter) {
@@ -242,14 +257,19 @@ func (c *StatCache) Save() error {
 			switch {
 			case at > 0:
 				w.add(c.loaded.record(int(at - 1)))
-			case at < 0:
-				id := added[-at-1]
-				w.addDigest(id, c.added[id].sum)
+			case at < 0 && first(int(-at-1)):
+				w.add(c.added.record(int(-at - 1)))
 			}
 		}
 		written = w.n
-		for _, id := range unasked {
-			w.addDigest(id, c.added[id].sum)
+		// Then what was computed without asking: step hashes first, which stand for a
+		// whole step, then file digests.
+		for _, steps := range []bool{true, false} {
+			for j := range c.added.n {
+				if r := c.added.record(j); storedRecord(r) && askedOf(r) == 0 && isStepRecord(r) == steps && first(j) {
+					w.add(c.added.record(j))
+				}
+			}
 		}
 		for i, at := range c.loaded.askedAt {
 			if at == 0 {
@@ -257,7 +277,8 @@ func (c *StatCache) Save() error {
 			}
 		}
 		for i := range onDisk.len() {
-			if id := onDisk.id(i); !c.loaded.has(onDisk.key(i)) && !c.hasAdded(id) {
+			key := append([]byte(nil), onDisk.key(i)...)
+			if key != nil && c.loaded.find(key) < 0 && seen.find(key, c.added.key) < 0 {
 				w.add(onDisk.record(i))
 			}
 		}
@@ -265,14 +286,12 @@ func (c *StatCache) Save() error {
 	if err != nil {
 		return err
 	}
-	c.added, c.stored, c.loaded, c.loadedFile = nil, 0, digestTable{}, nil
+	c.added.release()
+	c.added.dir = filepath.Dir(c.path)
+	c.loaded.close()
+	c.loaded, c.loadedFile = digestTable{}, nil
 	c.saved, c.savedAsked = true, min(written, maxCacheEntries)
 	return nil
-}
-
-func (c *StatCache) hasAdded(id FileID) bool {
-	d, ok := c.added[id]
-	return ok && d.stored
 }
 
 // cacheWriter writes the records of a cache file, at most maxCacheEntries, and their
@@ -288,121 +307,17 @@ func (w *cacheWriter) write(p []byte) {
 	w.crc.Write(p)
 }
 
+// add writes the cache record at the start of record (a loaded or a new one); a record
+// that could not be read (nil) is left out.
 func (w *cacheWriter) add(record []byte) {
-	if w.n < maxCacheEntries {
-		w.write(record)
+	if record != nil && w.n < maxCacheEntries {
+		w.write(record[:cacheRecordSize])
 		w.n++
 	}
 }
 
-func (w *cacheWriter) addDigest(id FileID, sum [32]byte) {
-	var rec [cacheRecordSize]byte
-	putCacheKey(rec[:], id)
-	copy(rec[cacheKeySize:], sum[:])
-	w.add(rec[:])
-}
-
-// digestTable is the records of a cache file as read. A lookup tries the record after
-// the one it found last, then an open-addressing index built on first need: a few
-// allocations without pointers, nothing for the garbage collector to scan.
-type digestTable struct {
-	records []byte   // cacheRecordSize bytes each
-	askedAt []uint32 // per record, as cachedDigest.askedAt
-	next    int      // the record after the one found last
-	slots   []uint32 // record number + 1 at its key's hash, or after it; 0 is empty
-	seed    maphash.Seed
-}
-
-// newDigestTable holds records, of which the first asked were asked for in that order.
-func newDigestTable(records []byte, asked int) digestTable {
-	t := digestTable{records: records, askedAt: make([]uint32, len(records)/cacheRecordSize)}
-	for i := range asked {
-		t.askedAt[i] = uint32(i + 1)
-	}
-	return t
-}
-
-func (t *digestTable) len() int { return len(t.askedAt) }
-
-func (t *digestTable) key(i int) []byte {
-	return t.records[i*cacheRecordSize : i*cacheRecordSize+cacheKeySize]
-}
-
-func (t *digestTable) record(i int) []byte {
-	return t.records[i*cacheRecordSize : (i+1)*cacheRecordSize]
-}
-
-// has reports whether a record holds key.
-func (t *digestTable) has(key []byte) bool { return t.len() > 0 && t.find(key) >= 0 }
-
-func (t *digestTable) sum(i int) [32]byte {
-	return [32]byte(t.records[i*cacheRecordSize+cacheKeySize : (i+1)*cacheRecordSize])
-}
-
-func (t *digestTable) id(i int) FileID {
-	k := t.key(i)
-	le := binary.LittleEndian
-	return FileID{
-		Dev:     le.Uint64(k[0:]),
-		Ino:     le.Uint64(k[8:]),
-		Size:    int64(le.Uint64(k[16:])), //nolint:gosec // written from an int64
-		MtimeNs: int64(le.Uint64(k[24:])), //nolint:gosec // as Size
-		CtimeNs: int64(le.Uint64(k[32:])), //nolint:gosec // as Size
-		Mode:    le.Uint32(k[40:]),
-	}
-}
-
-// lookup finds id's digest, noting that it was asked for as the asked-th.
-func (t *digestTable) lookup(id FileID, asked uint32) ([32]byte, bool) {
-	if t.len() == 0 {
-		return [32]byte{}, false
-	}
-	var key [cacheKeySize]byte
-	putCacheKey(key[:], id)
-	i := t.next
-	if i >= t.len() || !bytes.Equal(t.key(i), key[:]) {
-		if i = t.find(key[:]); i < 0 {
-			return [32]byte{}, false
-		}
-	}
-	t.next = i + 1
-	if t.askedAt[i] == 0 {
-		t.askedAt[i] = asked
-	}
-	return t.sum(i), true
-}
-
-// find is the record holding key, or -1.
-func (t *digestTable) find(key []byte) int {
-	if t.slots == nil {
-		t.index()
-	}
-	for slot := t.slotOf(key); t.slots[slot] != 0; slot = (slot + 1) & (len(t.slots) - 1) {
-		if i := int(t.slots[slot] - 1); bytes.Equal(t.key(i), key) {
-			return i
-		}
-	}
-	return -1
-}
-
-func (t *digestTable) index() {
-	size := 16
-	for size < 2*t.len() {
-		size *= 2
-	}
-	t.slots, t.seed = make([]uint32, size), maphash.MakeSeed()
-	for i := range t.len() {
-		slot := t.slotOf(t.key(i))
-		for t.slots[slot] != 0 {
-			slot = (slot + 1) & (len(t.slots) - 1)
-		}
-		t.slots[slot] = uint32(i + 1)
-	}
-}
-
-func (t *digestTable) slotOf(key []byte) int {
-	return int(maphash.Bytes(t.seed, key) & uint64(len(t.slots)-1)) //nolint:gosec // masked to the table size
-}
+// isStepRecord reports whether a record holds a step hash (stepKey's mode 0).
+func isStepRecord(r []byte) bool { return binary.LittleEndian.Uint32(r[40:]) == 0 }
 
 func putCacheKey(k []byte, id FileID) {
 	le := binary.LittleEndian
@@ -412,57 +327,4 @@ func putCacheKey(k []byte, id FileID) {
 	le.PutUint64(k[24:], uint64(id.MtimeNs)) //nolint:gosec // as Size
 	le.PutUint64(k[32:], uint64(id.CtimeNs)) //nolint:gosec // as Size
 	le.PutUint32(k[40:], id.Mode)
-}
-
-// readCacheRecords reads the cache file at path and returns its records and the file's
-// stat.
-func readCacheRecords(path string) ([]byte, os.FileInfo, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, nil, err
-	}
-	data := make([]byte, fi.Size())
-	if _, err := io.ReadFull(f, data); err != nil {
-		return nil, nil, fmt.Errorf("reading digest cache %s: %w", path, err)
-	}
-	body := len(data) - 4
-	if body < len(cacheMagic) || string(data[:len(cacheMagic)]) != cacheMagic ||
-		(body-len(cacheMagic))%cacheRecordSize != 0 ||
-		crc32.Checksum(data[:body], crcTable) != binary.LittleEndian.Uint32(data[body:]) {
-		return nil, nil, fmt.Errorf("digest cache %s is corrupt", path)
-	}
-	return data[len(cacheMagic):body], fi, nil
-}
-
-// writeCacheFile replaces the file at path by a cache file of the records that records
-// writes, through a temporary file, streaming: they are never all in memory.
-func writeCacheFile(path string, records func(*cacheWriter)) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("creating digest cache directory %s: %w", dir, err)
-	}
-	tmp, err := os.CreateTemp(dir, ".digests-*.tmp")
-	if err != nil {
-		return fmt.Errorf("writing digest cache in %s: %w", dir, err)
-	}
-	w := &cacheWriter{w: bufio.NewWriterSize(tmp, 256<<10), crc: crc32.New(crcTable)}
-	w.write([]byte(cacheMagic))
-	records(w)
-	_, _ = w.w.Write(binary.LittleEndian.AppendUint32(nil, w.crc.Sum32())) // as in cacheWriter.write
-	werr := w.w.Flush()
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("writing digest cache %s: %w", tmp.Name(), err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("replacing digest cache %s: %w", path, err)
-	}
-	return nil
 }

@@ -3,7 +3,10 @@
 package buildcontext
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -187,7 +190,7 @@ func TestStatCacheConcurrentSavers(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	records, _, err := readCacheRecords(cachePath)
+	records, err := readCacheFile(cachePath)
 	if err != nil {
 		t.Fatalf("cache file after concurrent saves: %v", err)
 	}
@@ -229,7 +232,7 @@ func TestStatCacheKeepsListingOrder(t *testing.T) {
 	if stats, err := l.ComputeDigests(t.Context(), HashOptions{Cache: warm}); err != nil || stats.Cached != 30 {
 		t.Fatalf("warm run: %+v, %v; want 30 digests from the cache", stats, err)
 	}
-	if warm.loaded.slots != nil {
+	if warm.loaded.indexed {
 		t.Error("a warm run of an unchanged tree built the index")
 	}
 
@@ -253,21 +256,20 @@ func TestStatCacheKeepsListingOrder(t *testing.T) {
 // first are the digests of l's files in listing order.
 func assertRecordOrder(t *testing.T, path string, l *Listing, total int) {
 	t.Helper()
-	records, _, err := readCacheRecords(path)
+	records, err := readCacheFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	table := newDigestTable(records, 0)
-	if table.len() != total {
-		t.Fatalf("cache holds %d digests, want %d", table.len(), total)
+	if len(records) != total {
+		t.Fatalf("cache holds %d digests, want %d", len(records), total)
 	}
 	i := 0
 	for _, e := range l.Entries {
 		if e.Kind != KindFile {
 			continue
 		}
-		if table.id(i) != e.ID {
-			t.Fatalf("record %d is %+v, want %s's %+v", i, table.id(i), e.Path, e.ID)
+		if id := recordID(records[i]); id != e.ID {
+			t.Fatalf("record %d is %+v, want %s's %+v", i, id, e.Path, e.ID)
 		}
 		i++
 	}
@@ -295,24 +297,23 @@ func TestStatCacheSDKHash(t *testing.T) {
 		t.Fatalf("warm SDK hash %s (%+v), want %s from the cache", warm.Hash, warm.Stats, uncached)
 	}
 
-	records, _, err := readCacheRecords(cachePath)
+	records, err := readCacheFile(cachePath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	table := newDigestTable(records, 0)
 	steps := 0
-	for i := range table.len() {
-		if table.id(i).Mode == 0 {
+	for _, r := range records {
+		if recordID(r).Mode == 0 {
 			steps++
-			copy(records[i*cacheRecordSize+cacheKeySize:], make([]byte, 32))
+			copy(r[cacheKeySize:], make([]byte, 32))
 		}
 	}
-	if files := table.len() - steps; steps != 1 || files != 4 {
+	if files := len(records) - steps; steps != 1 || files != 4 {
 		t.Fatalf("cache holds %d step records and %d file digests, want 1 and 4", steps, files)
 	}
 	mustDo(t, writeCacheFile(cachePath, func(w *cacheWriter) {
-		for i := range table.len() {
-			w.add(table.record(i))
+		for _, r := range records {
+			w.add(r)
 		}
 	}))
 	if got, want := cachedSDKHash().Hash, strings.Repeat("0", 64); got != want {
@@ -357,16 +358,162 @@ func TestStatCacheSDKHashWithoutStepRecord(t *testing.T) {
 // dropStepRecords rewrites the cache file without its step records, keeping the digests.
 func dropStepRecords(t *testing.T, cachePath string) {
 	t.Helper()
-	records, _, err := readCacheRecords(cachePath)
+	records, err := readCacheFile(cachePath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	table := newDigestTable(records, 0)
 	mustDo(t, writeCacheFile(cachePath, func(w *cacheWriter) {
-		for i := range table.len() {
-			if table.id(i).Mode != 0 {
-				w.add(table.record(i))
+		for _, r := range records {
+			if !isStepRecord(r) {
+				w.add(r)
 			}
 		}
 	}))
+}
+
+// readCacheFile is every record of the cache file at path, each a copy.
+func readCacheFile(path string) ([][]byte, error) {
+	file, _, err := openCacheFile(path)
+	if err != nil {
+		return nil, err
+	}
+	defer file.close()
+	records := make([][]byte, file.n)
+	for i := range records {
+		r := file.record(i)
+		if r == nil {
+			return nil, file.err
+		}
+		records[i] = append([]byte(nil), r...)
+	}
+	return records, nil
+}
+
+// recordID is the stat identity a cache record is keyed by.
+func recordID(r []byte) FileID {
+	le := binary.LittleEndian
+	return FileID{
+		Dev:     le.Uint64(r[0:]),
+		Ino:     le.Uint64(r[8:]),
+		Size:    int64(le.Uint64(r[16:])),
+		MtimeNs: int64(le.Uint64(r[24:])),
+		CtimeNs: int64(le.Uint64(r[32:])),
+		Mode:    le.Uint32(r[40:]),
+	}
+}
+
+// syntheticID is the stat identity of the i-th of many files that need not exist: the
+// cache keys digests by identity alone.
+func syntheticID(i int) FileID {
+	return FileID{Dev: 7, Ino: uint64(i) + 1, Size: int64(i % 4096), MtimeNs: 1e18, CtimeNs: 1e18 + int64(i), Mode: 0o100644}
+}
+
+func syntheticSum(i int) [32]byte { return sha256.Sum256([]byte(fmt.Sprint(i))) }
+
+// syntheticEntry is the file entry of syntheticID(i).
+func syntheticEntry(i int) *Entry { return &Entry{Kind: KindFile, ID: syntheticID(i)} }
+
+// coldRun asks a new cache at path for files 0 to n-1, all missing, and stores their
+// digests as the digest workers would, out of order within a window, then saves.
+func coldRun(t *testing.T, path string, n int) {
+	t.Helper()
+	c := OpenStatCache(path)
+	const window = 1000
+	for start := 0; start < n; start += window {
+		end := min(n, start+window)
+		entries := make([]*Entry, end-start)
+		for i := start; i < end; i++ {
+			entries[i-start] = syntheticEntry(i)
+			if _, ok := c.digest(entries[i-start]); ok {
+				t.Fatalf("file %d found in a cold cache", i)
+			}
+		}
+		for i := end - 1; i >= start; i-- {
+			c.store(syntheticID(i), entries[i-start].cacheMiss, syntheticSum(i))
+		}
+	}
+	mustDo(t, c.Save())
+}
+
+// TestStatCacheSpillsNewDigestsInOrder computes more digests than the cache keeps in
+// memory: they spill into a temporary file that leaves nothing behind, in the cache's
+// directory, which a first run creates, and the saved file holds them in the order asked,
+// so the next run finds each right after the last.
+func TestStatCacheSpillsNewDigestsInOrder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "not-yet")
+	path := filepath.Join(dir, "digests.bin")
+	n := 3*spillRecords + 17
+	coldRun(t, path, n)
+	if left, _ := filepath.Glob(filepath.Join(dir, ".digests-*")); len(left) != 0 {
+		t.Errorf("temporary files left: %q", left)
+	}
+	records, err := readCacheFile(path)
+	mustDo(t, err)
+	if len(records) != n {
+		t.Fatalf("saved %d digests, want %d", len(records), n)
+	}
+	for i, r := range records {
+		if recordID(r) != syntheticID(i) || [32]byte(r[cacheKeySize:]) != syntheticSum(i) {
+			t.Fatalf("record %d is %+v, want file %d's digest", i, recordID(r), i)
+		}
+	}
+
+	warm := OpenStatCache(path)
+	for i := range n {
+		if sum, ok := warm.digest(syntheticEntry(i)); !ok || sum != syntheticSum(i) {
+			t.Fatalf("warm run: file %d: %x, %v", i, sum, ok)
+		}
+	}
+	if warm.loaded.indexed {
+		t.Error("a warm run in the saved order built the index")
+	}
+	// Asked in another order, every digest is still found, through the index.
+	shuffled := OpenStatCache(path)
+	for _, i := range rand.Perm(n) {
+		if sum, ok := shuffled.digest(syntheticEntry(i)); !ok || sum != syntheticSum(i) {
+			t.Fatalf("shuffled run: file %d: %x, %v", i, sum, ok)
+		}
+	}
+	// A digest computed twice in one process (a file of two COPY steps, asked for by each)
+	// or once more without asking (read again by the e2b-sdk hash) is saved once.
+	again := OpenStatCache(filepath.Join(dir, "again.bin"))
+	for range 2 {
+		for i := range 2 * spillRecords {
+			e := syntheticEntry(i)
+			again.digest(e)
+			again.store(e.ID, e.cacheMiss, syntheticSum(i))
+		}
+	}
+	again.store(syntheticID(5), 0, syntheticSum(5))
+	mustDo(t, again.Save())
+	if records, err := readCacheFile(filepath.Join(dir, "again.bin")); err != nil || len(records) != 2*spillRecords {
+		t.Fatalf("saved %d digests (%v), want %d", len(records), err, 2*spillRecords)
+	}
+}
+
+// TestStatCacheMemoryPerDigest bounds what the cache holds per digest, cold and warm: a
+// few bytes of bookkeeping each (an order number; an index slot pair while saving), not
+// the digests themselves, which stay in files. Before, the digests of a cold run were a map of about
+// 100 bytes each and a warm run held the whole file, 76 bytes each.
+func TestStatCacheMemoryPerDigest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("computes 200,000 digests")
+	}
+	path := filepath.Join(t.TempDir(), "first-run", "digests.bin")
+	const n = 200_000
+	cold := peakLiveHeap(t, func() { coldRun(t, path, n) })
+	warm := peakLiveHeap(t, func() {
+		c := OpenStatCache(path)
+		for i := range n {
+			if _, ok := c.digest(syntheticEntry(i)); !ok {
+				t.Fatalf("file %d not cached", i)
+			}
+		}
+		mustDo(t, c.Save())
+	})
+	t.Logf("peak live heap for %d digests: cold %d KiB, warm %d KiB", n, cold>>10, warm>>10)
+	const limit = 4<<20 + 20*n
+	if cold > limit || warm > limit {
+		t.Errorf("peak live heap for %d digests: cold %d KiB, warm %d KiB; want at most %d KiB", n, cold>>10, warm>>10, limit>>10)
+	}
 }

@@ -222,7 +222,7 @@ func walkStep(root, src string, lo ListOptions, sum *StreamSummary, fn func(*Ent
 // fromCache sets the digest of the file e from the cache, counting it in stats; false
 // when the cache (which may be nil) lacks it.
 func fromCache(cache *StatCache, e *Entry, stats *DigestStats) bool {
-	digest, ok := cache.digest(e.ID)
+	digest, ok := cache.digest(e)
 	if ok {
 		e.setDigest(digest)
 		stats.Cached++
