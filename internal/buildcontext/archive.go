@@ -18,34 +18,6 @@ import (
 // archiveModTime is the one mtime every archive entry carries (2000-01-01T00:00:00Z).
 var archiveModTime = time.Unix(946684800, 0).UTC()
 
-// WriteArchive writes the gzip'd tar of the listing to w (design/hashing.md §5): entries in
-// listing order, uid = gid = 0, no user or group names, one fixed mtime, modes normalised.
-// The listing must carry file digests (PortableHash or ComputeDigests); each file
-// is checked against its size and digest while it is copied, and a mismatch fails with
-// ErrChanged naming the file, after which what was written to w must be discarded.
-func (l *Listing) WriteArchive(ctx context.Context, w io.Writer) error {
-	for i := range l.Entries {
-		if e := &l.Entries[i]; e.Kind == KindFile && !e.HasDigest() {
-			return &contextError{fmt.Sprintf("archiving %s: %s has no digest; hash the listing first", l.Src, e.Path), ErrNotDigested}
-		}
-	}
-	a, err := newArchiveWriter(w)
-	if err != nil {
-		return err
-	}
-	for i := range l.Entries {
-		e := &l.Entries[i]
-		sum, err := a.write(ctx, e, l.sourcePath(e))
-		if err != nil {
-			return err
-		}
-		if e.Kind == KindFile && sum != e.SHA256 {
-			return changedSincePlan(e.Path, "its content changed")
-		}
-	}
-	return a.close(l.Src)
-}
-
 // ArchiveCheck is what WriteStepArchive checks the files it archived against: what the
 // hash of the step found, in the step's hash mode.
 type ArchiveCheck struct {
@@ -65,7 +37,7 @@ type stepDigest interface {
 	sum() string
 }
 
-// WriteStepArchive is WriteArchive for the step (src, dest) over what Walk lists, without
+// WriteStepArchive writes the archive of the step (src, dest) (design/hashing.md §5) over what Walk lists, without
 // holding the listing: it walks the context again and checks that what it archived is
 // what was planned (ArchiveCheck: SDKFingerprint when set, else PortableHash). A file
 // whose size changed fails naming it; other changes, which only the hash or fingerprint
@@ -179,15 +151,8 @@ func changedSincePlan(path, what string) error {
 	return &contextError{fmt.Sprintf("build context changed since plan: %s (%s); run plan again", path, what), ErrChanged}
 }
 
-// SpoolArchive writes the archive to a new temporary file in dir (os.TempDir() when
-// empty) and returns its path and exact size, for an upload that needs a Content-Length.
-// The caller removes the file. On error nothing is left behind.
-func (l *Listing) SpoolArchive(ctx context.Context, dir string) (path string, size int64, err error) {
-	return SpoolArchive(dir, l.Src, func(w io.Writer) error { return l.WriteArchive(ctx, w) })
-}
-
 // SpoolArchive spools the archive of the COPY source src that write writes, as
-// Listing.SpoolArchive does.
+// an upload needs it.
 func SpoolArchive(dir, src string, write func(io.Writer) error) (path string, size int64, err error) {
 	f, err := os.CreateTemp(dir, "e2b-context-*.tar.gz")
 	if err != nil {

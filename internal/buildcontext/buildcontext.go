@@ -15,8 +15,9 @@
 //			buildcontext.ArchiveCheck{PortableHash: sum.Hash}) // checks every file against the plan
 //	})
 //
-// StreamSDKHash and ArchiveCheck.SDKFingerprint do the same in the SDK-compatible mode. A
-// Listing (List) holds every entry instead, for PortableHash and WriteArchive.
+// StreamSDKHash and ArchiveCheck.SDKFingerprint do the same in the SDK-compatible mode.
+// The tests keep a listing that holds every entry (listing_test.go), the plain form of the
+// same rules, to check the streams against.
 //
 // Decisions the spec leaves open:
 //   - Symlinks are listed as links (target text recorded, nothing read through them) wherever
@@ -92,7 +93,7 @@ type Entry struct {
 	LinkTarget string
 	// ID is the stat identity; ID.Mode is the raw st_mode the SDK-compatible hash uses.
 	ID FileID
-	// SHA256 is the digest of a file's bytes, set by ComputeDigests or PortableHash
+	// SHA256 is the digest of a file's bytes, set by the hash that read it
 	// (HasDigest). Kept as bytes, not hex: a listing holds one per file.
 	SHA256 [sha256.Size]byte
 
@@ -107,24 +108,6 @@ type Entry struct {
 func (e *Entry) HasDigest() bool { return e.digested }
 
 func (e *Entry) setDigest(sum [sha256.Size]byte) { e.SHA256, e.digested = sum, true }
-
-// Listing is the result of listing one COPY source: entries sorted by Path as bytes.
-type Listing struct {
-	Context string // absolute, symlinks in it resolved
-	Src     string // the COPY source exactly as given
-	Entries []Entry
-}
-
-// sourcePath is the file to read for e.
-func (l *Listing) sourcePath(e *Entry) string { return sourcePath(l.Context, e) }
-
-// sourcePath is the file to read for e, listed in the context root.
-func sourcePath(root string, e *Entry) string {
-	if e.resolved != "" {
-		return e.resolved
-	}
-	return filepath.Join(root, filepath.FromSlash(e.Path))
-}
 
 // normalisedPerm is the mode an entry has in the portable hash and the archive.
 func (e *Entry) normalisedPerm() fs.FileMode {
@@ -168,4 +151,12 @@ func portableIdentity(fi fs.FileInfo) (FileID, uint32) {
 		mode |= sIFREG
 	}
 	return FileID{Size: fi.Size(), MtimeNs: fi.ModTime().UnixNano(), Mode: mode}, mode
+}
+
+// sourcePath is the file to read for e, listed in the context root.
+func sourcePath(root string, e *Entry) string {
+	if e.resolved != "" {
+		return e.resolved
+	}
+	return filepath.Join(root, filepath.FromSlash(e.Path))
 }

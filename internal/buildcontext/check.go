@@ -21,7 +21,7 @@ type ArchiveLimits struct {
 	MaxEntries       int
 }
 
-// CheckArchive reads a build-context archive (gzip'd or plain tar, as WriteArchive or the
+// CheckArchive reads a build-context archive (gzip'd or plain tar, as WriteStepArchive or the
 // E2B SDKs write it) to its end-of-archive marker within limits and reports whether it is
 // gzip'd. It refuses a tar that ends without the marker (cut short), and,
 // with ErrUnsafeArchive and naming the entry, anything that could land outside the
@@ -165,18 +165,6 @@ func belowSymlink(name string, symlinks map[string]bool) string {
 		}
 	}
 	return ""
-}
-
-// CheckEntries applies CheckArchive's rules to the entries of the listing's archive, so
-// that a plan refuses what the server would refuse, naming the entry.
-func (l *Listing) CheckEntries() error {
-	check := entryChecker{}
-	for i := range l.Entries {
-		if err := check.check(&l.Entries[i]); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // entryChecker applies CheckArchive's rules to listed entries one at a time, in listing

@@ -1,14 +1,12 @@
 package buildcontext
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"runtime"
-	"slices"
 	"sync"
 	"time"
 )
@@ -33,48 +31,14 @@ const (
 
 var bufferPool = sync.Pool{New: func() any { b := make([]byte, readBufferSize); return &b }}
 
-// DigestStats says where the digests of one ComputeDigests call came from.
+// DigestStats says where the digests of one hash came from.
 type DigestStats struct {
 	Cached    int   // files whose digest came from the cache
 	Read      int   // files read and hashed
 	BytesRead int64 // bytes read from those files
 }
 
-// ComputeDigests sets SHA256 on every file entry that lacks it, from the cache where the
-// stat identity matches and otherwise by reading the file, several files in parallel.
-// A file whose identity differs from the listing's, or that changes while it is read,
-// is an error naming it.
-func (l *Listing) ComputeDigests(ctx context.Context, opts HashOptions) (DigestStats, error) {
-	var stats DigestStats
-	if opts.Cache != nil {
-		stats.Cached = opts.Cache.fill(l.Entries)
-	}
-	var todo []*Entry
-	for i := range l.Entries {
-		e := &l.Entries[i]
-		if e.Kind != KindFile || e.HasDigest() {
-			continue
-		}
-		todo = append(todo, e)
-		stats.Read++
-		stats.BytesRead += e.Size
-	}
-	if len(todo) == 0 {
-		return stats, nil
-	}
-	// Largest first, so the big files spread across workers and the small ones fill in.
-	slices.SortStableFunc(todo, func(a, b *Entry) int { return cmp.Compare(b.Size, a.Size) })
-
-	d := startDigester(ctx, opts, len(todo), 0)
-	for _, e := range todo {
-		if !d.submit(e, l.sourcePath(e), nil) {
-			break
-		}
-	}
-	return stats, d.wait()
-}
-
-// digester hashes files on opts.Workers goroutines, the one pool of ComputeDigests and
+// digester hashes files on opts.Workers goroutines, the one pool of the tests' listing and
 // StreamPortableHash. The first failure cancels the rest and is what wait returns.
 type digester struct {
 	ctx    context.Context

@@ -12,20 +12,6 @@ import (
 	"time"
 )
 
-// PortableHash is the portable files hash v1 of the COPY step (Src, dest) over this
-// listing (design/hashing.md §2). It computes the missing file digests first (see
-// ComputeDigests), which also prepares the listing for the archive.
-func (l *Listing) PortableHash(ctx context.Context, dest string, opts HashOptions) (string, error) {
-	if _, err := l.ComputeDigests(ctx, opts); err != nil {
-		return "", err
-	}
-	h := newPortableHasher(l.Src, dest)
-	for i := range l.Entries {
-		h.add(&l.Entries[i])
-	}
-	return h.sum(), nil
-}
-
 // portableHasher is the portable hash of a step fed one entry at a time, in listing
 // order (design/hashing.md §2).
 type portableHasher struct {

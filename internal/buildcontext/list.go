@@ -19,7 +19,7 @@ import (
 	"github.com/moby/patternmatcher/ignorefile"
 )
 
-// ListOptions tunes List.
+// ListOptions tunes Walk.
 type ListOptions struct {
 	// IgnorePatterns are applied after the lines of <context>/.dockerignore, with the same
 	// (Docker) semantics, so a "!" pattern here can re-include what the file excludes.
@@ -31,34 +31,16 @@ type ListOptions struct {
 	ResolveLinks bool
 }
 
-// List lists the entries the COPY source src takes from contextDir, following
+// Walk calls fn with each entry the COPY source src takes from contextDir, following
 // design/hashing.md §1: src is relative and stays inside the context; .dockerignore and
 // opts.IgnorePatterns exclude entries with Docker's semantics; src may be a glob (`*`, `?`,
 // `[...]`, `**`; dotfiles match); a matched directory brings itself and everything below
 // it; symlinks are never followed (see ListOptions.ResolveLinks); sockets, FIFOs and
-// devices are errors unless ignored; an empty result is an error. It holds every entry;
-// Walk gives the same entries one at a time.
-func List(contextDir, src string, opts ListOptions) (*Listing, error) {
-	var entries []Entry
-	root, err := Walk(contextDir, src, opts, func(e *Entry) error {
-		// Double the capacity when full: append grows a large slice by only 1.25×, which
-		// copies a listing of many entries about five times over.
-		if len(entries) == cap(entries) {
-			entries = slices.Grow(entries, max(len(entries), 256))
-		}
-		entries = append(entries, *e)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &Listing{Context: root, Src: src, Entries: entries}, nil
-}
-
-// Walk calls fn with each entry List would return, in the same order (by path as bytes),
-// without holding them: memory depends on the depth of the tree and the size of its
-// directories, not on the number of entries. fn must not keep the *Entry. Walk returns the
-// context's absolute path (symlinks resolved), fn's first error, or List's errors.
+// devices are errors unless ignored; an empty result is an error. Entries come in path
+// order (as bytes), without being held: memory depends on the depth of the tree and the
+// size of its directories, not on the number of entries. fn must not keep the *Entry.
+// Walk returns the context's absolute path (symlinks resolved) or the first error, fn's
+// or its own.
 func Walk(contextDir, src string, opts ListOptions, fn func(*Entry) error) (string, error) {
 	pattern, err := cleanSrc(src)
 	if err != nil {

@@ -108,25 +108,6 @@ func (c *StatCache) readSaved() {
 	}
 }
 
-// fill sets SHA256 on the file entries lacking it whose digest the cache holds, and
-// returns how many it set.
-func (c *StatCache) fill(entries []Entry) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	found := 0
-	for i := range entries {
-		e := &entries[i]
-		if e.Kind != KindFile || e.HasDigest() {
-			continue
-		}
-		if sum, ok := c.lookupEntry(e); ok {
-			e.setDigest(sum)
-			found++
-		}
-	}
-	return found
-}
-
 // digest is the digest cached for the file e (see lookupEntry), none without a cache.
 func (c *StatCache) digest(e *Entry) ([32]byte, bool) {
 	if c == nil {

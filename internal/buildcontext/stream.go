@@ -32,11 +32,12 @@ const NewestKept = 3
 // reading small files and bounds memory whatever the size of the tree.
 const hashWindow = 4096
 
-// StreamPortableHash is List followed by PortableHash, without holding the listing: the
+// StreamPortableHash is the portable files hash of the step (src, dest) (design/hashing.md
+// §2) over what Walk lists, without holding the listing: the
 // walk (Walk) feeds the files it lists to the digest workers and the hash takes the
 // entries in order as their digests come, at most hashWindow of them waiting. Each entry
-// is checked as CheckEntries checks a listing. A file that changes while it is hashed is
-// an error naming it, as in ComputeDigests.
+// is checked as CheckArchive checks an archive's entries. A file that changes while it is hashed is
+// an error naming it.
 func StreamPortableHash(ctx context.Context, contextDir, src, dest string, lo ListOptions, ho HashOptions) (StreamSummary, error) {
 	root, err := contextRoot(contextDir)
 	if err != nil {
@@ -89,7 +90,7 @@ func StreamPortableHash(ctx context.Context, contextDir, src, dest string, lo Li
 
 // StreamSDKHash is the SDK-compatible hash of the step (src, dest) over what Walk lists
 // (sdkHasher, design/hashing.md §3), without holding the listing, and the fingerprint of
-// what it covers. Each entry is checked as CheckEntries checks a listing. With ho.Cache,
+// what it covers. Each entry is checked as CheckArchive checks an archive's entries. With ho.Cache,
 // a first walk makes the fingerprint from cached digests alone: when the cache holds
 // every file's digest and the step hash under that fingerprint, that is the hash and no
 // file is read. Otherwise a walk reads every file in the SDK's order, one at a time, at
@@ -202,8 +203,8 @@ func cachedSDKHash(ctx context.Context, root, src, dest string, lo ListOptions, 
 }
 
 // walkStep walks the entries of the COPY source src as Walk does and passes each to fn,
-// after what every streamed walk of a step does: check it as CheckEntries checks a
-// listing, count it and keep the files modified last, in sum.
+// after what every streamed walk of a step does: check it as CheckArchive checks an
+// archive's entries, count it and keep the files modified last, in sum.
 func walkStep(root, src string, lo ListOptions, sum *StreamSummary, fn func(*Entry) error) error {
 	check := entryChecker{}
 	newest := newestFiles{n: NewestKept}
@@ -262,13 +263,4 @@ func (f *newestFiles) paths(root string) []string {
 		paths = append(paths, filepath.Join(root, filepath.FromSlash(rel)))
 	}
 	return paths
-}
-
-// Newest is the absolute paths of the n most recently modified files, newest first.
-func (l *Listing) Newest(n int) []string {
-	newest := newestFiles{n: n}
-	for i := range l.Entries {
-		newest.add(&l.Entries[i])
-	}
-	return newest.paths(l.Context)
 }

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
@@ -21,17 +20,7 @@ func BenchmarkBuildLayerCache(b *testing.B) {
 	if tree == "" {
 		b.Skip("E2B_BENCH_TREE is not set (scripts/bench-build.sh sets it)")
 	}
-	l, err := buildcontext.List(tree, ".", buildcontext.ListOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := l.ComputeDigests(b.Context(), buildcontext.HashOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	archive, size, err := l.SpoolArchive(b.Context(), b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
+	archive, size := spoolContext(b, tree, ".")
 	for b.Loop() {
 		d := newTestDocker(b, "")
 		build := func(run string) (time.Duration, *buildLog) {

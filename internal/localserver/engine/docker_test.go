@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -203,18 +204,26 @@ func (l *buildLog) String() string {
 // uploads it.
 func contextArchive(t *testing.T, dir, src string) string {
 	t.Helper()
-	l, err := buildcontext.List(dir, src, buildcontext.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.ComputeDigests(t.Context(), buildcontext.HashOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	p, _, err := l.SpoolArchive(t.Context(), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, _ := spoolContext(t, dir, src)
 	return p
+}
+
+// spoolContext hashes and archives what COPY src takes from dir as the
+// provider does at apply, and returns the archive's path and size.
+func spoolContext(t testing.TB, dir, src string) (string, int64) {
+	t.Helper()
+	sum, err := buildcontext.StreamPortableHash(t.Context(), dir, src, "/", buildcontext.ListOptions{}, buildcontext.HashOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, size, err := buildcontext.SpoolArchive(t.TempDir(), src, func(w io.Writer) error {
+		return buildcontext.WriteStepArchive(t.Context(), w, dir, src, "/", buildcontext.ListOptions{},
+			buildcontext.ArchiveCheck{PortableHash: sum.Hash})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, size
 }
 
 func writeFiles(t *testing.T, dir string, files map[string]string) {
