@@ -414,7 +414,7 @@ func writeCacheFile(path string, records func(*cacheWriter)) error {
 	if err != nil {
 		return fmt.Errorf("writing digest cache in %s: %w", dir, err)
 	}
-	w := &cacheWriter{w: bufio.NewWriterSize(tmp, 256<<10), crc: crc32.New(crcTable)}
+	w := &cacheWriter{w: bufio.NewWriterSize(tmp, 256<<10), crc: crc32.New(crcTable), limit: maxCacheEntries}
 	w.write([]byte(cacheMagic))
 	records(w)
 	_, _ = w.w.Write(binary.LittleEndian.AppendUint32(nil, w.crc.Sum32())) // as in cacheWriter.write

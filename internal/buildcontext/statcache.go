@@ -41,8 +41,9 @@ type StatCache struct {
 	savedAsked int
 	// added holds the digests this process computed and, not yet stored, those it asked
 	// for and the cache lacked (one record for both: a cold run asks for every file).
-	added newDigests
-	asked uint32 // how many digests this process asked for
+	added    newDigests
+	asked    uint32 // how many digests this process asked for
+	capacity int    // how many digests Save keeps: maxCacheEntries
 }
 
 const (
@@ -72,7 +73,7 @@ func DefaultStatCachePath() (string, error) {
 // goroutine, which holds mu until done, so it overlaps the listing that usually follows;
 // every method waits for it by taking mu.
 func OpenStatCache(path string) *StatCache {
-	c := &StatCache{path: path, added: newDigests{dir: filepath.Dir(path)}}
+	c := &StatCache{path: path, added: newDigests{dir: filepath.Dir(path)}, capacity: maxCacheEntries}
 	c.mu.Lock()
 	go func() {
 		defer c.mu.Unlock()
@@ -232,8 +233,18 @@ func (c *StatCache) Save() error {
 		seen.put(key, j)
 		return true
 	}
+	// The step hashes computed without asking (a cold e2b-sdk hash stores its step that
+	// way) keep their room, for they stand for a whole step: a tree of capacity files
+	// would otherwise push them out.
+	steps := 0
+	for j := range c.added.n {
+		if r := c.added.record(j); storedRecord(r) && askedOf(r) == 0 && isStepRecord(r) {
+			steps++
+		}
+	}
 	written := 0 // records in the order asked for, which the next hash asks for again
 	err := writeCacheFile(c.path, func(w *cacheWriter) {
+		w.limit = c.capacity - min(steps, c.capacity)
 		for _, at := range asked {
 			switch {
 			case at > 0:
@@ -242,9 +253,8 @@ func (c *StatCache) Save() error {
 				w.add(c.added.record(int(-at - 1)))
 			}
 		}
-		written = w.n
-		// Then what was computed without asking: step hashes first, which stand for a
-		// whole step, then file digests.
+		written, w.limit = w.n, c.capacity
+		// Then what was computed without asking: step hashes first, then file digests.
 		for _, steps := range []bool{true, false} {
 			for j := range c.added.n {
 				if r := c.added.record(j); storedRecord(r) && askedOf(r) == 0 && isStepRecord(r) == steps && first(j) {
@@ -271,16 +281,16 @@ func (c *StatCache) Save() error {
 	c.added.dir = filepath.Dir(c.path)
 	c.loaded.close()
 	c.loaded, c.loadedFile = digestTable{}, nil
-	c.saved, c.savedAsked = true, min(written, maxCacheEntries)
+	c.saved, c.savedAsked = true, written
 	return nil
 }
 
-// cacheWriter writes the records of a cache file, at most maxCacheEntries, and their
-// checksum.
+// cacheWriter writes the records of a cache file, at most limit, and their checksum.
 type cacheWriter struct {
-	w   *bufio.Writer
-	crc hash.Hash32
-	n   int
+	w     *bufio.Writer
+	crc   hash.Hash32
+	n     int
+	limit int // maxCacheEntries unless Save says otherwise
 }
 
 func (w *cacheWriter) write(p []byte) {
@@ -291,7 +301,7 @@ func (w *cacheWriter) write(p []byte) {
 // add writes the cache record at the start of record (a loaded or a new one); a record
 // that could not be read (nil) is left out.
 func (w *cacheWriter) add(record []byte) {
-	if record != nil && w.n < maxCacheEntries {
+	if record != nil && w.n < w.limit {
 		w.write(record[:cacheRecordSize])
 		w.n++
 	}

@@ -517,3 +517,30 @@ func TestStatCacheMemoryPerDigest(t *testing.T) {
 		t.Errorf("peak live heap for %d digests: cold %d KiB, warm %d KiB; want at most %d KiB", n, cold>>10, warm>>10, limit>>10)
 	}
 }
+
+// TestStatCacheKeepsStepHashOfFullCache fills the cache to its capacity with the digests
+// of one step, as a cold e2b-sdk hash of as many files does, and stores the step's hash
+// without asking for it first: the step hash is kept and the last file digest makes room.
+func TestStatCacheKeepsStepHashOfFullCache(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "digests.bin")
+	const files = 10
+	c := OpenStatCache(path)
+	c.capacity = files
+	for i := range files {
+		e := syntheticEntry(i)
+		c.digest(e)
+		c.store(e.ID, e.cacheMiss, syntheticSum(i))
+	}
+	fingerprint, stepSum := syntheticSum(-1), syntheticSum(-2)
+	c.storeStepHash(fingerprint, stepSum)
+	mustDo(t, c.Save())
+	warm := OpenStatCache(path)
+	if sum, ok := warm.stepHash(fingerprint); !ok || sum != stepSum {
+		t.Fatalf("step hash after a save at capacity: %x, %v", sum, ok)
+	}
+	records, err := readCacheFile(path)
+	mustDo(t, err)
+	if len(records) != files || recordID(records[0]) != syntheticID(0) {
+		t.Fatalf("saved %d records starting with %+v, want %d starting with file 0's", len(records), recordID(records[0]), files)
+	}
+}
