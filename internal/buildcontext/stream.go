@@ -6,6 +6,7 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 )
 
 // StreamSummary is what StreamPortableHash or StreamSDKHash found.
@@ -48,6 +49,7 @@ func StreamPortableHash(ctx context.Context, contextDir, src, dest string, lo Li
 		done chan struct{} // closed when e has its digest; nil if it needs none
 	}
 	order := make(chan *slot, hashWindow)
+	var waiting atomic.Int64 // slots sent to the hasher and not hashed yet
 	d := startDigester(ctx, ho, 0, hashWindow)
 	h := newPortableHasher(src, dest)
 	hashed := make(chan struct{})
@@ -58,20 +60,30 @@ func StreamPortableHash(ctx context.Context, contextDir, src, dest string, lo Li
 				<-s.done
 			}
 			h.add(&s.e)
+			waiting.Add(-1)
 		}
 	}()
 	var sum StreamSummary
 	err = walkStep(root, src, lo, &sum, func(e *Entry) error {
-		s := &slot{e: *e}
-		if e.Kind == KindFile && !fromCache(ho.Cache, &s.e, &sum.Stats) {
-			s.done = make(chan struct{})
-			sum.Stats.Read++
-			sum.Stats.BytesRead += e.Size
-			if !d.submit(&s.e, sourcePath(root, &s.e), s.done) {
-				close(s.done)
-				return context.Cause(d.ctx)
+		if e.Kind != KindFile || fromCache(ho.Cache, e, &sum.Stats) {
+			if waiting.Load() == 0 {
+				// Nothing is waiting for a digest: hash the entry here, in order, without
+				// a hand-off to the hasher (a warm run hashes every entry this way).
+				h.add(e)
+				return nil
 			}
+			waiting.Add(1)
+			order <- &slot{e: *e}
+			return nil
 		}
+		s := &slot{e: *e, done: make(chan struct{})}
+		sum.Stats.Read++
+		sum.Stats.BytesRead += e.Size
+		if !d.submit(&s.e, sourcePath(root, &s.e), s.done) {
+			close(s.done)
+			return context.Cause(d.ctx)
+		}
+		waiting.Add(1)
 		order <- s
 		return nil
 	})
