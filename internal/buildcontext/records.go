@@ -36,7 +36,8 @@ type fileBlock struct {
 	data []byte
 }
 
-// record is record i, valid until the next call; nil if it could not be read.
+// record is record i, valid until the next call (which may reuse its block's buffer);
+// nil if it could not be read.
 func (r *recordFile) record(i int) []byte {
 	no := i / recordBlock
 	b := &r.blocks[no%len(r.blocks)]

@@ -226,11 +226,17 @@ func (c *StatCache) Save() error {
 	// A digest computed twice (a file of two COPY steps, a hard link) is saved once.
 	seen := sized(c.added.stored)
 	first := func(j int) bool {
-		key := c.added.key(j)
-		if key == nil || seen.find(key, c.added.key) >= 0 {
+		// A copy: the lookup reads other records, which may reuse the block j was read into.
+		var key [cacheKeySize]byte
+		if k := c.added.key(j); k != nil {
+			copy(key[:], k)
+		} else {
 			return false
 		}
-		seen.put(key, j)
+		if seen.find(key[:], c.added.key) >= 0 {
+			return false
+		}
+		seen.put(key[:], j)
 		return true
 	}
 	// The step hashes computed without asking (a cold e2b-sdk hash stores its step that
