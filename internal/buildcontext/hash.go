@@ -20,12 +20,19 @@ type portableHasher struct {
 }
 
 func newPortableHasher(src, dest string) *portableHasher {
-	p := &portableHasher{h: sha256.New()}
-	p.buf = appendNetstring(p.buf, "e2b-files-v1")
-	p.buf = appendNetstring(p.buf, src)
-	p.buf = appendNetstring(p.buf, dest)
-	p.h.Write(p.buf)
-	return p
+	h, buf := newStepDigest("e2b-files-v1", src, dest)
+	return &portableHasher{h: h, buf: buf}
+}
+
+// newStepDigest is a sha256 fed the netstrings of version, src and dest, with which both
+// digests of a step's entries start, and the buffer that held them, for the entries.
+func newStepDigest(version, src, dest string) (hash.Hash, []byte) {
+	h := sha256.New()
+	buf := appendNetstring(nil, version)
+	buf = appendNetstring(buf, src)
+	buf = appendNetstring(buf, dest)
+	h.Write(buf)
+	return h, buf
 }
 
 // add feeds e, whose digest is set if it is a file.
@@ -172,12 +179,8 @@ type sdkFingerprinter struct {
 }
 
 func newSDKFingerprinter(src, dest string) *sdkFingerprinter {
-	f := &sdkFingerprinter{h: sha256.New()}
-	f.buf = appendNetstring(f.buf, "e2b-sdk-step-v2")
-	f.buf = appendNetstring(f.buf, src)
-	f.buf = appendNetstring(f.buf, dest)
-	f.h.Write(f.buf)
-	return f
+	h, buf := newStepDigest("e2b-sdk-step-v2", src, dest)
+	return &sdkFingerprinter{h: h, buf: buf}
 }
 
 // add feeds e, whose digest is set if it is a file.
