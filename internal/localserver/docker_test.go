@@ -208,7 +208,7 @@ func startCommand(t *testing.T, binary, dataDir string) (*exec.Cmd, Info) {
 }
 
 // startCommandLog is startCommand that also returns the server's stderr.
-func startCommandLog(t *testing.T, binary, dataDir string, extraArgs ...string) (*exec.Cmd, Info, *syncBuffer) {
+func startCommandLog(t *testing.T, binary, dataDir string, extraArgs ...string) (*exec.Cmd, Info, *testutil.SyncBuffer) {
 	t.Helper()
 	os.Remove(filepath.Join(dataDir, InfoFile))
 	cmd := exec.Command(binary, append([]string{"server", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--network", "none"}, extraArgs...)...)
@@ -235,7 +235,7 @@ func startCommandLog(t *testing.T, binary, dataDir string, extraArgs ...string) 
 	}
 	stateDirsMu.Unlock()
 	cmd.Env = append(os.Environ(), "E2B_LOCAL_STATE_DIR="+stateDir)
-	stderr := &syncBuffer{}
+	stderr := &testutil.SyncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

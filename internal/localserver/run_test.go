@@ -2,7 +2,6 @@ package localserver
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,11 +14,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
 
 func TestAPIKeyIsGeneratedOnceAndKept(t *testing.T) {
@@ -47,24 +46,6 @@ func TestAPIKeyIsGeneratedOnceAndKept(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe to read while serve writes to it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // serve prints the URLs and key, writes server.json while it runs, and on
 // cancellation stops sandboxes and removes server.json.
 func TestServeWritesInfoAndShutsDownCleanly(t *testing.T) {
@@ -73,7 +54,7 @@ func TestServeWritesInfoAndShutsDownCleanly(t *testing.T) {
 	opts := Options{Listen: "127.0.0.1:0"}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var stdout syncBuffer
+	var stdout testutil.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- serve(ctx, opts, dataDir, testAPIKey, eng, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), &stdout)

@@ -4,31 +4,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"testing"
 
 	pb "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/process"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
 
-// lockedBuffer is a log destination the test reads while envd writes.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// lines decodes every JSON line written so far.
-func (b *lockedBuffer) lines(t *testing.T) []map[string]any {
+// logLines decodes every JSON line envd wrote to b so far.
+func logLines(t *testing.T, b *testutil.SyncBuffer) []map[string]any {
 	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	var out []map[string]any
-	for line := range bytes.Lines(b.buf.Bytes()) {
+	for line := range bytes.Lines([]byte(b.String())) {
 		if n := bytes.Count(line, []byte(`"logger":`)); n > 1 {
 			t.Errorf("log line %q names its logger %d times", line, n)
 		}
@@ -44,11 +30,11 @@ func (b *lockedBuffer) lines(t *testing.T) []map[string]any {
 // TestProcessStartAndEndLogged: envd logs every process's start and end
 // as E2B's envd does, by the time the stream has seen the end.
 func TestProcessStartAndEndLogged(t *testing.T) {
-	var buf lockedBuffer
+	var buf testutil.SyncBuffer
 	e := startEnvd(t, Config{Logger: NewLogger(&buf)})
 	r := run(t, e, shell("printf out; printf error >&2; exit 3"), nil)
 	var start, end map[string]any
-	for _, l := range buf.lines(t) {
+	for _, l := range logLines(t, &buf) {
 		switch l["event_type"] {
 		case "process_start":
 			start = l
@@ -57,7 +43,7 @@ func TestProcessStartAndEndLogged(t *testing.T) {
 		}
 	}
 	if start == nil || end == nil {
-		t.Fatalf("log lines %v, want a process_start and a process_end", buf.lines(t))
+		t.Fatalf("log lines %v, want a process_start and a process_end", logLines(t, &buf))
 	}
 	if start["level"] != "info" || start["logger"] != "process" || start["timestamp"] == nil || start["message"] != fmt.Sprintf("Process with pid %d started", r.pid) ||
 		start["pid"] != float64(r.pid) || start["command"] != "/bin/sh -c printf out; printf error >&2; exit 3" {
@@ -76,12 +62,12 @@ func TestProcessStartAndEndLogged(t *testing.T) {
 
 // A PTY's output is counted as such.
 func TestProcessEndLogCountsPTY(t *testing.T) {
-	var buf lockedBuffer
+	var buf testutil.SyncBuffer
 	e := startEnvd(t, Config{Logger: NewLogger(&buf)})
 	req := shell("printf abcd")
 	req.Pty = &pb.PTY{Size: &pb.PTY_Size{Cols: 80, Rows: 24}}
 	r := run(t, e, req, nil)
-	for _, l := range buf.lines(t) {
+	for _, l := range logLines(t, &buf) {
 		if l["event_type"] == "process_end" {
 			if l["pty_bytes"] != float64(len(r.pty)) || l["stdout_bytes"] != float64(0) || len(r.pty) == 0 {
 				t.Errorf("end line = %v, want pty_bytes %d", l, len(r.pty))
@@ -89,5 +75,5 @@ func TestProcessEndLogCountsPTY(t *testing.T) {
 			return
 		}
 	}
-	t.Fatalf("no process_end line in %v", buf.lines(t))
+	t.Fatalf("no process_end line in %v", logLines(t, &buf))
 }

@@ -16,6 +16,7 @@ import (
 
 	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/process/processconnect"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
 
 func TestServeOnUnixSocket(t *testing.T) {
@@ -137,7 +138,7 @@ func TestRunStopsAtTheDeadline(t *testing.T) {
 	start := time.Now()
 	write(start.Add(300 * time.Millisecond))
 	done := make(chan error, 1)
-	var log lockedBuffer
+	var log testutil.SyncBuffer
 	go func() {
 		done <- Run(t.Context(), RunOptions{Listen: "unix://" + filepath.Join(dir, "envd.sock"), DeadlineFile: file, DeadlinePoll: 20 * time.Millisecond, Log: &log})
 	}()
@@ -150,7 +151,7 @@ func TestRunStopsAtTheDeadline(t *testing.T) {
 		}
 		// Its messages are envd's JSON lines, each named once.
 		listening, stopping := false, false
-		for _, l := range log.lines(t) {
+		for _, l := range logLines(t, &log) {
 			message, _ := l["message"].(string)
 			listening = listening || strings.HasPrefix(message, "envd "+Version+" listening on unix://")
 			stopping = stopping || strings.HasSuffix(message, "has passed: stopping")
@@ -159,7 +160,7 @@ func TestRunStopsAtTheDeadline(t *testing.T) {
 			}
 		}
 		if !listening || !stopping {
-			t.Errorf("Run's log %v, want its listening and stopping lines", log.lines(t))
+			t.Errorf("Run's log %v, want its listening and stopping lines", logLines(t, &log))
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("envd still runs 5 s after its deadline")
