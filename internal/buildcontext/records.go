@@ -28,7 +28,6 @@ type recordFile struct {
 	size   int   // bytes per record
 	n      int   // records in the file
 	blocks [8]fileBlock
-	err    error // the first failed read: the records it hid are treated as absent
 }
 
 type fileBlock struct {
@@ -48,7 +47,7 @@ func (r *recordFile) record(i int) []byte {
 		}
 		b.data = b.data[:count*r.size]
 		if _, err := r.f.ReadAt(b.data, r.base+int64(no*recordBlock*r.size)); err != nil {
-			r.err, b.no = err, 0
+			b.no = 0 // the records it hid are treated as absent
 			return nil
 		}
 		b.no = no + 1
@@ -279,6 +278,7 @@ func (t *digestTable) close() { t.file.close() }
 type newDigests struct {
 	dir    string      // where the temporary file goes
 	file   *recordFile // the records written out, nil until the first spill
+	linked bool        // the file could not be unlinked when created: release removes it
 	tail   []byte      // records file.n onwards
 	n      int
 	stored int // records with a digest
@@ -376,9 +376,7 @@ func (d *newDigests) spill() {
 		}
 		// Unlinked at once where the system allows it: nothing stays behind whatever ends
 		// the process. Elsewhere it is removed by release.
-		if os.Remove(f.Name()) == nil {
-			d.dir = ""
-		}
+		d.linked = os.Remove(f.Name()) != nil
 		d.file = &recordFile{f: f, size: newRecordSize}
 	}
 	out := len(d.tail) - spillRecords*newRecordSize
@@ -395,13 +393,12 @@ func (d *newDigests) spill() {
 // release closes and removes the temporary file.
 func (d *newDigests) release() {
 	if d.file != nil {
-		name := d.file.f.Name()
 		d.file.close()
-		if d.dir != "" {
-			os.Remove(name)
+		if d.linked {
+			os.Remove(d.file.f.Name())
 		}
 	}
-	*d = newDigests{}
+	*d = newDigests{dir: d.dir}
 }
 
 // writeCacheFile replaces the file at path by a cache file of the records that records

@@ -284,7 +284,6 @@ func (c *StatCache) Save() error {
 		return err
 	}
 	c.added.release()
-	c.added.dir = filepath.Dir(c.path)
 	c.loaded.close()
 	c.loaded, c.loadedFile = digestTable{}, nil
 	c.saved, c.savedAsked = true, written

@@ -382,7 +382,7 @@ func readCacheFile(path string) ([][]byte, error) {
 	for i := range records {
 		r := file.record(i)
 		if r == nil {
-			return nil, file.err
+			return nil, fmt.Errorf("record %d of %s could not be read", i, path)
 		}
 		records[i] = append([]byte(nil), r...)
 	}

@@ -34,11 +34,10 @@ const NewestKept = 3
 const hashWindow = 4096
 
 // StreamPortableHash is the portable files hash of the step (src, dest) (design/hashing.md
-// §2) over what Walk lists, without holding the listing: the
-// walk (Walk) feeds the files it lists to the digest workers and the hash takes the
-// entries in order as their digests come, at most hashWindow of them waiting. Each entry
-// is checked as CheckArchive checks an archive's entries. A file that changes while it is hashed is
-// an error naming it.
+// §2) over what Walk lists, without holding the listing: the walk feeds the files it lists
+// to the digest workers and the hash takes the entries in order as their digests come, at
+// most hashWindow of them waiting. Each entry is checked as CheckArchive checks an
+// archive's entries. A file that changes while it is hashed is an error naming it.
 func StreamPortableHash(ctx context.Context, contextDir, src, dest string, lo ListOptions, ho HashOptions) (StreamSummary, error) {
 	root, err := contextRoot(contextDir)
 	if err != nil {
@@ -102,8 +101,8 @@ func StreamPortableHash(ctx context.Context, contextDir, src, dest string, lo Li
 
 // StreamSDKHash is the SDK-compatible hash of the step (src, dest) over what Walk lists
 // (sdkHasher, design/hashing.md §3), without holding the listing, and the fingerprint of
-// what it covers. Each entry is checked as CheckArchive checks an archive's entries. With ho.Cache,
-// a first walk makes the fingerprint from cached digests alone: when the cache holds
+// what it covers. Each entry is checked as CheckArchive checks an archive's entries. With
+// ho.Cache, a first walk makes the fingerprint from cached digests alone: when the cache holds
 // every file's digest and the step hash under that fingerprint, that is the hash and no
 // file is read. Otherwise a walk reads every file in the SDK's order, one at a time, at
 // most hashWindow entries between the walk and the hash, and caches the step hash. A file
