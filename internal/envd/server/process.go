@@ -37,8 +37,11 @@ type process struct {
 	config *pb.ProcessConfig
 	cmd    *exec.Cmd
 
-	stdin io.WriteCloser // nil when stdin is /dev/null or the process has a PTY
-	tty   *os.File       // PTY master, nil without a PTY
+	// stdin is nil when stdin is /dev/null, the process has a PTY, or
+	// CloseStdin closed it; stdinMu orders writes against the close.
+	stdinMu sync.Mutex
+	stdin   io.WriteCloser
+	tty     *os.File // PTY master, nil without a PTY
 
 	// outputStopped is closed by a SIGTERM or SIGKILL: the end then no
 	// longer waits for every holder of stdout and stderr to close them.
@@ -186,51 +189,75 @@ func (p *process) signal(sig syscall.Signal) error {
 	return nil
 }
 
-// writeInput writes stdin or PTY input, whichever the process takes; the
-// wrong kind is an internal error, as in envd.
+// writeInput writes stdin or PTY input, whichever the process takes, with
+// envd's codes and messages (its input.go and handler.go): the wrong kind is
+// internal, an empty input unimplemented.
 func (p *process) writeInput(in *pb.ProcessInput) error {
 	switch in := in.GetInput().(type) {
 	case *pb.ProcessInput_Stdin:
-		if p.tty != nil {
-			return connect.NewError(connect.CodeInternal, fmt.Errorf("process %d has a PTY: send input as pty", p.pid))
-		}
-		if p.stdin == nil {
-			return connect.NewError(connect.CodeInternal, fmt.Errorf("process %d has no stdin pipe", p.pid))
-		}
-		if _, err := p.stdin.Write(in.Stdin); err != nil {
-			return connect.NewError(connect.CodeInternal, fmt.Errorf("write stdin of process %d: %w", p.pid, err))
+		if err := p.writeStdin(in.Stdin); err != nil {
+			return connect.NewError(connect.CodeInternal, fmt.Errorf("error writing to stdin: %w", err))
 		}
 	case *pb.ProcessInput_Pty:
-		if p.tty == nil {
-			return connect.NewError(connect.CodeInternal, fmt.Errorf("process %d has no PTY: send input as stdin", p.pid))
-		}
-		if _, err := p.tty.Write(in.Pty); err != nil {
-			return connect.NewError(connect.CodeInternal, fmt.Errorf("write PTY of process %d: %w", p.pid, err))
+		if err := p.writeTTY(in.Pty); err != nil {
+			return connect.NewError(connect.CodeInternal, fmt.Errorf("error writing to tty: %w", err))
 		}
 	default:
-		return connect.NewError(connect.CodeInvalidArgument, errors.New("input is empty"))
+		return connect.NewError(connect.CodeUnimplemented, fmt.Errorf("invalid input type %T", in))
 	}
 	return nil
 }
 
+func (p *process) writeStdin(data []byte) error {
+	if p.tty != nil {
+		return errors.New("tty assigned to process — input should be written to the pty, not the stdin")
+	}
+	p.stdinMu.Lock()
+	defer p.stdinMu.Unlock()
+	if p.stdin == nil {
+		return errors.New("stdin not enabled or closed")
+	}
+	if _, err := p.stdin.Write(data); err != nil {
+		return fmt.Errorf("error writing to stdin of process '%d': %w", p.pid, err)
+	}
+	return nil
+}
+
+func (p *process) writeTTY(data []byte) error {
+	if p.tty == nil {
+		return errors.New("tty not assigned to process — input should be written to the stdin, not the tty")
+	}
+	if _, err := p.tty.Write(data); err != nil {
+		return fmt.Errorf("error writing to tty of process '%d': %w", p.pid, err)
+	}
+	return nil
+}
+
+// closeStdin sends EOF. Closing twice is a no-op; a PTY process has no
+// stdin of its own to close (envd's unknown, its answer for this).
 func (p *process) closeStdin() error {
 	if p.tty != nil {
-		return connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("process %d has a PTY: send Ctrl+D (0x04) instead", p.pid))
+		return connect.NewError(connect.CodeUnknown, errors.New("error closing stdin: cannot close stdin for PTY process — send Ctrl+D (0x04) instead"))
 	}
+	p.stdinMu.Lock()
+	defer p.stdinMu.Unlock()
 	if p.stdin == nil {
 		return nil
 	}
-	// Closing twice is a no-op: exec's stdin pipe closes once.
-	_ = p.stdin.Close()
+	err := p.stdin.Close()
+	p.stdin = nil // no close error is worth retrying
+	if err != nil {
+		return connect.NewError(connect.CodeUnknown, fmt.Errorf("error closing stdin: %w", err))
+	}
 	return nil
 }
 
 func (p *process) resize(size *pb.PTY_Size) error {
 	if p.tty == nil {
-		return connect.NewError(connect.CodeInternal, fmt.Errorf("process %d has no PTY", p.pid))
+		return connect.NewError(connect.CodeInternal, errors.New("error resizing tty: tty not assigned to process"))
 	}
 	if err := setWinsize(p.tty, size); err != nil {
-		return connect.NewError(connect.CodeInternal, fmt.Errorf("resize PTY of process %d: %w", p.pid, err))
+		return connect.NewError(connect.CodeInternal, fmt.Errorf("error resizing tty: %w", err))
 	}
 	return nil
 }

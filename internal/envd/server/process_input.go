@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"connectrpc.com/connect"
 
@@ -13,7 +14,7 @@ func (ps *processService) SendInput(_ context.Context, req *connect.Request[pb.S
 	if _, err := ps.s.rpcUser(req.Header()); err != nil {
 		return nil, err
 	}
-	p, err := ps.s.procs.find(req.Msg.GetProcess())
+	p, err := ps.s.procs.findRunning(req.Msg.GetProcess())
 	if err != nil {
 		return nil, err
 	}
@@ -31,16 +32,16 @@ func (ps *processService) StreamInput(_ context.Context, stream *connect.ClientS
 	for stream.Receive() {
 		switch ev := stream.Msg().GetEvent().(type) {
 		case *pb.StreamInputRequest_Start:
-			if p != nil {
-				return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("start sent twice"))
-			}
-			found, err := ps.s.procs.find(ev.Start.GetProcess())
+			// A later start switches the process, as on envd.
+			found, err := ps.s.procs.findRunning(ev.Start.GetProcess())
 			if err != nil {
 				return nil, err
 			}
 			p = found
 		case *pb.StreamInputRequest_Data:
 			if p == nil {
+				// envd's handler dereferences no process here and drops the
+				// connection: a clear error instead (design/envd.md).
 				return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("the first message must be start"))
 			}
 			if err := p.writeInput(ev.Data.GetInput()); err != nil {
@@ -48,11 +49,11 @@ func (ps *processService) StreamInput(_ context.Context, stream *connect.ClientS
 			}
 		case *pb.StreamInputRequest_Keepalive:
 		default:
-			return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("stream input message is empty"))
+			return nil, connect.NewError(connect.CodeUnimplemented, fmt.Errorf("invalid event type %T", ev))
 		}
 	}
 	if err := stream.Err(); err != nil {
-		return nil, err
+		return nil, connect.NewError(connect.CodeUnknown, fmt.Errorf("error streaming input: %w", err))
 	}
 	return connect.NewResponse(&pb.StreamInputResponse{}), nil
 }
@@ -61,7 +62,7 @@ func (ps *processService) CloseStdin(_ context.Context, req *connect.Request[pb.
 	if _, err := ps.s.rpcUser(req.Header()); err != nil {
 		return nil, err
 	}
-	p, err := ps.s.procs.find(req.Msg.GetProcess())
+	p, err := ps.s.procs.findRunning(req.Msg.GetProcess())
 	if err != nil {
 		return nil, err
 	}

@@ -36,7 +36,9 @@ func launch(p *process, spec startSpec) ([]*os.File, error) {
 	if spec.pty != nil {
 		master, err := startPTY(cmd, spec.pty, spec.user.credential())
 		if err != nil {
-			return nil, startError(spec, err)
+			size := spec.pty.GetSize()
+			return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("error starting pty with command '%s' in dir '%s' with '%d' cols and '%d' rows: %w",
+				userCommand(spec.cmd, spec.args), spec.cwd, size.GetCols(), size.GetRows(), err))
 		}
 		p.tty = master
 		return []*os.File{master}, nil
@@ -69,7 +71,8 @@ func launch(p *process, spec startSpec) ([]*os.File, error) {
 }
 
 // startError is envd's answer when even the wrapper cannot start (no
-// /bin/sh): every other failure to run the command is the shell's exit.
+// /bin/sh, a cwd that is no directory): every other failure to run the
+// command is the shell's exit.
 func startError(spec startSpec, err error) error {
 	return connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("error starting process '%s': %w", userCommand(spec.cmd, spec.args), err))
 }

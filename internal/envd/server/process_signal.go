@@ -14,6 +14,11 @@ func (ps *processService) SendSignal(_ context.Context, req *connect.Request[pb.
 	if _, err := ps.s.rpcUser(req.Header()); err != nil {
 		return nil, err
 	}
+	// As envd: the process first, then the signal.
+	p, err := ps.s.procs.findRunning(req.Msg.GetProcess())
+	if err != nil {
+		return nil, err
+	}
 	var sig syscall.Signal
 	switch req.Msg.GetSignal() {
 	case pb.Signal_SIGNAL_SIGTERM:
@@ -21,14 +26,10 @@ func (ps *processService) SendSignal(_ context.Context, req *connect.Request[pb.
 	case pb.Signal_SIGNAL_SIGKILL:
 		sig = syscall.SIGKILL
 	default:
-		return nil, connect.NewError(connect.CodeUnimplemented, fmt.Errorf("signal %s is not supported", req.Msg.GetSignal()))
-	}
-	p, err := ps.s.procs.findRunning(req.Msg.GetProcess())
-	if err != nil {
-		return nil, err
+		return nil, connect.NewError(connect.CodeUnimplemented, fmt.Errorf("invalid signal: %s", req.Msg.GetSignal()))
 	}
 	if err := p.signal(sig); err != nil {
-		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("signal process %d: %w", p.pid, err))
+		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("error sending signal: %w", err))
 	}
 	return connect.NewResponse(&pb.SendSignalResponse{}), nil
 }

@@ -51,23 +51,16 @@ func (ps *processService) Start(ctx context.Context, req *connect.Request[pb.Sta
 	return streamEvents(ctx, keepaliveInterval(req.Header()), sub, send)
 }
 
-// processCwd applies envd's cwd rules: empty → default workdir → home; "~"
-// expansion; relative → home; it must exist.
+// processCwd resolves the cwd as envd does (resolvePath); only a missing
+// one is refused here: a cwd that is no directory fails the exec, as on
+// envd ("fork/exec /bin/sh: not a directory").
 func processCwd(u *osUser, requested, defaultWorkdir string) (string, error) {
-	cwd := requested
-	if cwd == "" {
-		cwd = defaultWorkdir
+	resolved, err := u.resolvePath(requested, defaultWorkdir)
+	if err != nil {
+		return "", connect.NewError(connect.CodeInvalidArgument, err)
 	}
-	if cwd == "" {
-		cwd = u.home
-	}
-	resolved := u.expandPath(cwd)
-	fi, err := os.Stat(resolved)
-	if err != nil || !fi.IsDir() {
-		if err == nil || errors.Is(err, fs.ErrNotExist) {
-			return "", connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("cwd '%s' does not exist", resolved))
-		}
-		return "", connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("cwd '%s': %w", resolved, err))
+	if _, err := os.Stat(resolved); errors.Is(err, fs.ErrNotExist) {
+		return "", connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("cwd '%s' does not exist", resolved))
 	}
 	return resolved, nil
 }

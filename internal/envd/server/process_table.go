@@ -1,7 +1,6 @@
 package server
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -130,20 +129,33 @@ func (t *processTable) wait(p *process, readers []*os.File, wg *sync.WaitGroup, 
 	})
 }
 
-// find resolves a selector to a process, running or retained.
+// find resolves a selector to a process, running or retained: Connect's
+// lookup, which replays a retained end.
 func (t *processTable) find(sel *pb.ProcessSelector) (*process, error) {
+	return t.lookup(sel, false)
+}
+
+// findRunning resolves a selector to a running process: the lookup of every
+// RPC but Connect. As on envd, a process that ended is not found.
+func (t *processTable) findRunning(sel *pb.ProcessSelector) (*process, error) {
+	return t.lookup(sel, true)
+}
+
+// lookup answers envd's errors: not_found naming the pid or tag, and
+// unimplemented for an empty selector (envd's "invalid input type").
+func (t *processTable) lookup(sel *pb.ProcessSelector, runningOnly bool) (*process, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch s := sel.GetSelector().(type) {
 	case *pb.ProcessSelector_Pid:
-		if p, ok := t.procs[s.Pid]; ok {
+		if p, ok := t.procs[s.Pid]; ok && (!runningOnly || p.running()) {
 			return p, nil
 		}
 		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("process with pid %d not found", s.Pid))
 	case *pb.ProcessSelector_Tag:
 		var found *process
 		for _, p := range t.procs {
-			if p.tag == nil || *p.tag != s.Tag {
+			if p.tag == nil || *p.tag != s.Tag || runningOnly && !p.running() {
 				continue
 			}
 			// A running process wins over a finished one with the same tag.
@@ -156,20 +168,8 @@ func (t *processTable) find(sel *pb.ProcessSelector) (*process, error) {
 		}
 		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("process with tag %s not found", s.Tag))
 	default:
-		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("process selector is empty"))
+		return nil, connect.NewError(connect.CodeUnimplemented, fmt.Errorf("invalid input type %T", sel))
 	}
-}
-
-// findRunning is find restricted to processes that have not ended.
-func (t *processTable) findRunning(sel *pb.ProcessSelector) (*process, error) {
-	p, err := t.find(sel)
-	if err != nil {
-		return nil, err
-	}
-	if !p.running() {
-		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("process with pid %d not found", p.pid))
-	}
-	return p, nil
 }
 
 func (t *processTable) list() []*pb.ProcessInfo {
