@@ -513,7 +513,8 @@ func TestUnknownUserAndMissingCwd(t *testing.T) {
 }
 
 func TestEnvironmentAndCwd(t *testing.T) {
-	e := startEnvd(t, Config{})
+	// No BaseEnv: envd's own HOME is checked (sh -c reads no profile).
+	e := startEnvd(t, Config{BaseEnv: map[string]string{}})
 	initEnvd(t, e, `{"envVars":{"A":"init","B":"init"}}`, "")
 	req := shell(`echo "$A $B $E2B_SANDBOX $USER $LOGNAME $HOME"; pwd`)
 	req.Process.Envs = map[string]string{"B": "req"}
@@ -544,7 +545,8 @@ func TestEnvironmentAndCwd(t *testing.T) {
 
 func TestUserSwitching(t *testing.T) {
 	u := testUser(t)
-	e := startEnvd(t, Config{})
+	// No BaseEnv: envd's own HOME is checked (sh -c reads no profile).
+	e := startEnvd(t, Config{BaseEnv: map[string]string{}})
 	auth := map[string]string{"Authorization": basicUser(u.name)}
 	r := run(t, e, shell(`id -un; echo "$HOME $USER"; pwd`), auth)
 	if want := u.name + "\n" + u.home + " " + u.name + "\n" + u.home + "\n"; string(r.stdout) != want {
