@@ -402,3 +402,21 @@ func TestWireStartInAFile(t *testing.T) {
 		t.Errorf("frames %v, want %v", frames, want)
 	}
 }
+
+// TestWireTagLookupPastOtherTags finds each of several tagged processes by
+// its tag: envd's lookup stops at the first process with another tag, so it
+// misses some (design/envd.md, Deliberate differences).
+func TestWireTagLookupPastOtherTags(t *testing.T) {
+	e := startEnvd(t, Config{})
+	tags := []string{"tag-a", "tag-b", "tag-c", "tag-d"}
+	for _, tag := range tags {
+		startStream(t, t.Context(), e, &pb.StartRequest{Process: &pb.ProcessConfig{Cmd: "sleep", Args: []string{"600"}}, Tag: ptr(tag)})
+	}
+	for range 3 { // the table's order varies
+		for _, tag := range tags {
+			if r := unary(t, e, "/process.Process/CloseStdin", []byte(`{"process":{"tag":"`+tag+`"}}`)); r.status != http.StatusOK {
+				t.Errorf("CloseStdin of tag %s = %d %s", tag, r.status, r.body)
+			}
+		}
+	}
+}
