@@ -395,6 +395,11 @@ func TestWireStartInAFile(t *testing.T) {
 	if len(frames) != 1 || frames[0] != want {
 		t.Errorf("frames %v, want %v", frames, want)
 	}
+	_, frames = postStart(t, e, `{"process":{"cmd":"pwd","cwd":"`+file+`"},"pty":{"size":{"cols":80,"rows":24}}}`)
+	want = frame{0x02, `{"error":{"code":"invalid_argument","message":"error starting pty with command 'pwd' in dir '` + file + `' with '80' cols and '24' rows: fork/exec /bin/sh: not a directory"}}`}
+	if len(frames) != 1 || frames[0] != want {
+		t.Errorf("PTY: frames %v, want %v", frames, want)
+	}
 	missing := filepath.Join(filepath.Dir(file), "missing")
 	_, frames = postStart(t, e, `{"process":{"cmd":"pwd","cwd":"`+missing+`"},"stdin":false}`)
 	want = frame{0x02, `{"error":{"code":"invalid_argument","message":"cwd '` + missing + `' does not exist"}}`}
