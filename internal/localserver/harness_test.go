@@ -29,6 +29,7 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/openapitest"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/relay"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
 
 const testAPIKey = "e2b_0123456789abcdef0123456789abcdef01234567"
@@ -394,7 +395,9 @@ func (e *fakeEngine) StartSandbox(ctx context.Context, spec engine.SandboxSpec) 
 	}
 	serveCtx, cancel := context.WithCancel(context.WithoutCancel(ctx)) // envd lives until StopSandbox
 	served := make(chan error, 1)
-	go func() { served <- envdserver.New(envdserver.Config{}).Serve(serveCtx, ln) }()
+	go func() {
+		served <- envdserver.New(envdserver.Config{BaseEnv: testutil.CommandEnv(e.t)}).Serve(serveCtx, ln)
+	}()
 	stop := func() error {
 		cancel()
 		return <-served

@@ -233,6 +233,9 @@ var envdAllowlist = []addition{
 	// A download is typed by the file's extension (or, without one, by what
 	// net/http sniffs), not always application/octet-stream (design/envd.md).
 	{"GET /files answers 200 with any media type", allowAnyMediaType(http.MethodGet, "/files", 200)},
+	// envd writes an upload's JSON answer without a Content-Type, so net/http
+	// sniffs it as text/plain; charset=utf-8 (design/envd.md).
+	{"POST /files answers 200 as text/plain", allowJSONTypedAs(http.MethodPost, "/files", 200, "text/plain; charset=utf-8")},
 }
 
 // allowlistedStatus marks the responses an allowlist entry added, which
@@ -286,6 +289,32 @@ func allowAnyMediaType(method, path string, status int) func(doc *openapi3.T) er
 		for _, media := range resp.Value.Content {
 			resp.Value.Content["*/*"] = media
 		}
+		return nil
+	}
+}
+
+// jsonTypedAs marks a JSON answer sent under another Content-Type (the
+// value): its body is checked as the declared JSON.
+const jsonTypedAs = "x-openapitest-json-typed-as"
+
+// allowJSONTypedAs lets one JSON answer of one operation carry contentType.
+func allowJSONTypedAs(method, path string, status int, contentType string) func(doc *openapi3.T) error {
+	return func(doc *openapi3.T) error {
+		item := doc.Paths.Value(path)
+		if item == nil || item.GetOperation(method) == nil {
+			return fmt.Errorf("operation %s %s is missing", method, path)
+		}
+		resp := item.GetOperation(method).Responses.Status(status)
+		if resp == nil || resp.Value == nil || resp.Value.Content.Get("application/json") == nil {
+			return fmt.Errorf("%s %s does not declare %d as JSON", method, path, status)
+		}
+		if resp.Value.Content.Get(contentType) != nil {
+			return fmt.Errorf("%s %s already answers %d as %s: the allowlist entry is obsolete", method, path, status, contentType)
+		}
+		if resp.Value.Extensions == nil {
+			resp.Value.Extensions = map[string]any{}
+		}
+		resp.Value.Extensions[jsonTypedAs] = contentType
 		return nil
 	}
 }

@@ -347,6 +347,10 @@ func (c *requestCheck) reportResponse(ctx context.Context, tb testing.TB, viaEdg
 			status, c.op, status, strings.Join(codes, ", "))
 		return
 	}
+	if typedAs, ok := marks[jsonTypedAs].(string); ok && header.Get("Content-Type") == typedAs {
+		header = header.Clone()
+		header.Set("Content-Type", "application/json")
+	}
 	opts := *c.input.Options
 	opts.ExcludeResponseBody = streaming
 	in := &openapi3filter.ResponseValidationInput{

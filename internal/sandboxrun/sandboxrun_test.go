@@ -15,6 +15,7 @@ import (
 	envd "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/server"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/openapitest"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
 
 const (
@@ -110,7 +111,7 @@ func setup(t *testing.T, f *fakeAPI) (*e2bapi.Client, Options, *tokens) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	daemon := server.New(server.Config{})
+	daemon := server.New(server.Config{BaseEnv: testutil.CommandEnv(t)})
 	envdSrv := httptest.NewServer(daemon)
 	t.Cleanup(envdSrv.Close)
 	t.Cleanup(daemon.Close)

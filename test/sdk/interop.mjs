@@ -42,6 +42,14 @@ function expectEqual(name, got, want) {
   return check(name, isDeepStrictEqual(got, want), { got, want })
 }
 
+// eventSeen waits up to 10 s for a watchDir event of name and type in events.
+async function eventSeen(events, name, type) {
+  for (let i = 0; i < 200 && !events.some((e) => e.name === name && e.type === type); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  return events.some((e) => e.name === name && e.type === type)
+}
+
 // attempt runs fn as the check name, recording a thrown error as its failure.
 async function attempt(name, fn) {
   try {
@@ -294,24 +302,55 @@ try {
       await sandbox.files.makeDir('/app/watched')
       const events = []
       const handle = await sandbox.files.watchDir('/app/watched', (ev) => { events.push({ name: ev.name, type: ev.type }) }, { recursive: true })
-      const seen = async (name, type) => {
-        for (let i = 0; i < 200 && !events.some((e) => e.name === name && e.type === type); i++) {
-          await new Promise((resolve) => setTimeout(resolve, 50))
-        }
-        return events.some((e) => e.name === name && e.type === type)
-      }
       try {
         await sandbox.commands.run('mkdir /app/watched/sub')
-        const sub = await seen('sub', 'create')
+        const sub = await eventSeen(events, 'sub', 'create')
         await sandbox.commands.run('echo hi > /app/watched/sub/cmd.txt')
         expectEqual('files: watchDir receives events', {
           sub,
-          create: await seen('sub/cmd.txt', 'create'),
-          write: await seen('sub/cmd.txt', 'write'),
+          create: await eventSeen(events, 'sub/cmd.txt', 'create'),
+          write: await eventSeen(events, 'sub/cmd.txt', 'write'),
         }, { sub: true, create: true, write: true })
       } finally {
         await handle.stop()
       }
+    })
+
+    // An upload (files.write) seen by watchDir: its file only, created and
+    // written, never the temporary it is written to (as on E2B's envd).
+    await attempt('files: watchDir sees an upload as its file', async () => {
+      await sandbox.files.makeDir('/app/uploads')
+      const events = []
+      const handle = await sandbox.files.watchDir('/app/uploads', (ev) => { events.push({ name: ev.name, type: ev.type }) })
+      try {
+        await sandbox.files.write('/app/uploads/up.txt', 'first')
+        await sandbox.files.write('/app/uploads/up.txt', 'second')
+        await sandbox.commands.run('touch /app/uploads/marker')
+        const marker = await eventSeen(events, 'marker', 'create')
+        expectEqual('files: watchDir sees an upload as its file', {
+          marker,
+          create: events.some((e) => e.name === 'up.txt' && e.type === 'create'),
+          write: events.filter((e) => e.name === 'up.txt' && e.type === 'write').length >= 2,
+          others: events.filter((e) => e.name !== 'up.txt' && e.name !== 'marker'),
+        }, { marker: true, create: true, write: true, others: [] })
+      } finally {
+        await handle.stop()
+      }
+    })
+
+    // Home-relative paths: getInfo of ~, ~/ and . is the user's home, as on E2B.
+    await attempt('files: getInfo of the home', async () => {
+      const home = (await sandbox.commands.run('cd ~ && pwd')).stdout.trim()
+      const infos = {}
+      for (const path of ['~', '~/', '.']) {
+        const info = await sandbox.files.getInfo(path)
+        infos[path] = { path: info.path, type: info.type }
+      }
+      expectEqual('files: getInfo of the home', infos, {
+        '~': { path: home, type: 'dir' },
+        '~/': { path: home, type: 'dir' },
+        '.': { path: home, type: 'dir' },
+      })
     })
 
     // Sandbox.connect (POST /v2/sandboxes/{id}/connect): the same sandbox, usable.

@@ -57,6 +57,8 @@ var wantChecks = []string{
 	"files: list types a symlinked directory dir",
 	"files: metadata",
 	"files: watchDir receives events",
+	"files: watchDir sees an upload as its file",
+	"files: getInfo of the home",
 	"sandbox connect",
 	"sandbox metrics",
 	"sandbox pause and connect",

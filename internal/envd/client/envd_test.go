@@ -14,6 +14,7 @@ import (
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/process"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/server"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
 
 // testSandboxID is the routing ID every test client sends.
@@ -29,7 +30,7 @@ type realEnvd struct {
 // injection), behind a recorder of request headers.
 func startEnvd(t testing.TB, wrap func(http.Handler) http.Handler) *realEnvd {
 	t.Helper()
-	srv := server.New(server.Config{})
+	srv := server.New(server.Config{BaseEnv: testutil.CommandEnv(t)})
 	var h http.Handler = srv
 	if wrap != nil {
 		h = wrap(h)

@@ -268,6 +268,8 @@ func (r *run) feedStdin(ctx context.Context, pid uint32) {
 	switch {
 	case connect.CodeOf(err) == connect.CodeUnimplemented:
 		r.result.StdinEOFUnsupported = true
+	case connect.CodeOf(err) == connect.CodeNotFound:
+		// The process ended before the EOF, after taking all of the input.
 	case err != nil:
 		r.result.StdinError = "closing stdin: " + err.Error()
 	}

@@ -27,16 +27,28 @@ type filesystemService struct {
 	s *Server
 }
 
-// path resolves a request path for the request's user.
+// path resolves a request path for the request's user (an empty one is the
+// default workdir or the home, as on envd).
 func (fsv *filesystemService) path(h http.Header, p string) (*osUser, string, error) {
 	u, err := fsv.s.rpcUser(h)
 	if err != nil {
 		return nil, "", err
 	}
+	resolved, err := u.resolvePath(p, fsv.s.settings().defaultWorkdir)
+	if err != nil {
+		return nil, "", connect.NewError(connect.CodeInvalidArgument, err)
+	}
+	return u, resolved, nil
+}
+
+// destructivePath is path for Remove and Move, where an empty path is
+// refused: envd would remove or move the whole home directory
+// (design/envd.md).
+func (fsv *filesystemService) destructivePath(h http.Header, p string) (*osUser, string, error) {
 	if p == "" {
 		return nil, "", connect.NewError(connect.CodeInvalidArgument, errors.New("path is empty"))
 	}
-	return u, u.expandPath(p), nil
+	return fsv.path(h, p)
 }
 
 func (fsv *filesystemService) Stat(_ context.Context, req *connect.Request[pb.StatRequest]) (*connect.Response[pb.StatResponse], error) {
@@ -46,7 +58,7 @@ func (fsv *filesystemService) Stat(_ context.Context, req *connect.Request[pb.St
 	}
 	entry, err := entryInfo(path)
 	if err != nil {
-		return nil, fsError(err, path)
+		return nil, entryError(err)
 	}
 	return connect.NewResponse(&pb.StatResponse{Entry: entry}), nil
 }
@@ -78,26 +90,32 @@ func (fsv *filesystemService) MakeDir(_ context.Context, req *connect.Request[pb
 }
 
 func (fsv *filesystemService) Move(_ context.Context, req *connect.Request[pb.MoveRequest]) (*connect.Response[pb.MoveResponse], error) {
-	u, src, err := fsv.path(req.Header(), req.Msg.GetSource())
+	u, src, err := fsv.destructivePath(req.Header(), req.Msg.GetSource())
 	if err != nil {
 		return nil, err
 	}
-	_, dst, err := fsv.path(req.Header(), req.Msg.GetDestination())
+	_, dst, err := fsv.destructivePath(req.Header(), req.Msg.GetDestination())
 	if err != nil {
 		return nil, err
 	}
+	// A missing source is found before the destination's parents are made
+	// (envd makes them first), with envd's message.
 	if _, err := os.Lstat(src); err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) && errors.Is(err, fs.ErrNotExist) {
+			return nil, moveError(&os.LinkError{Op: "rename", Old: src, New: dst, Err: pe.Err})
+		}
 		return nil, fsError(err, src)
 	}
 	if err := u.mkdirAll(filepath.Dir(dst)); err != nil {
 		return nil, fsError(err, filepath.Dir(dst))
 	}
 	if err := os.Rename(src, dst); err != nil {
-		return nil, fsError(err, dst)
+		return nil, moveError(err)
 	}
 	entry, err := entryInfo(dst)
 	if err != nil {
-		return nil, fsError(err, dst)
+		return nil, entryError(err)
 	}
 	return connect.NewResponse(&pb.MoveResponse{Entry: entry}), nil
 }
@@ -161,7 +179,7 @@ func listDir(dir string, depth int, out *[]*pb.EntryInfo) error {
 }
 
 func (fsv *filesystemService) Remove(_ context.Context, req *connect.Request[pb.RemoveRequest]) (*connect.Response[pb.RemoveResponse], error) {
-	_, path, err := fsv.path(req.Header(), req.Msg.GetPath())
+	_, path, err := fsv.destructivePath(req.Header(), req.Msg.GetPath())
 	if err != nil {
 		return nil, err
 	}
@@ -325,6 +343,22 @@ func groupName(gid uint32) string {
 }
 
 // fsError maps a filesystem error to its Connect code.
+// entryError is envd's answer when an entry cannot be described.
+func entryError(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return connect.NewError(connect.CodeNotFound, fmt.Errorf("file not found: %w", err))
+	}
+	return connect.NewError(connect.CodeInternal, fmt.Errorf("error getting file info: %w", err))
+}
+
+// moveError is envd's answer when Move's rename fails.
+func moveError(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return connect.NewError(connect.CodeNotFound, fmt.Errorf("source file not found: %w", err))
+	}
+	return connect.NewError(connect.CodeInternal, fmt.Errorf("error renaming: %w", err))
+}
+
 func fsError(err error, path string) error {
 	var ce *connect.Error
 	switch {

@@ -309,3 +309,53 @@ func TestFilesystemSymlinks(t *testing.T) {
 		t.Errorf("ListDir of a link to a file: %v", err)
 	}
 }
+
+// TestWireHomeRelativePaths resolves the paths the SDKs send as envd does:
+// "~", "~/", "." and "" are the user's home ("" the default workdir once
+// /init set one), "~user" is refused.
+func TestWireHomeRelativePaths(t *testing.T) {
+	e := startEnvd(t, Config{})
+	root, err := lookupUser("root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stat := func(path string) response {
+		body, _ := json.Marshal(map[string]string{"path": path})
+		return unary(t, e, "/filesystem.Filesystem/Stat", body)
+	}
+	for _, path := range []string{"~", "~/", ".", ""} {
+		if r := stat(path); r.status != http.StatusOK || !strings.Contains(string(r.body), `"path":"`+root.home+`"`) {
+			t.Errorf("Stat %q = %d %s, want the entry of %s", path, r.status, r.body, root.home)
+		}
+	}
+	checkRPCError(t, stat("~nobody/x"), http.StatusBadRequest, rpcError{"invalid_argument", "failed to expand path '~nobody/x' for user 'root': cannot expand user-specific home dir"})
+	workdir := t.TempDir()
+	initEnvd(t, e, `{"defaultWorkdir":"`+workdir+`"}`, "")
+	if r := stat(""); r.status != http.StatusOK || !strings.Contains(string(r.body), `"path":"`+workdir+`"`) {
+		t.Errorf("Stat \"\" with a default workdir = %d %s, want the entry of %s", r.status, r.body, workdir)
+	}
+	if r := stat("."); r.status != http.StatusOK || !strings.Contains(string(r.body), `"path":"`+root.home+`"`) {
+		t.Errorf("Stat \".\" with a default workdir = %d %s, want the home %s", r.status, r.body, root.home)
+	}
+	// Remove and Move refuse an empty path, where envd would remove or move
+	// the whole home directory (design/envd.md).
+	checkRPCError(t, unary(t, e, "/filesystem.Filesystem/Remove", []byte(`{"path":""}`)), http.StatusBadRequest, rpcError{"invalid_argument", "path is empty"})
+	checkRPCError(t, unary(t, e, "/filesystem.Filesystem/Move", []byte(`{"source":"","destination":"/tmp/x"}`)), http.StatusBadRequest, rpcError{"invalid_argument", "path is empty"})
+}
+
+// TestWireMissingPaths checks envd's messages for a Stat or Move of a path
+// that does not exist.
+func TestWireMissingPaths(t *testing.T) {
+	e := startEnvd(t, Config{})
+	dir := t.TempDir()
+	missing, dst := filepath.Join(dir, "missing"), filepath.Join(dir, "new", "dst")
+	body, _ := json.Marshal(map[string]string{"path": missing})
+	checkRPCError(t, unary(t, e, "/filesystem.Filesystem/Stat", body), http.StatusNotFound,
+		rpcError{"not_found", "file not found: lstat " + missing + ": no such file or directory"})
+	body, _ = json.Marshal(map[string]string{"source": missing, "destination": dst})
+	checkRPCError(t, unary(t, e, "/filesystem.Filesystem/Move", body), http.StatusNotFound,
+		rpcError{"not_found", "source file not found: rename " + missing + " " + dst + ": no such file or directory"})
+	if _, err := os.Stat(filepath.Dir(dst)); !os.IsNotExist(err) {
+		t.Errorf("a failed Move made the destination's parent: %v", err)
+	}
+}

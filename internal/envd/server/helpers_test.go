@@ -29,9 +29,13 @@ type testEnvd struct {
 
 // startEnvd serves a Server on loopback. Plain HTTP traffic (everything but
 // the Connect procedures) is checked against envd's OpenAPI contract; opts
-// name the statuses envd answers that the contract does not declare.
+// name the statuses envd answers that the contract does not declare. Its
+// commands get testutil.CommandEnv unless cfg sets a BaseEnv.
 func startEnvd(t *testing.T, cfg Config) *testEnvd {
 	t.Helper()
+	if cfg.BaseEnv == nil {
+		cfg.BaseEnv = testutil.CommandEnv(t)
+	}
 	srv := New(cfg)
 	isRPC := func(r *http.Request) bool {
 		return strings.HasPrefix(r.URL.Path, "/process.") || strings.HasPrefix(r.URL.Path, "/filesystem.")
@@ -48,7 +52,7 @@ func startEnvd(t *testing.T, cfg Config) *testEnvd {
 // buffers bodies: for the large-upload tests.
 func startUncheckedEnvd(t *testing.T) *testEnvd {
 	t.Helper()
-	srv := New(Config{})
+	srv := New(Config{BaseEnv: testutil.CommandEnv(t)})
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() {
 		hs.Close()
@@ -208,7 +212,7 @@ func testUser(t *testing.T) *osUser {
 		t.Fatalf("lookup %s: %v", testUserName, err)
 	}
 	if _, err := os.Stat(u.home); err != nil {
-		t.Skipf("test user's home %s: %v", u.home, err)
+		testutil.Missing(t, "test user's home %s: %v", u.home, err)
 	}
 	return u
 }

@@ -9,7 +9,9 @@ import (
 	"io"
 	"io/fs"
 	"mime"
+	"mime/multipart"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -98,12 +100,14 @@ func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	// Without a path: the default workdir or the home, a directory (envd's
+	// 400 for it).
 	requested := r.URL.Query().Get("path")
-	if requested == "" {
-		writeError(w, http.StatusBadRequest, "path is required")
+	path, err := u.resolvePath(requested, s.settings().defaultWorkdir)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("error expanding and resolving path '%s': %v", requested, err))
 		return
 	}
-	path := u.expandPath(requested)
 	f, err := os.Open(path) //nolint:gosec // envd opens the paths its clients name, as the user they name: that is its API (design/envd.md)
 	if err != nil {
 		writeFileError(w, err, path)
@@ -221,11 +225,18 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	writeJSON(w, http.StatusOK, entries)
+	writeJSON(w, http.StatusOK, contentTypeUpload, entries)
 }
 
 func (s *Server) receiveUpload(r *http.Request, u *osUser) ([]uploadedEntry, error) {
-	queryPath := r.URL.Query().Get("path")
+	query := r.URL.Query()
+	resolve := func(p string) (string, error) {
+		resolved, err := u.resolvePath(p, s.settings().defaultWorkdir)
+		if err != nil {
+			return "", &httpError{http.StatusBadRequest, fmt.Sprintf("error resolving path: %v", err)}
+		}
+		return resolved, nil
+	}
 	metadata, err := uploadMetadata(r.Header)
 	if err != nil {
 		return nil, &httpError{http.StatusBadRequest, fmt.Sprintf("invalid metadata: %v", err)}
@@ -236,8 +247,12 @@ func (s *Server) receiveUpload(r *http.Request, u *osUser) ([]uploadedEntry, err
 	}
 	switch mediaType {
 	case "application/octet-stream":
-		if queryPath == "" {
-			return nil, &httpError{http.StatusBadRequest, "path is required for application/octet-stream uploads"}
+		if !query.Has("path") {
+			return nil, &httpError{http.StatusBadRequest, "path query parameter is required for raw body upload"}
+		}
+		path, err := resolve(query.Get("path"))
+		if err != nil {
+			return nil, err
 		}
 		var body io.Reader = r.Body
 		switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
@@ -252,7 +267,7 @@ func (s *Server) receiveUpload(r *http.Request, u *osUser) ([]uploadedEntry, err
 		default:
 			return nil, &httpError{http.StatusBadRequest, fmt.Sprintf("unsupported Content-Encoding %q, supported: [identity, gzip]", enc)}
 		}
-		entry, err := writeUpload(u, u.expandPath(queryPath), body, metadata)
+		entry, err := writeUpload(u, path, body, metadata)
 		if err != nil {
 			return nil, err
 		}
@@ -276,17 +291,15 @@ func (s *Server) receiveUpload(r *http.Request, u *osUser) ([]uploadedEntry, err
 			if part.FormName() != "file" {
 				continue
 			}
-			target := queryPath
-			if target == "" {
-				// The raw filename: Part.FileName drops directories, but the
-				// SDKs send the destination path there.
-				_, params, _ := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
-				target = params["filename"]
+			target, err := partTarget(query, part)
+			if err != nil {
+				return nil, err
 			}
-			if target == "" {
-				return nil, &httpError{http.StatusBadRequest, "path is required: neither the path parameter nor the part's filename is set"}
+			path, err := resolve(target)
+			if err != nil {
+				return nil, err
 			}
-			entry, err := writeUpload(u, u.expandPath(target), part, metadata)
+			entry, err := writeUpload(u, path, part, metadata)
 			if err != nil {
 				return nil, err
 			}
@@ -296,6 +309,24 @@ func (s *Server) receiveUpload(r *http.Request, u *osUser) ([]uploadedEntry, err
 	default:
 		return nil, &httpError{http.StatusBadRequest, fmt.Sprintf("unsupported Content-Type %q, supported: multipart/form-data, application/octet-stream", mediaType)}
 	}
+}
+
+// partTarget is where a multipart part goes: the path query parameter when
+// given, else the part's raw filename (Part.FileName drops directories, but
+// the SDKs send the destination path there).
+func partTarget(query url.Values, part *multipart.Part) (string, error) {
+	if query.Has("path") {
+		return query.Get("path"), nil
+	}
+	_, params, err := mime.ParseMediaType(part.Header.Get("Content-Disposition"))
+	if err != nil {
+		return "", &httpError{http.StatusBadRequest, fmt.Sprintf("error getting multipart custom part file name: %v", err)}
+	}
+	filename, ok := params["filename"]
+	if !ok {
+		return "", &httpError{http.StatusBadRequest, "error getting multipart custom part file name: filename not found in Content-Disposition header"}
+	}
+	return filename, nil
 }
 
 // writeUpload streams body into path for u: parents are created and given to
@@ -320,7 +351,7 @@ func writeUpload(u *osUser, path string, body io.Reader, metadata map[string]str
 	case !errors.Is(err, fs.ErrNotExist):
 		return uploadedEntry{}, fmt.Errorf("error getting file info: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".upload-*")
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+uploadTempInfix+"*")
 	if err != nil {
 		return uploadedEntry{}, uploadError(err, path)
 	}
@@ -355,6 +386,23 @@ func writeUpload(u *osUser, path string, body io.Reader, metadata map[string]str
 	}
 	committed = true
 	return uploadedEntry{Path: path, Name: filepath.Base(path), Type: "file", Metadata: readMetadata(path)}, nil
+}
+
+// uploadTempInfix marks the temporary an upload is written to beside its
+// target, ".<name>.upload-<random digits>" (os.CreateTemp's digits).
+const uploadTempInfix = ".upload-"
+
+// uploadTarget is the name of the file that an upload temporary named base
+// replaces, or "" when base names no upload temporary.
+func uploadTarget(base string) string {
+	i := strings.LastIndex(base, uploadTempInfix)
+	if i < 2 || base[0] != '.' {
+		return ""
+	}
+	if digits := base[i+len(uploadTempInfix):]; digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return ""
+	}
+	return base[1:i]
 }
 
 // recordingWriter remembers a write error so that a failed copy can tell the

@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -234,7 +235,7 @@ func TestFilesUploadDownload(t *testing.T) {
 			t.Errorf("file holds %q", got)
 		}
 		checkError(t, do(t, http.MethodPost, e.url+"/files?path="+url.QueryEscape(path), "application/octet-stream", strings.NewReader("x"), map[string]string{"Content-Encoding": "br"}), http.StatusBadRequest, "unsupported Content-Encoding")
-		checkError(t, do(t, http.MethodPost, e.url+"/files", "application/octet-stream", strings.NewReader("x"), nil), http.StatusBadRequest, "path is required")
+		checkError(t, do(t, http.MethodPost, e.url+"/files", "application/octet-stream", strings.NewReader("x"), nil), http.StatusBadRequest, "path query parameter is required for raw body upload")
 	})
 	t.Run("multipart with several parts named by filename", func(t *testing.T) {
 		var buf bytes.Buffer
@@ -538,4 +539,35 @@ func TestFilesMetadata(t *testing.T) {
 	if got, _ := os.ReadFile(path); string(got) != "x" || stat() != nil {
 		t.Errorf("a refused upload changed the file: %q %v", got, stat())
 	}
+}
+
+// TestContentTypesAsEnvd checks the Content-Type of each HTTP answer as
+// envd sets it: none on /health (sent empty), application/json on /envs and
+// /metrics, the charset on error answers, and text/plain for an upload's
+// JSON answer, which envd leaves to net/http's sniffing.
+func TestContentTypesAsEnvd(t *testing.T) {
+	e := startEnvd(t, Config{})
+	if r := do(t, http.MethodGet, e.url+"/health", "", nil, nil); r.status != http.StatusNoContent || !slices.Equal(r.header.Values("Content-Type"), []string{""}) {
+		t.Errorf("/health = %d with Content-Type %q, want 204 with an empty one", r.status, r.header.Values("Content-Type"))
+	}
+	for _, path := range []string{"/envs", "/metrics"} {
+		if r := do(t, http.MethodGet, e.url+path, "", nil, nil); r.status != http.StatusOK || r.header.Get("Content-Type") != "application/json" {
+			t.Errorf("%s = %d with Content-Type %q, want application/json", path, r.status, r.header.Get("Content-Type"))
+		}
+	}
+	path := filepath.Join(t.TempDir(), "f.txt")
+	r := do(t, http.MethodPost, e.url+"/files?path="+url.QueryEscape(path), "application/octet-stream", strings.NewReader("x"), nil)
+	if r.status != http.StatusOK || r.header.Get("Content-Type") != "text/plain; charset=utf-8" || !json.Valid(r.body) {
+		t.Errorf("upload = %d with Content-Type %q and body %s, want 200 text/plain; charset=utf-8 and JSON", r.status, r.header.Get("Content-Type"), r.body)
+	}
+	// Without a path: the user's home, a directory; an octet-stream upload
+	// needs one (checkError checks the error's Content-Type).
+	home, err := lookupUser("root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkError(t, do(t, http.MethodGet, e.url+"/files", "", nil, nil), http.StatusBadRequest, "path '"+home.home+"' is a directory")
+	checkError(t, do(t, http.MethodPost, e.url+"/files", "application/octet-stream", strings.NewReader("x"), nil), http.StatusBadRequest, "path query parameter is required for raw body upload")
+	checkError(t, do(t, http.MethodGet, e.url+"/files?path="+url.QueryEscape("~nobody/x"), "", nil, nil), http.StatusBadRequest,
+		"error expanding and resolving path '~nobody/x': failed to expand path '~nobody/x' for user 'root': cannot expand user-specific home dir")
 }

@@ -142,5 +142,5 @@ func (s *Server) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusInternalServerError)
 		return
 	}
-	writeJSON(w, http.StatusOK, m)
+	writeJSON(w, http.StatusOK, contentTypeJSON, m)
 }

@@ -39,7 +39,7 @@ func TestServeOnUnixSocket(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	served := make(chan error, 1)
-	go func() { served <- New(Config{}).Serve(ctx, ln) }()
+	go func() { served <- New(Config{BaseEnv: testutil.CommandEnv(t)}).Serve(ctx, ln) }()
 
 	client := &http.Client{Transport: envdclient.UnixSocketTransport(path)}
 	resp, err := client.Get("http://envd/health")
@@ -75,14 +75,14 @@ func TestReapOrphans(t *testing.T) {
 	// Make the test process what envd is in a container: the process that
 	// orphans are re-parented to.
 	if err := becomeSubreaper(); err != nil {
-		t.Skipf("cannot become a child subreaper: %v", err)
+		testutil.Missing(t, "cannot become a child subreaper: %v", err)
 	}
 	t.Cleanup(func() { _ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) })
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := New(Config{ReapOrphans: true})
+	srv := New(Config{ReapOrphans: true, BaseEnv: testutil.CommandEnv(t)})
 	ctx, cancel := context.WithCancel(t.Context())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx, ln) }()

@@ -114,6 +114,7 @@ func New(cfg Config) *Server {
 	mux.Handle(filesystemconnect.NewFilesystemHandler(&filesystemService{s: s}, opts...))
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Content-Type", "") // sent empty, as envd does
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("GET /metrics", s.handleMetrics)
@@ -257,14 +258,23 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 	})
 }
 
+// The content types of envd's JSON answers: its error envelope names the
+// charset, /envs and /metrics do not, and an upload's answer is what
+// net/http sniffs from JSON (envd sets none).
+const (
+	contentTypeJSON      = "application/json"
+	contentTypeErrorJSON = "application/json; charset=utf-8"
+	contentTypeUpload    = "text/plain; charset=utf-8"
+)
+
 // writeError writes envd's HTTP error envelope.
 func writeError(w http.ResponseWriter, status int, message string) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	writeJSON(w, status, map[string]any{"code": status, "message": message})
+	writeJSON(w, status, contentTypeErrorJSON, map[string]any{"code": status, "message": message})
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+func writeJSON(w http.ResponseWriter, status int, contentType string, v any) {
+	w.Header().Set("Content-Type", contentType)
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
 }
@@ -308,7 +318,7 @@ func (s *Server) handleInit(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleEnvs(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, s.settings().sandboxEnv())
+	writeJSON(w, http.StatusOK, contentTypeJSON, s.settings().sandboxEnv())
 }
 
 // isRoot reports whether the daemon may switch users and chown.

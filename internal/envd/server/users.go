@@ -90,19 +90,25 @@ func (u *osUser) credential() *syscall.Credential {
 	return &syscall.Credential{Uid: u.uid, Gid: u.gid, Groups: u.groups}
 }
 
-// expandPath resolves a request path for u: "~" and "~/x" expand to the home,
-// relative paths are relative to the home. The result is cleaned.
-func (u *osUser) expandPath(p string) string {
-	switch {
-	case p == "~":
-		return u.home
-	case strings.HasPrefix(p, "~/"):
-		return filepath.Join(u.home, p[2:])
-	case filepath.IsAbs(p):
-		return filepath.Clean(p)
-	default:
-		return filepath.Join(u.home, p)
+// resolvePath resolves a request path for u as envd's ExpandAndResolve
+// does, for every path a client names (files, directories, a process's cwd):
+// empty → the default workdir, else the home; "~" and "~/x" expand to the
+// home ("~user" is an error); relative paths are relative to the home. The
+// result is clean and absolute.
+func (u *osUser) resolvePath(p, defaultWorkdir string) (string, error) {
+	if p == "" {
+		p = defaultWorkdir
 	}
+	if strings.HasPrefix(p, "~") {
+		if len(p) > 1 && p[1] != '/' && p[1] != '\\' {
+			return "", fmt.Errorf("failed to expand path '%s' for user '%s': cannot expand user-specific home dir", p, u.name)
+		}
+		p = filepath.Join(u.home, p[1:])
+	}
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p), nil
+	}
+	return filepath.Join(u.home, p), nil
 }
 
 // chown gives u a file the daemon created on u's behalf. Only root can give

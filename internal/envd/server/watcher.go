@@ -53,6 +53,9 @@ type dirWatcher struct {
 	w            *fsnotify.Watcher
 	// subdirs are the directories below root that are watched.
 	subdirs map[string]bool
+	// committing is the target of the upload whose temporary was just
+	// renamed: the rename's other half is that upload's commit.
+	committing string
 }
 
 // newDirWatcher checks the request's path as envd does and starts watching it.
@@ -124,7 +127,22 @@ func (dw *dirWatcher) run(ctx context.Context, emit func(*pb.FilesystemEvent) er
 // that reacts to it misses nothing below it), then everything already in it
 // is announced as created, as E2B's recursive watcher does for `mkdir -p`
 // and for trees moved in; a directory that goes away is no longer watched.
+//
+// An upload's temporary is never reported: envd writes an upload in place,
+// so its clients see the target only. The rename that commits an upload
+// shows as the target's CREATE and WRITE (design/envd.md, Watching).
 func (dw *dirWatcher) handle(ev fsnotify.Event, emit func(*pb.FilesystemEvent) error) error {
+	if target := uploadTarget(filepath.Base(ev.Name)); target != "" {
+		if ev.Has(fsnotify.Rename) {
+			dw.committing = filepath.Join(filepath.Dir(ev.Name), target)
+		}
+		return nil
+	}
+	op := ev.Op
+	if ev.Name == dw.committing && ev.Has(fsnotify.Create) {
+		op |= fsnotify.Write
+	}
+	dw.committing = ""
 	var created []string
 	if dw.recursive {
 		switch {
@@ -138,7 +156,7 @@ func (dw *dirWatcher) handle(ev fsnotify.Event, emit func(*pb.FilesystemEvent) e
 			dw.forget(ev.Name)
 		}
 	}
-	if err := dw.emitOps(ev.Name, ev.Op, emit); err != nil {
+	if err := dw.emitOps(ev.Name, op, emit); err != nil {
 		return err
 	}
 	for _, p := range created {
@@ -149,8 +167,12 @@ func (dw *dirWatcher) handle(ev fsnotify.Event, emit func(*pb.FilesystemEvent) e
 	return nil
 }
 
-// emitOps emits one event per operation, in envd's order.
+// emitOps emits one event per operation, in envd's order; an upload's
+// temporary has none.
 func (dw *dirWatcher) emitOps(path string, op fsnotify.Op, emit func(*pb.FilesystemEvent) error) error {
+	if uploadTarget(filepath.Base(path)) != "" {
+		return nil
+	}
 	name, err := filepath.Rel(dw.root, path)
 	if err != nil {
 		return connect.NewError(connect.CodeInternal, fmt.Errorf("error getting relative path: %w", err))

@@ -8,13 +8,16 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/process"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
 
 // These tests speak Connect+JSON by hand, byte for byte as the E2B JS SDK
@@ -89,7 +92,7 @@ func TestWireStartJSON(t *testing.T) {
 	e := startEnvd(t, Config{})
 	body := `{"process":{"cmd":"/bin/bash","args":["-l","-c","echo hi; echo err >&2"],"envs":{"A":"b"},"cwd":"/tmp"},"stdin":false}`
 	if _, err := os.Stat("/bin/bash"); err != nil {
-		t.Skipf("the SDK's frame runs /bin/bash: %v", err)
+		testutil.Missing(t, "the SDK's frame runs /bin/bash: %v", err)
 	}
 	resp, frames := postStart(t, e, body)
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/connect+json" {
@@ -320,5 +323,105 @@ func TestWireUnaryJSON(t *testing.T) {
 	}
 	if r := unary(t, e, "/process.Process/List", []byte("{}")); r.status != http.StatusOK {
 		t.Errorf("List after bad input = %d", r.status)
+	}
+}
+
+// TestWireProcessErrorsAsEnvd posts the SDK's unary JSON calls that envd
+// refuses and checks code and message as envd 0.6.13 answers them (its
+// process service's input.go, signal.go, update.go and handler.go).
+func TestWireProcessErrorsAsEnvd(t *testing.T) {
+	e := startEnvd(t, Config{})
+	call := func(procedure, body string) response {
+		return unary(t, e, "/process.Process/"+procedure, []byte(body))
+	}
+	_, noStdin := startStream(t, t.Context(), e, &pb.StartRequest{Process: &pb.ProcessConfig{Cmd: "sleep", Args: []string{"600"}}, Stdin: ptr(false)})
+	sel := `{"pid":` + strconv.Itoa(int(noStdin)) + `}`
+	checkRPCError(t, call("SendInput", `{"process":`+sel+`,"input":{"stdin":"aGk="}}`), http.StatusInternalServerError,
+		rpcError{"internal", "error writing to stdin: stdin not enabled or closed"})
+	checkRPCError(t, call("SendInput", `{"process":`+sel+`,"input":{"pty":"aGk="}}`), http.StatusInternalServerError,
+		rpcError{"internal", "error writing to tty: tty not assigned to process — input should be written to the stdin, not the tty"})
+	checkRPCError(t, call("SendInput", `{"process":`+sel+`}`), http.StatusNotImplemented,
+		rpcError{"unimplemented", "invalid input type <nil>"})
+	checkRPCError(t, call("Update", `{"process":`+sel+`,"pty":{"size":{"cols":80,"rows":24}}}`), http.StatusInternalServerError,
+		rpcError{"internal", "error resizing tty: tty not assigned to process"})
+	checkRPCError(t, call("SendSignal", `{"process":`+sel+`}`), http.StatusNotImplemented,
+		rpcError{"unimplemented", "invalid signal: SIGNAL_UNSPECIFIED"})
+	checkRPCError(t, call("SendSignal", `{"process":{},"signal":"SIGNAL_SIGKILL"}`), http.StatusNotImplemented,
+		rpcError{"unimplemented", "invalid input type *process.ProcessSelector"})
+
+	// Stdin closed by CloseStdin is stdin not enabled; closing again is a no-op.
+	_, withStdin := startStream(t, t.Context(), e, &pb.StartRequest{Process: &pb.ProcessConfig{Cmd: "sleep", Args: []string{"600"}}, Tag: ptr("with-stdin")})
+	sel = `{"pid":` + strconv.Itoa(int(withStdin)) + `}`
+	for range 2 {
+		if r := call("CloseStdin", `{"process":`+sel+`}`); r.status != http.StatusOK || string(r.body) != "{}" {
+			t.Errorf("CloseStdin = %d %s", r.status, r.body)
+		}
+	}
+	checkRPCError(t, call("SendInput", `{"process":`+sel+`,"input":{"stdin":"aGk="}}`), http.StatusInternalServerError,
+		rpcError{"internal", "error writing to stdin: stdin not enabled or closed"})
+
+	// A process that ended is not found, by pid and by tag, though Connect
+	// still replays its end.
+	stream, endedPid := startStream(t, t.Context(), e, &pb.StartRequest{Process: &pb.ProcessConfig{Cmd: "true"}, Tag: ptr("ended")})
+	collect(t, stream)
+	sel = `{"pid":` + strconv.Itoa(int(endedPid)) + `}`
+	notFound := rpcError{"not_found", "process with pid " + strconv.Itoa(int(endedPid)) + " not found"}
+	checkRPCError(t, call("SendInput", `{"process":`+sel+`,"input":{"stdin":"aGk="}}`), http.StatusNotFound, notFound)
+	checkRPCError(t, call("CloseStdin", `{"process":`+sel+`}`), http.StatusNotFound, notFound)
+	checkRPCError(t, call("Update", `{"process":`+sel+`,"pty":{"size":{"cols":80,"rows":24}}}`), http.StatusNotFound, notFound)
+	checkRPCError(t, call("CloseStdin", `{"process":{"tag":"ended"}}`), http.StatusNotFound, rpcError{"not_found", "process with tag ended not found"})
+	replay := collect(t, func() *connect.ServerStreamForClient[pb.ConnectResponse] {
+		stream, err := e.process().Connect(t.Context(), connect.NewRequest(&pb.ConnectRequest{Process: &pb.ProcessSelector{Selector: &pb.ProcessSelector_Tag{Tag: "ended"}}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return stream
+	}())
+	if replay.pid != endedPid || replay.end == nil {
+		t.Errorf("Connect to the ended process replayed pid %d end %v", replay.pid, replay.end)
+	}
+}
+
+// TestWireStartInAFile starts a process whose cwd is a file: as on envd the
+// exec fails, while a cwd that does not exist is refused before.
+func TestWireStartInAFile(t *testing.T) {
+	e := startEnvd(t, Config{})
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, frames := postStart(t, e, `{"process":{"cmd":"pwd","cwd":"`+file+`"},"stdin":false}`)
+	want := frame{0x02, `{"error":{"code":"invalid_argument","message":"error starting process 'pwd': fork/exec /bin/sh: not a directory"}}`}
+	if len(frames) != 1 || frames[0] != want {
+		t.Errorf("frames %v, want %v", frames, want)
+	}
+	_, frames = postStart(t, e, `{"process":{"cmd":"pwd","cwd":"`+file+`"},"pty":{"size":{"cols":80,"rows":24}}}`)
+	want = frame{0x02, `{"error":{"code":"invalid_argument","message":"error starting pty with command 'pwd' in dir '` + file + `' with '80' cols and '24' rows: fork/exec /bin/sh: not a directory"}}`}
+	if len(frames) != 1 || frames[0] != want {
+		t.Errorf("PTY: frames %v, want %v", frames, want)
+	}
+	missing := filepath.Join(filepath.Dir(file), "missing")
+	_, frames = postStart(t, e, `{"process":{"cmd":"pwd","cwd":"`+missing+`"},"stdin":false}`)
+	want = frame{0x02, `{"error":{"code":"invalid_argument","message":"cwd '` + missing + `' does not exist"}}`}
+	if len(frames) != 1 || frames[0] != want {
+		t.Errorf("frames %v, want %v", frames, want)
+	}
+}
+
+// TestWireTagLookupPastOtherTags finds each of several tagged processes by
+// its tag: envd's lookup stops at the first process with another tag, so it
+// misses some (design/envd.md, Deliberate differences).
+func TestWireTagLookupPastOtherTags(t *testing.T) {
+	e := startEnvd(t, Config{})
+	tags := []string{"tag-a", "tag-b", "tag-c", "tag-d"}
+	for _, tag := range tags {
+		startStream(t, t.Context(), e, &pb.StartRequest{Process: &pb.ProcessConfig{Cmd: "sleep", Args: []string{"600"}}, Tag: ptr(tag)})
+	}
+	for range 3 { // the table's order varies
+		for _, tag := range tags {
+			if r := unary(t, e, "/process.Process/CloseStdin", []byte(`{"process":{"tag":"`+tag+`"}}`)); r.status != http.StatusOK {
+				t.Errorf("CloseStdin of tag %s = %d %s", tag, r.status, r.body)
+			}
+		}
 	}
 }
