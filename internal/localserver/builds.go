@@ -63,7 +63,7 @@ func (s *Server) startBuild(templateID, buildID string, req e2bapi.TemplateBuild
 	if s.ctx.Err() != nil {
 		return answer(http.StatusServiceUnavailable, "the server is shutting down")
 	}
-	b, superseded, err := s.store.StartBuild(templateID, buildID, req)
+	b, superseded, err := s.store.StartBuild(templateID, buildID, buildRequestRecord(req))
 	if err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func (s *Server) startBuild(templateID, buildID string, req e2bapi.TemplateBuild
 // the base image or build, the steps with their types normalised and the
 // archives of their COPY steps. unknown is the failure of the first step
 // of an unknown type, nil when there is none.
-func (s *Server) buildSpec(templateID, buildID string, req *e2bapi.TemplateBuildStartV2) (spec engine.BuildSpec, unknown *e2bapi.BuildStatusReason, err error) {
+func (s *Server) buildSpec(templateID, buildID string, req *e2bapi.TemplateBuildStartV2) (spec engine.BuildSpec, unknown *store.BuildReason, err error) {
 	switch {
 	case req.FromImage != "" && req.FromTemplate != "":
 		return spec, nil, answer(http.StatusBadRequest, "cannot specify both fromImage and fromTemplate")
@@ -123,7 +123,7 @@ func (s *Server) buildSpec(templateID, buildID string, req *e2bapi.TemplateBuild
 		typ, known := steps.Normalize(strings.ToUpper(step.Type))
 		step.Type = typ
 		if !known && unknown == nil {
-			unknown = &e2bapi.BuildStatusReason{Message: fmt.Sprintf("command type %s is not implemented", step.Type), Step: strconv.Itoa(i + 1)}
+			unknown = &store.BuildReason{Message: fmt.Sprintf("command type %s is not implemented", step.Type), Step: strconv.Itoa(i + 1)}
 		}
 		if step.Type != steps.Copy {
 			continue
@@ -146,7 +146,7 @@ func (s *Server) buildSpec(templateID, buildID string, req *e2bapi.TemplateBuild
 
 // runBuild runs one build on the engine, storing its log as it arrives,
 // and records how it ended.
-func (s *Server) runBuild(ctx context.Context, spec engine.BuildSpec, failure *e2bapi.BuildStatusReason) {
+func (s *Server) runBuild(ctx context.Context, spec engine.BuildSpec, failure *store.BuildReason) {
 	logs := s.newLogWriter(spec.BuildID)
 	spec.Log = logs.add
 	var result *engine.BuildResult
@@ -154,7 +154,7 @@ func (s *Server) runBuild(ctx context.Context, spec engine.BuildSpec, failure *e
 		var err error
 		result, err = s.engine.Build(ctx, spec)
 		if err != nil {
-			failure = &e2bapi.BuildStatusReason{Message: err.Error()}
+			failure = &store.BuildReason{Message: err.Error()}
 			var stepErr *engine.StepError
 			if errors.As(err, &stepErr) {
 				failure.Message, failure.Step = stepErr.Err.Error(), stepErr.Step
@@ -167,7 +167,7 @@ func (s *Server) runBuild(ctx context.Context, spec engine.BuildSpec, failure *e
 	if err := logs.close(); err != nil && failure == nil {
 		// A build that reports ready with its log lost would hide
 		// whatever the log said; the image it committed goes with it.
-		failure = &e2bapi.BuildStatusReason{Message: fmt.Sprintf("the build log could not be stored: %v", err), Step: "finalize"}
+		failure = &store.BuildReason{Message: fmt.Sprintf("the build log could not be stored: %v", err), Step: "finalize"}
 		if rmErr := s.engine.RemoveImage(context.WithoutCancel(ctx), result.Image); rmErr != nil {
 			s.log.Warn("remove the image of a build whose log was lost", "build", spec.BuildID, "err", rmErr)
 		}
@@ -186,7 +186,7 @@ func (s *Server) runBuild(ctx context.Context, spec engine.BuildSpec, failure *e
 // logWriter stores a build's log entries from the engine's goroutine in
 // batches, so that a chatty step costs one transaction per batch, not per line.
 type logWriter struct {
-	entries chan e2bapi.BuildLogEntry
+	entries chan store.LogEntry
 	done    chan struct{}
 	now     func() time.Time
 
@@ -199,7 +199,7 @@ type logWriter struct {
 }
 
 func (s *Server) newLogWriter(buildID string) *logWriter {
-	lw := &logWriter{entries: make(chan e2bapi.BuildLogEntry, 1024), done: make(chan struct{}), now: s.cfg.Now}
+	lw := &logWriter{entries: make(chan store.LogEntry, 1024), done: make(chan struct{}), now: s.cfg.Now}
 	appendLogs := s.cfg.appendLogs
 	if appendLogs == nil {
 		appendLogs = s.store.AppendLogs
@@ -207,7 +207,7 @@ func (s *Server) newLogWriter(buildID string) *logWriter {
 	go func() {
 		defer close(lw.done)
 		for e := range lw.entries {
-			batch := []e2bapi.BuildLogEntry{e}
+			batch := []store.LogEntry{e}
 		drain:
 			for len(batch) < 1000 {
 				select {
@@ -233,7 +233,8 @@ func (s *Server) newLogWriter(buildID string) *logWriter {
 	return lw
 }
 
-func (lw *logWriter) add(e e2bapi.BuildLogEntry) {
+func (lw *logWriter) add(line e2bapi.BuildLogEntry) {
+	e := store.LogEntry{Timestamp: line.Timestamp, Message: line.Message, Level: line.Level, Step: line.Step}
 	if e.Timestamp.IsZero() {
 		e.Timestamp = lw.now()
 	}
@@ -310,14 +311,15 @@ func (s *Server) handleBuildStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	info := e2bapi.TemplateBuildInfo{
 		TemplateID: templateID, BuildID: buildID, Status: b.Status,
-		Logs: []string{}, LogEntries: []e2bapi.BuildLogEntry{}, Reason: b.Reason,
+		Logs: []string{}, LogEntries: []e2bapi.BuildLogEntry{}, Reason: wireReason(b.Reason),
 	}
 	if b.Status != e2bapi.BuildWaiting {
-		info.LogEntries, err = s.store.Logs(buildID, int(offset), int(min(limit, 100)), level)
+		entries, err := s.store.Logs(buildID, int(offset), int(min(limit, 100)), level)
 		if err != nil {
 			s.internalError(w, err)
 			return
 		}
+		info.LogEntries = wireLogEntries(entries)
 	}
 	writeJSON(w, http.StatusOK, info)
 }
@@ -355,6 +357,6 @@ func (s *Server) handleBuildLogs(w http.ResponseWriter, r *http.Request) {
 		s.internalError(w, err)
 		return
 	}
-	out := logPage(all, func(e e2bapi.BuildLogEntry) time.Time { return e.Timestamp }, cursor, direction, min(limit, 100))
-	writeJSON(w, http.StatusOK, e2bapi.TemplateBuildLogsResponse{Logs: out})
+	out := logPage(all, func(e store.LogEntry) time.Time { return e.Timestamp }, cursor, direction, min(limit, 100))
+	writeJSON(w, http.StatusOK, e2bapi.TemplateBuildLogsResponse{Logs: wireLogEntries(out)})
 }

@@ -59,7 +59,7 @@ type Config struct {
 
 	// appendLogs stores build log entries (the store's AppendLogs when
 	// nil); tests inject faults such as a full disk here.
-	appendLogs func(buildID string, entries []e2bapi.BuildLogEntry) error
+	appendLogs func(buildID string, entries []store.LogEntry) error
 }
 
 // Defaults of the limits in Config.

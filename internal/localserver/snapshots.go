@@ -55,7 +55,7 @@ func (s *Server) handleCreateSnapshot(w http.ResponseWriter, r *http.Request) {
 	ctx := context.WithoutCancel(r.Context())
 	ref, err := s.engine.CommitSandbox(ctx, engine.SnapshotSpec{SandboxID: id, TemplateID: snap.Template.ID, BuildID: snap.Build.ID, Image: src.Result.Image})
 	if err != nil {
-		if _, ferr := s.store.FinishBuild(snap.Template.ID, snap.Build.ID, nil, &e2bapi.BuildStatusReason{Message: err.Error()}); ferr != nil {
+		if _, ferr := s.store.FinishBuild(snap.Template.ID, snap.Build.ID, nil, &store.BuildReason{Message: err.Error()}); ferr != nil {
 			s.log.Error("record a failed snapshot", "build", snap.Build.ID, "err", ferr)
 		}
 		s.internalError(w, err)

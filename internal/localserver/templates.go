@@ -305,8 +305,5 @@ func (s *Server) handleListTags(w http.ResponseWriter, ref string) {
 		s.internalError(w, err)
 		return
 	}
-	if tags == nil {
-		tags = []e2bapi.TemplateTag{}
-	}
-	writeJSON(w, http.StatusOK, tags)
+	writeJSON(w, http.StatusOK, wireTags(tags))
 }

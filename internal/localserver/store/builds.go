@@ -19,38 +19,67 @@ const (
 
 // Build is one build of a template.
 type Build struct {
-	ID         string                    `json:"id"`
-	TemplateID string                    `json:"templateID"`
-	Status     string                    `json:"status"`
-	Reason     *e2bapi.BuildStatusReason `json:"reason,omitempty"`
+	ID         string       `json:"id"`
+	TemplateID string       `json:"templateID"`
+	Status     string       `json:"status"`
+	Reason     *BuildReason `json:"reason,omitempty"`
 	// Tags are the tags the build was registered with; builds sharing one
 	// supersede each other.
-	Tags       []string   `json:"tags"`
-	CPUCount   int32      `json:"cpuCount"`
-	MemoryMB   int32      `json:"memoryMB"`
-	StepCount  int        `json:"stepCount"`
-	CreatedAt  time.Time  `json:"createdAt"`
-	UpdatedAt  time.Time  `json:"updatedAt"`
-	FinishedAt *time.Time `json:"finishedAt,omitempty"`
-	// Request is the start request without registry credentials.
-	Request *e2bapi.TemplateBuildStartV2 `json:"request,omitempty"`
-	Result  *BuildResult                 `json:"result,omitempty"`
+	Tags       []string      `json:"tags"`
+	CPUCount   int32         `json:"cpuCount"`
+	MemoryMB   int32         `json:"memoryMB"`
+	StepCount  int           `json:"stepCount"`
+	CreatedAt  time.Time     `json:"createdAt"`
+	UpdatedAt  time.Time     `json:"updatedAt"`
+	FinishedAt *time.Time    `json:"finishedAt,omitempty"`
+	Request    *BuildRequest `json:"request,omitempty"`
+	Result     *BuildResult  `json:"result,omitempty"`
 }
 
-// BuildResult is the state a finished build leaves for its sandboxes, as
-// the store keeps it. It has the fields of the engine's result of the same
-// name, so the server converts one to the other; the field names are the
-// JSON keys of existing data directories.
+// The records below are the store's own, so that a change of E2B's wire
+// types or of the engine's is never a change of what data directories hold.
+// Their JSON keys are those the records had when the store kept the wire
+// types themselves: data directories written then read unchanged.
+
+// BuildRequest is the start request a build ran. It has no field for
+// registry credentials, so none can be stored.
+type BuildRequest struct {
+	FromImage    string      `json:"fromImage,omitempty"`
+	FromTemplate string      `json:"fromTemplate,omitempty"`
+	Force        bool        `json:"force"`
+	Steps        []BuildStep `json:"steps"`
+	StartCmd     string      `json:"startCmd,omitempty"`
+	ReadyCmd     string      `json:"readyCmd,omitempty"`
+}
+
+// BuildStep is one step of a BuildRequest.
+type BuildStep struct {
+	Type      string   `json:"type"`
+	Args      []string `json:"args"`
+	FilesHash string   `json:"filesHash,omitempty"`
+	Force     bool     `json:"force"`
+}
+
+// BuildReason says why a build ended in error: Step is the failed step
+// ("base", "1".."N", "finalize"; empty when none is to blame) and
+// LogEntries its warn and error lines.
+type BuildReason struct {
+	Message    string     `json:"message"`
+	Step       string     `json:"step,omitempty"`
+	LogEntries []LogEntry `json:"logEntries,omitempty"`
+}
+
+// BuildResult is the state a finished build leaves for its sandboxes.
 type BuildResult struct {
 	// Image is the committed Docker image of the build.
-	Image    string
-	User     string
-	Workdir  string
-	Env      map[string]string
-	StartCmd string
-	ReadyCmd string
+	Image    string            `json:"Image"`
+	User     string            `json:"User"`
+	Workdir  string            `json:"Workdir"`
+	Env      map[string]string `json:"Env"`
+	StartCmd string            `json:"StartCmd"`
+	ReadyCmd string            `json:"ReadyCmd"`
 	// EnvdVersion is the envd protocol version sandboxes of this build speak.
-	EnvdVersion string
+	EnvdVersion string `json:"EnvdVersion"`
 }
 
 // RegisterRequest is what POST /v3/templates asks for, already defaulted.
@@ -117,7 +146,7 @@ func (s *Store) RegisterBuild(req RegisterRequest) (Registered, error) {
 			if other.Status != e2bapi.BuildWaiting || !sharesTag(other.Tags, tags) {
 				return nil
 			}
-			failBuild(&other, &e2bapi.BuildStatusReason{Message: ReasonSuperseded}, now)
+			failBuild(&other, &BuildReason{Message: ReasonSuperseded}, now)
 			return putJSON(builds, string(k), other)
 		})
 		if err != nil {
@@ -163,7 +192,7 @@ func sharesTag(a, b []string) bool {
 	return false
 }
 
-func failBuild(b *Build, reason *e2bapi.BuildStatusReason, now time.Time) {
+func failBuild(b *Build, reason *BuildReason, now time.Time) {
 	b.Status = e2bapi.BuildError
 	b.Reason = reason
 	b.UpdatedAt = now
@@ -216,10 +245,10 @@ func (s *Store) Build(templateID, buildID string) (Build, error) {
 	return b, err
 }
 
-// StartBuild moves a waiting build to building and records its request
-// (which must carry no credentials). It returns the IDs of the template's
-// other building builds that share a tag: the caller cancels them.
-func (s *Store) StartBuild(templateID, buildID string, req e2bapi.TemplateBuildStartV2) (Build, []string, error) {
+// StartBuild moves a waiting build to building and records its request. It
+// returns the IDs of the template's other building builds that share a tag:
+// the caller cancels them.
+func (s *Store) StartBuild(templateID, buildID string, req BuildRequest) (Build, []string, error) {
 	var b Build
 	var superseded []string
 	err := s.db.Update(func(tx *bolt.Tx) error {
@@ -255,7 +284,6 @@ func (s *Store) StartBuild(templateID, buildID string, req e2bapi.TemplateBuildS
 		b.Status = e2bapi.BuildBuilding
 		b.UpdatedAt = now
 		b.StepCount = len(req.Steps)
-		req.FromImageRegistry = nil
 		b.Request = &req
 		return putJSON(tx.Bucket(bucketBuilds), string(buildKey(templateID, buildID)), b)
 	})
@@ -266,7 +294,7 @@ func (s *Store) StartBuild(templateID, buildID string, req e2bapi.TemplateBuildS
 // reason is nil, else error with reason, to which the warn and error log
 // entries of the failed step are added. A build that is no longer building
 // is left as it is (false).
-func (s *Store) FinishBuild(templateID, buildID string, result *BuildResult, reason *e2bapi.BuildStatusReason) (bool, error) {
+func (s *Store) FinishBuild(templateID, buildID string, result *BuildResult, reason *BuildReason) (bool, error) {
 	updated := false
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b, found, err := getBuild(tx, templateID, buildID)
@@ -313,7 +341,7 @@ func (s *Store) FailBuilding(message string) (int, error) {
 				return err
 			}
 			if b.Status == e2bapi.BuildBuilding {
-				failBuild(&b, &e2bapi.BuildStatusReason{Message: message}, now)
+				failBuild(&b, &BuildReason{Message: message}, now)
 				failed = append(failed, b)
 			}
 			return nil

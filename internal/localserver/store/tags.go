@@ -195,8 +195,8 @@ func (s *Store) DeleteTags(ref string, tags []string) error {
 // whatever the status of its build, as E2B lists them (design/e2b-api.md §4):
 // a tag a build in progress or a failed one took is listed at that build,
 // though it resolves to the newest ready one (resolve).
-func (s *Store) Tags(templateID string) ([]e2bapi.TemplateTag, error) {
-	var out []e2bapi.TemplateTag
+func (s *Store) Tags(templateID string) ([]Assignment, error) {
+	var out []Assignment
 	err := s.db.View(func(tx *bolt.Tx) error {
 		// Keys are template, tag, sequence: a tag's rows are adjacent, newest last.
 		return forEachPrefix(tx.Bucket(bucketTags), templateKeyPrefix(templateID), func(_, v []byte) error {
@@ -204,11 +204,10 @@ func (s *Store) Tags(templateID string) ([]e2bapi.TemplateTag, error) {
 			if err := json.Unmarshal(v, &a); err != nil {
 				return err
 			}
-			row := e2bapi.TemplateTag{Tag: a.Tag, BuildID: a.BuildID, CreatedAt: a.AssignedAt}
 			if n := len(out); n > 0 && out[n-1].Tag == a.Tag {
-				out[n-1] = row
+				out[n-1] = a
 			} else {
-				out = append(out, row)
+				out = append(out, a)
 			}
 			return nil
 		})
