@@ -23,30 +23,27 @@ type runningBuild struct {
 }
 
 // handleStartBuild serves POST /v2/templates/{templateID}/builds/{buildID}.
-func (s *Server) handleStartBuild(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleStartBuild(w http.ResponseWriter, r *http.Request) error {
 	templateID, buildID := r.PathValue("templateID"), r.PathValue("buildID")
 	if err := e2bapi.ValidateBuildID(buildID); err != nil {
-		writeError(w, http.StatusBadRequest, "%v", err)
-		return
+		return answer(http.StatusBadRequest, "%v", err)
 	}
 	if _, err := s.store.Build(templateID, buildID); err != nil {
 		if store.KindOf(err) == store.KindNotFound {
-			writeError(w, http.StatusNotFound, "build '%s' of template '%s' not found", buildID, templateID)
-			return
+			return answer(http.StatusNotFound, "build '%s' of template '%s' not found", buildID, templateID)
 		}
-		s.internalError(w, err)
-		return
+		return internal(err)
 	}
 	var req e2bapi.TemplateBuildStartV2
-	if !decodeBody(w, r, &req, false) {
-		return
+	if err := decodeBody(w, r, &req, false); err != nil {
+		return err
 	}
 	// The build outlives the request: it runs under the server's context.
 	if err := s.startBuild(templateID, buildID, req); err != nil { //nolint:contextcheck // see above
-		s.answerError(w, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusAccepted)
+	return nil
 }
 
 // startBuild starts a registered build of templateID: it checks req, marks
@@ -133,7 +130,7 @@ func (s *Server) buildSpec(templateID, buildID string, req *e2bapi.TemplateBuild
 		}
 		archive, ok, err := s.store.ArchivePath(step.FilesHash)
 		if err != nil {
-			return spec, nil, s.internal(err)
+			return spec, nil, internal(err)
 		}
 		if !ok {
 			return spec, nil, answer(http.StatusBadRequest, "step %d (COPY): files with hash %s were not uploaded", i+1, step.FilesHash)
@@ -261,53 +258,26 @@ func (lw *logWriter) close() error {
 	return lw.err
 }
 
-// queryLevel reads the optional level parameter.
-func queryLevel(w http.ResponseWriter, r *http.Request) (string, bool) {
-	level := r.URL.Query().Get("level")
-	switch level {
-	case "", e2bapi.LogDebug, e2bapi.LogInfo, e2bapi.LogWarn, e2bapi.LogError:
-		return level, true
-	}
-	writeError(w, http.StatusBadRequest, "level %q must be one of debug, info, warn, error", level)
-	return "", false
-}
-
-// queryInt reads an optional non-negative integer parameter.
-func queryInt(w http.ResponseWriter, r *http.Request, name string, def int64) (int64, bool) {
-	raw := r.URL.Query().Get(name)
-	if raw == "" {
-		return def, true
-	}
-	n, err := strconv.ParseInt(raw, 10, 64)
-	if err != nil || n < 0 {
-		writeError(w, http.StatusBadRequest, "%s %q must be a non-negative integer", name, raw)
-		return 0, false
-	}
-	return n, true
-}
-
-func (s *Server) handleBuildStatus(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleBuildStatus(w http.ResponseWriter, r *http.Request) error {
 	templateID, buildID := r.PathValue("templateID"), r.PathValue("buildID")
-	offset, ok := queryInt(w, r, "logsOffset", 0)
-	if !ok {
-		return
+	offset, err := queryInt(r, "logsOffset", 0)
+	if err != nil {
+		return err
 	}
-	limit, ok := queryInt(w, r, "limit", 100)
-	if !ok {
-		return
+	limit, err := queryInt(r, "limit", 100)
+	if err != nil {
+		return err
 	}
-	level, ok := queryLevel(w, r)
-	if !ok {
-		return
+	level, err := queryLevel(r)
+	if err != nil {
+		return err
 	}
 	b, err := s.store.Build(templateID, buildID)
 	if err != nil {
 		if store.KindOf(err) == store.KindNotFound {
-			writeError(w, http.StatusBadRequest, "Build '%s' not found", buildID)
-			return
+			return answer(http.StatusBadRequest, "Build '%s' not found", buildID)
 		}
-		s.internalError(w, err)
-		return
+		return internal(err)
 	}
 	info := e2bapi.TemplateBuildInfo{
 		TemplateID: templateID, BuildID: buildID, Status: b.Status,
@@ -316,47 +286,45 @@ func (s *Server) handleBuildStatus(w http.ResponseWriter, r *http.Request) {
 	if b.Status != e2bapi.BuildWaiting {
 		entries, err := s.store.Logs(buildID, int(offset), int(min(limit, 100)), level)
 		if err != nil {
-			s.internalError(w, err)
-			return
+			return internal(err)
 		}
 		info.LogEntries = wireLogEntries(entries)
 	}
 	writeJSON(w, http.StatusOK, info)
+	return nil
 }
 
 // handleBuildLogs serves the /logs variant: a logPage of the entries,
 // forward by default.
-func (s *Server) handleBuildLogs(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleBuildLogs(w http.ResponseWriter, r *http.Request) error {
 	templateID, buildID := r.PathValue("templateID"), r.PathValue("buildID")
-	cursor, ok := queryInt(w, r, "cursor", -1)
-	if !ok {
-		return
+	cursor, err := queryInt(r, "cursor", -1)
+	if err != nil {
+		return err
 	}
-	limit, ok := queryInt(w, r, "limit", 100)
-	if !ok {
-		return
+	limit, err := queryInt(r, "limit", 100)
+	if err != nil {
+		return err
 	}
-	level, ok := queryLevel(w, r)
-	if !ok {
-		return
+	level, err := queryLevel(r)
+	if err != nil {
+		return err
 	}
-	direction, ok := queryDirection(w, r, "forward")
-	if !ok {
-		return
+	direction, err := queryDirection(r, "forward")
+	if err != nil {
+		return err
 	}
 	if source := r.URL.Query().Get("source"); source != "" && source != "temporary" && source != "persistent" {
-		writeError(w, http.StatusBadRequest, "source %q must be temporary or persistent", source)
-		return
+		return answer(http.StatusBadRequest, "source %q must be temporary or persistent", source)
 	}
 	if _, err := s.store.Build(templateID, buildID); err != nil {
-		s.storeError(w, err)
-		return
+		return err
 	}
 	all, err := s.store.Logs(buildID, 0, -1, level)
 	if err != nil {
-		s.internalError(w, err)
-		return
+		return internal(err)
 	}
 	out := logPage(all, func(e store.LogEntry) time.Time { return e.Timestamp }, cursor, direction, min(limit, 100))
 	writeJSON(w, http.StatusOK, e2bapi.TemplateBuildLogsResponse{Logs: wireLogEntries(out)})
+	return nil
 }
