@@ -136,8 +136,6 @@ type Docker struct {
 	pruneMu sync.Mutex
 }
 
-var _ Engine = (*Docker)(nil)
-
 // NewDocker connects to the engine named by DOCKER_HOST (or the default
 // socket), negotiating the API version so that older engines (API 1.41 of
 // Debian's docker.io 20.10) work, and fails when no engine answers.
