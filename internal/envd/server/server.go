@@ -24,9 +24,6 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/process/processconnect"
 )
 
-// Version is the envd protocol version this daemon implements.
-const Version = envd.Version
-
 // Defaults from envd 0.6.13.
 const (
 	defaultEndedRetention = 30 * time.Second
