@@ -39,7 +39,7 @@ func (s *Server) handleStartBuild(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	// The build outlives the request: it runs under the server's context.
-	if err := s.startBuild(templateID, buildID, req); err != nil { //nolint:contextcheck // see above
+	if err := s.startBuild(templateID, buildID, req); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusAccepted)
