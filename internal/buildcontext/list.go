@@ -27,7 +27,7 @@ type ListOptions struct {
 }
 
 // Walk calls fn with each entry the COPY source src takes from contextDir, following
-// design/hashing.md §1: src is relative and stays inside the context; .dockerignore and
+// design/hashing.md "Listing": src is relative and stays inside the context; .dockerignore and
 // opts.IgnorePatterns exclude entries with Docker's semantics; src may be a glob (`*`, `?`,
 // `[...]`, `**`; dotfiles match); a matched directory brings itself and everything below
 // it; symlinks are never followed (see ListOptions.ResolveLinks); sockets, FIFOs and

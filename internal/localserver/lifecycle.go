@@ -12,7 +12,7 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
-// Pausing and resuming (design/e2b-api.md §5.6, design/local-server.md): a paused
+// Pausing and resuming (design/e2b-api.md "Pause and resume", design/local-server.md): a paused
 // sandbox is a frozen container (docker pause) whose processes keep their
 // memory; it stays until killed, with no end.
 

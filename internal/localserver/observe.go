@@ -14,7 +14,7 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
-// Sandbox metrics and logs (design/e2b-api.md §5.4, design/local-server.md
+// Sandbox metrics and logs (design/e2b-api.md "Metrics and logs", design/local-server.md
 // Metrics and logs).
 
 // handleSandboxMetrics serves GET /sandboxes/{sandboxID}/metrics: one

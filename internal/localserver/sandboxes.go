@@ -23,7 +23,7 @@ func (s *Server) domain() *string {
 	return &d
 }
 
-// Default sandbox timeouts in seconds (design/e2b-api.md §5.1).
+// Default sandbox timeouts in seconds (design/e2b-api.md "Create").
 const (
 	defaultTimeoutV1 = 15
 	defaultTimeoutV2 = 300

@@ -12,7 +12,7 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
-// Snapshots (design/e2b-api.md §5.5): a snapshot is a build, ready at once,
+// Snapshots (design/e2b-api.md "Snapshots"): a snapshot is a build, ready at once,
 // whose image is the sandbox's file system committed.
 
 // handleCreateSnapshot serves POST /sandboxes/{sandboxID}/snapshots: 201

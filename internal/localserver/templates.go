@@ -7,7 +7,7 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
-// Defaults E2B applies to absent resources (design/e2b-api.md §1.1).
+// Defaults E2B applies to absent resources (design/e2b-api.md "POST /v3/templates").
 const (
 	defaultCPUCount = 2
 	defaultMemoryMB = 1024

@@ -192,7 +192,7 @@ func (s *Store) DeleteTags(ref string, tags []string) error {
 }
 
 // Tags lists the tags of a template, sorted, each with its newest assignment
-// whatever the status of its build, as E2B lists them (design/e2b-api.md §4):
+// whatever the status of its build, as E2B lists them (design/e2b-api.md "Names, aliases, tags"):
 // a tag a build in progress or a failed one took is listed at that build,
 // though it resolves to the newest ready one (resolve).
 func (s *Store) Tags(templateID string) ([]Assignment, error) {
