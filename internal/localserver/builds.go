@@ -29,10 +29,7 @@ func (s *Server) handleStartBuild(w http.ResponseWriter, r *http.Request) error 
 		return answer(http.StatusBadRequest, "%v", err)
 	}
 	if _, err := s.store.Build(templateID, buildID); err != nil {
-		if store.KindOf(err) == store.KindNotFound {
-			return answer(http.StatusNotFound, "build '%s' of template '%s' not found", buildID, templateID)
-		}
-		return internal(err)
+		return notFoundAs(err, http.StatusNotFound, "build '%s' of template '%s' not found", buildID, templateID)
 	}
 	var req e2bapi.TemplateBuildStartV2
 	if err := decodeBody(w, r, &req, false); err != nil {
@@ -258,26 +255,31 @@ func (lw *logWriter) close() error {
 	return lw.err
 }
 
+// buildLogsQuery reads what both build log endpoints take: where to start
+// (the parameter named position, def when absent), limit (default 100)
+// and the least level.
+func buildLogsQuery(r *http.Request, position string, def int64) (start, limit int64, level string, err error) {
+	if start, err = queryInt(r, position, def); err != nil {
+		return 0, 0, "", err
+	}
+	if limit, err = queryInt(r, "limit", 100); err != nil {
+		return 0, 0, "", err
+	}
+	if level, err = queryLevel(r); err != nil {
+		return 0, 0, "", err
+	}
+	return start, limit, level, nil
+}
+
 func (s *Server) handleBuildStatus(w http.ResponseWriter, r *http.Request) error {
 	templateID, buildID := r.PathValue("templateID"), r.PathValue("buildID")
-	offset, err := queryInt(r, "logsOffset", 0)
-	if err != nil {
-		return err
-	}
-	limit, err := queryInt(r, "limit", 100)
-	if err != nil {
-		return err
-	}
-	level, err := queryLevel(r)
+	offset, limit, level, err := buildLogsQuery(r, "logsOffset", 0)
 	if err != nil {
 		return err
 	}
 	b, err := s.store.Build(templateID, buildID)
 	if err != nil {
-		if store.KindOf(err) == store.KindNotFound {
-			return answer(http.StatusBadRequest, "Build '%s' not found", buildID)
-		}
-		return internal(err)
+		return notFoundAs(err, http.StatusBadRequest, "Build '%s' not found", buildID)
 	}
 	info := e2bapi.TemplateBuildInfo{
 		TemplateID: templateID, BuildID: buildID, Status: b.Status,
@@ -298,15 +300,7 @@ func (s *Server) handleBuildStatus(w http.ResponseWriter, r *http.Request) error
 // forward by default.
 func (s *Server) handleBuildLogs(w http.ResponseWriter, r *http.Request) error {
 	templateID, buildID := r.PathValue("templateID"), r.PathValue("buildID")
-	cursor, err := queryInt(r, "cursor", -1)
-	if err != nil {
-		return err
-	}
-	limit, err := queryInt(r, "limit", 100)
-	if err != nil {
-		return err
-	}
-	level, err := queryLevel(r)
+	cursor, limit, level, err := buildLogsQuery(r, "cursor", -1)
 	if err != nil {
 		return err
 	}

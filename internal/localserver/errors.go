@@ -53,6 +53,16 @@ func internal(err error) *errorAnswer {
 	}
 }
 
+// notFoundAs answers a store lookup's err where E2B words or codes a
+// missing thing otherwise than the store: status and the message when err
+// is the store's not-found; any other failure is the server's own (500).
+func notFoundAs(err error, status int, format string, args ...any) error {
+	if store.KindOf(err) == store.KindNotFound {
+		return answer(status, format, args...)
+	}
+	return internal(err)
+}
+
 // failureAnswer maps err to its answer, as moby's httpstatus.FromError: an
 // errorAnswer as it is, a store error by its kind, anything else as the
 // server's own failure.

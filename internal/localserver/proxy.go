@@ -12,7 +12,6 @@ import (
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/relay"
 )
 
@@ -103,12 +102,9 @@ func unreachable(sandboxID string, port int, err error) error {
 func (s *Server) proxy(w http.ResponseWriter, r *http.Request, id string, port int) error {
 	sb, err := s.store.Sandbox(id)
 	if err != nil {
-		if store.KindOf(err) == store.KindNotFound {
-			// 502, as E2B's proxy answers: the SDKs read it as "the sandbox
-			// was killed or timed out" (isRunning → false).
-			return answer(http.StatusBadGateway, "sandbox '%s' not found: it was killed or timed out", id)
-		}
-		return internal(err)
+		// 502, as E2B's proxy answers: the SDKs read it as "the sandbox
+		// was killed or timed out" (isRunning → false).
+		return notFoundAs(err, http.StatusBadGateway, "sandbox '%s' not found: it was killed or timed out", id)
 	}
 	if sb.Paused() && !s.autoResume(r.Context(), sb) {
 		// Its envd is frozen: a request would wait for it in vain.
