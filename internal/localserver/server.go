@@ -123,7 +123,7 @@ const (
 // Server serves the API. Create it with New, serve Handler, end with Close.
 type Server struct {
 	cfg    Config
-	store  *store.Store
+	store  Store
 	engine Engine
 	log    *slog.Logger
 	mux    *http.ServeMux
@@ -254,7 +254,7 @@ func (s *Server) ownedImages() (map[string]bool, error) {
 }
 
 // Store is the server's state (for tests and the command).
-func (s *Server) Store() *store.Store { return s.store }
+func (s *Server) Store() Store { return s.store }
 
 // Close fails running builds with "server shut down", stops every sandbox
 // but those that are paused or pause at their end (which it pauses, so that
