@@ -37,7 +37,7 @@ type stepDigest interface {
 	sum() string
 }
 
-// WriteStepArchive writes the archive of the step (src, dest) (design/hashing.md §5) over what Walk lists, without
+// WriteStepArchive writes the archive of the step (src, dest) (design/hashing.md "Archive") over what Walk lists, without
 // holding the listing: it walks the context again and checks that what it archived is
 // what was planned (ArchiveCheck: SDKFingerprint when set, else PortableHash). A file
 // whose size changed fails naming it; other changes, which only the hash or fingerprint

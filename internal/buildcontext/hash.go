@@ -13,7 +13,7 @@ import (
 )
 
 // portableHasher is the portable hash of a step fed one entry at a time, in listing
-// order (design/hashing.md §2).
+// order (design/hashing.md "Portable files hash").
 type portableHasher struct {
 	h   hash.Hash
 	buf []byte // each entry's netstrings, appended and written at once
@@ -82,7 +82,7 @@ func appendNetstring(b []byte, s string) []byte {
 	return append(b, ',')
 }
 
-// sdkHasher is the files hash the E2B JS SDK computes for a step (design/e2b-api.md §2),
+// sdkHasher is the files hash the E2B JS SDK computes for a step (design/e2b-api.md "Files hash"),
 // fed the entries in the SDK's order (sdkOrder), so uploads can be shared with SDK users.
 // Differences kept on purpose: entries come from this package's walk (Docker
 // .dockerignore semantics, where the SDK's glob keeps the children of an ignored
@@ -170,7 +170,7 @@ func (s *sdkHasher) close() { s.side.close() }
 
 // sdkFingerprinter digests what the SDK-compatible hash of the step (src, dest) depends
 // on, fed the entries in the SDK's order (sdkOrder) with their file digests: per entry its
-// path, kind, st_mode, st_size and link target or file digest (design/hashing.md §3). It
+// path, kind, st_mode, st_size and link target or file digest (design/hashing.md "E2B SDK-compatible files hash"). It
 // names a file's content by its digest, so cached digests stand for the files' bytes: it
 // is the key under which the digest cache keeps the step hash.
 type sdkFingerprinter struct {

@@ -4,19 +4,14 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/moby/patternmatcher"
-	"github.com/moby/patternmatcher/ignorefile"
 )
 
 // ListOptions tunes Walk.
@@ -32,7 +27,7 @@ type ListOptions struct {
 }
 
 // Walk calls fn with each entry the COPY source src takes from contextDir, following
-// design/hashing.md §1: src is relative and stays inside the context; .dockerignore and
+// design/hashing.md "Listing": src is relative and stays inside the context; .dockerignore and
 // opts.IgnorePatterns exclude entries with Docker's semantics; src may be a glob (`*`, `?`,
 // `[...]`, `**`; dotfiles match); a matched directory brings itself and everything below
 // it; symlinks are never followed (see ListOptions.ResolveLinks); sockets, FIFOs and
@@ -109,119 +104,6 @@ func contextRoot(contextDir string) (string, error) {
 		return "", fmt.Errorf("build context %s is not a directory", abs)
 	}
 	return root, nil
-}
-
-// The limits of a .dockerignore file, which bound the memory its compiled patterns take.
-const (
-	MaxIgnoreBytes    = 1 << 20
-	MaxIgnorePatterns = 10000
-)
-
-// ignoreRules is the compiled .dockerignore plus extra patterns.
-type ignoreRules struct {
-	pm *patternmatcher.PatternMatcher
-	// exceptions are the "!" patterns as segment globs, used to decide whether an excluded
-	// directory can hold a re-included entry; nil with anyException set means "cannot tell,
-	// always look inside".
-	exceptions   []*segmentGlob
-	anyException bool
-	unsure       bool
-}
-
-func loadIgnore(root string, extra []string) (*ignoreRules, error) {
-	var patterns []string
-	name := filepath.Join(root, ".dockerignore")
-	if f, err := os.Open(name); err == nil {
-		// Read through a limit: compiled patterns take kilobytes each, so a huge file
-		// would take gigabytes of memory.
-		lr := &io.LimitedReader{R: f, N: MaxIgnoreBytes + 1}
-		patterns, err = ignorefile.ReadAll(lr)
-		f.Close()
-		switch {
-		case err != nil:
-			return nil, fmt.Errorf("reading %s: %w", name, err)
-		case lr.N <= 0:
-			return nil, &contextError{fmt.Sprintf("%s is larger than the limit of %d bytes; a .dockerignore "+
-				"that size is not a list of patterns (use directory patterns such as logs/ instead of files)", name, MaxIgnoreBytes), ErrIgnoreLimit}
-		case len(patterns) > MaxIgnorePatterns:
-			return nil, &contextError{fmt.Sprintf("%s has %d patterns, more than the limit of %d; use directory "+
-				"patterns such as logs/ instead of one line a file", name, len(patterns), MaxIgnorePatterns), ErrIgnoreLimit}
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("reading %s: %w", name, err)
-	}
-	more, err := ignorefile.ReadAll(strings.NewReader(strings.Join(extra, "\n")))
-	if err != nil {
-		return nil, fmt.Errorf("ignore patterns: %w", err)
-	}
-	patterns = append(patterns, more...)
-	if len(patterns) == 0 {
-		return &ignoreRules{}, nil
-	}
-	pm, err := patternmatcher.New(patterns)
-	if err != nil {
-		return nil, fmt.Errorf("ignore patterns (.dockerignore and configured): %w", err)
-	}
-	r := &ignoreRules{pm: pm}
-	for _, p := range pm.Patterns() {
-		if !p.Exclusion() {
-			continue
-		}
-		r.anyException = true
-		g, err := exceptionGlob(p.String())
-		if err != nil {
-			r.unsure = true
-			continue
-		}
-		r.exceptions = append(r.exceptions, g)
-	}
-	return r, nil
-}
-
-// exceptionGlob converts an exception pattern to a segment glob when the two agree on
-// which paths can match; "**" inside a segment crosses "/" in patternmatcher, so such
-// patterns are reported as unsupported.
-func exceptionGlob(p string) (*segmentGlob, error) {
-	for _, s := range strings.Split(p, "/") {
-		if s != "**" && strings.Contains(s, "**") {
-			return nil, errors.New("** inside a segment")
-		}
-	}
-	return newSegmentGlob(p)
-}
-
-// excluded reports whether rel is ignored, given the match info of its parent.
-func (r *ignoreRules) excluded(rel string, parent patternmatcher.MatchInfo) (bool, patternmatcher.MatchInfo, error) {
-	if r.pm == nil || rel == "." {
-		return false, patternmatcher.MatchInfo{}, nil
-	}
-	ex, info, err := r.pm.MatchesUsingParentResults(rel, parent)
-	if err != nil {
-		return false, info, fmt.Errorf("matching ignore patterns against %s: %w", rel, err)
-	}
-	return ex, info, nil
-}
-
-// mayReinclude reports whether an exception pattern could match something below the
-// excluded directory rel, so the walk must look inside it.
-func (r *ignoreRules) mayReinclude(rel string) bool {
-	if !r.anyException {
-		return false
-	}
-	if r.unsure {
-		return true
-	}
-	segs := strings.Split(rel, "/")
-	for _, g := range r.exceptions {
-		s := g.start()
-		for _, seg := range segs {
-			s = g.step(s, seg)
-		}
-		if g.alive(s) {
-			return true
-		}
-	}
-	return false
 }
 
 type lister struct {
@@ -574,10 +456,6 @@ func (l *lister) release(nodes []node, keys []walkKey) {
 	l.free = append(l.free, walkBuffers{nodes, keys})
 }
 
-// readAheadWindow is how many subdirectories of one directory are read ahead at a time:
-// enough to keep GOMAXPROCS read-ahead goroutines busy.
-const readAheadWindow = 64
-
 // joinRelAll is joinRel(dir, name) for each of names, all in one allocation: a listing
 // builds a path for every entry.
 func joinRelAll(dir string, names []string) []string {
@@ -611,172 +489,4 @@ func joinAbs(dir, name string) string {
 		return dir + name
 	}
 	return dir + string(filepath.Separator) + name
-}
-
-// dirScan is one read of a directory: its children's names, sorted, and their lstat.
-type dirScan struct {
-	names []string
-	stats []childStat
-	err   error // opening or reading the directory failed
-}
-
-func scanDir(dir string) dirScan {
-	d, err := openDir(dir)
-	if err != nil {
-		return dirScan{err: err}
-	}
-	defer d.close()
-	names, err := d.names()
-	if err != nil {
-		return dirScan{err: err}
-	}
-	slices.Sort(names)
-	return dirScan{names: names, stats: lstatChildren(d, names)}
-}
-
-// lstatChildren lstats the children of a directory, spread over GOMAXPROCS goroutines
-// when there are very many: smaller directories are spread by the read-ahead instead.
-func lstatChildren(d *dirReader, names []string) []childStat {
-	stats := make([]childStat, len(names))
-	lstatRange := func(from, to int) {
-		for i := from; i < to; i++ {
-			stats[i] = d.lstat(names[i])
-		}
-	}
-	workers := min(runtime.GOMAXPROCS(0), len(names)/minLstatsPerWorker)
-	if workers <= 1 {
-		lstatRange(0, len(names))
-		return stats
-	}
-	var wg sync.WaitGroup
-	chunk := (len(names) + workers - 1) / workers
-	for from := 0; from < len(names); from += chunk {
-		wg.Go(func() { lstatRange(from, min(from+chunk, len(names))) })
-	}
-	wg.Wait()
-	return stats
-}
-
-// minLstatsPerWorker keeps goroutines inside one directory for directories so large that
-// reading ahead of their siblings cannot keep the cores busy.
-const minLstatsPerWorker = 512
-
-// readAhead scans directories on other goroutines, at most GOMAXPROCS at once, before the
-// walk needs them.
-type readAhead struct {
-	slots   chan struct{}
-	wg      sync.WaitGroup
-	stopped atomic.Bool
-}
-
-func newReadAhead() *readAhead {
-	return &readAhead{slots: make(chan struct{}, runtime.GOMAXPROCS(0))}
-}
-
-// pendingScan is a directory scan that runs once, on a read-ahead goroutine or on the
-// walk itself if it gets there first.
-type pendingScan struct {
-	dir  string
-	once sync.Once
-	scan dirScan
-}
-
-func (p *pendingScan) result() dirScan {
-	p.once.Do(func() { p.scan = scanDir(p.dir) })
-	return p.scan
-}
-
-// start queues a scan of dir.
-func (r *readAhead) start(dir string) *pendingScan {
-	p := &pendingScan{dir: dir}
-	r.wg.Go(func() {
-		r.slots <- struct{}{}
-		defer func() { <-r.slots }()
-		if !r.stopped.Load() {
-			p.result()
-		}
-	})
-	return p
-}
-
-// now is a scan of dir that the walk runs itself when it asks for the result.
-func (r *readAhead) now(dir string) *pendingScan { return &pendingScan{dir: dir} }
-
-// stop skips the scans not yet started (the walk has ended, maybe on an error) and waits
-// for those running.
-func (r *readAhead) stop() {
-	r.stopped.Store(true)
-	r.wg.Wait()
-}
-
-// resolveLink follows a symlink for ListOptions.ResolveLinks. It returns the target's
-// path and lstat, or a nil FileInfo when the target does not exist (the link is then
-// listed as a link). A target outside the context is an error.
-func (l *lister) resolveLink(rel, abs string) (string, fs.FileInfo, error) {
-	target, err := os.Readlink(abs)
-	if err != nil {
-		return "", nil, fmt.Errorf("reading symlink %s in build context %s: %w", rel, l.root, err)
-	}
-	outside := func(where string) error {
-		return &contextError{fmt.Sprintf("symlink %s in build context %s points outside the context (%s -> %s)", rel, l.root, target, where), ErrLinkOutside}
-	}
-	resolved, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			return "", nil, fmt.Errorf("resolving symlink %s in build context %s: %w", rel, l.root, err)
-		}
-		lexical := target
-		if !filepath.IsAbs(lexical) {
-			lexical = filepath.Join(filepath.Dir(abs), lexical)
-		}
-		if !within(l.root, lexical) {
-			return "", nil, outside(lexical)
-		}
-		return "", nil, nil
-	}
-	if !within(l.root, resolved) {
-		return "", nil, outside(resolved)
-	}
-	fi, err := os.Lstat(resolved)
-	if err != nil {
-		return "", nil, fmt.Errorf("resolving symlink %s in build context %s: %w", rel, l.root, err)
-	}
-	return resolved, fi, nil
-}
-
-func within(root, p string) bool {
-	r, err := filepath.Rel(root, p)
-	return err == nil && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator)) && !filepath.IsAbs(r)
-}
-
-// newEntry is the entry for rel, lstat'ed as st; abs is its path (needed for a symlink)
-// and resolved what it points to when the listing resolved it.
-func newEntry(rel, abs, resolved string, st childStat) (Entry, error) {
-	e := Entry{Path: rel, Perm: st.mode.Perm(), Size: st.id.Size, ID: st.id, resolved: resolved}
-	switch {
-	case st.mode.IsRegular():
-		e.Kind = KindFile
-	case st.mode.IsDir():
-		e.Kind = KindDir
-	default:
-		e.Kind = KindSymlink
-		target, err := os.Readlink(abs)
-		if err != nil {
-			return Entry{}, fmt.Errorf("reading symlink %s: %w", rel, err)
-		}
-		e.LinkTarget = filepath.ToSlash(target)
-	}
-	return e, nil
-}
-
-func specialKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	}
-	return "special file"
 }

@@ -34,7 +34,7 @@ const NewestKept = 3
 const hashWindow = 4096
 
 // StreamPortableHash is the portable files hash of the step (src, dest) (design/hashing.md
-// §2) over what Walk lists, without holding the listing: the walk feeds the files it lists
+// "Portable files hash") over what Walk lists, without holding the listing: the walk feeds the files it lists
 // to the digest workers and the hash takes the entries in order as their digests come, at
 // most hashWindow of them waiting. Each entry is checked as CheckArchive checks an
 // archive's entries. A file that changes while it is hashed is an error naming it.
@@ -100,7 +100,7 @@ func StreamPortableHash(ctx context.Context, contextDir, src, dest string, lo Li
 }
 
 // StreamSDKHash is the SDK-compatible hash of the step (src, dest) over what Walk lists
-// (sdkHasher, design/hashing.md §3), without holding the listing, and the fingerprint of
+// (sdkHasher, design/hashing.md "E2B SDK-compatible files hash"), without holding the listing, and the fingerprint of
 // what it covers. Each entry is checked as CheckArchive checks an archive's entries. With
 // ho.Cache, a first walk makes the fingerprint from cached digests alone: when the cache holds
 // every file's digest and the step hash under that fingerprint, that is the hash and no

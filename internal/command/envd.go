@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	envdserver "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/server"
 )
 
@@ -27,10 +28,10 @@ import (
 // bad flags, 1 when envd fails.
 func Envd(args []string) int {
 	flags := flag.NewFlagSet("envd", flag.ContinueOnError)
-	listen := flags.String("listen", "127.0.0.1:49983", "TCP address host:port, or unix:///path/to/socket")
+	listen := flags.String("listen", fmt.Sprintf("127.0.0.1:%d", envd.Port), "TCP address host:port, or unix:///path/to/socket")
 	relayAddr := flags.String("relay", "", "unix:///path of the local server's relay socket to dial out to (optional)")
 	egressAddr := flags.String("egress", "", "unix:///path of the local server's egress proxy socket (optional)")
-	egressListen := flags.String("egress-listen", "127.0.0.1:49984", "where processes in the sandbox reach the egress proxy (with --egress)")
+	egressListen := flags.String("egress-listen", fmt.Sprintf("127.0.0.1:%d", envd.EgressProxyPort), "where processes in the sandbox reach the egress proxy (with --egress)")
 	deadlineFile := flags.String("deadline-file", "", "file with the sandbox's end in Unix milliseconds; envd stops once it has passed (optional)")
 	defaultUser := flags.String("default-user", "", "user for requests that name none (default root; POST /init may change it)")
 	defaultWorkdir := flags.String("default-workdir", "", "working directory for processes started without one (default the user's home)")
@@ -43,7 +44,7 @@ func Envd(args []string) int {
 		return 2
 	}
 	if *version {
-		fmt.Println(envdserver.Version)
+		fmt.Println(envd.Version)
 		return 0
 	}
 	opts := envdserver.RunOptions{

@@ -1,7 +1,7 @@
 // Package e2bapi is the client of the E2B control-plane API (templates,
 // builds, tags, sandboxes), the JSON wire types it shares with the local
 // E2B-compatible server, and E2B's name grammar. It is a plain package: no
-// Terraform types. See design/e2b-api.md §0, §1, §4 and §5.
+// Terraform types. See design/e2b-api.md "Control-plane conventions", "Template build flow", "Names, aliases, tags" and "Sandbox lifecycle to run one command".
 package e2bapi
 
 import (

@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// The E2B name grammar (design/e2b-api.md §0 "IDs and name grammar", §4). The
+// The E2B name grammar (design/e2b-api.md "IDs and name grammar", "Names, aliases, tags"). The
 // provider validates names before it calls the API and the local server
 // validates them as E2B does, so both use these functions.
 

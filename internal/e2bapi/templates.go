@@ -254,7 +254,7 @@ func (c *Client) ListTags(ctx context.Context, templateIDOrName string) ([]Templ
 
 // TagResolution is what a sandbox started from "template:tag" runs, as far as E2B's API
 // tells: its tag list names a tag's newest assignment whatever its build's status, a
-// start takes the newest one whose build is ready (design/e2b-api.md §4).
+// start takes the newest one whose build is ready (design/e2b-api.md "Names, aliases, tags").
 type TagResolution struct {
 	// Listed is the tag's newest assignment (BuildID "" when the tag has none) and
 	// ListedStatus the status of its build.

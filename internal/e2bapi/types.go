@@ -6,7 +6,7 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 )
 
-// The JSON bodies of the E2B control-plane API (design/e2b-api.md §1, §4, §5). The
+// The JSON bodies of the E2B control-plane API (design/e2b-api.md "Template build flow", "Names, aliases, tags", "Sandbox lifecycle to run one command"). The
 // client and the local server both use these, so one definition of every body
 // serves both ends of the wire. Optional fields are pointers or omitempty so
 // that what is not set is not sent: E2B applies its own defaults to absent
@@ -298,7 +298,7 @@ type SandboxTimeoutRequest struct {
 
 // ConnectSandbox is the body of POST /v2/sandboxes/{sandboxID}/connect, where it is
 // optional (timeout 300 by default), and of POST /sandboxes/{sandboxID}/connect, where
-// timeout is required (design/e2b-api.md §5.3).
+// timeout is required (design/e2b-api.md "Other lifecycle calls").
 type ConnectSandbox struct {
 	Timeout *int32 `json:"timeout,omitempty"`
 	Memory  *bool  `json:"memory,omitempty"`

@@ -1,7 +1,8 @@
 // Package envd holds the facts of the envd protocol that its daemon
 // (envd/server), its client (envd/client) and the local server share: the
-// port, the protocol version we implement, the names of its headers and its
-// CORS policy. It imports nothing of this module but the cors library.
+// ports, the protocol version we implement, the names of its headers, the
+// deadline file's format and its CORS policy. It imports nothing of this
+// module but the cors library.
 package envd
 
 import (
@@ -12,6 +13,10 @@ import (
 
 // Port is the port envd listens on inside every sandbox.
 const Port = 49983
+
+// EgressProxyPort is where, on the sandbox's loopback, envd offers the
+// local server's egress proxy to the sandbox's processes (--egress-listen).
+const EgressProxyPort = 49984
 
 // Version is the envd protocol version our daemon implements; builds record
 // it and sandboxes report it.

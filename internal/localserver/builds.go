@@ -23,30 +23,24 @@ type runningBuild struct {
 }
 
 // handleStartBuild serves POST /v2/templates/{templateID}/builds/{buildID}.
-func (s *Server) handleStartBuild(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleStartBuild(w http.ResponseWriter, r *http.Request) error {
 	templateID, buildID := r.PathValue("templateID"), r.PathValue("buildID")
 	if err := e2bapi.ValidateBuildID(buildID); err != nil {
-		writeError(w, http.StatusBadRequest, "%v", err)
-		return
+		return answer(http.StatusBadRequest, "%v", err)
 	}
 	if _, err := s.store.Build(templateID, buildID); err != nil {
-		if store.KindOf(err) == store.KindNotFound {
-			writeError(w, http.StatusNotFound, "build '%s' of template '%s' not found", buildID, templateID)
-			return
-		}
-		s.internalError(w, err)
-		return
+		return notFoundAs(err, http.StatusNotFound, "build '%s' of template '%s' not found", buildID, templateID)
 	}
 	var req e2bapi.TemplateBuildStartV2
-	if !decodeBody(w, r, &req, false) {
-		return
+	if err := decodeBody(w, r, &req, false); err != nil {
+		return err
 	}
 	// The build outlives the request: it runs under the server's context.
-	if err := s.startBuild(templateID, buildID, req); err != nil { //nolint:contextcheck // see above
-		s.answerError(w, err)
-		return
+	if err := s.startBuild(templateID, buildID, req); err != nil {
+		return err
 	}
 	w.WriteHeader(http.StatusAccepted)
+	return nil
 }
 
 // startBuild starts a registered build of templateID: it checks req, marks
@@ -63,7 +57,7 @@ func (s *Server) startBuild(templateID, buildID string, req e2bapi.TemplateBuild
 	if s.ctx.Err() != nil {
 		return answer(http.StatusServiceUnavailable, "the server is shutting down")
 	}
-	b, superseded, err := s.store.StartBuild(templateID, buildID, req)
+	b, superseded, err := s.store.StartBuild(templateID, buildID, buildRequestRecord(req))
 	if err != nil {
 		return err
 	}
@@ -94,7 +88,7 @@ func (s *Server) startBuild(templateID, buildID string, req e2bapi.TemplateBuild
 // the base image or build, the steps with their types normalised and the
 // archives of their COPY steps. unknown is the failure of the first step
 // of an unknown type, nil when there is none.
-func (s *Server) buildSpec(templateID, buildID string, req *e2bapi.TemplateBuildStartV2) (spec engine.BuildSpec, unknown *e2bapi.BuildStatusReason, err error) {
+func (s *Server) buildSpec(templateID, buildID string, req *e2bapi.TemplateBuildStartV2) (spec engine.BuildSpec, unknown *store.BuildReason, err error) {
 	switch {
 	case req.FromImage != "" && req.FromTemplate != "":
 		return spec, nil, answer(http.StatusBadRequest, "cannot specify both fromImage and fromTemplate")
@@ -123,7 +117,7 @@ func (s *Server) buildSpec(templateID, buildID string, req *e2bapi.TemplateBuild
 		typ, known := steps.Normalize(strings.ToUpper(step.Type))
 		step.Type = typ
 		if !known && unknown == nil {
-			unknown = &e2bapi.BuildStatusReason{Message: fmt.Sprintf("command type %s is not implemented", step.Type), Step: strconv.Itoa(i + 1)}
+			unknown = &store.BuildReason{Message: fmt.Sprintf("command type %s is not implemented", step.Type), Step: strconv.Itoa(i + 1)}
 		}
 		if step.Type != steps.Copy {
 			continue
@@ -133,7 +127,7 @@ func (s *Server) buildSpec(templateID, buildID string, req *e2bapi.TemplateBuild
 		}
 		archive, ok, err := s.store.ArchivePath(step.FilesHash)
 		if err != nil {
-			return spec, nil, s.internal(err)
+			return spec, nil, internal(err)
 		}
 		if !ok {
 			return spec, nil, answer(http.StatusBadRequest, "step %d (COPY): files with hash %s were not uploaded", i+1, step.FilesHash)
@@ -146,7 +140,7 @@ func (s *Server) buildSpec(templateID, buildID string, req *e2bapi.TemplateBuild
 
 // runBuild runs one build on the engine, storing its log as it arrives,
 // and records how it ended.
-func (s *Server) runBuild(ctx context.Context, spec engine.BuildSpec, failure *e2bapi.BuildStatusReason) {
+func (s *Server) runBuild(ctx context.Context, spec engine.BuildSpec, failure *store.BuildReason) {
 	logs := s.newLogWriter(spec.BuildID)
 	spec.Log = logs.add
 	var result *engine.BuildResult
@@ -154,7 +148,7 @@ func (s *Server) runBuild(ctx context.Context, spec engine.BuildSpec, failure *e
 		var err error
 		result, err = s.engine.Build(ctx, spec)
 		if err != nil {
-			failure = &e2bapi.BuildStatusReason{Message: err.Error()}
+			failure = &store.BuildReason{Message: err.Error()}
 			var stepErr *engine.StepError
 			if errors.As(err, &stepErr) {
 				failure.Message, failure.Step = stepErr.Err.Error(), stepErr.Step
@@ -167,7 +161,7 @@ func (s *Server) runBuild(ctx context.Context, spec engine.BuildSpec, failure *e
 	if err := logs.close(); err != nil && failure == nil {
 		// A build that reports ready with its log lost would hide
 		// whatever the log said; the image it committed goes with it.
-		failure = &e2bapi.BuildStatusReason{Message: fmt.Sprintf("the build log could not be stored: %v", err), Step: "finalize"}
+		failure = &store.BuildReason{Message: fmt.Sprintf("the build log could not be stored: %v", err), Step: "finalize"}
 		if rmErr := s.engine.RemoveImage(context.WithoutCancel(ctx), result.Image); rmErr != nil {
 			s.log.Warn("remove the image of a build whose log was lost", "build", spec.BuildID, "err", rmErr)
 		}
@@ -186,7 +180,7 @@ func (s *Server) runBuild(ctx context.Context, spec engine.BuildSpec, failure *e
 // logWriter stores a build's log entries from the engine's goroutine in
 // batches, so that a chatty step costs one transaction per batch, not per line.
 type logWriter struct {
-	entries chan e2bapi.BuildLogEntry
+	entries chan store.LogEntry
 	done    chan struct{}
 	now     func() time.Time
 
@@ -199,7 +193,7 @@ type logWriter struct {
 }
 
 func (s *Server) newLogWriter(buildID string) *logWriter {
-	lw := &logWriter{entries: make(chan e2bapi.BuildLogEntry, 1024), done: make(chan struct{}), now: s.cfg.Now}
+	lw := &logWriter{entries: make(chan store.LogEntry, 1024), done: make(chan struct{}), now: s.cfg.Now}
 	appendLogs := s.cfg.appendLogs
 	if appendLogs == nil {
 		appendLogs = s.store.AppendLogs
@@ -207,7 +201,7 @@ func (s *Server) newLogWriter(buildID string) *logWriter {
 	go func() {
 		defer close(lw.done)
 		for e := range lw.entries {
-			batch := []e2bapi.BuildLogEntry{e}
+			batch := []store.LogEntry{e}
 		drain:
 			for len(batch) < 1000 {
 				select {
@@ -233,7 +227,8 @@ func (s *Server) newLogWriter(buildID string) *logWriter {
 	return lw
 }
 
-func (lw *logWriter) add(e e2bapi.BuildLogEntry) {
+func (lw *logWriter) add(line e2bapi.BuildLogEntry) {
+	e := store.LogEntry{Timestamp: line.Timestamp, Message: line.Message, Level: line.Level, Step: line.Step}
 	if e.Timestamp.IsZero() {
 		e.Timestamp = lw.now()
 	}
@@ -260,101 +255,70 @@ func (lw *logWriter) close() error {
 	return lw.err
 }
 
-// queryLevel reads the optional level parameter.
-func queryLevel(w http.ResponseWriter, r *http.Request) (string, bool) {
-	level := r.URL.Query().Get("level")
-	switch level {
-	case "", e2bapi.LogDebug, e2bapi.LogInfo, e2bapi.LogWarn, e2bapi.LogError:
-		return level, true
+// buildLogsQuery reads what both build log endpoints take: where to start
+// (the parameter named position, def when absent), limit (default 100)
+// and the least level.
+func buildLogsQuery(r *http.Request, position string, def int64) (start, limit int64, level string, err error) {
+	if start, err = queryInt(r, position, def); err != nil {
+		return 0, 0, "", err
 	}
-	writeError(w, http.StatusBadRequest, "level %q must be one of debug, info, warn, error", level)
-	return "", false
+	if limit, err = queryInt(r, "limit", 100); err != nil {
+		return 0, 0, "", err
+	}
+	if level, err = queryLevel(r); err != nil {
+		return 0, 0, "", err
+	}
+	return start, limit, level, nil
 }
 
-// queryInt reads an optional non-negative integer parameter.
-func queryInt(w http.ResponseWriter, r *http.Request, name string, def int64) (int64, bool) {
-	raw := r.URL.Query().Get(name)
-	if raw == "" {
-		return def, true
-	}
-	n, err := strconv.ParseInt(raw, 10, 64)
-	if err != nil || n < 0 {
-		writeError(w, http.StatusBadRequest, "%s %q must be a non-negative integer", name, raw)
-		return 0, false
-	}
-	return n, true
-}
-
-func (s *Server) handleBuildStatus(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleBuildStatus(w http.ResponseWriter, r *http.Request) error {
 	templateID, buildID := r.PathValue("templateID"), r.PathValue("buildID")
-	offset, ok := queryInt(w, r, "logsOffset", 0)
-	if !ok {
-		return
-	}
-	limit, ok := queryInt(w, r, "limit", 100)
-	if !ok {
-		return
-	}
-	level, ok := queryLevel(w, r)
-	if !ok {
-		return
+	offset, limit, level, err := buildLogsQuery(r, "logsOffset", 0)
+	if err != nil {
+		return err
 	}
 	b, err := s.store.Build(templateID, buildID)
 	if err != nil {
-		if store.KindOf(err) == store.KindNotFound {
-			writeError(w, http.StatusBadRequest, "Build '%s' not found", buildID)
-			return
-		}
-		s.internalError(w, err)
-		return
+		return notFoundAs(err, http.StatusBadRequest, "Build '%s' not found", buildID)
 	}
 	info := e2bapi.TemplateBuildInfo{
 		TemplateID: templateID, BuildID: buildID, Status: b.Status,
-		Logs: []string{}, LogEntries: []e2bapi.BuildLogEntry{}, Reason: b.Reason,
+		Logs: []string{}, LogEntries: []e2bapi.BuildLogEntry{}, Reason: wireReason(b.Reason),
 	}
 	if b.Status != e2bapi.BuildWaiting {
-		info.LogEntries, err = s.store.Logs(buildID, int(offset), int(min(limit, 100)), level)
+		entries, err := s.store.Logs(buildID, int(offset), int(min(limit, 100)), level)
 		if err != nil {
-			s.internalError(w, err)
-			return
+			return internal(err)
 		}
+		info.LogEntries = wireLogEntries(entries)
 	}
 	writeJSON(w, http.StatusOK, info)
+	return nil
 }
 
 // handleBuildLogs serves the /logs variant: a logPage of the entries,
 // forward by default.
-func (s *Server) handleBuildLogs(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleBuildLogs(w http.ResponseWriter, r *http.Request) error {
 	templateID, buildID := r.PathValue("templateID"), r.PathValue("buildID")
-	cursor, ok := queryInt(w, r, "cursor", -1)
-	if !ok {
-		return
+	cursor, limit, level, err := buildLogsQuery(r, "cursor", -1)
+	if err != nil {
+		return err
 	}
-	limit, ok := queryInt(w, r, "limit", 100)
-	if !ok {
-		return
-	}
-	level, ok := queryLevel(w, r)
-	if !ok {
-		return
-	}
-	direction, ok := queryDirection(w, r, "forward")
-	if !ok {
-		return
+	direction, err := queryDirection(r, "forward")
+	if err != nil {
+		return err
 	}
 	if source := r.URL.Query().Get("source"); source != "" && source != "temporary" && source != "persistent" {
-		writeError(w, http.StatusBadRequest, "source %q must be temporary or persistent", source)
-		return
+		return answer(http.StatusBadRequest, "source %q must be temporary or persistent", source)
 	}
 	if _, err := s.store.Build(templateID, buildID); err != nil {
-		s.storeError(w, err)
-		return
+		return err
 	}
 	all, err := s.store.Logs(buildID, 0, -1, level)
 	if err != nil {
-		s.internalError(w, err)
-		return
+		return internal(err)
 	}
-	out := logPage(all, func(e e2bapi.BuildLogEntry) time.Time { return e.Timestamp }, cursor, direction, min(limit, 100))
-	writeJSON(w, http.StatusOK, e2bapi.TemplateBuildLogsResponse{Logs: out})
+	out := logPage(all, func(e store.LogEntry) time.Time { return e.Timestamp }, cursor, direction, min(limit, 100))
+	writeJSON(w, http.StatusOK, e2bapi.TemplateBuildLogsResponse{Logs: wireLogEntries(out)})
+	return nil
 }

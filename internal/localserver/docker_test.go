@@ -70,13 +70,13 @@ func buildEnvdBinary(t *testing.T) string {
 
 // dockerEngine returns the real Docker runtime, or skips the test when no
 // engine is configured. The engine's containers are this test's own.
-func dockerEngine(t *testing.T) (engine.Engine, string) {
+func dockerEngine(t *testing.T) (Engine, string) {
 	t.Helper()
 	return dockerEngineWith(t, nil)
 }
 
 // dockerEngineWith is dockerEngine with options adjusted by configure.
-func dockerEngineWith(t *testing.T, configure func(*engine.DockerOptions)) (engine.Engine, string) {
+func dockerEngineWith(t *testing.T, configure func(*engine.DockerOptions)) (Engine, string) {
 	t.Helper()
 	baseImage := os.Getenv("E2B_TEST_BASE_IMAGE")
 	if os.Getenv("DOCKER_HOST") == "" || baseImage == "" {

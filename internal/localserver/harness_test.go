@@ -78,7 +78,7 @@ type serverOptions struct {
 // startServer starts a Server on engine with a fresh data dir (or
 // opts.dataDir) and closes it when the test ends. Everything but envd proxy
 // traffic, upload PUTs and /_local endpoints goes through the contract check.
-func startServer(t *testing.T, eng engine.Engine, opts ...serverOptions) *testServer {
+func startServer(t *testing.T, eng Engine, opts ...serverOptions) *testServer {
 	t.Helper()
 	var o serverOptions
 	for _, opt := range opts {

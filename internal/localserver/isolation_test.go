@@ -512,7 +512,7 @@ func TestDockerEgress(t *testing.T) {
 	if info.Status != "ready" {
 		t.Fatalf("build = %+v\n%s", info, log)
 	}
-	proxyURL := fmt.Sprintf("http://127.0.0.1:%d", engine.EgressProxyPort)
+	proxyURL := fmt.Sprintf("http://127.0.0.1:%d", envd.EgressProxyPort)
 	for _, want := range []string{
 		"env: " + strings.Repeat(proxyURL+"|", 4) + "localhost,127.0.0.1,::1",
 		"allowed saw GET /from-build",

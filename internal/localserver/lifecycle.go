@@ -12,7 +12,7 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
-// Pausing and resuming (design/e2b-api.md §5.6, design/local-server.md): a paused
+// Pausing and resuming (design/e2b-api.md "Pause and resume", design/local-server.md): a paused
 // sandbox is a frozen container (docker pause) whose processes keep their
 // memory; it stays until killed, with no end.
 
@@ -23,53 +23,50 @@ const defaultResumeTimeout = 15
 // handlePauseSandbox serves POST /sandboxes/{sandboxID}/pause: 204, 409
 // when already paused. The body ({memory}) is optional; the memory is
 // always kept here.
-func (s *Server) handlePauseSandbox(w http.ResponseWriter, r *http.Request) {
-	id, _, ok := sandboxRequest[e2bapi.SandboxPauseRequest](w, r, true)
-	if !ok {
-		return
+func (s *Server) handlePauseSandbox(w http.ResponseWriter, r *http.Request) error {
+	id, _, err := sandboxRequest[e2bapi.SandboxPauseRequest](w, r, true)
+	if err != nil {
+		return err
 	}
-	sb, unlock, ok := s.lockedSandbox(w, id)
-	if !ok {
-		return
+	sb, unlock, err := s.lockedSandbox(id)
+	if err != nil {
+		return err
 	}
 	defer unlock()
 	if sb.Paused() {
-		writeError(w, http.StatusConflict, "Error pausing sandbox - sandbox '%s' is already paused", id)
-		return
+		return answer(http.StatusConflict, "Error pausing sandbox - sandbox '%s' is already paused", id)
 	}
 	if err := s.pauseSandbox(r.Context(), sb); err != nil {
-		s.answerError(w, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // handleResumeSandbox serves the deprecated POST /sandboxes/{sandboxID}/resume:
 // 201 with the sandbox, 409 when it runs.
-func (s *Server) handleResumeSandbox(w http.ResponseWriter, r *http.Request) {
-	id, req, ok := sandboxRequest[e2bapi.ResumedSandbox](w, r, true)
-	if !ok {
-		return
+func (s *Server) handleResumeSandbox(w http.ResponseWriter, r *http.Request) error {
+	id, req, err := sandboxRequest[e2bapi.ResumedSandbox](w, r, true)
+	if err != nil {
+		return err
 	}
 	timeout, err := s.ttl(req.Timeout, defaultResumeTimeout, 0)
 	if err != nil {
-		s.answerError(w, err)
-		return
+		return err
 	}
-	sb, unlock, ok := s.lockedSandbox(w, id)
-	if !ok {
-		return
+	sb, unlock, err := s.lockedSandbox(id)
+	if err != nil {
+		return err
 	}
 	defer unlock()
 	if !sb.Paused() {
-		writeError(w, http.StatusConflict, "Sandbox %s is already running", id)
-		return
+		return answer(http.StatusConflict, "Sandbox %s is already running", id)
 	}
 	if sb, err = s.resumeSandbox(r.Context(), sb, timeout, req.AutoPause); err != nil {
-		s.answerError(w, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusCreated, s.sandboxAnswer(sb))
+	return nil
 }
 
 // sandboxLock is the lock of one sandbox and how many hold or wait for it.
@@ -78,17 +75,16 @@ type sandboxLock struct {
 	users int
 }
 
-// lockedSandbox locks the sandbox id (lockSandbox) and reads its record; when
-// it cannot, it answers and returns ok false with nothing locked.
-func (s *Server) lockedSandbox(w http.ResponseWriter, id string) (store.Sandbox, func(), bool) {
+// lockedSandbox locks the sandbox id (lockSandbox) and reads its record;
+// when it cannot, it returns the error with nothing locked.
+func (s *Server) lockedSandbox(id string) (store.Sandbox, func(), error) {
 	unlock := s.lockSandbox(id)
 	sb, err := s.store.Sandbox(id)
 	if err != nil {
 		unlock()
-		s.storeError(w, err)
-		return store.Sandbox{}, nil, false
+		return store.Sandbox{}, nil, err
 	}
-	return sb, unlock, true
+	return sb, unlock, nil
 }
 
 // lockSandbox takes the lock that serialises the pauses, resumes and
@@ -121,13 +117,13 @@ func (s *Server) lockSandbox(id string) func() {
 // the sandbox's lock (lockSandbox).
 func (s *Server) pauseSandbox(ctx context.Context, sb store.Sandbox) error {
 	if err := s.engine.SetSandboxDeadline(ctx, sb.ID, time.Time{}); err != nil {
-		return s.internal(err)
+		return internal(err)
 	}
 	if err := s.engine.PauseSandbox(ctx, sb.ID); err != nil {
 		if derr := s.engine.SetSandboxDeadline(ctx, sb.ID, containerEnd(sb)); derr != nil {
 			s.log.Error("restore the end of a sandbox that could not be paused", "sandbox", sb.ID, "err", derr)
 		}
-		return s.internal(err)
+		return internal(err)
 	}
 	if _, err := s.store.PauseSandbox(sb.ID); err != nil {
 		if rerr := s.engine.ResumeSandbox(context.WithoutCancel(ctx), engine.SandboxSpec{SandboxID: sb.ID}); rerr != nil {
@@ -149,17 +145,17 @@ func (s *Server) resumeSandbox(ctx context.Context, sb store.Sandbox, timeout ti
 	}
 	// The end first: envd must find it when it thaws.
 	if err := s.engine.SetSandboxDeadline(ctx, sb.ID, containerEnd(next)); err != nil {
-		return sb, s.internal(err)
+		return sb, internal(err)
 	}
 	b, err := s.store.Build(sb.TemplateID, sb.BuildID)
 	if err == nil && b.Result == nil {
 		err = fmt.Errorf("build %s has no image", b.ID)
 	}
 	if err != nil {
-		return sb, s.internal(err)
+		return sb, internal(err)
 	}
 	if err := s.engine.ResumeSandbox(ctx, sandboxSpec(next, b)); err != nil {
-		return sb, s.internal(err)
+		return sb, internal(err)
 	}
 	resumed, err := s.store.ResumeSandbox(sb.ID, next.EndAt, autoPause)
 	if err != nil {

@@ -14,37 +14,34 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
-// Sandbox metrics and logs (design/e2b-api.md §5.4, design/local-server.md
+// Sandbox metrics and logs (design/e2b-api.md "Metrics and logs", design/local-server.md
 // Metrics and logs).
 
 // handleSandboxMetrics serves GET /sandboxes/{sandboxID}/metrics: one
 // sample taken now, when now is within start..end (Unix seconds, both
 // optional), else none. The server keeps no history.
-func (s *Server) handleSandboxMetrics(w http.ResponseWriter, r *http.Request) {
-	id, ok := sandboxID(w, r)
-	if !ok {
-		return
+func (s *Server) handleSandboxMetrics(w http.ResponseWriter, r *http.Request) error {
+	id, err := sandboxID(r)
+	if err != nil {
+		return err
 	}
-	start, ok := queryInt(w, r, "start", 0)
-	if !ok {
-		return
+	start, err := queryInt(r, "start", 0)
+	if err != nil {
+		return err
 	}
-	end, ok := queryInt(w, r, "end", math.MaxInt64)
-	if !ok {
-		return
+	end, err := queryInt(r, "end", math.MaxInt64)
+	if err != nil {
+		return err
 	}
 	if start > end {
-		writeError(w, http.StatusBadRequest, "start %d is after end %d", start, end)
-		return
+		return answer(http.StatusBadRequest, "start %d is after end %d", start, end)
 	}
 	if _, err := s.store.Sandbox(id); err != nil {
-		s.storeError(w, err)
-		return
+		return err
 	}
 	m, err := s.engine.SandboxMetrics(r.Context(), id)
 	if err != nil {
-		s.internalError(w, err)
-		return
+		return internal(err)
 	}
 	out := []e2bapi.SandboxMetric{}
 	at := m.Time.Unix()
@@ -52,19 +49,19 @@ func (s *Server) handleSandboxMetrics(w http.ResponseWriter, r *http.Request) {
 		out = append(out, metricOf(m))
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
 }
 
 // handleSandboxesMetrics serves GET /sandboxes/metrics?sandbox_ids=a,b: the
 // latest sample of each live sandbox named.
-func (s *Server) handleSandboxesMetrics(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleSandboxesMetrics(w http.ResponseWriter, r *http.Request) error {
 	var ids []string
 	for _, raw := range r.URL.Query()["sandbox_ids"] {
 		ids = append(ids, strings.Split(raw, ",")...)
 	}
 	ids = slices.DeleteFunc(ids, func(id string) bool { return id == "" })
 	if len(ids) == 0 || len(ids) > 100 {
-		writeError(w, http.StatusBadRequest, "sandbox_ids must name from 1 to 100 sandboxes, not %d", len(ids))
-		return
+		return answer(http.StatusBadRequest, "sandbox_ids must name from 1 to 100 sandboxes, not %d", len(ids))
 	}
 	out := map[string]e2bapi.SandboxMetric{}
 	for _, id := range ids {
@@ -79,6 +76,7 @@ func (s *Server) handleSandboxesMetrics(w http.ResponseWriter, r *http.Request) 
 		out[id] = metricOf(m)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"sandboxes": out})
+	return nil
 }
 
 func metricOf(m engine.SandboxMetrics) e2bapi.SandboxMetric {
@@ -97,21 +95,18 @@ const (
 	maxSandboxLogsLimit     = 1000
 )
 
-// sandboxLogs reads the sandbox's log lines as entries, oldest first,
-// answering the request itself on failure.
-func (s *Server) sandboxLogs(w http.ResponseWriter, r *http.Request) ([]e2bapi.SandboxLogEntry, []string, bool) {
-	id, ok := sandboxID(w, r)
-	if !ok {
-		return nil, nil, false
+// sandboxLogs reads the sandbox's log lines as entries, oldest first.
+func (s *Server) sandboxLogs(r *http.Request) ([]e2bapi.SandboxLogEntry, []string, error) {
+	id, err := sandboxID(r)
+	if err != nil {
+		return nil, nil, err
 	}
 	if _, err := s.store.Sandbox(id); err != nil {
-		s.storeError(w, err)
-		return nil, nil, false
+		return nil, nil, err
 	}
 	lines, err := s.engine.SandboxLogs(r.Context(), id)
 	if err != nil {
-		s.internalError(w, err)
-		return nil, nil, false
+		return nil, nil, internal(err)
 	}
 	entries := make([]e2bapi.SandboxLogEntry, 0, len(lines))
 	raw := make([]string, 0, len(lines))
@@ -120,23 +115,23 @@ func (s *Server) sandboxLogs(w http.ResponseWriter, r *http.Request) ([]e2bapi.S
 		entries = append(entries, e)
 		raw = append(raw, line)
 	}
-	return entries, raw, true
+	return entries, raw, nil
 }
 
 // handleSandboxLogs serves the deprecated GET /sandboxes/{sandboxID}/logs:
 // the entries from start (Unix ms) on, oldest first, at most limit (1000).
-func (s *Server) handleSandboxLogs(w http.ResponseWriter, r *http.Request) {
-	start, ok := queryInt(w, r, "start", -1)
-	if !ok {
-		return
+func (s *Server) handleSandboxLogs(w http.ResponseWriter, r *http.Request) error {
+	start, err := queryInt(r, "start", -1)
+	if err != nil {
+		return err
 	}
-	limit, ok := queryInt(w, r, "limit", defaultSandboxLogsLimit)
-	if !ok {
-		return
+	limit, err := queryInt(r, "limit", defaultSandboxLogsLimit)
+	if err != nil {
+		return err
 	}
-	entries, raw, ok := s.sandboxLogs(w, r)
-	if !ok {
-		return
+	entries, raw, err := s.sandboxLogs(r)
+	if err != nil {
+		return err
 	}
 	out := e2bapi.SandboxLogs{Logs: []e2bapi.SandboxLog{}, LogEntries: []e2bapi.SandboxLogEntry{}}
 	for i, e := range entries {
@@ -150,36 +145,36 @@ func (s *Server) handleSandboxLogs(w http.ResponseWriter, r *http.Request) {
 		out.LogEntries = append(out.LogEntries, e)
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
 }
 
 // handleSandboxLogsV2 serves GET /v2/sandboxes/{sandboxID}/logs: as the
 // build logs' page (logPage), but backward by default, as on E2B; level the
 // least level; search a case-sensitive substring of the message; at most
 // limit (1000).
-func (s *Server) handleSandboxLogsV2(w http.ResponseWriter, r *http.Request) {
-	cursor, ok := queryInt(w, r, "cursor", -1)
-	if !ok {
-		return
+func (s *Server) handleSandboxLogsV2(w http.ResponseWriter, r *http.Request) error {
+	cursor, err := queryInt(r, "cursor", -1)
+	if err != nil {
+		return err
 	}
-	limit, ok := queryInt(w, r, "limit", defaultSandboxLogsLimit)
-	if !ok {
-		return
+	limit, err := queryInt(r, "limit", defaultSandboxLogsLimit)
+	if err != nil {
+		return err
 	}
 	if limit > maxSandboxLogsLimit {
-		writeError(w, http.StatusBadRequest, "limit %d must be from 0 to %d", limit, maxSandboxLogsLimit)
-		return
+		return answer(http.StatusBadRequest, "limit %d must be from 0 to %d", limit, maxSandboxLogsLimit)
 	}
-	direction, ok := queryDirection(w, r, "backward")
-	if !ok {
-		return
+	direction, err := queryDirection(r, "backward")
+	if err != nil {
+		return err
 	}
-	level, ok := queryLevel(w, r)
-	if !ok {
-		return
+	level, err := queryLevel(r)
+	if err != nil {
+		return err
 	}
-	entries, _, ok := s.sandboxLogs(w, r)
-	if !ok {
-		return
+	entries, _, err := s.sandboxLogs(r)
+	if err != nil {
+		return err
 	}
 	search := r.URL.Query().Get("search")
 	entries = slices.DeleteFunc(entries, func(e e2bapi.SandboxLogEntry) bool {
@@ -187,41 +182,7 @@ func (s *Server) handleSandboxLogsV2(w http.ResponseWriter, r *http.Request) {
 	})
 	out := logPage(entries, func(e e2bapi.SandboxLogEntry) time.Time { return e.Timestamp }, cursor, direction, limit)
 	writeJSON(w, http.StatusOK, e2bapi.SandboxLogsV2Response{Logs: out})
-}
-
-// queryDirection reads the optional direction parameter of the logs
-// endpoints, def when absent.
-func queryDirection(w http.ResponseWriter, r *http.Request, def string) (string, bool) {
-	switch direction := r.URL.Query().Get("direction"); direction {
-	case "":
-		return def, true
-	case "forward", "backward":
-		return direction, true
-	default:
-		writeError(w, http.StatusBadRequest, "direction %q must be forward or backward", direction)
-		return "", false
-	}
-}
-
-// logPage pages log entries, oldest first: going forward, the entries at
-// or after cursor (Unix ms; -1 for none); going backward, those at or
-// before it, newest first; at most limit.
-func logPage[T any](entries []T, at func(T) time.Time, cursor int64, direction string, limit int64) []T {
-	if direction == "backward" {
-		slices.Reverse(entries)
-	}
-	out := []T{}
-	for _, e := range entries {
-		if int64(len(out)) >= limit {
-			break
-		}
-		ms := at(e).UnixMilli()
-		if cursor >= 0 && ((direction == "backward" && ms > cursor) || (direction != "backward" && ms < cursor)) {
-			continue
-		}
-		out = append(out, e)
-	}
-	return out
+	return nil
 }
 
 // logEntry turns a container log line into E2B's structured entry and its

@@ -12,7 +12,6 @@ import (
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/relay"
 )
 
@@ -45,7 +44,8 @@ type sandboxProxy struct {
 	proxy     *httputil.ReverseProxy
 }
 
-func newSandboxProxy(eng engine.Engine, sandboxID string) *sandboxProxy {
+// newSandboxProxy proxies to sandbox sandboxID, answering its failures with fail.
+func newSandboxProxy(eng Engine, sandboxID string, fail func(http.ResponseWriter, error)) *sandboxProxy {
 	transport := &http.Transport{
 		// addr is "127.0.0.1:<port>", set by Rewrite below; nothing is
 		// resolved or dialled on the host.
@@ -78,47 +78,45 @@ func newSandboxProxy(eng engine.Engine, sandboxID string) *sandboxProxy {
 			FlushInterval: -1,
 			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 				_, port, _ := sandboxTarget(r)
-				var refused *relay.RefusedError
-				switch {
-				case errors.As(err, &refused) && port == envd.Port:
-					writeError(w, http.StatusBadGateway, "envd of sandbox '%s' does not accept connections: %v", sandboxID, err)
-				case errors.As(err, &refused):
-					writeError(w, http.StatusBadGateway, "The sandbox is running but port is not open: nothing listens on port %d in sandbox '%s'", port, sandboxID)
-				case errors.Is(err, engine.ErrPortNotRelayed):
-					writeError(w, http.StatusBadGateway, "port %d of sandbox '%s' is not reachable through the proxy: %v", port, sandboxID, err)
-				default:
-					writeError(w, http.StatusBadGateway, "port %d of sandbox '%s' did not answer: %v", port, sandboxID, err)
-				}
+				fail(w, unreachable(sandboxID, port, err))
 			},
 		},
 	}
 }
 
-func (s *Server) proxy(w http.ResponseWriter, r *http.Request, id string, port int) {
+// unreachable is the 502 answer to traffic the sandbox's port did not take.
+func unreachable(sandboxID string, port int, err error) error {
+	var refused *relay.RefusedError
+	switch {
+	case errors.As(err, &refused) && port == envd.Port:
+		return answer(http.StatusBadGateway, "envd of sandbox '%s' does not accept connections: %v", sandboxID, err)
+	case errors.As(err, &refused):
+		return answer(http.StatusBadGateway, "The sandbox is running but port is not open: nothing listens on port %d in sandbox '%s'", port, sandboxID)
+	case errors.Is(err, engine.ErrPortNotRelayed):
+		return answer(http.StatusBadGateway, "port %d of sandbox '%s' is not reachable through the proxy: %v", port, sandboxID, err)
+	default:
+		return answer(http.StatusBadGateway, "port %d of sandbox '%s' did not answer: %v", port, sandboxID, err)
+	}
+}
+
+func (s *Server) proxy(w http.ResponseWriter, r *http.Request, id string, port int) error {
 	sb, err := s.store.Sandbox(id)
 	if err != nil {
-		if store.KindOf(err) == store.KindNotFound {
-			// 502, as E2B's proxy answers: the SDKs read it as "the sandbox
-			// was killed or timed out" (isRunning → false).
-			writeError(w, http.StatusBadGateway, "sandbox '%s' not found: it was killed or timed out", id)
-			return
-		}
-		s.internalError(w, err)
-		return
+		// 502, as E2B's proxy answers: the SDKs read it as "the sandbox
+		// was killed or timed out" (isRunning → false).
+		return notFoundAs(err, http.StatusBadGateway, "sandbox '%s' not found: it was killed or timed out", id)
 	}
 	if sb.Paused() && !s.autoResume(r.Context(), sb) {
 		// Its envd is frozen: a request would wait for it in vain.
-		writeError(w, http.StatusBadGateway, "sandbox '%s' is paused: connect to it to resume it", id)
-		return
+		return answer(http.StatusBadGateway, "sandbox '%s' is paused: connect to it to resume it", id)
 	}
 	if port < 1 || port > 65535 {
-		writeError(w, http.StatusBadRequest, "port %d of sandbox '%s' is not a valid port", port, id)
-		return
+		return answer(http.StatusBadRequest, "port %d of sandbox '%s' is not a valid port", port, id)
 	}
 	s.mu.Lock()
 	p, ok := s.proxies[id]
 	if !ok {
-		p = newSandboxProxy(s.engine, id)
+		p = newSandboxProxy(s.engine, id, s.writeFailure)
 		s.proxies[id] = p
 	}
 	s.mu.Unlock()
@@ -129,4 +127,5 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, id string, port i
 	// Let the sandbox read the request body while it streams its answer.
 	_ = rc.EnableFullDuplex()
 	p.proxy.ServeHTTP(w, r)
+	return nil
 }

@@ -141,7 +141,7 @@ func egressSummary(network string, policy *egress.Policy) string {
 
 // serve runs the server on engine until ctx ends. The egress policy, when
 // given, learns the listener so that sandboxes never reach it.
-func serve(ctx context.Context, o Options, dataDir, apiKey string, eng engine.Engine, policy *egress.Policy, logger *slog.Logger, stdout io.Writer) error {
+func serve(ctx context.Context, o Options, dataDir, apiKey string, eng Engine, policy *egress.Policy, logger *slog.Logger, stdout io.Writer) error {
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.Listen, err)

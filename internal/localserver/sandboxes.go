@@ -23,40 +23,40 @@ func (s *Server) domain() *string {
 	return &d
 }
 
-// Default sandbox timeouts in seconds (design/e2b-api.md §5.1).
+// Default sandbox timeouts in seconds (design/e2b-api.md "Create").
 const (
 	defaultTimeoutV1 = 15
 	defaultTimeoutV2 = 300
 )
 
 // handleCreateSandbox serves POST /v2/sandboxes.
-func (s *Server) handleCreateSandbox(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleCreateSandbox(w http.ResponseWriter, r *http.Request) error {
 	var req e2bapi.NewSandbox
-	if !decodeBody(w, r, &req, false) {
-		return
+	if err := decodeBody(w, r, &req, false); err != nil {
+		return err
 	}
 	sb, err := s.createSandbox(r.Context(), req, defaultTimeoutV2, true)
-	s.answerCreated(w, sb, err)
+	return answerCreated(w, sb, err)
 }
 
 // handleCreateSandboxV1 serves POST /sandboxes, which differs from v2 in
 // the default timeout and in that it secures envd only on request.
-func (s *Server) handleCreateSandboxV1(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleCreateSandboxV1(w http.ResponseWriter, r *http.Request) error {
 	var req e2bapi.NewSandbox
-	if !decodeBody(w, r, &req, false) {
-		return
+	if err := decodeBody(w, r, &req, false); err != nil {
+		return err
 	}
 	sb, err := s.createSandbox(r.Context(), req, defaultTimeoutV1, req.Secure != nil && *req.Secure)
-	s.answerCreated(w, sb, err)
+	return answerCreated(w, sb, err)
 }
 
 // answerCreated answers 201 with the sandbox createSandbox started, or its error.
-func (s *Server) answerCreated(w http.ResponseWriter, sb *e2bapi.Sandbox, err error) {
+func answerCreated(w http.ResponseWriter, sb *e2bapi.Sandbox, err error) error {
 	if err != nil {
-		s.answerError(w, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusCreated, sb)
+	return nil
 }
 
 // createSandbox starts a sandbox of req's template for req.Timeout seconds
@@ -115,7 +115,7 @@ func (s *Server) createSandbox(ctx context.Context, req e2bapi.NewSandbox, defau
 	if err == nil {
 		if err = s.engine.SetSandboxDeadline(ctx, id, containerEnd(sb)); err != nil {
 			_, _ = s.store.DeleteSandbox(id)
-			err = s.internal(err)
+			err = internal(err)
 		}
 	}
 	if err != nil {
@@ -173,33 +173,32 @@ func stateAndEnd(sb store.Sandbox) (string, time.Time) {
 	}
 }
 
-func sandboxID(w http.ResponseWriter, r *http.Request) (string, bool) {
+// sandboxID reads the sandbox ID of the path; a bad one is a 400 answer.
+func sandboxID(r *http.Request) (string, error) {
 	id := r.PathValue("sandboxID")
 	if err := e2bapi.ValidateSandboxID(id); err != nil {
-		writeError(w, http.StatusBadRequest, "%v", err)
-		return "", false
+		return "", answer(http.StatusBadRequest, "%v", err)
 	}
-	return id, true
+	return id, nil
 }
 
 // sandboxRequest reads the sandbox ID of the path and the JSON body of a
-// request about that sandbox, answering 400 itself when either is bad.
-func sandboxRequest[T any](w http.ResponseWriter, r *http.Request, allowEmpty bool) (id string, req T, ok bool) {
-	if id, ok = sandboxID(w, r); !ok {
-		return id, req, false
+// request about that sandbox; either bad is a 400 answer.
+func sandboxRequest[T any](w http.ResponseWriter, r *http.Request, allowEmpty bool) (id string, req T, err error) {
+	if id, err = sandboxID(r); err != nil {
+		return id, req, err
 	}
 	return id, req, decodeBody(w, r, &req, allowEmpty)
 }
 
-func (s *Server) handleGetSandbox(w http.ResponseWriter, r *http.Request) {
-	id, ok := sandboxID(w, r)
-	if !ok {
-		return
+func (s *Server) handleGetSandbox(w http.ResponseWriter, r *http.Request) error {
+	id, err := sandboxID(r)
+	if err != nil {
+		return err
 	}
 	sb, err := s.store.Sandbox(id)
 	if err != nil {
-		s.storeError(w, err)
-		return
+		return err
 	}
 	state, end := stateAndEnd(sb)
 	onTimeout := "kill"
@@ -213,6 +212,7 @@ func (s *Server) handleGetSandbox(w http.ResponseWriter, r *http.Request) {
 		CPUCount: sb.CPUCount, MemoryMB: sb.MemoryMB, Metadata: sb.Metadata, State: state,
 		Lifecycle: &e2bapi.SandboxLifecycle{OnTimeout: onTimeout, AutoResume: sb.AutoResume > 0},
 	})
+	return nil
 }
 
 func listed(sb store.Sandbox) e2bapi.ListedSandbox {
@@ -227,11 +227,10 @@ func listed(sb store.Sandbox) e2bapi.ListedSandbox {
 // filteredSandboxes lists the sandboxes matching the metadata query
 // ("k=v&k2=v2", URL-encoded) and the state query (comma-separated or
 // repeated; defaultStates when absent).
-func (s *Server) filteredSandboxes(w http.ResponseWriter, r *http.Request, defaultStates ...string) ([]e2bapi.ListedSandbox, bool) {
+func (s *Server) filteredSandboxes(r *http.Request, defaultStates ...string) ([]e2bapi.ListedSandbox, error) {
 	want, err := url.ParseQuery(r.URL.Query().Get("metadata"))
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "metadata query %q is invalid: %v", r.URL.Query().Get("metadata"), err)
-		return nil, false
+		return nil, answer(http.StatusBadRequest, "metadata query %q is invalid: %v", r.URL.Query().Get("metadata"), err)
 	}
 	states := defaultStates
 	if raw := r.URL.Query()["state"]; len(raw) > 0 {
@@ -239,8 +238,7 @@ func (s *Server) filteredSandboxes(w http.ResponseWriter, r *http.Request, defau
 	}
 	all, err := s.store.LiveSandboxes()
 	if err != nil {
-		s.internalError(w, err)
-		return nil, false
+		return nil, internal(err)
 	}
 	out := []e2bapi.ListedSandbox{}
 next:
@@ -255,47 +253,50 @@ next:
 			out = append(out, item)
 		}
 	}
-	return out, true
+	return out, nil
 }
 
 // handleListSandboxes serves GET /sandboxes, which lists running sandboxes
 // only, as E2B's does.
-func (s *Server) handleListSandboxes(w http.ResponseWriter, r *http.Request) {
-	if out, ok := s.filteredSandboxes(w, r, store.StateRunning); ok {
-		writeJSON(w, http.StatusOK, out)
+func (s *Server) handleListSandboxes(w http.ResponseWriter, r *http.Request) error {
+	out, err := s.filteredSandboxes(r, store.StateRunning)
+	if err != nil {
+		return err
 	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
 }
 
-func (s *Server) handleListSandboxesV2(w http.ResponseWriter, r *http.Request) {
-	limit, ok := pageLimit(w, r)
-	if !ok {
-		return
+func (s *Server) handleListSandboxesV2(w http.ResponseWriter, r *http.Request) error {
+	limit, err := pageLimit(r)
+	if err != nil {
+		return err
 	}
-	out, ok := s.filteredSandboxes(w, r, store.StateRunning, store.StatePaused)
-	if !ok {
-		return
+	out, err := s.filteredSandboxes(r, store.StateRunning, store.StatePaused)
+	if err != nil {
+		return err
 	}
 	page, next := paginate(out, limit, r.URL.Query().Get("nextToken"), func(sb e2bapi.ListedSandbox) string { return sb.SandboxID })
 	if next != "" {
 		w.Header().Set("X-Next-Token", next)
 	}
 	writeJSON(w, http.StatusOK, page)
+	return nil
 }
 
-func (s *Server) handleDeleteSandbox(w http.ResponseWriter, r *http.Request) {
-	id, ok := sandboxID(w, r)
-	if !ok {
-		return
+func (s *Server) handleDeleteSandbox(w http.ResponseWriter, r *http.Request) error {
+	id, err := sandboxID(r)
+	if err != nil {
+		return err
 	}
 	if _, err := s.store.Sandbox(id); err != nil {
-		s.storeError(w, err)
-		return
+		return err
 	}
 	if err := s.stopSandbox(r.Context(), id); err != nil {
-		s.internalError(w, err)
-		return
+		return internal(err)
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // stopSandbox removes the sandbox's container, then forgets it; a sandbox
@@ -314,114 +315,108 @@ func (s *Server) stopSandbox(ctx context.Context, id string) error {
 	return err
 }
 
-func (s *Server) handleSandboxTimeout(w http.ResponseWriter, r *http.Request) {
-	id, req, ok := sandboxRequest[e2bapi.SandboxTimeoutRequest](w, r, false)
-	if !ok {
-		return
+func (s *Server) handleSandboxTimeout(w http.ResponseWriter, r *http.Request) error {
+	id, req, err := sandboxRequest[e2bapi.SandboxTimeoutRequest](w, r, false)
+	if err != nil {
+		return err
 	}
 	timeout, err := s.ttl(&req.Timeout, 0, 0)
 	if err != nil {
-		s.answerError(w, err)
-		return
+		return err
 	}
 	sb, err := s.store.SetSandboxEndAt(id, s.cfg.Now().Add(timeout))
 	if err != nil {
-		s.storeError(w, err)
-		return
+		return err
 	}
 	if err := s.engine.SetSandboxDeadline(r.Context(), id, containerEnd(sb)); err != nil {
-		s.internalError(w, err)
-		return
+		return internal(err)
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // handleConnectSandbox serves POST /v2/sandboxes/{sandboxID}/connect, the
 // SDK's Sandbox.connect; its body is optional (timeout 300 s).
-func (s *Server) handleConnectSandbox(w http.ResponseWriter, r *http.Request) {
-	id, req, ok := sandboxRequest[e2bapi.ConnectSandbox](w, r, true)
-	if !ok {
-		return
+func (s *Server) handleConnectSandbox(w http.ResponseWriter, r *http.Request) error {
+	id, req, err := sandboxRequest[e2bapi.ConnectSandbox](w, r, true)
+	if err != nil {
+		return err
 	}
-	s.connectSandbox(w, r, id, req.Timeout)
+	return s.connectSandbox(w, r, id, req.Timeout)
 }
 
 // handleConnectSandboxV1 serves POST /sandboxes/{sandboxID}/connect, which
 // requires the timeout.
-func (s *Server) handleConnectSandboxV1(w http.ResponseWriter, r *http.Request) {
-	id, req, ok := sandboxRequest[e2bapi.ConnectSandbox](w, r, false)
-	if !ok {
-		return
+func (s *Server) handleConnectSandboxV1(w http.ResponseWriter, r *http.Request) error {
+	id, req, err := sandboxRequest[e2bapi.ConnectSandbox](w, r, false)
+	if err != nil {
+		return err
 	}
 	if req.Timeout == nil {
-		writeError(w, http.StatusBadRequest, "timeout is required")
-		return
+		return answer(http.StatusBadRequest, "timeout is required")
 	}
-	s.connectSandbox(w, r, id, req.Timeout)
+	return s.connectSandbox(w, r, id, req.Timeout)
 }
 
 // connectSandbox answers a connect: a paused sandbox is resumed to run
 // timeout seconds (300 s when unset) from now, 201; a running one ends
 // then if that is later (connecting only extends), 200.
-func (s *Server) connectSandbox(w http.ResponseWriter, r *http.Request, id string, requested *int32) {
+func (s *Server) connectSandbox(w http.ResponseWriter, r *http.Request, id string, requested *int32) error {
 	timeout, err := s.ttl(requested, defaultTimeoutV2, 0)
 	if err != nil {
-		s.answerError(w, err)
-		return
+		return err
 	}
-	sb, unlock, ok := s.lockedSandbox(w, id)
-	if !ok {
-		return
+	sb, unlock, err := s.lockedSandbox(id)
+	if err != nil {
+		return err
 	}
 	defer unlock()
 	if sb.Paused() {
 		if sb, err = s.resumeSandbox(r.Context(), sb, timeout, nil); err != nil {
-			s.answerError(w, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusCreated, s.sandboxAnswer(sb))
-		return
+		return nil
 	}
-	if sb, ok = s.extendSandbox(w, r, id, timeout); !ok {
-		return
+	if sb, err = s.extendSandbox(r, id, timeout); err != nil {
+		return err
 	}
 	writeJSON(w, http.StatusOK, s.sandboxAnswer(sb))
+	return nil
 }
 
 // handleRefreshSandbox keeps a sandbox alive for duration seconds more (0 to 3600) from
 // now, never shortening it.
-func (s *Server) handleRefreshSandbox(w http.ResponseWriter, r *http.Request) {
-	id, req, ok := sandboxRequest[e2bapi.SandboxRefreshRequest](w, r, true)
-	if !ok {
-		return
+func (s *Server) handleRefreshSandbox(w http.ResponseWriter, r *http.Request) error {
+	id, req, err := sandboxRequest[e2bapi.SandboxRefreshRequest](w, r, true)
+	if err != nil {
+		return err
 	}
 	var duration int32
 	if req.Duration != nil {
 		duration = *req.Duration
 	}
 	if duration < 0 || duration > maxRefreshSeconds {
-		writeError(w, http.StatusBadRequest, "duration %d is invalid: it must be from 0 to %d seconds", duration, maxRefreshSeconds)
-		return
+		return answer(http.StatusBadRequest, "duration %d is invalid: it must be from 0 to %d seconds", duration, maxRefreshSeconds)
 	}
-	if _, ok := s.extendSandbox(w, r, id, time.Duration(duration)*time.Second); !ok {
-		return
+	if _, err := s.extendSandbox(r, id, time.Duration(duration)*time.Second); err != nil {
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // extendSandbox moves the sandbox's end to now+d when that is later, in the
-// store and in its container; on failure it answers the request.
-func (s *Server) extendSandbox(w http.ResponseWriter, r *http.Request, id string, d time.Duration) (store.Sandbox, bool) {
+// store and in its container.
+func (s *Server) extendSandbox(r *http.Request, id string, d time.Duration) (store.Sandbox, error) {
 	sb, err := s.store.ExtendSandboxEndAt(id, s.cfg.Now().Add(d))
 	if err != nil {
-		s.storeError(w, err)
-		return sb, false
+		return sb, err
 	}
 	if err := s.engine.SetSandboxDeadline(r.Context(), id, containerEnd(sb)); err != nil {
-		s.internalError(w, err)
-		return sb, false
+		return sb, internal(err)
 	}
-	return sb, true
+	return sb, nil
 }
 
 // maxRefreshSeconds is the largest refresh E2B accepts (SandboxRefreshRequest).

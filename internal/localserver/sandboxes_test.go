@@ -294,7 +294,7 @@ func TestStartAfterCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := st.StartBuild(reg.Template.ID, reg.Build.ID, e2bapi.TemplateBuildStartV2{FromImage: "x"}); err != nil {
+	if _, _, err := st.StartBuild(reg.Template.ID, reg.Build.ID, store.BuildRequest{FromImage: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	now := clock.Now()

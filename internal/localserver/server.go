@@ -2,7 +2,7 @@
 // API of design/e2b-api.md (templates, builds, uploads, tags, sandboxes), the proxy
 // to each sandbox's envd, and Run, which the `server` command
 // (internal/command) starts it with. State lives in the store; builds and
-// sandboxes run on an engine.Engine.
+// sandboxes run on an Engine.
 package localserver
 
 import (
@@ -23,7 +23,6 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/cors"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
@@ -59,7 +58,7 @@ type Config struct {
 
 	// appendLogs stores build log entries (the store's AppendLogs when
 	// nil); tests inject faults such as a full disk here.
-	appendLogs func(buildID string, entries []e2bapi.BuildLogEntry) error
+	appendLogs func(buildID string, entries []store.LogEntry) error
 }
 
 // Defaults of the limits in Config.
@@ -124,8 +123,8 @@ const (
 // Server serves the API. Create it with New, serve Handler, end with Close.
 type Server struct {
 	cfg    Config
-	store  *store.Store
-	engine engine.Engine
+	store  Store
+	engine Engine
 	log    *slog.Logger
 	mux    *http.ServeMux
 	// api serves upload PUTs and the API, behind apiCORS.
@@ -150,7 +149,7 @@ type Server struct {
 // New opens the state in cfg.DataDir, recovers from an earlier run (builds
 // that were running are failed, containers no sandbox claims removed) and
 // starts the sandbox reaper.
-func New(ctx context.Context, cfg Config, eng engine.Engine) (*Server, error) {
+func New(ctx context.Context, cfg Config, eng Engine) (*Server, error) {
 	cfg.applyDefaults()
 	if cfg.DataDir == "" {
 		return nil, errors.New("a data directory is required")
@@ -183,7 +182,7 @@ func New(ctx context.Context, cfg Config, eng engine.Engine) (*Server, error) {
 	}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.mux = s.routes()
-	s.api = apiCORS.Handler(http.HandlerFunc(s.serveAPI))
+	s.api = apiCORS.Handler(s.handle(s.serveAPI))
 	s.tasks.Go(s.reapLoop)
 	return s, nil
 }
@@ -255,7 +254,7 @@ func (s *Server) ownedImages() (map[string]bool, error) {
 }
 
 // Store is the server's state (for tests and the command).
-func (s *Server) Store() *store.Store { return s.store }
+func (s *Server) Store() Store { return s.store }
 
 // Close fails running builds with "server shut down", stops every sandbox
 // but those that are paused or pause at their end (which it pauses, so that
@@ -318,130 +317,123 @@ var apiCORS = cors.Policy{
 
 // Handler is the server's HTTP handler: envd proxy, upload PUTs, and the
 // authenticated API.
-func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
+func (s *Server) Handler() http.Handler { return s.handle(s.serveHTTP) }
 
-func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) error {
 	// Sandbox traffic gets the CORS answers of whatever it reaches (envd's
 	// own, or the sandbox's server's).
 	if id, port, ok := sandboxTarget(r); ok {
-		s.proxy(w, r, id, port)
-		return
+		return s.proxy(w, r, id, port)
 	}
 	// A preflight of header-routed sandbox traffic names the routing headers
 	// without their values, so it arrives here: answer it as envd would.
 	if cors.IsPreflight(r) && cors.RequestsHeader(r, envd.HeaderSandboxID) {
 		envd.CORS.Preflight(w, r)
-		return
+		return nil
 	}
 	s.api.ServeHTTP(w, r)
+	return nil
 }
 
-func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
+func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) error {
 	if token, ok := strings.CutPrefix(r.URL.Path, uploadPath); ok {
-		s.handleUpload(w, r, token)
-		return
+		return s.handleUpload(w, r, token)
 	}
 	boundBody(w, r, bodyReadTimeout)
 	if r.Method == http.MethodGet && r.URL.Path == "/health" {
 		w.WriteHeader(http.StatusNoContent) // readiness probe, no key needed
-		return
+		return nil
 	}
 	key := r.Header.Get("X-API-Key")
 	if key == "" {
-		writeError(w, http.StatusUnauthorized, "missing X-API-Key header: this server needs its API key")
-		return
+		return answer(http.StatusUnauthorized, "missing X-API-Key header: this server needs its API key")
 	}
 	if subtle.ConstantTimeCompare([]byte(key), []byte(s.cfg.APIKey)) != 1 {
-		writeError(w, http.StatusUnauthorized, "Invalid API key")
-		return
+		return answer(http.StatusUnauthorized, "Invalid API key")
 	}
 	s.mux.ServeHTTP(w, r)
+	return nil
 }
 
 func (s *Server) routes() *http.ServeMux {
 	m := http.NewServeMux()
-	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "no route for %s %s", r.Method, r.URL.Path)
-	})
-	m.HandleFunc("GET /_local/stats", s.handleStats)
+	m.HandleFunc("/", s.handle(func(_ http.ResponseWriter, r *http.Request) error {
+		return answer(http.StatusNotFound, "no route for %s %s", r.Method, r.URL.Path)
+	}))
+	m.HandleFunc("GET /_local/stats", s.handle(s.handleStats))
 
-	m.HandleFunc("POST /v3/templates", s.handleRegister)
-	m.HandleFunc("GET /v2/templates", s.handleListTemplatesV2)
-	m.HandleFunc("GET /templates", s.handleListTemplates)
-	m.HandleFunc("GET /templates/{templateID}", s.handleGetTemplate)
+	m.HandleFunc("POST /v3/templates", s.handle(s.handleRegister))
+	m.HandleFunc("GET /v2/templates", s.handle(s.handleListTemplatesV2))
+	m.HandleFunc("GET /templates", s.handle(s.handleListTemplates))
+	m.HandleFunc("GET /templates/{templateID}", s.handle(s.handleGetTemplate))
 	// /templates/aliases/{alias} and /templates/{id}/tags overlap, so
 	// these dispatch on their own.
-	m.HandleFunc("GET /templates/{a}/{b}", s.handleTemplateAliasOrTags)
-	m.HandleFunc("GET /templates/{a}/{b}/{c}", s.handleTemplateFileOrNamespacedAlias)
-	m.HandleFunc("DELETE /templates/{templateID}", s.handleDeleteTemplate)
-	m.HandleFunc("PATCH /v2/templates/{templateID}", s.handlePatchTemplate)
-	m.HandleFunc("POST /v2/templates/{templateID}/builds/{buildID}", s.handleStartBuild)
-	m.HandleFunc("GET /templates/{templateID}/builds/{buildID}/status", s.handleBuildStatus)
-	m.HandleFunc("GET /templates/{templateID}/builds/{buildID}/logs", s.handleBuildLogs)
-	m.HandleFunc("POST /templates/tags", s.handleAssignTags)
-	m.HandleFunc("DELETE /templates/tags", s.handleDeleteTags)
+	m.HandleFunc("GET /templates/{a}/{b}", s.handle(s.handleTemplateAliasOrTags))
+	m.HandleFunc("GET /templates/{a}/{b}/{c}", s.handle(s.handleTemplateFileOrNamespacedAlias))
+	m.HandleFunc("DELETE /templates/{templateID}", s.handle(s.handleDeleteTemplate))
+	m.HandleFunc("PATCH /v2/templates/{templateID}", s.handle(s.handlePatchTemplate))
+	m.HandleFunc("POST /v2/templates/{templateID}/builds/{buildID}", s.handle(s.handleStartBuild))
+	m.HandleFunc("GET /templates/{templateID}/builds/{buildID}/status", s.handle(s.handleBuildStatus))
+	m.HandleFunc("GET /templates/{templateID}/builds/{buildID}/logs", s.handle(s.handleBuildLogs))
+	m.HandleFunc("POST /templates/tags", s.handle(s.handleAssignTags))
+	m.HandleFunc("DELETE /templates/tags", s.handle(s.handleDeleteTags))
 
-	m.HandleFunc("POST /v2/sandboxes", s.handleCreateSandbox)
-	m.HandleFunc("POST /sandboxes", s.handleCreateSandboxV1)
-	m.HandleFunc("GET /sandboxes", s.handleListSandboxes)
-	m.HandleFunc("GET /v2/sandboxes", s.handleListSandboxesV2)
-	m.HandleFunc("GET /sandboxes/{sandboxID}", s.handleGetSandbox)
-	m.HandleFunc("DELETE /sandboxes/{sandboxID}", s.handleDeleteSandbox)
-	m.HandleFunc("POST /sandboxes/{sandboxID}/timeout", s.handleSandboxTimeout)
-	m.HandleFunc("POST /v2/sandboxes/{sandboxID}/connect", s.handleConnectSandbox)
-	m.HandleFunc("POST /sandboxes/{sandboxID}/connect", s.handleConnectSandboxV1)
-	m.HandleFunc("POST /sandboxes/{sandboxID}/refreshes", s.handleRefreshSandbox)
-	m.HandleFunc("POST /sandboxes/{sandboxID}/pause", s.handlePauseSandbox)
-	m.HandleFunc("POST /sandboxes/{sandboxID}/resume", s.handleResumeSandbox)
-	m.HandleFunc("GET /sandboxes/metrics", s.handleSandboxesMetrics)
-	m.HandleFunc("GET /sandboxes/{sandboxID}/metrics", s.handleSandboxMetrics)
-	m.HandleFunc("GET /sandboxes/{sandboxID}/logs", s.handleSandboxLogs)
-	m.HandleFunc("GET /v2/sandboxes/{sandboxID}/logs", s.handleSandboxLogsV2)
-	m.HandleFunc("POST /sandboxes/{sandboxID}/snapshots", s.handleCreateSnapshot)
-	m.HandleFunc("GET /snapshots", s.handleListSnapshots)
+	m.HandleFunc("POST /v2/sandboxes", s.handle(s.handleCreateSandbox))
+	m.HandleFunc("POST /sandboxes", s.handle(s.handleCreateSandboxV1))
+	m.HandleFunc("GET /sandboxes", s.handle(s.handleListSandboxes))
+	m.HandleFunc("GET /v2/sandboxes", s.handle(s.handleListSandboxesV2))
+	m.HandleFunc("GET /sandboxes/{sandboxID}", s.handle(s.handleGetSandbox))
+	m.HandleFunc("DELETE /sandboxes/{sandboxID}", s.handle(s.handleDeleteSandbox))
+	m.HandleFunc("POST /sandboxes/{sandboxID}/timeout", s.handle(s.handleSandboxTimeout))
+	m.HandleFunc("POST /v2/sandboxes/{sandboxID}/connect", s.handle(s.handleConnectSandbox))
+	m.HandleFunc("POST /sandboxes/{sandboxID}/connect", s.handle(s.handleConnectSandboxV1))
+	m.HandleFunc("POST /sandboxes/{sandboxID}/refreshes", s.handle(s.handleRefreshSandbox))
+	m.HandleFunc("POST /sandboxes/{sandboxID}/pause", s.handle(s.handlePauseSandbox))
+	m.HandleFunc("POST /sandboxes/{sandboxID}/resume", s.handle(s.handleResumeSandbox))
+	m.HandleFunc("GET /sandboxes/metrics", s.handle(s.handleSandboxesMetrics))
+	m.HandleFunc("GET /sandboxes/{sandboxID}/metrics", s.handle(s.handleSandboxMetrics))
+	m.HandleFunc("GET /sandboxes/{sandboxID}/logs", s.handle(s.handleSandboxLogs))
+	m.HandleFunc("GET /v2/sandboxes/{sandboxID}/logs", s.handle(s.handleSandboxLogsV2))
+	m.HandleFunc("POST /sandboxes/{sandboxID}/snapshots", s.handle(s.handleCreateSnapshot))
+	m.HandleFunc("GET /snapshots", s.handle(s.handleListSnapshots))
 	return m
 }
 
 // handleTemplateAliasOrTags serves GET /templates/aliases/{alias} and
 // GET /templates/{id}/tags.
-func (s *Server) handleTemplateAliasOrTags(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleTemplateAliasOrTags(w http.ResponseWriter, r *http.Request) error {
 	a, b := r.PathValue("a"), r.PathValue("b")
 	switch {
 	case a == "aliases":
-		s.handleAlias(w, b)
+		return s.handleAlias(w, b)
 	case b == "tags":
-		s.handleListTags(w, a)
+		return s.handleListTags(w, a)
 	default:
-		writeError(w, http.StatusNotFound, "no route for %s %s", r.Method, r.URL.Path)
+		return answer(http.StatusNotFound, "no route for %s %s", r.Method, r.URL.Path)
 	}
 }
 
 // handleTemplateFileOrNamespacedAlias serves GET /templates/{id}/files/{hash} and an alias
 // whose "/" was not escaped: GET /templates/aliases/{namespace}/{alias}.
-func (s *Server) handleTemplateFileOrNamespacedAlias(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleTemplateFileOrNamespacedAlias(w http.ResponseWriter, r *http.Request) error {
 	a, b, c := r.PathValue("a"), r.PathValue("b"), r.PathValue("c")
 	switch {
 	case a == "aliases":
-		s.handleAlias(w, b+"/"+c)
+		return s.handleAlias(w, b+"/"+c)
 	case b == "files":
-		s.handleFileLink(w, r, a, c)
+		return s.handleFileLink(w, r, a, c)
 	default:
-		writeError(w, http.StatusNotFound, "no route for %s %s", r.Method, r.URL.Path)
+		return answer(http.StatusNotFound, "no route for %s %s", r.Method, r.URL.Path)
 	}
 }
 
-func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) error {
 	st, err := s.store.Stats()
 	if err != nil {
-		s.internalError(w, err)
-		return
+		return internal(err)
 	}
 	writeJSON(w, http.StatusOK, st)
-}
-
-// writeError answers the spec's {code, message} envelope.
-func writeError(w http.ResponseWriter, status int, format string, args ...any) {
-	writeJSON(w, status, e2bapi.Error{Code: status, Message: fmt.Sprintf(format, args...)})
+	return nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, body any) {
@@ -452,77 +444,23 @@ func writeJSON(w http.ResponseWriter, status int, body any) {
 	_ = json.NewEncoder(w).Encode(body)
 }
 
-func (s *Server) internalError(w http.ResponseWriter, err error) {
-	s.answerError(w, s.internal(err))
-}
-
-// errorAnswer is a failure of a request as its answer: the status and the
-// spec's error envelope. Methods behind the handlers return it; the
-// handlers send it with answerError.
-type errorAnswer struct {
-	status int
-	body   e2bapi.Error
-}
-
-func (e *errorAnswer) Error() string { return e.body.Message }
-
-// answer is the errorAnswer of writeError.
-func answer(status int, format string, args ...any) error {
-	return &errorAnswer{status: status, body: e2bapi.Error{Code: status, Message: fmt.Sprintf(format, args...)}}
-}
-
-// internal logs err and returns the 500 answer of internalError.
-func (s *Server) internal(err error) error {
-	s.log.Error("request failed", "err", err)
-	return &errorAnswer{status: http.StatusInternalServerError, body: e2bapi.Error{Code: 500, Message: err.Error(), ErrorCode: "internal_server_error"}}
-}
-
-// answerError sends err: an errorAnswer as it is, any other error as a
-// store error (storeError).
-func (s *Server) answerError(w http.ResponseWriter, err error) {
-	if a, ok := errors.AsType[*errorAnswer](err); ok {
-		writeJSON(w, a.status, a.body)
-		return
-	}
-	s.storeError(w, err)
-}
-
-// storeError answers a store error with the status its kind maps to.
-func (s *Server) storeError(w http.ResponseWriter, err error) {
-	switch store.KindOf(err) {
-	case store.KindNotFound:
-		writeError(w, http.StatusNotFound, "%s", err.Error())
-	case store.KindInvalid:
-		writeError(w, http.StatusBadRequest, "%s", err.Error())
-	case store.KindConflict:
-		writeError(w, http.StatusConflict, "%s", err.Error())
-	case store.KindForbidden:
-		writeError(w, http.StatusForbidden, "%s", err.Error())
-	default:
-		s.internalError(w, err)
-	}
-}
-
 const maxJSONBody = 8 << 20
 
 // decodeBody decodes the JSON body into v; an empty body leaves v as it is
-// when allowEmpty. It answers 400 itself and returns false on failure.
-func decodeBody(w http.ResponseWriter, r *http.Request, v any, allowEmpty bool) bool {
+// when allowEmpty. Its failures are 400 answers.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any, allowEmpty bool) error {
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBody))
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "read request body: %v", err)
-		return false
+		return answer(http.StatusBadRequest, "read request body: %v", err)
 	}
 	if len(strings.TrimSpace(string(raw))) == 0 {
 		if allowEmpty {
-			return true
+			return nil
 		}
-		writeError(w, http.StatusBadRequest, "request body is empty; a JSON object is required")
-		return false
+		return answer(http.StatusBadRequest, "request body is empty; a JSON object is required")
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid request body: %v", err)
-		return false
+		return answer(http.StatusBadRequest, "invalid request body: %v", err)
 	}
-	return true
+	return nil
 }

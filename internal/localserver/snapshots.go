@@ -12,34 +12,32 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
-// Snapshots (design/e2b-api.md §5.5): a snapshot is a build, ready at once,
+// Snapshots (design/e2b-api.md "Snapshots"): a snapshot is a build, ready at once,
 // whose image is the sandbox's file system committed.
 
 // handleCreateSnapshot serves POST /sandboxes/{sandboxID}/snapshots: 201
 // SnapshotInfo. The sandbox keeps running.
-func (s *Server) handleCreateSnapshot(w http.ResponseWriter, r *http.Request) {
-	id, req, ok := sandboxRequest[e2bapi.SandboxSnapshotRequest](w, r, false)
-	if !ok {
-		return
+func (s *Server) handleCreateSnapshot(w http.ResponseWriter, r *http.Request) error {
+	id, req, err := sandboxRequest[e2bapi.SandboxSnapshotRequest](w, r, false)
+	if err != nil {
+		return err
 	}
 	// A pause or resume during the commit would be undone by it.
-	sb, unlock, ok := s.lockedSandbox(w, id)
-	if !ok {
-		return
+	sb, unlock, err := s.lockedSandbox(id)
+	if err != nil {
+		return err
 	}
 	defer unlock()
 	if sb.Paused() {
 		// E2B snapshots running sandboxes only.
-		writeError(w, http.StatusNotFound, "sandbox '%s' is paused: connect to it to resume it before a snapshot", id)
-		return
+		return answer(http.StatusNotFound, "sandbox '%s' is paused: connect to it to resume it before a snapshot", id)
 	}
 	src, err := s.store.Build(sb.TemplateID, sb.BuildID)
 	if err == nil && src.Result == nil {
 		err = errors.New("it has no image")
 	}
 	if err != nil {
-		s.internalError(w, fmt.Errorf("the build of sandbox %s: %w", id, err))
-		return
+		return internal(fmt.Errorf("the build of sandbox %s: %w", id, err))
 	}
 	name := ""
 	if req.Name != nil {
@@ -47,19 +45,17 @@ func (s *Server) handleCreateSnapshot(w http.ResponseWriter, r *http.Request) {
 	}
 	snap, err := s.store.RegisterSnapshot(store.SnapshotRequest{Name: name, SandboxID: id, CPUCount: src.CPUCount, MemoryMB: src.MemoryMB})
 	if err != nil {
-		s.storeError(w, err)
-		return
+		return err
 	}
 	// Not cancelled with the request: the record must learn what became of
 	// the commit.
 	ctx := context.WithoutCancel(r.Context())
 	ref, err := s.engine.CommitSandbox(ctx, engine.SnapshotSpec{SandboxID: id, TemplateID: snap.Template.ID, BuildID: snap.Build.ID, Image: src.Result.Image})
 	if err != nil {
-		if _, ferr := s.store.FinishBuild(snap.Template.ID, snap.Build.ID, nil, &e2bapi.BuildStatusReason{Message: err.Error()}); ferr != nil {
+		if _, ferr := s.store.FinishBuild(snap.Template.ID, snap.Build.ID, nil, &store.BuildReason{Message: err.Error()}); ferr != nil {
 			s.log.Error("record a failed snapshot", "build", snap.Build.ID, "err", ferr)
 		}
-		s.internalError(w, err)
-		return
+		return internal(err)
 	}
 	result := *src.Result
 	result.Image = ref
@@ -72,31 +68,29 @@ func (s *Server) handleCreateSnapshot(w http.ResponseWriter, r *http.Request) {
 		if rerr := s.engine.RemoveImage(ctx, ref); rerr != nil {
 			s.log.Error("remove the image of a snapshot that could not be recorded", "image", ref, "err", rerr)
 		}
-		s.internalError(w, fmt.Errorf("record snapshot %s: %w", snap.Build.ID, err))
-		return
+		return internal(fmt.Errorf("record snapshot %s: %w", snap.Build.ID, err))
 	}
 	writeJSON(w, http.StatusCreated, s.snapshotInfo(snap))
+	return nil
 }
 
 // handleListSnapshots serves GET /snapshots: the snapshot templates,
 // newest first, filtered by sandboxID and by name ("name" matches any tag,
 // "name:tag" that tag), paged.
-func (s *Server) handleListSnapshots(w http.ResponseWriter, r *http.Request) {
-	limit, ok := pageLimit(w, r)
-	if !ok {
-		return
+func (s *Server) handleListSnapshots(w http.ResponseWriter, r *http.Request) error {
+	limit, err := pageLimit(r)
+	if err != nil {
+		return err
 	}
 	q := r.URL.Query()
 	templateID, tag := "", ""
 	if raw := q.Get("name"); raw != "" {
 		name, err := e2bapi.ParseName(raw)
 		if err != nil {
-			writeError(w, http.StatusBadRequest, "Invalid name: %v", err)
-			return
+			return answer(http.StatusBadRequest, "Invalid name: %v", err)
 		}
 		if name.Namespace != "" && name.Namespace != s.store.TeamSlug() {
-			writeError(w, http.StatusBadRequest, "namespace '%s' must match your team '%s'", name.Namespace, s.store.TeamSlug())
-			return
+			return answer(http.StatusBadRequest, "namespace '%s' must match your team '%s'", name.Namespace, s.store.TeamSlug())
 		}
 		tag = name.Tag
 		if tag == "" && strings.Contains(raw, ":") {
@@ -105,18 +99,16 @@ func (s *Server) handleListSnapshots(w http.ResponseWriter, r *http.Request) {
 		t, err := s.store.LookupTemplate(name.Identifier())
 		if store.KindOf(err) == store.KindNotFound {
 			writeJSON(w, http.StatusOK, []e2bapi.SnapshotInfo{})
-			return
+			return nil
 		}
 		if err != nil {
-			s.storeError(w, err)
-			return
+			return err
 		}
 		templateID = t.ID
 	}
 	snaps, err := s.store.Snapshots(q.Get("sandboxID"), templateID, tag)
 	if err != nil {
-		s.internalError(w, err)
-		return
+		return internal(err)
 	}
 	out := make([]e2bapi.SnapshotInfo, 0, len(snaps))
 	for _, snap := range snaps {
@@ -127,6 +119,7 @@ func (s *Server) handleListSnapshots(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Next-Token", next)
 	}
 	writeJSON(w, http.StatusOK, page)
+	return nil
 }
 
 // snapshotInfo names a snapshot as E2B does: "<namespace>/<alias>:<tag>"

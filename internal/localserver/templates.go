@@ -2,30 +2,28 @@ package localserver
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
-// Defaults E2B applies to absent resources (design/e2b-api.md §1.1).
+// Defaults E2B applies to absent resources (design/e2b-api.md "POST /v3/templates").
 const (
 	defaultCPUCount = 2
 	defaultMemoryMB = 1024
 )
 
-func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) error {
 	var req e2bapi.TemplateBuildRequestV3
-	if !decodeBody(w, r, &req, false) {
-		return
+	if err := decodeBody(w, r, &req, false); err != nil {
+		return err
 	}
 	name := req.Name
 	if name == "" {
 		name = req.Alias
 	}
 	if name == "" {
-		writeError(w, http.StatusBadRequest, "name is required")
-		return
+		return answer(http.StatusBadRequest, "name is required")
 	}
 	cpu, mem := int32(defaultCPUCount), int32(defaultMemoryMB)
 	if req.CPUCount != nil {
@@ -35,17 +33,14 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 		mem = *req.MemoryMB
 	}
 	if cpu < 1 || (cpu != 1 && cpu%2 != 0) || cpu > s.cfg.MaxCPUCount {
-		writeError(w, http.StatusBadRequest, "cpuCount %d is invalid: it must be 1 or an even number of at most %d", cpu, s.cfg.MaxCPUCount)
-		return
+		return answer(http.StatusBadRequest, "cpuCount %d is invalid: it must be 1 or an even number of at most %d", cpu, s.cfg.MaxCPUCount)
 	}
 	if mem < 128 || mem%2 != 0 || mem > s.cfg.MaxMemoryMB {
-		writeError(w, http.StatusBadRequest, "memoryMB %d is invalid: it must be an even number from 128 to %d", mem, s.cfg.MaxMemoryMB)
-		return
+		return answer(http.StatusBadRequest, "memoryMB %d is invalid: it must be an even number from 128 to %d", mem, s.cfg.MaxMemoryMB)
 	}
 	reg, err := s.store.RegisterBuild(store.RegisterRequest{Name: name, Tags: req.Tags, CPUCount: cpu, MemoryMB: mem})
 	if err != nil {
-		s.storeError(w, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusAccepted, e2bapi.TemplateRequestResponseV3{
 		TemplateID: reg.Template.ID,
@@ -55,6 +50,7 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 		Tags:       reg.Build.Tags,
 		Aliases:    []string{reg.Template.Alias},
 	})
+	return nil
 }
 
 // listItem is a template as the list endpoints show it: buildID is the
@@ -108,85 +104,47 @@ func (s *Server) listItems() ([]e2bapi.Template, error) {
 	return out, nil
 }
 
-func (s *Server) handleListTemplates(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleListTemplates(w http.ResponseWriter, r *http.Request) error {
 	items, err := s.listItems()
 	if err != nil {
-		s.internalError(w, err)
-		return
+		return internal(err)
 	}
 	writeJSON(w, http.StatusOK, items)
+	return nil
 }
 
-func (s *Server) handleListTemplatesV2(w http.ResponseWriter, r *http.Request) {
-	limit, ok := pageLimit(w, r)
-	if !ok {
-		return
+func (s *Server) handleListTemplatesV2(w http.ResponseWriter, r *http.Request) error {
+	limit, err := pageLimit(r)
+	if err != nil {
+		return err
 	}
 	items, err := s.listItems()
 	if err != nil {
-		s.internalError(w, err)
-		return
+		return internal(err)
 	}
 	page, next := paginate(items, limit, r.URL.Query().Get("nextToken"), func(t e2bapi.Template) string { return t.TemplateID })
 	if next != "" {
 		w.Header().Set("X-Next-Token", next)
 	}
 	writeJSON(w, http.StatusOK, page)
+	return nil
 }
 
-// pageLimit reads the paging limit (1..100, default 100).
-func pageLimit(w http.ResponseWriter, r *http.Request) (int, bool) {
-	raw := r.URL.Query().Get("limit")
-	if raw == "" {
-		return 100, true
-	}
-	n, err := strconv.Atoi(raw)
-	if err != nil || n < 1 || n > 100 {
-		writeError(w, http.StatusBadRequest, "limit %q must be a number from 1 to 100", raw)
-		return 0, false
-	}
-	return n, true
-}
-
-// paginate returns the page of at most limit items after the item whose key
-// is token (from the start when token is empty or unknown), and the token of
-// the next page ("" on the last page).
-func paginate[T any](items []T, limit int, token string, key func(T) string) ([]T, string) {
-	start := 0
-	if token != "" {
-		for i, it := range items {
-			if key(it) == token {
-				start = i + 1
-				break
-			}
-		}
-	}
-	end := min(start+limit, len(items))
-	page := items[start:end]
-	if end < len(items) && len(page) > 0 {
-		return page, key(page[len(page)-1])
-	}
-	return page, ""
-}
-
-func (s *Server) handleGetTemplate(w http.ResponseWriter, r *http.Request) {
-	limit, ok := pageLimit(w, r)
-	if !ok {
-		return
+func (s *Server) handleGetTemplate(w http.ResponseWriter, r *http.Request) error {
+	limit, err := pageLimit(r)
+	if err != nil {
+		return err
 	}
 	t, err := s.store.TemplateByID(r.PathValue("templateID"))
 	if err != nil {
-		s.storeError(w, err)
-		return
+		return err
 	}
 	if t.SnapshotOf != "" {
-		writeError(w, http.StatusNotFound, "template '%s' not found: it is a snapshot", t.ID)
-		return
+		return answer(http.StatusNotFound, "template '%s' not found: it is a snapshot", t.ID)
 	}
 	builds, err := s.store.Builds(t.ID)
 	if err != nil {
-		s.internalError(w, err)
-		return
+		return internal(err)
 	}
 	page, next := paginate(builds, limit, r.URL.Query().Get("nextToken"), func(b store.Build) string { return b.ID })
 	out := e2bapi.TemplateWithBuilds{
@@ -210,13 +168,13 @@ func (s *Server) handleGetTemplate(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Next-Token", next)
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
 }
 
-func (s *Server) handleDeleteTemplate(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleDeleteTemplate(w http.ResponseWriter, r *http.Request) error {
 	t, builds, err := s.store.DeleteTemplate(r.PathValue("templateID"))
 	if err != nil {
-		s.storeError(w, err)
-		return
+		return err
 	}
 	// The template is deleted either way; an image left behind only costs disk.
 	for _, b := range builds {
@@ -228,12 +186,13 @@ func (s *Server) handleDeleteTemplate(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
-func (s *Server) handlePatchTemplate(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handlePatchTemplate(w http.ResponseWriter, r *http.Request) error {
 	var req e2bapi.TemplateUpdateRequest
-	if !decodeBody(w, r, &req, true) {
-		return
+	if err := decodeBody(w, r, &req, true); err != nil {
+		return err
 	}
 	ref := r.PathValue("templateID")
 	var t store.Template
@@ -244,17 +203,16 @@ func (s *Server) handlePatchTemplate(w http.ResponseWriter, r *http.Request) {
 		t, err = s.store.SetPublic(ref, *req.Public)
 	}
 	if err != nil {
-		s.storeError(w, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, e2bapi.TemplateUpdateResponse{Names: []string{s.store.Name(t)}})
+	return nil
 }
 
-func (s *Server) handleAlias(w http.ResponseWriter, ref string) {
+func (s *Server) handleAlias(w http.ResponseWriter, ref string) error {
 	name, err := e2bapi.ParseName(ref)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "%v", err)
-		return
+		return answer(http.StatusBadRequest, "%v", err)
 	}
 	var t store.Template
 	if name.Tag != "" {
@@ -263,50 +221,46 @@ func (s *Server) handleAlias(w http.ResponseWriter, ref string) {
 		t, err = s.store.LookupTemplate(ref)
 	}
 	if err != nil {
-		s.storeError(w, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, e2bapi.TemplateAliasResponse{TemplateID: t.ID, Public: t.Public})
+	return nil
 }
 
-func (s *Server) handleAssignTags(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleAssignTags(w http.ResponseWriter, r *http.Request) error {
 	var req e2bapi.AssignTemplateTagsRequest
-	if !decodeBody(w, r, &req, false) {
-		return
+	if err := decodeBody(w, r, &req, false); err != nil {
+		return err
 	}
 	buildID, tags, err := s.store.AssignTags(req.Target, req.Tags)
 	if err != nil {
-		s.storeError(w, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusCreated, e2bapi.AssignedTemplateTags{BuildID: buildID, Tags: tags})
+	return nil
 }
 
-func (s *Server) handleDeleteTags(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleDeleteTags(w http.ResponseWriter, r *http.Request) error {
 	var req e2bapi.DeleteTemplateTagsRequest
-	if !decodeBody(w, r, &req, false) {
-		return
+	if err := decodeBody(w, r, &req, false); err != nil {
+		return err
 	}
 	if err := s.store.DeleteTags(req.Name, req.Tags); err != nil {
-		s.storeError(w, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
-func (s *Server) handleListTags(w http.ResponseWriter, ref string) {
+func (s *Server) handleListTags(w http.ResponseWriter, ref string) error {
 	t, err := s.store.LookupTemplate(ref)
 	if err != nil {
-		s.storeError(w, err)
-		return
+		return err
 	}
 	tags, err := s.store.Tags(t.ID)
 	if err != nil {
-		s.internalError(w, err)
-		return
+		return internal(err)
 	}
-	if tags == nil {
-		tags = []e2bapi.TemplateTag{}
-	}
-	writeJSON(w, http.StatusOK, tags)
+	writeJSON(w, http.StatusOK, wireTags(tags))
+	return nil
 }

@@ -369,7 +369,7 @@ func lastBuildSpec(t *testing.T, eng *fakeEngine, buildID string) engine.BuildSp
 func TestBuildFailsWhenItsLogCannotBeStored(t *testing.T) {
 	eng := newFakeEngine(t)
 	ts := startServer(t, eng, serverOptions{configure: func(c *Config) {
-		c.appendLogs = func(string, []e2bapi.BuildLogEntry) error {
+		c.appendLogs = func(string, []store.LogEntry) error {
 			return fmt.Errorf("store log: %w", syscall.ENOSPC)
 		}
 	}})

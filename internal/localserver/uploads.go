@@ -21,25 +21,21 @@ const uploadPath = "/_local/uploads/"
 
 // handleFileLink answers GET /templates/{id}/files/{hash} with whether the
 // archive is stored and, always (as E2B does), a single-use upload URL.
-func (s *Server) handleFileLink(w http.ResponseWriter, r *http.Request, templateID, hash string) {
+func (s *Server) handleFileLink(w http.ResponseWriter, r *http.Request, templateID, hash string) error {
 	if e2bapi.ValidateFilesHash(hash) != nil {
-		writeError(w, http.StatusBadRequest, "Invalid files hash")
-		return
+		return answer(http.StatusBadRequest, "Invalid files hash")
 	}
 	t, err := s.store.TemplateByID(templateID)
 	if err != nil {
-		s.storeError(w, err)
-		return
+		return err
 	}
 	_, present, err := s.store.ArchivePath(hash)
 	if err != nil {
-		s.internalError(w, err)
-		return
+		return internal(err)
 	}
 	grant, err := s.store.CreateGrant(t.ID, hash, s.cfg.UploadURLTTL)
 	if err != nil {
-		s.internalError(w, err)
-		return
+		return internal(err)
 	}
 	base := s.cfg.PublicURL
 	if base == "" {
@@ -49,6 +45,7 @@ func (s *Server) handleFileLink(w http.ResponseWriter, r *http.Request, template
 		Present: present,
 		URL:     strings.TrimSuffix(base, "/") + uploadPath + grant.Token,
 	})
+	return nil
 }
 
 // handleUpload receives an archive: spooled to a temporary file within the
@@ -57,31 +54,26 @@ func (s *Server) handleFileLink(w http.ResponseWriter, r *http.Request, template
 // the client claimed, as on E2B, which does not verify it either. Any
 // failure leaves the grant usable for a retry; success spends it, and a
 // repeated PUT on the spent grant succeeds (see repeatedUpload).
-func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, token string) {
+func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, token string) error {
 	if r.Method != http.MethodPut {
-		writeError(w, http.StatusMethodNotAllowed, "uploads use PUT")
-		return
+		return answer(http.StatusMethodNotAllowed, "uploads use PUT")
 	}
 	// Archives may be large and slow: a deadline of their own, not the one
 	// of API bodies.
 	boundBody(w, r, uploadReadTimeout)
 	grant, err := s.store.Grant(token)
 	if err != nil {
-		s.storeError(w, err)
-		return
+		return err
 	}
 	if grant.UsedAt != nil {
-		s.repeatedUpload(w, r, grant)
-		return
+		return s.repeatedUpload(w, r, grant)
 	}
 	if r.ContentLength > s.cfg.MaxUploadBytes {
-		writeError(w, http.StatusRequestEntityTooLarge, "archive of %d bytes is larger than the limit of %d bytes", r.ContentLength, s.cfg.MaxUploadBytes)
-		return
+		return answer(http.StatusRequestEntityTooLarge, "archive of %d bytes is larger than the limit of %d bytes", r.ContentLength, s.cfg.MaxUploadBytes)
 	}
 	spool, err := os.CreateTemp(s.spoolDir, grant.Hash+"-*.part")
 	if err != nil {
-		s.storageError(w, err)
-		return
+		return s.storageError(err)
 	}
 	defer os.Remove(spool.Name())
 	// The writer's failures are the server's (a full disk), the body's the
@@ -99,56 +91,44 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, token stri
 	var tooLarge *http.MaxBytesError
 	switch {
 	case sw.err != nil:
-		s.storageError(w, fmt.Errorf("spool archive: %w", sw.err))
-		return
+		return s.storageError(fmt.Errorf("spool archive: %w", sw.err))
 	case errors.As(err, &tooLarge):
-		writeError(w, http.StatusRequestEntityTooLarge, "archive is larger than the limit of %d bytes", s.cfg.MaxUploadBytes)
-		return
+		return answer(http.StatusRequestEntityTooLarge, "archive is larger than the limit of %d bytes", s.cfg.MaxUploadBytes)
 	case err != nil:
-		writeError(w, http.StatusBadRequest, "receive archive: %v", err)
-		return
+		return answer(http.StatusBadRequest, "receive archive: %v", err)
 	}
 	if err := s.checkArchiveFile(spool.Name()); errors.Is(err, buildcontext.ErrUnsafeArchive) {
-		writeError(w, http.StatusBadRequest, "%v", err)
-		return
+		return answer(http.StatusBadRequest, "%v", err)
 	} else if err != nil {
-		s.storageError(w, fmt.Errorf("read the spooled archive: %w", err))
-		return
+		return s.storageError(fmt.Errorf("read the spooled archive: %w", err))
 	}
 	final := filepath.Join(s.archiveDir, grant.Hash+".tar")
 	if err := os.Link(spool.Name(), final); err != nil && !errors.Is(err, os.ErrExist) {
-		s.storageError(w, fmt.Errorf("publish archive %s: %w", final, err))
-		return
+		return s.storageError(fmt.Errorf("publish archive %s: %w", final, err))
 	}
 	if err := syncDir(s.archiveDir); err != nil {
-		s.storageError(w, err)
-		return
+		return s.storageError(err)
 	}
 	if _, err := s.store.CommitUpload(token, final); err != nil {
-		if store.KindOf(err) != 0 {
-			s.storeError(w, err)
-		} else {
-			s.storageError(w, err)
-		}
-		return
+		return s.storageError(err)
 	}
 	w.WriteHeader(http.StatusOK)
+	return nil
 }
 
 // repeatedUpload answers a PUT on a spent grant: E2B's presigned URLs can be
 // retried, so a client whose answer to the first PUT was lost is told the
 // upload succeeded when the archive of the grant's hash is stored. The body
 // is read (within the limit) and dropped; the first write won.
-func (s *Server) repeatedUpload(w http.ResponseWriter, r *http.Request, grant store.Grant) {
+func (s *Server) repeatedUpload(w http.ResponseWriter, r *http.Request, grant store.Grant) error {
 	if _, present, err := s.store.ArchivePath(grant.Hash); err != nil {
-		s.internalError(w, err)
-		return
+		return internal(err)
 	} else if !present {
-		s.storeError(w, store.ErrGrant())
-		return
+		return store.ErrGrant()
 	}
 	_, _ = io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, s.cfg.MaxUploadBytes))
 	w.WriteHeader(http.StatusOK)
+	return nil
 }
 
 // spoolWriter remembers its file's write failure.
@@ -165,16 +145,16 @@ func (w *spoolWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// storageError answers a failure to store on the server's disk: 507 when
-// the disk (or quota) is full, naming it, else 500. Neither is the
+// storageError is the answer to a failure to store on the server's disk:
+// 507 when the disk (or quota) is full, naming it, else err as it is (a
+// store error by its kind, anything else 500). A full disk is not the
 // client's fault, so a retry later may succeed.
-func (s *Server) storageError(w http.ResponseWriter, err error) {
+func (s *Server) storageError(err error) error {
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
 		s.log.Error("no space left to store an upload", "err", err)
-		writeError(w, http.StatusInsufficientStorage, "no space left on the server's disk to store the archive; free some and retry")
-		return
+		return answer(http.StatusInsufficientStorage, "no space left on the server's disk to store the archive; free some and retry")
 	}
-	s.internalError(w, err)
+	return err
 }
 
 func syncDir(dir string) error {

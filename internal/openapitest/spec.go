@@ -132,7 +132,7 @@ func load(file string, additions []addition) (*Spec, error) {
 }
 
 // addition is one thing E2B's servers or the official SDK do beyond the
-// spec snapshot (design/e2b-api.md §8): an operation or field added since, or a
+// spec snapshot (design/e2b-api.md "Uncertainties and caveats"): an operation or field added since, or a
 // status an operation answers without declaring it. These are the only
 // exceptions to the snapshot; each is applied to the loaded document, so
 // that traffic using it is still validated: added operations and fields
@@ -156,7 +156,7 @@ var e2bAllowlist = []addition{
 	// plus 429.
 	{"POST /v2/sandboxes", addCreateSandboxV2},
 	// SDK 2.51 connects with POST /v2/sandboxes/{sandboxID}/connect
-	// (ConnectSandboxV2, design/e2b-api.md §5.3 and §8): POST
+	// (ConnectSandboxV2, design/e2b-api.md "Other lifecycle calls" and "Uncertainties and caveats"): POST
 	// /sandboxes/{sandboxID}/connect with the body optional and its timeout
 	// defaulting to 300.
 	{"POST /v2/sandboxes/{sandboxID}/connect", addConnectSandboxV2},
@@ -172,47 +172,47 @@ var e2bAllowlist = []addition{
 	}},
 	// Registering a build answers 404 for a deleted template (`Template
 	// '<id>' has been deleted and cannot be rebuilt`) and 409 when the alias
-	// collides with a template ID (design/e2b-api.md §1.1).
+	// collides with a template ID (design/e2b-api.md "POST /v3/templates").
 	{"POST /v3/templates answers 404, 409", allowStatuses(http.MethodPost, "/v3/templates", 404, 409)},
 	// Deleting a template answers 400 while running or paused sandboxes use
 	// it and, as it accepts an ID or a name, 404 for one that resolves to no
-	// template (design/e2b-api.md §1.6).
+	// template (design/e2b-api.md "Other template endpoints").
 	{"DELETE /templates/{templateID} answers 400, 404", allowStatuses(http.MethodDelete, "/templates/{templateID}", 400, 404)},
 	// Starting a build answers 400 (invalid body, build ID not a UUID, build
 	// not waiting, bad User-Agent version), 403 (template of another team)
 	// and 404 (no such template and build) beyond the declared 202/401/500
-	// (design/e2b-api.md §1.4 and §8).
+	// (design/e2b-api.md "start the build" and "Uncertainties and caveats").
 	{"POST /v2/templates/{templateID}/builds/{buildID} answers 400, 403, 404",
 		allowStatuses(http.MethodPost, "/v2/templates/{templateID}/builds/{buildID}", 400, 403, 404)},
 	// Build status answers 400 `Build '<uuid>' not found` for an unknown
 	// build (not the declared 404) and 403 for another team's build
-	// (design/e2b-api.md §1.5 and §8).
+	// (design/e2b-api.md "Polling" and "Uncertainties and caveats").
 	{"GET /templates/{templateID}/builds/{buildID}/status answers 400, 403",
 		allowStatuses(http.MethodGet, "/templates/{templateID}/builds/{buildID}/status", 400, 403)},
 	// Creating a sandbox from a template that does not exist answers 404
 	// (`{"code":404,"message":"template '<name>' not found"}`) and from
 	// another team's template 403, as GET /templates/{id} and the aliases
-	// do (design/e2b-api.md §1.6); observed from E2B, not in the snapshot.
+	// do (design/e2b-api.md "Other template endpoints"); observed from E2B, not in the snapshot.
 	{"POST /sandboxes answers 403, 404", allowStatuses(http.MethodPost, "/sandboxes", 403, 404)},
 	// As POST /sandboxes; an E2B API from before NewSandboxV2 (design/e2b-api.md
-	// §8, version skew) answers 404 for the route itself, on which the
+	// "Uncertainties and caveats", version skew) answers 404 for the route itself, on which the
 	// client falls back to POST /sandboxes.
 	{"POST /v2/sandboxes answers 403, 404", allowStatuses(http.MethodPost, "/v2/sandboxes", 403, 404)},
 	// GET /templates/{templateID} answers 404 for an unknown ID and 403 for
-	// another team's template (design/e2b-api.md §1.6).
+	// another team's template (design/e2b-api.md "Other template endpoints").
 	{"GET /templates/{templateID} answers 403, 404", allowStatuses(http.MethodGet, "/templates/{templateID}", 403, 404)},
 	// An E2B API from before GET /v2/templates answers 404 for the route;
-	// the client then lists with GET /templates (design/e2b-api.md §1.6: the
+	// the client then lists with GET /templates (design/e2b-api.md "Other template endpoints": the
 	// deprecated list the CLI still uses).
 	{"GET /v2/templates answers 404", allowStatuses(http.MethodGet, "/v2/templates", 404)},
 	// Every operation is reached through E2B's edge, which a client sees and
 	// a server does not write: so this entry holds for Transport only. The
 	// edge answers 429 when a client is rate limited (the SDK maps it to
-	// RateLimitError, design/e2b-api.md §0), 502/503/504 from its load balancer
+	// RateLimitError, design/e2b-api.md "Control-plane conventions"), 502/503/504 from its load balancer
 	// when the API behind it is down or slow, and redirects (which the
 	// client must not follow to another host: safehttp); error answers may
 	// have an empty or non-JSON body ("clients must key off the status
-	// code", §0). The client's fault-injection tests rely on this entry.
+	// code", design/e2b-api.md "Error body"). The client's fault-injection tests rely on this entry.
 	// Applied last, so that it covers the operations added above.
 	{"through E2B's edge every operation answers 3xx, 429, 502, 503, 504, and errors without the JSON envelope",
 		allowEdgeAnswers(429, 502, 503, 504)},
@@ -221,14 +221,14 @@ var e2bAllowlist = []addition{
 // envdAllowlist is envd's allowlist. Nothing else bypasses the check.
 var envdAllowlist = []addition{
 	// envd's access-token check runs before every handler but /health and
-	// answers 401 (design/e2b-api.md §5.2, §6.4); the snapshot declares 401 only
+	// answers 401 (design/e2b-api.md "Addressing envd", "envd plain HTTP endpoints"); the snapshot declares 401 only
 	// on the /files operations. (The Connect procedures answer it too, but
 	// they are no operations of this spec.)
 	{"GET /envs answers 401", allowStatuses(http.MethodGet, "/envs", 401)},
 	{"POST /init answers 401", allowStatuses(http.MethodPost, "/init", 401)},
 	{"GET /metrics answers 401", allowStatuses(http.MethodGet, "/metrics", 401)},
 	// Downloads honour Range requests with 206 Partial Content (design/e2b-api.md
-	// §6.4: "ranges/conditionals with identity").
+	// "envd plain HTTP endpoints": "ranges/conditionals with identity").
 	{"GET /files answers 206", allowStatuses(http.MethodGet, "/files", 206)},
 	// A download is typed by the file's extension (or, without one, by what
 	// net/http sniffs), not always application/octet-stream (design/envd.md).

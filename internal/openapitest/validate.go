@@ -50,7 +50,7 @@ var envdHostPattern = regexp.MustCompile(`^[0-9]+-[a-z0-9]+[.-]`)
 
 // IsSandboxTraffic reports whether r is addressed to a sandbox through the
 // proxy rather than to the API: it carries an E2b-Sandbox-Id header or its
-// host is "<port>-<sandboxID>..." (design/e2b-api.md §5.2).
+// host is "<port>-<sandboxID>..." (design/e2b-api.md "Addressing envd").
 func IsSandboxTraffic(r *http.Request) bool {
 	return r.Header.Get("E2b-Sandbox-Id") != "" || envdHostPattern.MatchString(strings.ToLower(r.Host))
 }

@@ -81,7 +81,7 @@ type Build struct {
 	// tag when no other is configured (as a build without tags gets it).
 	Tags  []string
 	Start e2bapi.TemplateBuildStartV2
-	// SpecHash is the spec hash v1 of what defines the build (design/hashing.md §6).
+	// SpecHash is the spec hash v1 of what defines the build (design/hashing.md "Spec hash").
 	SpecHash string
 	Reuse    bool
 	triggers map[string]string

@@ -13,7 +13,7 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
-// specVersion names the encoding of the spec hash (design/hashing.md §6). A change to
+// specVersion names the encoding of the spec hash (design/hashing.md "Spec hash"). A change to
 // what a field means, or to the encoding, needs a new version; a new field does not.
 const specVersion = "e2b-spec-v1"
 

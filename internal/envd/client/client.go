@@ -2,7 +2,7 @@
 // one command to completion (Run), uploads files over /files (Upload), and
 // wraps the few other calls a build needs (Health, Init, Stat).
 // It works against E2B cloud, self-hosted E2B and this project's own envd
-// server alike; the wire facts are in design/e2b-api.md §5.2 and §6.
+// server alike; the wire facts are in design/e2b-api.md "Addressing envd" and "envd protocol".
 package client
 
 import (
@@ -101,7 +101,7 @@ func New(cfg Config) (*Client, error) {
 	}, nil
 }
 
-// baseURL picks the address per design/e2b-api.md §5.2: BaseURL, else the shared sandbox
+// baseURL picks the address per design/e2b-api.md "Addressing envd": BaseURL, else the shared sandbox
 // host of Domain. Both follow safehttp's rule.
 func baseURL(cfg Config) (string, error) {
 	if cfg.BaseURL != "" {

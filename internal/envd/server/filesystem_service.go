@@ -20,7 +20,7 @@ import (
 	pb "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/filesystem"
 )
 
-// filesystemService implements filesystem.Filesystem (design/e2b-api.md §6.3).
+// filesystemService implements filesystem.Filesystem (design/e2b-api.md "filesystem.proto").
 // Operations run as the daemon (root in a sandbox), like envd's; what the
 // daemon creates for a user is given to that user.
 type filesystemService struct {

@@ -54,7 +54,7 @@ func (s *Server) filesUser(r *http.Request) (*osUser, error) {
 }
 
 // authorizeFiles accepts, once /init set a token, the token or a signature
-// of the request (design/e2b-api.md §6.4): "v1_" + base64 std no-pad of
+// of the request (design/e2b-api.md "envd plain HTTP endpoints"): "v1_" + base64 std no-pad of
 // sha256("<path>:<read|write>:<username>:<token>[:<expiration>]"). A token
 // header that is sent must be right, even beside a valid signature. The
 // errors are envd's messages.

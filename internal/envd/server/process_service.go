@@ -10,7 +10,7 @@ import (
 	pb "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/process"
 )
 
-// processService implements process.Process (design/e2b-api.md §6.2).
+// processService implements process.Process (design/e2b-api.md "process.proto").
 type processService struct {
 	s *Server
 }

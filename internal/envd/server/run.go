@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"net"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -97,7 +96,7 @@ func Run(ctx context.Context, o RunOptions) error {
 		}()
 	}
 	srv := New(cfg)
-	logger.Info("envd " + Version + " listening on " + o.Listen)
+	logger.Info("envd " + envd.Version + " listening on " + o.Listen)
 	return srv.Serve(ctx, ln)
 }
 
@@ -128,11 +127,7 @@ func ReadDeadline(path string) (time.Time, bool) {
 	if err != nil {
 		return time.Time{}, false
 	}
-	ms, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
-	if err != nil {
-		return time.Time{}, false
-	}
-	return time.UnixMilli(ms), true
+	return envd.ParseDeadline(raw)
 }
 
 // ProxyEnv is the environment that points HTTP clients at an egress proxy

@@ -14,6 +14,7 @@ import (
 	"connectrpc.com/connect"
 	"golang.org/x/sys/unix"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/process/processconnect"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
@@ -153,7 +154,7 @@ func TestRunStopsAtTheDeadline(t *testing.T) {
 		listening, stopping := false, false
 		for _, l := range logLines(t, &log) {
 			message, _ := l["message"].(string)
-			listening = listening || strings.HasPrefix(message, "envd "+Version+" listening on unix://")
+			listening = listening || strings.HasPrefix(message, "envd "+envd.Version+" listening on unix://")
 			stopping = stopping || strings.HasSuffix(message, "has passed: stopping")
 			if l["logger"] != "envd" || l["timestamp"] == nil {
 				t.Errorf("Run's log line %v, want a line of logger envd", l)

@@ -1,6 +1,6 @@
 // Package server is our envd: the daemon that runs inside every sandbox and
 // serves the process and filesystem Connect services plus the plain HTTP
-// endpoints (/health, /files, /init, /envs) of envd 0.6.13 (design/e2b-api.md §6).
+// endpoints (/health, /files, /init, /envs) of envd 0.6.13 (design/e2b-api.md "envd protocol").
 package server
 
 import (
@@ -23,9 +23,6 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/filesystem/filesystemconnect"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/process/processconnect"
 )
-
-// Version is the envd protocol version this daemon implements.
-const Version = envd.Version
 
 // Defaults from envd 0.6.13.
 const (

@@ -19,6 +19,7 @@ import (
 	"github.com/docker/docker/api/types/strslice"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 )
@@ -139,7 +140,7 @@ func (b *builder) run(ctx context.Context) (*BuildResult, error) {
 		Env:         b.env,
 		StartCmd:    b.spec.StartCmd,
 		ReadyCmd:    b.spec.ReadyCmd,
-		EnvdVersion: EnvdVersion,
+		EnvdVersion: envd.Version,
 	}, nil
 }
 

@@ -86,9 +86,6 @@ const (
 	// hostNetEnvdSocket is where envd listens in a host-network container:
 	// a path of the container's own file system, not a host port.
 	hostNetEnvdSocket = "/.e2b/envd.sock"
-	// EgressProxyPort is where, on the sandbox's loopback, envd offers the
-	// server's egress proxy.
-	EgressProxyPort = 49984
 	// maxSocketPath is sun_path's size on Linux minus the terminating NUL.
 	maxSocketPath = 107
 )
@@ -135,8 +132,6 @@ type Docker struct {
 	// pruneMu serialises PruneLayers.
 	pruneMu sync.Mutex
 }
-
-var _ Engine = (*Docker)(nil)
 
 // NewDocker connects to the engine named by DOCKER_HOST (or the default
 // socket), negotiating the API version so that older engines (API 1.41 of
@@ -325,7 +320,7 @@ func (d *Docker) envdCommand(network string, hasEnd bool) []string {
 	} else {
 		cmd = []string{containerEnvdPath, "envd", "--listen", fmt.Sprintf("0.0.0.0:%d", envd.Port), "--relay", relaySock}
 		if d.egress != nil {
-			cmd = append(cmd, "--egress", "unix://"+containerSocketDir+"/"+egressSocketName, "--egress-listen", fmt.Sprintf("127.0.0.1:%d", EgressProxyPort))
+			cmd = append(cmd, "--egress", "unix://"+containerSocketDir+"/"+egressSocketName, "--egress-listen", fmt.Sprintf("127.0.0.1:%d", envd.EgressProxyPort))
 		}
 	}
 	if hasEnd {
@@ -341,7 +336,7 @@ func writeDeadline(dir string, end time.Time) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(tmp, "%d\n", end.UnixMilli())
+	_, err = tmp.Write(envd.FormatDeadline(end))
 	if closeErr := tmp.Close(); err == nil {
 		err = closeErr
 	}
@@ -629,7 +624,7 @@ func (d *Docker) StartSandbox(ctx context.Context, spec SandboxSpec) (*Sandbox, 
 		d.discard(ctx, rc)
 		return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
 	}
-	return &Sandbox{ID: spec.SandboxID, ContainerID: rc.id, EnvdVersion: EnvdVersion}, nil
+	return &Sandbox{ID: spec.SandboxID, ContainerID: rc.id, EnvdVersion: envd.Version}, nil
 }
 
 // initSandbox hands a sandbox's envd, just started, its token, user,

@@ -4,9 +4,7 @@
 package engine
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
@@ -92,43 +90,4 @@ type EngineInfo struct {
 	APIVersion    string
 	Runtime       string
 	OS            string
-}
-
-// Engine runs builds and sandboxes.
-type Engine interface {
-	Info(ctx context.Context) (EngineInfo, error)
-	// Build blocks until the build ends. Cancelling ctx aborts it and
-	// removes its container; failures are *StepError where a step is known.
-	Build(ctx context.Context, spec BuildSpec) (*BuildResult, error)
-	StartSandbox(ctx context.Context, spec SandboxSpec) (*Sandbox, error)
-	// DialSandbox opens a stream to a port inside the sandbox (envd's
-	// 49983, or any a sandbox process listens on), for the sandbox proxy.
-	DialSandbox(ctx context.Context, sandboxID string, port int) (net.Conn, error)
-	// SetSandboxDeadline moves the time at which the sandbox's container
-	// ends itself (SandboxSpec.EndAt), so that it ends on time even while
-	// the server is down; a zero end clears it.
-	SetSandboxDeadline(ctx context.Context, sandboxID string, end time.Time) error
-	// PauseSandbox freezes the sandbox's processes, keeping their memory
-	// and its file system; ResumeSandbox thaws them, or, when they are
-	// gone (the engine restarted), boots the sandbox again from its file
-	// system as spec says.
-	PauseSandbox(ctx context.Context, sandboxID string) error
-	ResumeSandbox(ctx context.Context, spec SandboxSpec) error
-	// SandboxMetrics samples the sandbox's CPU, memory and disk use.
-	SandboxMetrics(ctx context.Context, sandboxID string) (SandboxMetrics, error)
-	// CommitSandbox commits the sandbox's file system as the image of a
-	// template's build (a snapshot) and returns its reference.
-	CommitSandbox(ctx context.Context, spec SnapshotSpec) (string, error)
-	// SandboxLogs returns the lines the sandbox's container wrote, oldest
-	// first.
-	SandboxLogs(ctx context.Context, sandboxID string) ([]LogLine, error)
-	// StopSandbox removes the sandbox's container; an unknown ID is not an error.
-	StopSandbox(ctx context.Context, sandboxID string) error
-	// RemoveOrphans removes containers this server created that keepSandbox
-	// does not claim (after a crash), including leftover build containers,
-	// and the build images of this server that keepImage does not claim
-	// (e.g. committed by a build the crash interrupted).
-	RemoveOrphans(ctx context.Context, keepSandbox func(sandboxID string) bool, keepImage func(ref string) bool) error
-	// RemoveImage removes a build's image when its template is deleted.
-	RemoveImage(ctx context.Context, image string) error
 }

@@ -6,13 +6,8 @@ import (
 	"net"
 	"net/http"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 )
-
-// EnvdVersion is the envd protocol version of the daemon we put into
-// containers; builds record it and sandboxes report it.
-const EnvdVersion = envd.Version
 
 // newEnvdClient is a client of the envd that dial reaches (a container's,
 // through its relay), sending token (none when empty) with every request;

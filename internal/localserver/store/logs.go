@@ -2,11 +2,21 @@ package store
 
 import (
 	"encoding/json"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
+
+// LogEntry is one line of a build's log. Step is "base", "1".."N" or
+// "finalize"; Level one of e2bapi's log levels.
+type LogEntry struct {
+	Timestamp time.Time `json:"timestamp"`
+	Message   string    `json:"message"`
+	Level     string    `json:"level"`
+	Step      string    `json:"step,omitempty"`
+}
 
 // LevelRank orders log levels (debug < info < warn < error); unknown levels
 // rank as info.
@@ -24,7 +34,7 @@ func LevelRank(level string) int {
 }
 
 // AppendLogs appends entries to the log of a build, in order.
-func (s *Store) AppendLogs(buildID string, entries []e2bapi.BuildLogEntry) error {
+func (s *Store) AppendLogs(buildID string, entries []LogEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
@@ -49,8 +59,8 @@ func (s *Store) AppendLogs(buildID string, entries []e2bapi.BuildLogEntry) error
 // Logs returns the build's log entries at or above minLevel ("" = all),
 // skipping the first offset of them and returning at most limit (all when
 // limit < 0).
-func (s *Store) Logs(buildID string, offset, limit int, minLevel string) ([]e2bapi.BuildLogEntry, error) {
-	var out []e2bapi.BuildLogEntry
+func (s *Store) Logs(buildID string, offset, limit int, minLevel string) ([]LogEntry, error) {
+	var out []LogEntry
 	err := s.db.View(func(tx *bolt.Tx) error {
 		var err error
 		out, err = logEntries(tx, buildID, offset, limit, minLevel)
@@ -59,8 +69,8 @@ func (s *Store) Logs(buildID string, offset, limit int, minLevel string) ([]e2ba
 	return out, err
 }
 
-func logEntries(tx *bolt.Tx, buildID string, offset, limit int, minLevel string) ([]e2bapi.BuildLogEntry, error) {
-	out := []e2bapi.BuildLogEntry{}
+func logEntries(tx *bolt.Tx, buildID string, offset, limit int, minLevel string) ([]LogEntry, error) {
+	out := []LogEntry{}
 	b := tx.Bucket(bucketLogs).Bucket([]byte(buildID))
 	if b == nil || limit == 0 {
 		return out, nil
@@ -77,7 +87,7 @@ func logEntries(tx *bolt.Tx, buildID string, offset, limit int, minLevel string)
 		offset = 0
 	}
 	for ; k != nil; k, v = c.Next() {
-		var e e2bapi.BuildLogEntry
+		var e LogEntry
 		if err := json.Unmarshal(v, &e); err != nil {
 			return nil, err
 		}

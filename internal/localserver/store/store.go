@@ -15,8 +15,6 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
 // Kind classifies a store error so the API layer can choose a status code.
@@ -49,66 +47,6 @@ func KindOf(err error) Kind {
 		return e.Kind
 	}
 	return 0
-}
-
-// Template is a template: the stable ID behind a name and its builds.
-type Template struct {
-	ID            string     `json:"id"`
-	Alias         string     `json:"alias"`
-	Public        bool       `json:"public"`
-	CreatedAt     time.Time  `json:"createdAt"`
-	UpdatedAt     time.Time  `json:"updatedAt"`
-	LastSpawnedAt *time.Time `json:"lastSpawnedAt,omitempty"`
-	SpawnCount    int64      `json:"spawnCount"`
-	// Deleted templates stay so their ID can never be rebuilt.
-	Deleted bool `json:"deleted,omitempty"`
-	// SnapshotOf is the sandbox a snapshot template was made from (E2B's
-	// source "snapshot_template"); empty for templates made by builds.
-	SnapshotOf string `json:"snapshotOf,omitempty"`
-}
-
-// Build is one build of a template.
-type Build struct {
-	ID         string                    `json:"id"`
-	TemplateID string                    `json:"templateID"`
-	Status     string                    `json:"status"`
-	Reason     *e2bapi.BuildStatusReason `json:"reason,omitempty"`
-	// Tags are the tags the build was registered with; builds sharing one
-	// supersede each other.
-	Tags       []string   `json:"tags"`
-	CPUCount   int32      `json:"cpuCount"`
-	MemoryMB   int32      `json:"memoryMB"`
-	StepCount  int        `json:"stepCount"`
-	CreatedAt  time.Time  `json:"createdAt"`
-	UpdatedAt  time.Time  `json:"updatedAt"`
-	FinishedAt *time.Time `json:"finishedAt,omitempty"`
-	// Request is the start request without registry credentials.
-	Request *e2bapi.TemplateBuildStartV2 `json:"request,omitempty"`
-	Result  *BuildResult                 `json:"result,omitempty"`
-}
-
-// BuildResult is the state a finished build leaves for its sandboxes, as
-// the store keeps it. It has the fields of the engine's result of the same
-// name, so the server converts one to the other; the field names are the
-// JSON keys of existing data directories.
-type BuildResult struct {
-	// Image is the committed Docker image of the build.
-	Image    string
-	User     string
-	Workdir  string
-	Env      map[string]string
-	StartCmd string
-	ReadyCmd string
-	// EnvdVersion is the envd protocol version sandboxes of this build speak.
-	EnvdVersion string
-}
-
-// Assignment points a tag of a template at a build; the newest ready one wins.
-type Assignment struct {
-	TemplateID string    `json:"templateID"`
-	Tag        string    `json:"tag"`
-	BuildID    string    `json:"buildID"`
-	AssignedAt time.Time `json:"assignedAt"`
 }
 
 var (

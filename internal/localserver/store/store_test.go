@@ -39,7 +39,7 @@ func register(t *testing.T, s *Store, name string, tags ...string) Registered {
 // build runs a registered build to ready.
 func build(t *testing.T, s *Store, r Registered) {
 	t.Helper()
-	if _, _, err := s.StartBuild(r.Template.ID, r.Build.ID, e2bapi.TemplateBuildStartV2{FromImage: "img"}); err != nil {
+	if _, _, err := s.StartBuild(r.Template.ID, r.Build.ID, BuildRequest{FromImage: "img"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.FinishBuild(r.Template.ID, r.Build.ID, &BuildResult{Image: "img-" + r.Build.ID}, nil); err != nil {
@@ -65,7 +65,7 @@ func listsAt(t *testing.T, s *Store, templateID, buildID string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := slices.IndexFunc(list, func(l e2bapi.TemplateTag) bool { return l.Tag == e2bapi.DefaultTag })
+	i := slices.IndexFunc(list, func(l Assignment) bool { return l.Tag == e2bapi.DefaultTag })
 	if i < 0 || list[i].BuildID != buildID {
 		t.Fatalf("tags = %+v, want default at build %s", list, buildID)
 	}
@@ -93,13 +93,13 @@ func TestRebuildKeepsTagOnLastGoodBuild(t *testing.T) {
 	}
 	// Waiting and running: listed at the rebuild, resolving to the good build.
 	listsAt(t, s, first.Template.ID, second.Build.ID)
-	if _, _, err := s.StartBuild(second.Template.ID, second.Build.ID, e2bapi.TemplateBuildStartV2{FromImage: "img"}); err != nil {
+	if _, _, err := s.StartBuild(second.Template.ID, second.Build.ID, BuildRequest{FromImage: "img"}); err != nil {
 		t.Fatal(err)
 	}
 	resolvesTo(t, s, "app", first.Build.ID)
 	listsAt(t, s, first.Template.ID, second.Build.ID)
 	// Failed: the same.
-	if _, err := s.FinishBuild(second.Template.ID, second.Build.ID, nil, &e2bapi.BuildStatusReason{Message: "boom"}); err != nil {
+	if _, err := s.FinishBuild(second.Template.ID, second.Build.ID, nil, &BuildReason{Message: "boom"}); err != nil {
 		t.Fatal(err)
 	}
 	resolvesTo(t, s, "app", first.Build.ID)
@@ -137,7 +137,7 @@ func TestRegisterSupersedesWaitingBuildsSharingATag(t *testing.T) {
 			t.Fatalf("build %s is %s, want waiting", id, got.Status)
 		}
 	}
-	if _, _, err := s.StartBuild(a.Template.ID, a.Build.ID, e2bapi.TemplateBuildStartV2{}); err == nil || err.Error() != "build is not in waiting state" {
+	if _, _, err := s.StartBuild(a.Template.ID, a.Build.ID, BuildRequest{}); err == nil || err.Error() != "build is not in waiting state" {
 		t.Fatalf("starting a superseded build: %v", err)
 	}
 }
@@ -255,10 +255,10 @@ func TestReopenLosesNothing(t *testing.T) {
 	r := register(t, s, "app", "v1")
 	build(t, s, r)
 	running := register(t, s, "app", "v2")
-	if _, _, err := s.StartBuild(r.Template.ID, running.Build.ID, e2bapi.TemplateBuildStartV2{FromImage: "x"}); err != nil {
+	if _, _, err := s.StartBuild(r.Template.ID, running.Build.ID, BuildRequest{FromImage: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AppendLogs(running.Build.ID, []e2bapi.BuildLogEntry{{Message: "hello", Level: "info", Step: "1"}}); err != nil {
+	if err := s.AppendLogs(running.Build.ID, []LogEntry{{Message: "hello", Level: "info", Step: "1"}}); err != nil {
 		t.Fatal(err)
 	}
 	g, err := s.CreateGrant(r.Template.ID, "h", time.Hour)
@@ -320,13 +320,13 @@ func TestGrantIsSingleUseAndExpires(t *testing.T) {
 
 func TestLogsPagingAndLevel(t *testing.T) {
 	s := newStore(t)
-	var entries []e2bapi.BuildLogEntry
+	var entries []LogEntry
 	for i := range 10 {
 		level := "info"
 		if i%3 == 0 {
 			level = "warn"
 		}
-		entries = append(entries, e2bapi.BuildLogEntry{Message: fmt.Sprint(i), Level: level})
+		entries = append(entries, LogEntry{Message: fmt.Sprint(i), Level: level})
 	}
 	if err := s.AppendLogs("b", entries); err != nil {
 		t.Fatal(err)
@@ -352,7 +352,7 @@ func TestDeletedTemplateTakesNoBuildsOrSandboxes(t *testing.T) {
 	if _, _, err := s.DeleteTemplate("app"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.StartBuild(r.Template.ID, waiting.Build.ID, e2bapi.TemplateBuildStartV2{FromImage: "x"}); KindOf(err) != KindNotFound {
+	if _, _, err := s.StartBuild(r.Template.ID, waiting.Build.ID, BuildRequest{FromImage: "x"}); KindOf(err) != KindNotFound {
 		t.Errorf("starting a build of a deleted template: %v", err)
 	}
 	if err := s.CreateSandbox(Sandbox{ID: "i1", TemplateID: r.Template.ID}); KindOf(err) != KindNotFound {
@@ -366,9 +366,9 @@ func BenchmarkAppendLogBatch(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	batch := make([]e2bapi.BuildLogEntry, 100)
+	batch := make([]LogEntry, 100)
 	for i := range batch {
-		batch[i] = e2bapi.BuildLogEntry{Message: "a line of build output", Level: "info", Step: "1"}
+		batch[i] = LogEntry{Message: "a line of build output", Level: "info", Step: "1"}
 	}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -390,7 +390,7 @@ func BenchmarkResolve(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, _, err := s.StartBuild(r.Template.ID, r.Build.ID, e2bapi.TemplateBuildStartV2{FromImage: "x"}); err != nil {
+		if _, _, err := s.StartBuild(r.Template.ID, r.Build.ID, BuildRequest{FromImage: "x"}); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := s.FinishBuild(r.Template.ID, r.Build.ID, &BuildResult{Image: "i"}, nil); err != nil {

@@ -1,0 +1,104 @@
+package localserver
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+)
+
+// The query parameters of the list and log endpoints, and their pages.
+// Bad values are 400 answers.
+
+// pageLimit reads the paging limit (1..100, default 100).
+func pageLimit(r *http.Request) (int, error) {
+	raw := r.URL.Query().Get("limit")
+	if raw == "" {
+		return 100, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 1 || n > 100 {
+		return 0, answer(http.StatusBadRequest, "limit %q must be a number from 1 to 100", raw)
+	}
+	return n, nil
+}
+
+// paginate returns the page of at most limit items after the item whose key
+// is token (from the start when token is empty or unknown), and the token of
+// the next page ("" on the last page).
+func paginate[T any](items []T, limit int, token string, key func(T) string) ([]T, string) {
+	start := 0
+	if token != "" {
+		for i, it := range items {
+			if key(it) == token {
+				start = i + 1
+				break
+			}
+		}
+	}
+	end := min(start+limit, len(items))
+	page := items[start:end]
+	if end < len(items) && len(page) > 0 {
+		return page, key(page[len(page)-1])
+	}
+	return page, ""
+}
+
+// queryLevel reads the optional level parameter.
+func queryLevel(r *http.Request) (string, error) {
+	level := r.URL.Query().Get("level")
+	switch level {
+	case "", e2bapi.LogDebug, e2bapi.LogInfo, e2bapi.LogWarn, e2bapi.LogError:
+		return level, nil
+	}
+	return "", answer(http.StatusBadRequest, "level %q must be one of debug, info, warn, error", level)
+}
+
+// queryInt reads an optional non-negative integer parameter.
+func queryInt(r *http.Request, name string, def int64) (int64, error) {
+	raw := r.URL.Query().Get(name)
+	if raw == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || n < 0 {
+		return 0, answer(http.StatusBadRequest, "%s %q must be a non-negative integer", name, raw)
+	}
+	return n, nil
+}
+
+// queryDirection reads the optional direction parameter of the logs
+// endpoints, def when absent.
+func queryDirection(r *http.Request, def string) (string, error) {
+	switch direction := r.URL.Query().Get("direction"); direction {
+	case "":
+		return def, nil
+	case "forward", "backward":
+		return direction, nil
+	default:
+		return "", answer(http.StatusBadRequest, "direction %q must be forward or backward", direction)
+	}
+}
+
+// logPage pages log entries, oldest first: going forward, the entries at
+// or after cursor (Unix ms; -1 for none); going backward, those at or
+// before it, newest first; at most limit.
+func logPage[T any](entries []T, at func(T) time.Time, cursor int64, direction string, limit int64) []T {
+	if direction == "backward" {
+		slices.Reverse(entries)
+	}
+	out := []T{}
+	for _, e := range entries {
+		if int64(len(out)) >= limit {
+			break
+		}
+		ms := at(e).UnixMilli()
+		if cursor >= 0 && ((direction == "backward" && ms > cursor) || (direction != "backward" && ms < cursor)) {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
