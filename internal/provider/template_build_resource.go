@@ -483,10 +483,10 @@ func (r *templateBuildResource) planReuse(ctx context.Context, b *templatebuild.
 	if !b.Reuse || r.data == nil {
 		return
 	}
-	api, err := r.data.API()
+	runner, err := r.data.Runner()
 	var buildID string
 	if err == nil {
-		buildID, err = templatebuild.Reusable(r.data.logContext(ctx), api, b)
+		buildID, err = runner.Reusable(r.data.logContext(ctx), b)
 	}
 	if err != nil {
 		resp.Diagnostics.AddAttributeWarning(path.Root("reuse"), "Reusable build not looked up",
@@ -520,7 +520,7 @@ var errStateNotSaved = errors.New("the build ID could not be saved in the state"
 func (r *templateBuildResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	var plan templateBuildModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	api := apiOrError(r.data, &resp.Diagnostics)
+	runner := runnerOrError(r.data, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -563,7 +563,7 @@ func (r *templateBuildResource) Create(ctx context.Context, req resource.CreateR
 	if !plan.BuildID.IsUnknown() {
 		opts.Reuse = plan.BuildID.ValueString() // the build the plan showed
 	}
-	res, err := templatebuild.Run(ctx, api, b, opts)
+	res, err := runner.Run(ctx, b, opts)
 	if errors.Is(err, errStateNotSaved) {
 		return
 	}
@@ -638,7 +638,7 @@ func (r *templateBuildResource) Update(ctx context.Context, req resource.UpdateR
 	}
 	building := state.Status.ValueString() == e2bapi.BuildBuilding
 	if building || (plan.Reuse.ValueBool() && !state.Reuse.ValueBool()) {
-		api := apiOrError(r.data, &resp.Diagnostics)
+		runner := runnerOrError(r.data, &resp.Diagnostics)
 		if resp.Diagnostics.HasError() {
 			return
 		}
@@ -649,10 +649,10 @@ func (r *templateBuildResource) Update(ctx context.Context, req resource.UpdateR
 			timeout, d := plan.Timeouts.Update(ctx, defaultBuildTimeout)
 			resp.Diagnostics.Append(d...)
 			var status string
-			status, err = templatebuild.Wait(ctx, api, templateID, buildID, tags, runOptions(tflog.SetField(ctx, "build_id", buildID), timeout, nil))
+			status, err = runner.Wait(ctx, templateID, buildID, tags, runOptions(tflog.SetField(ctx, "build_id", buildID), timeout, nil))
 			plan.Status = types.StringValue(status)
 		} else {
-			err = templatebuild.Tag(ctx, api, templateID, buildID, tags)
+			err = runner.Tag(ctx, templateID, buildID, tags)
 		}
 		addRunError(&resp.Diagnostics, err, templateID, buildID)
 	}

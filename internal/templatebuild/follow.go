@@ -59,8 +59,6 @@ type poller struct {
 	sleep func(ctx context.Context, d time.Duration) error
 }
 
-var defaultPoller = poller{interval: pollInterval, sleep: sleepContext}
-
 // follow polls a started build until it is ready or failed, handing every log entry once,
 // in order, to onLog with a description of its step (describeStep; steps may be nil), and
 // returns the last status answer. It follows the SDK: poll with logsOffset advanced by the
