@@ -142,7 +142,7 @@ func TestPlanSpecHash(t *testing.T) {
 	}
 }
 
-// TestRunReuses runs one spec with reuse twice on the local server: the second run takes
+// TestRunReuses runs one spec with reuse twice: the second run takes
 // the first build and gives it its tags; a forced run builds; a planned build that is not
 // there fails without building.
 func TestRunReuses(t *testing.T) {

@@ -205,7 +205,7 @@ func TestTemplateName(t *testing.T) {
 	}
 }
 
-// dropStarts is a reverse proxy in front of the local server that forwards every request
+// dropStarts is a reverse proxy in front of the stand-in that forwards every request
 // but drops the answer of the first n build starts (the POST reaches the server, the
 // connection closes before its 202 comes back).
 func dropStarts(t *testing.T, target string, n int) string {
@@ -324,7 +324,7 @@ func TestWaitWhileAnotherBuildStarts(t *testing.T) {
 }
 
 // The other process of TestRunSameSpecInTwoProcesses: this test binary, run again with
-// otherProcessEnv naming the local server, the API key and the template, tab-separated.
+// otherProcessEnv naming the stand-in of E2B, the API key and the template, tab-separated.
 const otherProcessEnv = "TEMPLATEBUILD_TEST_OTHER_PROCESS"
 
 // twoProcessSpec is the build both processes run.
