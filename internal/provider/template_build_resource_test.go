@@ -1406,9 +1406,9 @@ data "e2b_template" "t" {
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(res, tfjsonpath.New("build_id"), capture(&firstID)),
 				statecheck.ExpectKnownValue(res, tfjsonpath.New("spec_hash"), equalTo("the planned spec hash", &firstSpec)),
-				// A build with reuse registers anew (to carry its spec tag while it runs):
-				// the build registered with the template, superseded, counts too.
-				buildCount(api, templateID, 2),
+				// The first build runs on the build registered with the template, reuse
+				// or not: the template shows no build that never ran.
+				buildCount(api, templateID, 1),
 				tagsAt(api, templateID, &firstID, tag("first"), specTag),
 			},
 		}},
@@ -1429,7 +1429,7 @@ data "e2b_template" "t" {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(res, tfjsonpath.New("build_id"), equalTo("the first state's build", &firstID)),
 					statecheck.ExpectKnownValue(res, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
-					buildCount(api, templateID, 2),
+					buildCount(api, templateID, 1),
 					tagsAt(api, templateID, &firstID, tag("first"), tag("second"), specTag),
 				},
 			},
@@ -1448,7 +1448,7 @@ data "e2b_template" "t" {
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(res, tfjsonpath.New("build_id"), capture(&secondID)),
-					buildCount(api, templateID, 3),
+					buildCount(api, templateID, 2),
 					tagsAt(api, templateID, &secondID, tag("second")),
 					// The replaced (reused) build keeps what the first state gave it.
 					tagsAt(api, templateID, &firstID, tag("first"), specTag),
@@ -1457,7 +1457,7 @@ data "e2b_template" "t" {
 		},
 	})
 	acctest.Must(t, tagsAt(api, templateID, &secondID, tag("second"))(t.Context()))
-	acctest.Must(t, buildCount(api, templateID, 3)(t.Context()))
+	acctest.Must(t, buildCount(api, templateID, 2)(t.Context()))
 }
 
 // TestAccTemplateBuild_reuseTurnedOn turns reuse on for a build made without it (an update

@@ -357,15 +357,3 @@ func (tpl *fakeTemplate) withBuilds(now time.Time) e2bapi.TemplateWithBuilds {
 	}
 	return out
 }
-
-// buildsOf are the builds of the template with their status, as the API lists them.
-func (f *fakeE2B) buildsOf(templateID string) []e2bapi.TemplateBuild {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	now := time.Now().UTC()
-	tpl := f.templates[templateID]
-	for _, b := range tpl.builds {
-		b.advance(now)
-	}
-	return tpl.withBuilds(now).Builds
-}

@@ -214,8 +214,8 @@ func TestRunReusesWithinOneProcess(t *testing.T) {
 	if errs[0] != nil || errs[1] != nil || results[0] != results[1] || results[0].Status != e2bapi.BuildReady {
 		t.Fatalf("runs = %+v, %v; want one ready build for both", results, errs)
 	}
-	if ran := ranBuilds(t, api, reg); len(ran) != 1 || ran[0].BuildID != results[0].BuildID {
-		t.Errorf("builds besides the waiting one: %+v, want only %s", ran, results[0].BuildID)
+	if ran := ranBuilds(t, api, reg.TemplateID); len(ran) != 1 || ran[0].BuildID != results[0].BuildID {
+		t.Errorf("builds: %+v, want only %s", ran, results[0].BuildID)
 	}
 }
 
@@ -248,5 +248,27 @@ func TestRunWaitsForTheSameSpecElsewhere(t *testing.T) {
 				t.Errorf("log %q does not say it waited", log.msgs)
 			}
 		})
+	}
+}
+
+// TestRunReuseRunsOnTheWaitingBuild runs the first build of a template with reuse: it
+// runs on the build E2B registered with the template, as every first build does, so that
+// the template shows no build that never ran (superseded), and it gets its spec tag once
+// ready.
+func TestRunReuseRunsOnTheWaitingBuild(t *testing.T) {
+	_, api, reg := newTemplate(t)
+	b, err := Plan(t.Context(), Spec{TemplateID: reg.TemplateID, FromImage: fakeBaseImage, Reuse: true,
+		Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{"echo first"}}}}}, &recorder{})
+	acctest.Must(t, err)
+	r := NewRunner(api)
+	res, err := r.Run(t.Context(), b, Options{})
+	if err != nil || res.BuildID != reg.BuildID || res.Status != e2bapi.BuildReady {
+		t.Fatalf("Run = %+v, %v; want the waiting build %s, ready", res, err, reg.BuildID)
+	}
+	if builds := ranBuilds(t, api, reg.TemplateID); len(builds) != 1 {
+		t.Errorf("builds %+v, want only the one that ran", builds)
+	}
+	if id, err := r.Reusable(t.Context(), b); err != nil || id != res.BuildID {
+		t.Errorf("Reusable = %q, %v; want %s carrying the spec tag", id, err, res.BuildID)
 	}
 }

@@ -15,9 +15,11 @@ import (
 // does not wait forever: it carries the default tag, and onWaiting is true so that it
 // gets b.Tags once ready. Otherwise a new build is registered with b.Tags, plus the
 // default tag when a waiting build is there: E2B then marks the waiting one superseded.
-// A build with reuse is always registered anew, so that it carries its spec tag while it
-// runs: another process's run of the same spec finds it in the tag list and waits for it
-// (reuse) instead of building again and cancelling it.
+// A build registered anew with reuse carries its spec tag while it runs: another
+// process's run of the same spec finds it in the tag list and waits for it (reuse)
+// instead of building again and cancelling it. One with reuse that runs on the waiting
+// build (the template's first) gets its spec tag only once ready, as E2B moves tags to
+// ready builds only: until then another process's run of the same spec does not see it.
 func start(ctx context.Context, api *e2bapi.Client, tpl *e2bapi.TemplateWithBuilds, b *Build, log e2bapi.Logger) (buildID string, onWaiting bool, err error) {
 	waiting := false
 	for _, w := range tpl.Builds {
@@ -25,7 +27,7 @@ func start(ctx context.Context, api *e2bapi.Client, tpl *e2bapi.TemplateWithBuil
 			continue
 		}
 		waiting = true
-		if b.reuses() || (b.CPUCount != nil && w.CPUCount != *b.CPUCount) || (b.MemoryMB != nil && w.MemoryMB != *b.MemoryMB) {
+		if (b.CPUCount != nil && w.CPUCount != *b.CPUCount) || (b.MemoryMB != nil && w.MemoryMB != *b.MemoryMB) {
 			continue
 		}
 		err := startKnown(ctx, api, tpl.TemplateID, w.BuildID, b.Start, log)

@@ -365,11 +365,18 @@ func runOtherProcess() int {
 // TestRunSameSpecInTwoProcesses runs one spec with reuse in this process and, once its
 // build is in progress, in another process (as two applies of two states do): the other
 // finds the build in the tag list, waits for it and takes it, so exactly one build runs,
-// none is cancelled and both end with its ID.
+// none is cancelled and both end with its ID. The template has had its first build: that
+// one runs on the waiting build, which carries no spec tag before it is ready.
 func TestRunSameSpecInTwoProcesses(t *testing.T) {
 	srv, api, reg := newTemplate(t)
 	r := NewRunner(api)
 	ctx := t.Context()
+	first, err := Plan(ctx, Spec{TemplateID: reg.TemplateID, FromImage: fakeBaseImage, Tags: []string{"first"},
+		Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{"echo first"}}}}}, &recorder{})
+	acctest.Must(t, err)
+	if res, err := r.Run(ctx, first, Options{}); err != nil || res.BuildID != reg.BuildID {
+		t.Fatalf("the template's first build: %+v, %v", res, err)
+	}
 	b, err := Plan(ctx, twoProcessSpec(reg.TemplateID, fakeBaseImage), &recorder{})
 	acctest.Must(t, err)
 	var other *exec.Cmd
@@ -390,16 +397,15 @@ func TestRunSameSpecInTwoProcesses(t *testing.T) {
 	if otherOut.String() != res.BuildID {
 		t.Errorf("the other process ended with build %q, this one with %s", otherOut.String(), res.BuildID)
 	}
-	if ran := ranBuilds(t, api, reg); len(ran) != 1 || ran[0].BuildID != res.BuildID || ran[0].Status != e2bapi.BuildReady {
-		t.Errorf("builds besides the waiting one: %+v, want only %s, ready", ran, res.BuildID)
+	if ran := ranBuilds(t, api, reg.TemplateID, reg.BuildID); len(ran) != 1 || ran[0].BuildID != res.BuildID || ran[0].Status != e2bapi.BuildReady {
+		t.Errorf("builds besides the first: %+v, want only %s, ready", ran, res.BuildID)
 	}
 }
 
-// ranBuilds are the builds of reg's template but the waiting build it was registered
-// with, which a build with reuse never runs on: it registers anew, superseding it.
-func ranBuilds(t *testing.T, api *e2bapi.Client, reg *e2bapi.TemplateRequestResponseV3) []e2bapi.TemplateBuild {
+// ranBuilds are the builds of the template but those named in before.
+func ranBuilds(t *testing.T, api *e2bapi.Client, templateID string, before ...string) []e2bapi.TemplateBuild {
 	t.Helper()
-	tpl, err := api.GetTemplate(t.Context(), reg.TemplateID)
+	tpl, err := api.GetTemplate(t.Context(), templateID)
 	acctest.Must(t, err)
-	return slices.DeleteFunc(tpl.Builds, func(b e2bapi.TemplateBuild) bool { return b.BuildID == reg.BuildID })
+	return slices.DeleteFunc(tpl.Builds, func(b e2bapi.TemplateBuild) bool { return slices.Contains(before, b.BuildID) })
 }
