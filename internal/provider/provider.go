@@ -73,6 +73,8 @@ type ProviderData struct {
 	api *apiClient
 	// defaultTag sees the plans that decide default tags (common_default_tag.go).
 	defaultTag *defaultTagPlans
+	// leftRunning are the builds earlier applies left running (common_left_running.go).
+	leftRunning *leftRunningBuilds
 }
 
 // RequireAPIKey returns ErrMissingAPIKey when no API key was configured.
@@ -199,6 +201,7 @@ func (p *e2bProvider) Configure(ctx context.Context, req provider.ConfigureReque
 	}
 	attachAPIClient(data)
 	data.defaultTag = newDefaultTagPlans()
+	data.leftRunning = newLeftRunningBuilds()
 	resp.ResourceData = data
 	resp.DataSourceData = data
 	resp.EphemeralResourceData = data

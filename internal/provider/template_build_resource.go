@@ -140,12 +140,15 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 			"**Apply** checks that the context still has the planned hashes, uploads only the COPY archives E2B " +
 			"does not have yet, starts the build and follows it to the end, logging every build log line. The " +
 			"build ID is saved in the state before waiting, so a build whose apply timed out is still tracked: " +
-			"the next plan refreshes its status and waits for it if it is still running.\n\n" +
+			"the apply fails (a CI run does not pass on an unfinished build), the build goes on, and the next " +
+			"apply waits for that build instead of building again (see `timeouts`).\n\n" +
 			"**Reuse** (`reuse = true`): a build whose `spec_hash` a ready build of the template already carries " +
 			"(as its tag `spec-<first 16 hex>`) is not built again: the plan shows that build's ID and says so, and " +
 			"apply gives it this resource's tags. A fresh state, another workspace or another checkout of the same " +
 			"configuration reuses the build. A build of the same `spec_hash` still running (another apply's) is " +
-			"waited for and reused when it ends ready, rather than cancelled by building again.\n\n" +
+			"waited for and reused when it ends ready, rather than cancelled by building again; the template's first " +
+			"build is the exception, as it runs on the build E2B registered with the template, which gets its spec " +
+			"tag only once ready.\n\n" +
 			"**Destroy** only forgets the build, reused or not: E2B cannot delete a single build, and it removes no " +
 			"tag, as another state may rely on them. Builds go when their template (`e2b_template`) is deleted.",
 		Attributes: map[string]schema.Attribute{
@@ -378,9 +381,12 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true,
-				CreateDescription: "How long to wait for the build, from `1s` to `168h` (default `60m`). When it elapses the build goes on: " +
-					"the state keeps it with status `building` and the next apply waits for it again.",
-				UpdateDescription: "How long to wait for a build that an earlier apply left running, from `1s` to `168h` (default `60m`).",
+				CreateDescription: "How long to wait for the build, from `1s` to `168h` (default `60m`). When it elapses the build goes on " +
+					"on the server and the apply fails, so that a CI run does not pass on an unfinished build. Run apply again " +
+					"to wait for it: Terraform replaces the tainted resource, and the new one adopts the build still running " +
+					"(same template and `spec_hash`) instead of building again.",
+				UpdateDescription: "How long to wait for a build that an earlier apply left running, from `1s` to `168h` (default `60m`). " +
+					"When it elapses the apply fails and the state keeps the build with status `building`: the next apply waits again.",
 			}),
 		},
 	}
@@ -444,6 +450,7 @@ func (r *templateBuildResource) ModifyPlan(ctx context.Context, req resource.Mod
 		resp.Diagnostics.Append(r.data.recordBuildPlan(plan.TemplateID, plan.Tags)...)
 		// A create, also the one of a replacement (planned again without the state).
 		if b != nil && !specHash.IsUnknown() && !plan.TemplateID.IsUnknown() {
+			r.planAdoption(b, resp)
 			r.planReuse(ctx, b, resp)
 		}
 		return
@@ -473,6 +480,21 @@ func (r *templateBuildResource) ModifyPlan(ctx context.Context, req resource.Mod
 	if state.Status.ValueString() == e2bapi.BuildBuilding {
 		// An earlier apply stopped waiting: this one waits for the end.
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("status"), types.StringUnknown())...)
+	}
+}
+
+// planAdoption warns that apply takes the build an earlier apply left running with b's
+// template and spec hash (its create timed out, so Terraform replaces the tainted
+// resource) rather than building again.
+func (r *templateBuildResource) planAdoption(b *templatebuild.Build, resp *resource.ModifyPlanResponse) {
+	if r.data == nil {
+		return
+	}
+	if buildID := r.data.leftRunning.peek(b.TemplateID, b.SpecHash); buildID != "" {
+		resp.Diagnostics.AddAttributeWarning(path.Root("build_id"), "Adopting build "+buildID,
+			fmt.Sprintf("Build %s of template %s, which an earlier apply left running when its timeout passed, has "+
+				"this spec hash: apply replaces the tainted resource with one that waits for that build instead of "+
+				"building again.", buildID, b.TemplateID))
 	}
 }
 
@@ -560,10 +582,21 @@ func (r *templateBuildResource) Create(ctx context.Context, req resource.CreateR
 		}
 		return nil
 	})
+	var res templatebuild.Result
+	var err error
 	if !plan.BuildID.IsUnknown() {
 		opts.Reuse = plan.BuildID.ValueString() // the build the plan showed
 	}
-	res, err := runner.Run(ctx, b, opts)
+	if left := r.data.leftRunning.take(b.TemplateID, b.SpecHash); left != "" && opts.Reuse == "" {
+		// The build this resource's tainted object left running: waited for, not built again.
+		tflog.Info(ctx, "adopting the build an earlier apply left running instead of building again", map[string]any{"build_id": left})
+		if err = opts.Started(left); err == nil {
+			res.BuildID = left
+			res.Status, err = runner.Wait(ctx, b.TemplateID, left, b.Tags, opts)
+		}
+	} else {
+		res, err = runner.Run(ctx, b, opts)
+	}
 	if errors.Is(err, errStateNotSaved) {
 		return
 	}
@@ -604,6 +637,10 @@ func (r *templateBuildResource) Read(ctx context.Context, req resource.ReadReque
 		// Registered but never started (an apply stopped in between): nothing will ever run it.
 		resp.State.RemoveResource(ctx)
 		return
+	}
+	if info.Status == e2bapi.BuildBuilding && r.data != nil {
+		// Maybe a tainted object, which the plan replaces: see planAdoption.
+		r.data.leftRunning.record(state.TemplateID.ValueString(), state.SpecHash.ValueString(), state.BuildID.ValueString())
 	}
 	state.Status = types.StringValue(info.Status)
 	state.ID = state.BuildID
@@ -665,6 +702,10 @@ func (r *templateBuildResource) Update(ctx context.Context, req resource.UpdateR
 func (r *templateBuildResource) Delete(ctx context.Context, req resource.DeleteRequest, _ *resource.DeleteResponse) {
 	var state templateBuildModel
 	req.State.Get(ctx, &state)
+	if state.Status.ValueString() == e2bapi.BuildBuilding && r.data != nil {
+		// A create that timed out, replaced now: the create after this adopts the build.
+		r.data.leftRunning.record(state.TemplateID.ValueString(), state.SpecHash.ValueString(), state.BuildID.ValueString())
+	}
 	tflog.Info(ctx, "build removed from the state only: E2B cannot delete a single build; it goes with its template, and its tags stay",
 		map[string]any{"build_id": state.BuildID.ValueString()})
 }

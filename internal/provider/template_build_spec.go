@@ -236,8 +236,8 @@ func runOptions(ctx context.Context, timeout time.Duration, started func(string)
 	}
 }
 
-// addRunError reports the error of templatebuild.Run or Wait. A build still running at
-// the timeout is a warning: the state keeps it with status "building".
+// addRunError reports the error of a Runner's Run, Wait or Tag. A build still running at
+// the timeout is an error; the state keeps it with status "building" all the same.
 func addRunError(diags *diag.Diagnostics, err error, templateID, buildID string) {
 	var failed *templatebuild.FailedError
 	var timeout *templatebuild.TimeoutError
@@ -247,9 +247,13 @@ func addRunError(diags *diag.Diagnostics, err error, templateID, buildID string)
 	case errors.As(err, &failed):
 		diags.AddError("Build failed", failed.Error())
 	case errors.As(err, &timeout):
-		diags.AddWarning("Build still running",
-			fmt.Sprintf("Build %s of template %s did not finish within the create timeout; it goes on. The state "+
-				"records it with status \"building\": the next plan refreshes it, and apply waits for it again.", buildID, templateID))
+		// An error, so that a CI run fails rather than passing on an unfinished build.
+		diags.AddError("Build still running",
+			fmt.Sprintf("Build %s of template %s did not finish within the timeout (timeouts.create, or timeouts.update "+
+				"when an earlier apply left it running); it goes on on the server. Run terraform apply again to wait "+
+				"for it: the next apply takes this build, also when it shows the resource as tainted and to be "+
+				"replaced, and waits for it instead of building the same inputs again. Raise the timeout to wait "+
+				"longer in one apply.", buildID, templateID))
 	case errors.As(err, &runErr) && runErr.Stage == templatebuild.StageTemplate:
 		diags.AddAttributeError(path.Root("template_id"), "Reading template "+templateID, err.Error())
 	case errors.As(err, &runErr) && runErr.Stage == templatebuild.StageReuse:
