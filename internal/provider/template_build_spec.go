@@ -122,10 +122,7 @@ func stepFromModel(ctx context.Context, s stepModel) (step templatebuild.Step, k
 			// As the SDK's runCmd([...]).
 			command = strings.Join(parts, " && ")
 		}
-		step.Step = steps.Step{Type: steps.Run, Args: []string{command}}
-		if u := s.Run.User.ValueString(); u != "" {
-			step.Args = append(step.Args, u)
-		}
+		step.Step = steps.NewRun(steps.RunArgs{Command: command, User: s.Run.User.ValueString()})
 	case s.Copy != nil:
 		c := s.Copy
 		for _, v := range []attr.Value{c.Src, c.Dest, c.User, c.Mode, c.ResolveSymlinks, c.ForceUpload} {
@@ -137,7 +134,7 @@ func stepFromModel(ctx context.Context, s stepModel) (step templatebuild.Step, k
 		if len(mode) == 3 {
 			mode = "0" + mode
 		}
-		step.Step = steps.Step{Type: steps.Copy, Args: []string{c.Src.ValueString(), c.Dest.ValueString(), c.User.ValueString(), mode}}
+		step.Step = steps.NewCopy(steps.CopyArgs{Src: c.Src.ValueString(), Dest: c.Dest.ValueString(), User: c.User.ValueString(), Mode: mode})
 		step.ResolveSymlinks = c.ResolveSymlinks.ValueBool()
 		step.ForceUpload = c.ForceUpload.ValueBool()
 	case !s.Env.IsNull():
@@ -159,20 +156,21 @@ func stepFromModel(ctx context.Context, s stepModel) (step templatebuild.Step, k
 			return step, true, errors.New("env is empty")
 		}
 		sort.Strings(keys)
-		step.Step = steps.Step{Type: steps.Env}
-		for _, k := range keys {
-			step.Args = append(step.Args, k, env[k].ValueString())
+		vars := make([]steps.EnvVar, len(keys))
+		for i, k := range keys {
+			vars[i] = steps.EnvVar{Key: k, Value: env[k].ValueString()}
 		}
+		step.Step = steps.NewEnv(vars...)
 	case !s.Workdir.IsNull():
 		if s.Workdir.IsUnknown() {
 			return step, false, nil
 		}
-		step.Step = steps.Step{Type: steps.Workdir, Args: []string{s.Workdir.ValueString()}}
+		step.Step = steps.NewWorkdir(s.Workdir.ValueString())
 	case !s.User.IsNull():
 		if s.User.IsUnknown() {
 			return step, false, nil
 		}
-		step.Step = steps.Step{Type: steps.User, Args: []string{s.User.ValueString()}}
+		step.Step = steps.NewUser(s.User.ValueString())
 	default:
 		return step, true, errors.New("sets none of run, copy, env, workdir and user")
 	}

@@ -28,7 +28,7 @@ import (
 //
 // A started build runs for as many seconds as its RUN steps sleep ("sleep 2") and fails
 // at the first RUN step that exits non-zero ("exit 3"); it logs one line per step, the
-// step's arguments.
+// step's description.
 type fakeE2B struct {
 	URL, APIKey string
 	// uploadURL is where archives are PUT: another server, as E2B's storage is.
@@ -279,15 +279,16 @@ func (b *fakeBuild) start(req e2bapi.TemplateBuildStartV2, now time.Time) {
 	var took time.Duration
 	for i, s := range req.Steps {
 		step := strconv.Itoa(i + 1)
-		b.logs = append(b.logs, e2bapi.BuildLogEntry{Timestamp: now, Level: e2bapi.LogInfo, Step: step, Message: strings.Join(s.Args, " ")})
+		b.logs = append(b.logs, e2bapi.BuildLogEntry{Timestamp: now, Level: e2bapi.LogInfo, Step: step, Message: s.Describe()})
 		if s.Type != steps.Run || b.failsAt != "" {
 			continue
 		}
-		for _, sleep := range sleepPattern.FindAllStringSubmatch(s.Args[0], -1) {
+		command := s.RunArgs().Command
+		for _, sleep := range sleepPattern.FindAllStringSubmatch(command, -1) {
 			n, _ := strconv.Atoi(sleep[1])
 			took += time.Duration(n) * time.Second
 		}
-		if exitPattern.MatchString(s.Args[0]) {
+		if exitPattern.MatchString(command) {
 			b.failsAt = step
 		}
 	}

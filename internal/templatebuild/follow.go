@@ -117,16 +117,16 @@ func sleepContext(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// describeStep names a log line's step: "3" is the third build step.
+// describeStep names a log line's step: "3" is the third build step, described as
+// steps.Step.Describe does, shortened to 80 characters.
 func describeStep(buildSteps []steps.Step, step string) string {
 	n, err := strconv.Atoi(step)
 	if err != nil || n < 1 || n > len(buildSteps) {
 		return step
 	}
-	s := buildSteps[n-1]
-	arg := strings.Join(s.Args, " ")
-	if len(arg) > 80 {
-		arg = arg[:77] + "..."
+	line := buildSteps[n-1].Describe()
+	if len(line) > 80 {
+		line = line[:77] + "..."
 	}
-	return fmt.Sprintf("step %d (%s %s)", n, s.Type, arg)
+	return fmt.Sprintf("step %d (%s)", n, line)
 }

@@ -150,7 +150,7 @@ func TestRunReuses(t *testing.T) {
 	r := NewRunner(api)
 	ctx := t.Context()
 	spec := Spec{TemplateID: reg.TemplateID, FromImage: fakeBaseImage, Reuse: true, Tags: []string{"v1"},
-		Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{"echo reused"}}}}}
+		Steps: []Step{{Step: steps.NewRun(steps.RunArgs{Command: "echo reused"})}}}
 	b, err := Plan(ctx, spec, &recorder{})
 	acctest.Must(t, err)
 	if id, err := r.Reusable(ctx, b); err != nil || id != "" {
@@ -202,7 +202,7 @@ func TestRunReusesWithinOneProcess(t *testing.T) {
 	r := NewRunner(api)
 	ctx := t.Context()
 	b, err := Plan(ctx, Spec{TemplateID: reg.TemplateID, FromImage: fakeBaseImage, Reuse: true,
-		Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{"sleep 1; echo once"}}}}}, &recorder{})
+		Steps: []Step{{Step: steps.NewRun(steps.RunArgs{Command: "sleep 1; echo once"})}}}, &recorder{})
 	acctest.Must(t, err)
 	results := make([]Result, 2)
 	errs := make([]error, 2)
@@ -232,7 +232,7 @@ func TestRunWaitsForTheSameSpecElsewhere(t *testing.T) {
 			r := NewRunner(api)
 			ctx := t.Context()
 			b, err := Plan(ctx, Spec{TemplateID: reg.TemplateID, FromImage: fakeBaseImage, Reuse: true,
-				Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{"echo mine"}}}}}, &recorder{})
+				Steps: []Step{{Step: steps.NewRun(steps.RunArgs{Command: "echo mine"})}}}, &recorder{})
 			acctest.Must(t, err)
 			// The other run: a build with the spec tag, started outside this process.
 			started, err := api.CreateTemplateBuild(ctx, e2bapi.TemplateBuildRequestV3{Name: reg.Names[0], Tags: []string{SpecTag(b.SpecHash)}})
@@ -258,7 +258,7 @@ func TestRunWaitsForTheSameSpecElsewhere(t *testing.T) {
 func TestRunReuseRunsOnTheWaitingBuild(t *testing.T) {
 	_, api, reg := newTemplate(t)
 	b, err := Plan(t.Context(), Spec{TemplateID: reg.TemplateID, FromImage: fakeBaseImage, Reuse: true,
-		Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{"echo first"}}}}}, &recorder{})
+		Steps: []Step{{Step: steps.NewRun(steps.RunArgs{Command: "echo first"})}}}, &recorder{})
 	acctest.Must(t, err)
 	r := NewRunner(api)
 	res, err := r.Run(t.Context(), b, Options{})

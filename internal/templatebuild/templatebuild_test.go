@@ -128,7 +128,7 @@ func TestRunOnTheWaitingBuildThenANewOne(t *testing.T) {
 	r := NewRunner(api)
 	ctx := t.Context()
 	spec := Spec{TemplateID: reg.TemplateID, FromImage: fakeBaseImage, Tags: []string{"v1"},
-		Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{"echo first build"}}}}}
+		Steps: []Step{{Step: steps.NewRun(steps.RunArgs{Command: "echo first build"})}}}
 	b, err := Plan(ctx, spec, &recorder{})
 	acctest.Must(t, err)
 	var log recorder
@@ -179,7 +179,7 @@ func TestRunFailedBuild(t *testing.T) {
 	_, api, reg := newTemplate(t)
 	r := NewRunner(api)
 	b, err := Plan(t.Context(), Spec{TemplateID: reg.TemplateID, FromImage: fakeBaseImage,
-		Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{"echo about to fail; exit 7"}}}}}, &recorder{})
+		Steps: []Step{{Step: steps.NewRun(steps.RunArgs{Command: "echo about to fail; exit 7"})}}}, &recorder{})
 	acctest.Must(t, err)
 	res, err := r.Run(t.Context(), b, Options{})
 	var failed *FailedError
@@ -245,7 +245,7 @@ func TestRunAnswerOfTheStartLost(t *testing.T) {
 	ctx := t.Context()
 	for i, tag := range []string{"v1", "v2"} {
 		b, err := Plan(ctx, Spec{TemplateID: reg.TemplateID, FromImage: fakeBaseImage, Tags: []string{tag},
-			Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{"echo " + tag}}}}}, &recorder{})
+			Steps: []Step{{Step: steps.NewRun(steps.RunArgs{Command: "echo " + tag})}}}, &recorder{})
 		acctest.Must(t, err)
 		var log recorder
 		res, err := r.Run(ctx, b, Options{Logger: &log})
@@ -275,7 +275,7 @@ func TestRunTwoBuildsOfOneTemplateAtOnce(t *testing.T) {
 	errs := make([]error, 2)
 	for i := range results {
 		b, err := Plan(ctx, Spec{TemplateID: reg.TemplateID, FromImage: fakeBaseImage,
-			Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{fmt.Sprintf("sleep 2; echo build %d", i)}}}}}, &recorder{})
+			Steps: []Step{{Step: steps.NewRun(steps.RunArgs{Command: fmt.Sprintf("sleep 2; echo build %d", i)})}}}, &recorder{})
 		acctest.Must(t, err)
 		wg.Go(func() { results[i], errs[i] = r.Run(ctx, b, Options{}) })
 	}
@@ -299,7 +299,7 @@ func TestWaitWhileAnotherBuildStarts(t *testing.T) {
 	ctx := t.Context()
 	plan := func(cmd string) *Build {
 		b, err := Plan(ctx, Spec{TemplateID: reg.TemplateID, FromImage: fakeBaseImage,
-			Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{cmd}}}}}, &recorder{})
+			Steps: []Step{{Step: steps.NewRun(steps.RunArgs{Command: cmd})}}}, &recorder{})
 		acctest.Must(t, err)
 		return b
 	}
@@ -330,7 +330,7 @@ const otherProcessEnv = "TEMPLATEBUILD_TEST_OTHER_PROCESS"
 // twoProcessSpec is the build both processes run.
 func twoProcessSpec(templateID, image string) Spec {
 	return Spec{TemplateID: templateID, FromImage: image, Reuse: true,
-		Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{"sleep 3; echo one build of this spec"}}}}}
+		Steps: []Step{{Step: steps.NewRun(steps.RunArgs{Command: "sleep 3; echo one build of this spec"})}}}
 }
 
 // runOtherProcess runs twoProcessSpec and prints the build ID it ended with.
@@ -372,7 +372,7 @@ func TestRunSameSpecInTwoProcesses(t *testing.T) {
 	r := NewRunner(api)
 	ctx := t.Context()
 	first, err := Plan(ctx, Spec{TemplateID: reg.TemplateID, FromImage: fakeBaseImage, Tags: []string{"first"},
-		Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{"echo first"}}}}}, &recorder{})
+		Steps: []Step{{Step: steps.NewRun(steps.RunArgs{Command: "echo first"})}}}, &recorder{})
 	acctest.Must(t, err)
 	if res, err := r.Run(ctx, first, Options{}); err != nil || res.BuildID != reg.BuildID {
 		t.Fatalf("the template's first build: %+v, %v", res, err)
