@@ -1,9 +1,10 @@
 // Package provider is the Terraform glue of terraform-provider-e2b: the
 // provider configuration here, one file per resource, data source and
-// ephemeral resource (schema, model, CRUD), template_build_spec.go between
-// e2b_template_build and package templatebuild, and the attribute validators
-// in validators.go. The use cases themselves are packages templatebuild and
-// sandboxrun (DESIGN.md).
+// ephemeral resource (schema, model, CRUD), what they share in common_*.go
+// (common_build_spec.go and common_build_run.go between e2b_template_build
+// and package templatebuild), and the attribute validators in validators.go.
+// The use cases themselves are packages templatebuild and sandboxrun
+// (DESIGN.md).
 package provider
 
 import (

@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
@@ -23,7 +21,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
@@ -82,48 +79,6 @@ type templateBuildModel struct {
 	Status            types.String   `tfsdk:"status"`
 	Timeouts          timeouts.Value `tfsdk:"timeouts"`
 }
-
-type registryModel struct {
-	Type                        types.String `tfsdk:"type"`
-	Username                    types.String `tfsdk:"username"`
-	Password                    types.String `tfsdk:"password"`
-	PasswordWO                  types.String `tfsdk:"password_wo"`
-	PasswordWOVersion           types.Int64  `tfsdk:"password_wo_version"`
-	AWSAccessKeyID              types.String `tfsdk:"aws_access_key_id"`
-	AWSSecretAccessKey          types.String `tfsdk:"aws_secret_access_key"`
-	AWSSecretAccessKeyWO        types.String `tfsdk:"aws_secret_access_key_wo"`
-	AWSSecretAccessKeyWOVersion types.Int64  `tfsdk:"aws_secret_access_key_wo_version"`
-	AWSRegion                   types.String `tfsdk:"aws_region"`
-	ServiceAccountJSON          types.String `tfsdk:"service_account_json"`
-	ServiceAccountJSONWO        types.String `tfsdk:"service_account_json_wo"`
-	ServiceAccountJSONWOVersion types.Int64  `tfsdk:"service_account_json_wo_version"`
-}
-
-type stepModel struct {
-	Run       *runStepModel  `tfsdk:"run"`
-	Copy      *copyStepModel `tfsdk:"copy"`
-	Env       types.Map      `tfsdk:"env"`
-	Workdir   types.String   `tfsdk:"workdir"`
-	User      types.String   `tfsdk:"user"`
-	SkipCache types.Bool     `tfsdk:"skip_cache"`
-}
-
-type runStepModel struct {
-	Command  types.String `tfsdk:"command"`
-	Commands types.List   `tfsdk:"commands"`
-	User     types.String `tfsdk:"user"`
-}
-
-type copyStepModel struct {
-	Src             types.String `tfsdk:"src"`
-	Dest            types.String `tfsdk:"dest"`
-	User            types.String `tfsdk:"user"`
-	Mode            types.String `tfsdk:"mode"`
-	ResolveSymlinks types.Bool   `tfsdk:"resolve_symlinks"`
-	ForceUpload     types.Bool   `tfsdk:"force_upload"`
-}
-
-var modePattern = regexp.MustCompile(`^0?[0-7]{3}$`)
 
 func (r *templateBuildResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_template_build"
@@ -226,73 +181,7 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 				Optional:   true,
 				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
 			},
-			"steps": schema.ListNestedAttribute{
-				MarkdownDescription: "Build steps, run in order (after a `dockerfile`'s own). Each step sets exactly one of " +
-					"`run`, `copy`, `env`, `workdir` and `user`, and may set `skip_cache`.",
-				Optional: true,
-				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"run": schema.SingleNestedAttribute{
-						MarkdownDescription: "Run a shell command (`bash -l -c`); a non-zero exit fails the build. " +
-							"Exactly one of `command` and `commands` is required.",
-						Optional: true,
-						Attributes: map[string]schema.Attribute{
-							"command": schema.StringAttribute{
-								MarkdownDescription: "The command.",
-								Optional:            true,
-							},
-							"commands": schema.ListAttribute{
-								MarkdownDescription: "Commands joined with ` && ` into one step, as the SDK's `runCmd([...])`: the first to fail stops the step.",
-								ElementType:         types.StringType,
-								Optional:            true,
-								Validators:          []validator.List{listvalidator.SizeAtLeast(1), listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
-							},
-							"user": schema.StringAttribute{MarkdownDescription: "User to run it as, for this step only.", Optional: true},
-						},
-					},
-					"copy": schema.SingleNestedAttribute{
-						MarkdownDescription: "Copy files from `context` into the template, with Docker's COPY semantics.",
-						Optional:            true,
-						Attributes: map[string]schema.Attribute{
-							"src": schema.StringAttribute{
-								MarkdownDescription: "Source relative to `context`: a file, a directory or a glob (`*`, `?`, `[...]`, `**`). It must stay inside the context.",
-								Required:            true,
-								Validators:          []validator.String{stringCheck{"must be a relative path inside the context", templatebuild.CheckCopySource}},
-							},
-							"dest": schema.StringAttribute{MarkdownDescription: "Destination; a trailing `/` copies into that directory.", Required: true},
-							"user": schema.StringAttribute{MarkdownDescription: "Owner (`user` or `user:group`) of the copied files; defaults to the current user.", Optional: true},
-							"mode": schema.StringAttribute{
-								MarkdownDescription: "Octal permissions applied to the copied files, such as `0755`.",
-								Optional:            true,
-								Validators:          []validator.String{stringvalidator.RegexMatches(modePattern, "must be octal permissions such as 0755")},
-							},
-							"resolve_symlinks": schema.BoolAttribute{
-								MarkdownDescription: "Copy what symlinks inside the context point to instead of the links. Defaults to `false`.",
-								Optional:            true,
-							},
-							"force_upload": schema.BoolAttribute{
-								MarkdownDescription: "Upload the files even when E2B already has an archive with their files hash, and " +
-									"run this step without the layer cache (the SDK's `forceUpload`; E2B then rebuilds every later " +
-									"step too, as after any uncached one). Defaults to `false`.",
-								Optional: true,
-							},
-						},
-					},
-					"env": schema.MapAttribute{
-						MarkdownDescription: "Environment variables for later steps and for sandboxes (`$VAR` is expanded).",
-						ElementType:         types.StringType,
-						Optional:            true,
-					},
-					"workdir": schema.StringAttribute{MarkdownDescription: "Working directory for later steps and sandboxes; created when missing.", Optional: true},
-					"user":    schema.StringAttribute{MarkdownDescription: "User for later steps and sandboxes; created when missing.", Optional: true},
-					"skip_cache": schema.BoolAttribute{
-						MarkdownDescription: "Run this step and every later one without E2B's layer cache (the SDK's " +
-							"`skipCache()`), such as to fetch the newest packages again. Defaults to `false`.",
-						Optional: true,
-					},
-				}},
-				Validators:    []validator.List{listvalidator.SizeAtLeast(1), oneStepKind{}},
-				PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplace()},
-			},
+			"steps": stepsAttribute(),
 			"start_cmd": schema.StringAttribute{
 				MarkdownDescription: "Command started at the end of the build and kept running in every sandbox.",
 				Optional:            true,
@@ -483,59 +372,6 @@ func (r *templateBuildResource) ModifyPlan(ctx context.Context, req resource.Mod
 	}
 }
 
-// planAdoption warns that apply takes the build an earlier apply left running with b's
-// template and spec hash (its create timed out, so Terraform replaces the tainted
-// resource) rather than building again.
-func (r *templateBuildResource) planAdoption(b *templatebuild.Build, resp *resource.ModifyPlanResponse) {
-	if r.data == nil {
-		return
-	}
-	if buildID := r.data.leftRunning.peek(b.TemplateID, b.SpecHash); buildID != "" {
-		resp.Diagnostics.AddAttributeWarning(path.Root("build_id"), "Adopting build "+buildID,
-			fmt.Sprintf("Build %s of template %s, which an earlier apply left running when its timeout passed, has "+
-				"this spec hash: apply replaces the tainted resource with one that waits for that build instead of "+
-				"building again.", buildID, b.TemplateID))
-	}
-}
-
-// planReuse plans the ready build that b would reuse, when there is one: its ID, known
-// now, and a warning that says so. The lookup is the only API call of a plan; when it
-// fails the build ID stays unknown and apply looks again.
-func (r *templateBuildResource) planReuse(ctx context.Context, b *templatebuild.Build, resp *resource.ModifyPlanResponse) {
-	if !b.Reuse || r.data == nil {
-		return
-	}
-	runner, err := r.data.Runner()
-	var buildID string
-	if err == nil {
-		buildID, err = runner.Reusable(r.data.logContext(ctx), b)
-	}
-	if err != nil {
-		resp.Diagnostics.AddAttributeWarning(path.Root("reuse"), "Reusable build not looked up",
-			fmt.Sprintf("Looking for a ready build of template %s with spec hash %s failed: %v. Apply looks again "+
-				"and builds when there is none.", b.TemplateID, b.SpecHash, err))
-		return
-	}
-	if buildID == "" {
-		return
-	}
-	for name, v := range map[string]string{"id": buildID, "build_id": buildID, "status": e2bapi.BuildReady} {
-		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root(name), v)...)
-	}
-	resp.Diagnostics.AddAttributeWarning(path.Root("build_id"), "Reusing build "+buildID,
-		fmt.Sprintf("Build %s of template %s is ready and carries the tag %s (the same spec hash): apply adopts it "+
-			"instead of building and gives it this resource's tags. Destroy will forget it and leave it in place.",
-			buildID, b.TemplateID, templatebuild.SpecTag(b.SpecHash)))
-}
-
-// optionalString is v, null when empty.
-func optionalString(v string) types.String {
-	if v == "" {
-		return types.StringNull()
-	}
-	return types.StringValue(v)
-}
-
 // errStateNotSaved stops a run whose build ID could not be saved in the state.
 var errStateNotSaved = errors.New("the build ID could not be saved in the state")
 
@@ -724,49 +560,4 @@ func (r *templateBuildResource) ImportState(ctx context.Context, req resource.Im
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("files_hash"), templatebuild.HashPortable)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("force"), false)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("reuse"), false)...)
-}
-
-// registryAttributes are the attributes of from_image_registry: each secret is either a
-// plain attribute (kept in the state) or a write-only one with the version that makes a
-// change of it plannable.
-func registryAttributes() map[string]schema.Attribute {
-	attrs := map[string]schema.Attribute{
-		"type": schema.StringAttribute{
-			MarkdownDescription: "`registry`, `aws` or `gcp`.",
-			Required:            true,
-			Validators:          []validator.String{stringvalidator.OneOf("registry", "aws", "gcp")},
-		},
-		"username":          schema.StringAttribute{MarkdownDescription: "Registry user (`registry`).", Optional: true},
-		"aws_access_key_id": schema.StringAttribute{MarkdownDescription: "AWS access key ID (`aws`).", Optional: true},
-		"aws_region":        schema.StringAttribute{MarkdownDescription: "AWS region (`aws`).", Optional: true},
-	}
-	for _, secret := range []struct{ name, what string }{
-		{"password", "Registry password (`registry`)"},
-		{"aws_secret_access_key", "AWS secret access key (`aws`)"},
-		{"service_account_json", "GCP service account key as JSON (`gcp`)"},
-	} {
-		plain, wo, version := secret.name, secret.name+"_wo", secret.name+"_wo_version"
-		sibling := func(name string) path.Expression { return path.MatchRelative().AtParent().AtName(name) }
-		attrs[plain] = schema.StringAttribute{
-			MarkdownDescription: secret.what + ". Kept in the state; prefer `" + wo + "`.",
-			Optional:            true,
-			Sensitive:           true,
-			Validators:          []validator.String{stringvalidator.ConflictsWith(sibling(wo))},
-		}
-		attrs[wo] = schema.StringAttribute{
-			MarkdownDescription: secret.what + ", write-only (Terraform/OpenTofu 1.11+): sent to E2B, never stored. " +
-				"Requires `" + version + "`.",
-			Optional:   true,
-			Sensitive:  true,
-			WriteOnly:  true,
-			Validators: []validator.String{stringvalidator.AlsoRequires(sibling(version))},
-		}
-		attrs[version] = schema.Int64Attribute{
-			MarkdownDescription: "Version of `" + wo + "`: the secret itself is not stored, so changing this number " +
-				"is what makes a new build with a changed secret.",
-			Optional:   true,
-			Validators: []validator.Int64{int64validator.AlsoRequires(sibling(wo))},
-		}
-	}
-	return attrs
 }
