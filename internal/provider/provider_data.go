@@ -149,30 +149,29 @@ func requireData(data *ProviderData, diags *diag.Diagnostics) bool {
 	return true
 }
 
-// runnerOrError returns the shared build runner, adding an error to diags
-// when it cannot be had.
-func runnerOrError(data *ProviderData, diags *diag.Diagnostics) *templatebuild.Runner {
-	if !requireData(data, diags) {
-		return nil
-	}
-	r, err := data.Runner()
-	if err != nil {
-		diags.AddError("E2B API client", err.Error())
-		return nil
-	}
-	return r
-}
-
 // apiOrError returns the shared API client, adding an error to diags when
 // it cannot be had.
 func apiOrError(data *ProviderData, diags *diag.Diagnostics) *e2bapi.Client {
+	return orError(data, diags, (*ProviderData).API)
+}
+
+// runnerOrError returns the shared build runner, adding an error to diags
+// when it cannot be had.
+func runnerOrError(data *ProviderData, diags *diag.Diagnostics) *templatebuild.Runner {
+	return orError(data, diags, (*ProviderData).Runner)
+}
+
+// orError returns what get has of data, adding an error to diags (and
+// returning the zero value) when data is not configured or get fails.
+func orError[T any](data *ProviderData, diags *diag.Diagnostics, get func(*ProviderData) (T, error)) T {
+	var zero T
 	if !requireData(data, diags) {
-		return nil
+		return zero
 	}
-	c, err := data.API()
+	v, err := get(data)
 	if err != nil {
 		diags.AddError("E2B API client", err.Error())
-		return nil
+		return zero
 	}
-	return c
+	return v
 }
