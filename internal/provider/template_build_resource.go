@@ -418,12 +418,15 @@ func (r *templateBuildResource) Create(ctx context.Context, req resource.CreateR
 		}
 		return nil
 	})
-	var res templatebuild.Result
-	var err error
+	var left string
 	if !plan.BuildID.IsUnknown() {
 		opts.Reuse = plan.BuildID.ValueString() // the build the plan showed
+	} else {
+		left = r.data.leftRunning.take(b.TemplateID, b.SpecHash)
 	}
-	if left := r.data.leftRunning.take(b.TemplateID, b.SpecHash); left != "" && opts.Reuse == "" {
+	var res templatebuild.Result
+	var err error
+	if left != "" {
 		// The build this resource's tainted object left running: waited for, not built again.
 		tflog.Info(ctx, "adopting the build an earlier apply left running instead of building again", map[string]any{"build_id": left})
 		if err = opts.Started(left); err == nil {
