@@ -74,7 +74,7 @@ func (f *flights) add(templateID, buildID string, tags []string) *flight {
 	return fl
 }
 
-// finish ends a flight (nil is none): this process no longer follows the build.
+// finish ends a flight (nil is none): the Runner no longer follows the build.
 func (f *flights) finish(fl *flight) {
 	if fl == nil {
 		return
