@@ -455,7 +455,7 @@ resource "e2b_alias" "a" {
 		Steps: []tfresource.TestStep{
 			{
 				Config:      build("2s") + alias,
-				ExpectError: regexp.MustCompile(`(?s)Build still running.*goes on on the server.*terraform apply again`),
+				ExpectError: regexp.MustCompile(`(?s)Build still running.*goes\s+on\s+on\s+the\s+server.*terraform\s+apply\s+again`),
 			},
 			{
 				Config: build("5m"),
