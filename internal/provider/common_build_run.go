@@ -27,7 +27,7 @@ func (r *templateBuildResource) planAdoption(b *templatebuild.Build, resp *resou
 		return
 	}
 	if buildID := r.data.leftRunning.peek(b.TemplateID, b.SpecHash); buildID != "" {
-		resp.Diagnostics.AddAttributeWarning(path.Root("build_id"), "Adopting build "+buildID,
+		resp.Diagnostics.AddAttributeWarning(path.Root("build_id"), "Adopting a build left running",
 			fmt.Sprintf("Build %s of template %s, which an earlier apply left running when its timeout passed, has "+
 				"this spec hash: apply replaces the tainted resource with one that waits for that build instead of "+
 				"building again.", buildID, b.TemplateID))

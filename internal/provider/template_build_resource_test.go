@@ -450,18 +450,21 @@ resource "e2b_alias" "a" {
 }
 `
 	var templateID string
+	warnings := &planWarnings{}
 	tfresource.Test(t, tfresource.TestCase{
-		ProtoV6ProviderFactories: factories(),
+		ProtoV6ProviderFactories: warnings.factories(),
 		Steps: []tfresource.TestStep{
 			{
 				Config:      build("2s") + alias,
 				ExpectError: regexp.MustCompile(`(?s)Build still running.*goes\s+on\s+on\s+the\s+server.*terraform\s+apply\s+again`),
 			},
 			{
-				Config: build("5m"),
+				PreConfig: warnings.reset,
+				Config:    build("5m"),
 				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					// Tainted by the failed create.
 					plancheck.ExpectResourceAction("e2b_template_build.b", plancheck.ResourceActionDestroyBeforeCreate),
+					warnings.only("e2b_template_build", "Adopting a build left running"),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
