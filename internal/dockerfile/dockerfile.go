@@ -147,9 +147,7 @@ func (c *converter) warn(line int, format string, args ...any) {
 	c.t.Warnings = append(c.t.Warnings, msg)
 }
 
-func (c *converter) step(typ string, args ...string) {
-	c.t.Steps = append(c.t.Steps, steps.Step{Type: typ, Args: args})
-}
+func (c *converter) step(s steps.Step) { c.t.Steps = append(c.t.Steps, s) }
 
 func (c *converter) instruction(node *parser.Node) error {
 	parsed, err := instructions.ParseInstruction(node)
@@ -195,22 +193,22 @@ func (c *converter) instruction(node *parser.Node) error {
 		return c.copy("ADD", cmd.SourcesAndDest, cmd.Chown, cmd.Chmod, cmd.ExcludePatterns)
 	case *instructions.WorkdirCommand:
 		c.workdirSet = true
-		c.step(steps.Workdir, cmd.Path)
+		c.step(steps.NewWorkdir(cmd.Path))
 	case *instructions.UserCommand:
 		c.userSet = true
-		c.step(steps.User, cmd.User)
+		c.step(steps.NewUser(cmd.User))
 	case *instructions.EnvCommand:
-		args := make([]string, 0, 2*len(cmd.Env))
+		vars := make([]steps.EnvVar, 0, len(cmd.Env))
 		for _, kv := range cmd.Env {
 			v, err := c.unquote(kv.Value)
 			if err != nil {
 				return fmt.Errorf("ENV %s: %v", kv.Key, err)
 			}
-			args = append(args, kv.Key, v)
+			vars = append(vars, steps.EnvVar{Key: kv.Key, Value: v})
 		}
-		c.step(steps.Env, args...)
+		c.step(steps.NewEnv(vars...))
 	case *instructions.ArgCommand:
-		args := make([]string, 0, 2*len(cmd.Args))
+		vars := make([]steps.EnvVar, 0, len(cmd.Args))
 		for _, kv := range cmd.Args {
 			v := c.metaArgs[kv.Key] // a re-declared meta ARG keeps its value, as in Docker
 			if kv.Value != nil {
@@ -218,9 +216,9 @@ func (c *converter) instruction(node *parser.Node) error {
 					return fmt.Errorf("ARG %s: %v", kv.Key, err)
 				}
 			}
-			args = append(args, kv.Key, c.argValue(kv.Key, v))
+			vars = append(vars, steps.EnvVar{Key: kv.Key, Value: c.argValue(kv.Key, v)})
 		}
-		c.step(steps.Env, args...)
+		c.step(steps.NewEnv(vars...))
 	case *instructions.CmdCommand:
 		c.cmd = &cmd.ShellDependantCmdLine
 		c.startedFrom = line
@@ -287,8 +285,8 @@ func (c *converter) from(line int, stage *instructions.Stage) error {
 	}
 	c.t.FromImage = image
 	// Docker's defaults, made explicit: the builder's own default is "user".
-	c.step(steps.User, "root")
-	c.step(steps.Workdir, "/")
+	c.step(steps.NewUser("root"))
+	c.step(steps.NewWorkdir("/"))
 	return nil
 }
 
@@ -313,7 +311,7 @@ func (c *converter) run(line int, cmd *instructions.RunCommand) error {
 	if err != nil {
 		return err
 	}
-	c.step(steps.Run, command)
+	c.step(steps.NewRun(steps.RunArgs{Command: command}))
 	return nil
 }
 
@@ -371,7 +369,7 @@ func (c *converter) copy(name string, sd instructions.SourcesAndDest, chown, chm
 		mode = fmt.Sprintf("%04o", m)
 	}
 	for _, src := range sd.SourcePaths {
-		c.step(steps.Copy, src, sd.DestPath, chown, mode)
+		c.step(steps.NewCopy(steps.CopyArgs{Src: src, Dest: sd.DestPath, User: chown, Mode: mode}))
 	}
 	return nil
 }
@@ -404,10 +402,10 @@ func (c *converter) finish() (*Template, error) {
 		return nil, &LineError{Line: c.startedFrom, Err: errors.New("CMD/ENTRYPOINT gives an empty start command")}
 	}
 	if !c.userSet {
-		c.step(steps.User, DefaultUser)
+		c.step(steps.NewUser(DefaultUser))
 	}
 	if !c.workdirSet {
-		c.step(steps.Workdir, DefaultWorkdir)
+		c.step(steps.NewWorkdir(DefaultWorkdir))
 	}
 	return c.t, nil
 }

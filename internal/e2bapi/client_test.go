@@ -363,33 +363,49 @@ func TestBackoffLogsTheWait(t *testing.T) {
 func TestResolveTag(t *testing.T) {
 	const earlierTag, noneTag, readyTag = "moving", "broken", "prod"
 	building, failed := "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"
+	// newTemplate has only the build E2B registered with it, waiting and tagged default;
+	// E2B's alias lookup drops ":default" from a name and then only checks that the
+	// template exists.
+	const newTemplate, waiting = "newtemplate000000000", "33333333-3333-4333-8333-333333333333"
+	status := map[string]string{testBuildID: BuildReady, building: BuildBuilding, failed: BuildError, waiting: BuildWaiting}
+	builds := map[string][]string{testTemplate: {testBuildID, building, failed}, newTemplate: {waiting}}
 	srv := newAPIServer(t, func(w http.ResponseWriter, r *http.Request) {
 		switch path := r.URL.EscapedPath(); {
 		case path == "/templates/"+testTemplate+"/tags":
 			writeJSON(w, 200, []TemplateTag{{Tag: noneTag, BuildID: failed}, {Tag: earlierTag, BuildID: building}, {Tag: readyTag, BuildID: testBuildID}})
+		case path == "/templates/"+newTemplate+"/tags":
+			writeJSON(w, 200, []TemplateTag{{Tag: DefaultTag, BuildID: waiting}})
 		case strings.HasSuffix(path, "/status"):
-			status := map[string]string{testBuildID: BuildReady, building: BuildBuilding, failed: BuildError}[strings.Split(path, "/")[4]]
-			writeJSON(w, 200, TemplateBuildInfo{TemplateID: testTemplate, BuildID: strings.Split(path, "/")[4], Status: status, Logs: []string{}, LogEntries: []BuildLogEntry{}})
-		case r.URL.Path == "/templates/aliases/"+testTemplate+":"+earlierTag:
-			writeJSON(w, 200, TemplateAliasResponse{TemplateID: testTemplate})
+			id := strings.Split(path, "/")[4]
+			writeJSON(w, 200, TemplateBuildInfo{TemplateID: strings.Split(path, "/")[2], BuildID: id, Status: status[id], Logs: []string{}, LogEntries: []BuildLogEntry{}})
+		case builds[strings.TrimPrefix(path, "/templates/")] != nil:
+			id := strings.TrimPrefix(path, "/templates/")
+			tpl := TemplateWithBuilds{TemplateID: id, Aliases: []string{}, Names: []string{}, Builds: []TemplateBuild{}}
+			for _, b := range builds[id] {
+				tpl.Builds = append(tpl.Builds, TemplateBuild{BuildID: b, Status: status[b], CPUCount: 2, MemoryMB: 512})
+			}
+			writeJSON(w, 200, tpl)
+		case r.URL.Path == "/templates/aliases/"+testTemplate+":"+earlierTag, r.URL.Path == "/templates/aliases/"+newTemplate+":"+DefaultTag:
+			writeJSON(w, 200, TemplateAliasResponse{TemplateID: strings.Split(strings.TrimPrefix(r.URL.Path, "/templates/aliases/"), ":")[0]})
 		default:
 			writeJSON(w, 404, Error{Code: 404, Message: "not found"})
 		}
 	})
 	c, _ := newTestClient(t, srv, nil)
-	for tag, want := range map[string]TagResolution{
-		readyTag:   {Listed: TemplateTag{Tag: readyTag, BuildID: testBuildID}, ListedStatus: BuildReady, BuildID: testBuildID},
-		earlierTag: {Listed: TemplateTag{Tag: earlierTag, BuildID: building}, ListedStatus: BuildBuilding, Earlier: true},
-		noneTag:    {Listed: TemplateTag{Tag: noneTag, BuildID: failed}, ListedStatus: BuildError},
-		"missing":  {},
+	for ref, want := range map[[2]string]TagResolution{
+		{testTemplate, readyTag}:   {Listed: TemplateTag{Tag: readyTag, BuildID: testBuildID}, ListedStatus: BuildReady, BuildID: testBuildID},
+		{testTemplate, earlierTag}: {Listed: TemplateTag{Tag: earlierTag, BuildID: building}, ListedStatus: BuildBuilding, Earlier: true},
+		{testTemplate, noneTag}:    {Listed: TemplateTag{Tag: noneTag, BuildID: failed}, ListedStatus: BuildError},
+		{testTemplate, "missing"}:  {},
+		{newTemplate, DefaultTag}:  {Listed: TemplateTag{Tag: DefaultTag, BuildID: waiting}, ListedStatus: BuildWaiting},
 	} {
-		got, err := c.ResolveTag(t.Context(), testTemplate, tag)
+		got, err := c.ResolveTag(t.Context(), ref[0], ref[1])
 		if err != nil {
-			t.Fatalf("ResolveTag(%s): %v", tag, err)
+			t.Fatalf("ResolveTag(%s): %v", ref, err)
 		}
 		got.Listed.CreatedAt = time.Time{}
 		if *got != want {
-			t.Errorf("ResolveTag(%s) = %+v, want %+v", tag, *got, want)
+			t.Errorf("ResolveTag(%s) = %+v, want %+v", ref, *got, want)
 		}
 	}
 }

@@ -269,7 +269,10 @@ type TagResolution struct {
 
 // ResolveTag finds what tag of the template templateID resolves to: the tag list, the
 // status of the listed build and, only when that is not ready, whether the tag resolves
-// at all (GET /templates/aliases/{id}:{tag}). A missing template is IsNotFound.
+// at all: not when the template has no ready build (GET /templates/{id}), else as
+// GET /templates/aliases/{id}:{tag} answers. The template's builds come first because
+// that lookup drops ":default" from a name and then only checks that the template
+// exists. A missing template is IsNotFound.
 func (c *Client) ResolveTag(ctx context.Context, templateID, tag string) (*TagResolution, error) {
 	tags, err := c.ListTags(ctx, templateID)
 	if err != nil {
@@ -293,6 +296,13 @@ func (c *Client) ResolveTag(ctx context.Context, templateID, tag string) (*TagRe
 	if out.ListedStatus == BuildReady {
 		out.BuildID = out.Listed.BuildID
 		return out, nil
+	}
+	tpl, err := c.GetTemplate(ctx, templateID)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.ContainsFunc(tpl.Builds, func(b TemplateBuild) bool { return b.Status == BuildReady }) {
+		return out, nil // no build serves any tag
 	}
 	_, err = c.GetTemplateByAlias(ctx, templateID+":"+tag)
 	if err != nil && !IsNotFound(err) {

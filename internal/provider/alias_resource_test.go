@@ -531,10 +531,10 @@ data "e2b_template" "prod" {
 			{
 				PreConfig: func() {
 					b, err := templatebuild.Plan(context.Background(), templatebuild.Spec{TemplateID: templateID, FromImage: srv.BaseImage,
-						Tags: []string{"prod"}, Steps: []templatebuild.Step{{Step: steps.Step{Type: steps.Run, Args: []string{"exit 3"}}}}}, tflogLogger{})
+						Tags: []string{"prod"}, Steps: []templatebuild.Step{{Step: steps.NewRun(steps.RunArgs{Command: "exit 3"})}}}, tflogLogger{})
 					acctest.Must(t, err)
 					var failed *templatebuild.FailedError
-					if _, err := templatebuild.Run(context.Background(), api, b, templatebuild.Options{}); !errors.As(err, &failed) {
+					if _, err := templatebuild.NewRunner(api).Run(context.Background(), b, templatebuild.Options{}); !errors.As(err, &failed) {
 						t.Fatalf("the build under prod: %v, want it failed", err)
 					}
 				},

@@ -204,9 +204,9 @@ func processTemplateByAPI(t *testing.T, srv *acctest.Server) string {
 		}
 	})
 	b, err := templatebuild.Plan(t.Context(), templatebuild.Spec{TemplateID: reg.TemplateID, FromImage: srv.DebianImage,
-		Steps: []templatebuild.Step{{Step: steps.Step{Type: steps.Workdir, Args: []string{"/"}}}}}, tflogLogger{})
+		Steps: []templatebuild.Step{{Step: steps.NewWorkdir("/")}}}, tflogLogger{})
 	acctest.Must(t, err)
-	res, err := templatebuild.Run(t.Context(), api, b, templatebuild.Options{})
+	res, err := templatebuild.NewRunner(api).Run(t.Context(), b, templatebuild.Options{})
 	if err != nil || res.Status != e2bapi.BuildReady {
 		t.Fatalf("building the template: %+v, %v", res, err)
 	}

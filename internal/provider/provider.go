@@ -1,9 +1,10 @@
 // Package provider is the Terraform glue of terraform-provider-e2b: the
 // provider configuration here, one file per resource, data source and
-// ephemeral resource (schema, model, CRUD), template_build_spec.go between
-// e2b_template_build and package templatebuild, and the attribute validators
-// in validators.go. The use cases themselves are packages templatebuild and
-// sandboxrun (DESIGN.md).
+// ephemeral resource (schema, model, CRUD), what they share in common_*.go
+// (common_build_spec.go and common_build_run.go between e2b_template_build
+// and package templatebuild), and the attribute validators in validators.go.
+// The use cases themselves are packages templatebuild and sandboxrun
+// (DESIGN.md).
 package provider
 
 import (
@@ -73,6 +74,8 @@ type ProviderData struct {
 	api *apiClient
 	// defaultTag sees the plans that decide default tags (common_default_tag.go).
 	defaultTag *defaultTagPlans
+	// leftRunning are the builds earlier applies left running (common_left_running.go).
+	leftRunning *leftRunningBuilds
 }
 
 // RequireAPIKey returns ErrMissingAPIKey when no API key was configured.
@@ -199,6 +202,7 @@ func (p *e2bProvider) Configure(ctx context.Context, req provider.ConfigureReque
 	}
 	attachAPIClient(data)
 	data.defaultTag = newDefaultTagPlans()
+	data.leftRunning = newLeftRunningBuilds()
 	resp.ResourceData = data
 	resp.DataSourceData = data
 	resp.EphemeralResourceData = data

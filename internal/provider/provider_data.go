@@ -11,15 +11,18 @@ import (
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	envd "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/templatebuild"
 )
 
-// apiClient holds the one control-plane client of a provider instance,
-// built on first use so that a provider without an API key still serves
-// plans that need no API. Every resource, data source and ephemeral resource
-// of the instance shares it (and with it the HTTP connection pool).
+// apiClient holds the one control-plane client of a provider instance and
+// the build runner over it, built on first use so that a provider without an
+// API key still serves plans that need no API. Every resource, data source
+// and ephemeral resource of the instance shares them (and with them the HTTP
+// connection pool and the coordination of the instance's builds).
 type apiClient struct {
 	once   sync.Once
 	client *e2bapi.Client
+	runner *templatebuild.Runner
 	err    error
 }
 
@@ -44,8 +47,20 @@ func (d *ProviderData) API() (*e2bapi.Client, error) {
 			MaxRetries:     d.MaxRetries,
 			Logger:         tflogLogger{},
 		})
+		if d.api.err == nil {
+			d.api.runner = templatebuild.NewRunner(d.api.client)
+		}
 	})
 	return d.api.client, d.api.err
+}
+
+// Runner returns the provider instance's build runner, or an error as API
+// does.
+func (d *ProviderData) Runner() (*templatebuild.Runner, error) {
+	if _, err := d.API(); err != nil {
+		return nil, err
+	}
+	return d.api.runner, nil
 }
 
 // Envd returns a client for the envd of one sandbox: at sandbox_url when
@@ -137,13 +152,26 @@ func requireData(data *ProviderData, diags *diag.Diagnostics) bool {
 // apiOrError returns the shared API client, adding an error to diags when
 // it cannot be had.
 func apiOrError(data *ProviderData, diags *diag.Diagnostics) *e2bapi.Client {
+	return orError(data, diags, (*ProviderData).API)
+}
+
+// runnerOrError returns the shared build runner, adding an error to diags
+// when it cannot be had.
+func runnerOrError(data *ProviderData, diags *diag.Diagnostics) *templatebuild.Runner {
+	return orError(data, diags, (*ProviderData).Runner)
+}
+
+// orError returns what get has of data, adding an error to diags (and
+// returning the zero value) when data is not configured or get fails.
+func orError[T any](data *ProviderData, diags *diag.Diagnostics, get func(*ProviderData) (T, error)) T {
+	var zero T
 	if !requireData(data, diags) {
-		return nil
+		return zero
 	}
-	c, err := data.API()
+	v, err := get(data)
 	if err != nil {
 		diags.AddError("E2B API client", err.Error())
-		return nil
+		return zero
 	}
-	return c
+	return v
 }

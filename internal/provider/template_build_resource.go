@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
@@ -23,7 +21,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
@@ -83,48 +80,6 @@ type templateBuildModel struct {
 	Timeouts          timeouts.Value `tfsdk:"timeouts"`
 }
 
-type registryModel struct {
-	Type                        types.String `tfsdk:"type"`
-	Username                    types.String `tfsdk:"username"`
-	Password                    types.String `tfsdk:"password"`
-	PasswordWO                  types.String `tfsdk:"password_wo"`
-	PasswordWOVersion           types.Int64  `tfsdk:"password_wo_version"`
-	AWSAccessKeyID              types.String `tfsdk:"aws_access_key_id"`
-	AWSSecretAccessKey          types.String `tfsdk:"aws_secret_access_key"`
-	AWSSecretAccessKeyWO        types.String `tfsdk:"aws_secret_access_key_wo"`
-	AWSSecretAccessKeyWOVersion types.Int64  `tfsdk:"aws_secret_access_key_wo_version"`
-	AWSRegion                   types.String `tfsdk:"aws_region"`
-	ServiceAccountJSON          types.String `tfsdk:"service_account_json"`
-	ServiceAccountJSONWO        types.String `tfsdk:"service_account_json_wo"`
-	ServiceAccountJSONWOVersion types.Int64  `tfsdk:"service_account_json_wo_version"`
-}
-
-type stepModel struct {
-	Run       *runStepModel  `tfsdk:"run"`
-	Copy      *copyStepModel `tfsdk:"copy"`
-	Env       types.Map      `tfsdk:"env"`
-	Workdir   types.String   `tfsdk:"workdir"`
-	User      types.String   `tfsdk:"user"`
-	SkipCache types.Bool     `tfsdk:"skip_cache"`
-}
-
-type runStepModel struct {
-	Command  types.String `tfsdk:"command"`
-	Commands types.List   `tfsdk:"commands"`
-	User     types.String `tfsdk:"user"`
-}
-
-type copyStepModel struct {
-	Src             types.String `tfsdk:"src"`
-	Dest            types.String `tfsdk:"dest"`
-	User            types.String `tfsdk:"user"`
-	Mode            types.String `tfsdk:"mode"`
-	ResolveSymlinks types.Bool   `tfsdk:"resolve_symlinks"`
-	ForceUpload     types.Bool   `tfsdk:"force_upload"`
-}
-
-var modePattern = regexp.MustCompile(`^0?[0-7]{3}$`)
-
 func (r *templateBuildResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_template_build"
 }
@@ -140,12 +95,15 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 			"**Apply** checks that the context still has the planned hashes, uploads only the COPY archives E2B " +
 			"does not have yet, starts the build and follows it to the end, logging every build log line. The " +
 			"build ID is saved in the state before waiting, so a build whose apply timed out is still tracked: " +
-			"the next plan refreshes its status and waits for it if it is still running.\n\n" +
+			"the apply fails (a CI run does not pass on an unfinished build), the build goes on, and the next " +
+			"apply waits for that build instead of building again (see `timeouts`).\n\n" +
 			"**Reuse** (`reuse = true`): a build whose `spec_hash` a ready build of the template already carries " +
 			"(as its tag `spec-<first 16 hex>`) is not built again: the plan shows that build's ID and says so, and " +
 			"apply gives it this resource's tags. A fresh state, another workspace or another checkout of the same " +
 			"configuration reuses the build. A build of the same `spec_hash` still running (another apply's) is " +
-			"waited for and reused when it ends ready, rather than cancelled by building again.\n\n" +
+			"waited for and reused when it ends ready, rather than cancelled by building again; the template's first " +
+			"build is the exception, as it runs on the build E2B registered with the template, which gets its spec " +
+			"tag only once ready.\n\n" +
 			"**Destroy** only forgets the build, reused or not: E2B cannot delete a single build, and it removes no " +
 			"tag, as another state may rely on them. Builds go when their template (`e2b_template`) is deleted.",
 		Attributes: map[string]schema.Attribute{
@@ -223,73 +181,7 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 				Optional:   true,
 				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
 			},
-			"steps": schema.ListNestedAttribute{
-				MarkdownDescription: "Build steps, run in order (after a `dockerfile`'s own). Each step sets exactly one of " +
-					"`run`, `copy`, `env`, `workdir` and `user`, and may set `skip_cache`.",
-				Optional: true,
-				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-					"run": schema.SingleNestedAttribute{
-						MarkdownDescription: "Run a shell command (`bash -l -c`); a non-zero exit fails the build. " +
-							"Exactly one of `command` and `commands` is required.",
-						Optional: true,
-						Attributes: map[string]schema.Attribute{
-							"command": schema.StringAttribute{
-								MarkdownDescription: "The command.",
-								Optional:            true,
-							},
-							"commands": schema.ListAttribute{
-								MarkdownDescription: "Commands joined with ` && ` into one step, as the SDK's `runCmd([...])`: the first to fail stops the step.",
-								ElementType:         types.StringType,
-								Optional:            true,
-								Validators:          []validator.List{listvalidator.SizeAtLeast(1), listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
-							},
-							"user": schema.StringAttribute{MarkdownDescription: "User to run it as, for this step only.", Optional: true},
-						},
-					},
-					"copy": schema.SingleNestedAttribute{
-						MarkdownDescription: "Copy files from `context` into the template, with Docker's COPY semantics.",
-						Optional:            true,
-						Attributes: map[string]schema.Attribute{
-							"src": schema.StringAttribute{
-								MarkdownDescription: "Source relative to `context`: a file, a directory or a glob (`*`, `?`, `[...]`, `**`). It must stay inside the context.",
-								Required:            true,
-								Validators:          []validator.String{stringCheck{"must be a relative path inside the context", templatebuild.CheckCopySource}},
-							},
-							"dest": schema.StringAttribute{MarkdownDescription: "Destination; a trailing `/` copies into that directory.", Required: true},
-							"user": schema.StringAttribute{MarkdownDescription: "Owner (`user` or `user:group`) of the copied files; defaults to the current user.", Optional: true},
-							"mode": schema.StringAttribute{
-								MarkdownDescription: "Octal permissions applied to the copied files, such as `0755`.",
-								Optional:            true,
-								Validators:          []validator.String{stringvalidator.RegexMatches(modePattern, "must be octal permissions such as 0755")},
-							},
-							"resolve_symlinks": schema.BoolAttribute{
-								MarkdownDescription: "Copy what symlinks inside the context point to instead of the links. Defaults to `false`.",
-								Optional:            true,
-							},
-							"force_upload": schema.BoolAttribute{
-								MarkdownDescription: "Upload the files even when E2B already has an archive with their files hash, and " +
-									"run this step without the layer cache (the SDK's `forceUpload`; E2B then rebuilds every later " +
-									"step too, as after any uncached one). Defaults to `false`.",
-								Optional: true,
-							},
-						},
-					},
-					"env": schema.MapAttribute{
-						MarkdownDescription: "Environment variables for later steps and for sandboxes (`$VAR` is expanded).",
-						ElementType:         types.StringType,
-						Optional:            true,
-					},
-					"workdir": schema.StringAttribute{MarkdownDescription: "Working directory for later steps and sandboxes; created when missing.", Optional: true},
-					"user":    schema.StringAttribute{MarkdownDescription: "User for later steps and sandboxes; created when missing.", Optional: true},
-					"skip_cache": schema.BoolAttribute{
-						MarkdownDescription: "Run this step and every later one without E2B's layer cache (the SDK's " +
-							"`skipCache()`), such as to fetch the newest packages again. Defaults to `false`.",
-						Optional: true,
-					},
-				}},
-				Validators:    []validator.List{listvalidator.SizeAtLeast(1), oneStepKind{}},
-				PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplace()},
-			},
+			"steps": stepsAttribute(),
 			"start_cmd": schema.StringAttribute{
 				MarkdownDescription: "Command started at the end of the build and kept running in every sandbox.",
 				Optional:            true,
@@ -378,9 +270,12 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true,
-				CreateDescription: "How long to wait for the build, from `1s` to `168h` (default `60m`). When it elapses the build goes on: " +
-					"the state keeps it with status `building` and the next apply waits for it again.",
-				UpdateDescription: "How long to wait for a build that an earlier apply left running, from `1s` to `168h` (default `60m`).",
+				CreateDescription: "How long to wait for the build, from `1s` to `168h` (default `60m`). When it elapses the build goes on " +
+					"on the server and the apply fails, so that a CI run does not pass on an unfinished build. Run apply again " +
+					"to wait for it: Terraform replaces the tainted resource, and the new one adopts the build still running " +
+					"(same template and `spec_hash`) instead of building again.",
+				UpdateDescription: "How long to wait for a build that an earlier apply left running, from `1s` to `168h` (default `60m`). " +
+					"When it elapses the apply fails and the state keeps the build with status `building`: the next apply waits again.",
 			}),
 		},
 	}
@@ -444,6 +339,7 @@ func (r *templateBuildResource) ModifyPlan(ctx context.Context, req resource.Mod
 		resp.Diagnostics.Append(r.data.recordBuildPlan(plan.TemplateID, plan.Tags)...)
 		// A create, also the one of a replacement (planned again without the state).
 		if b != nil && !specHash.IsUnknown() && !plan.TemplateID.IsUnknown() {
+			r.planAdoption(b, resp)
 			r.planReuse(ctx, b, resp)
 		}
 		return
@@ -476,51 +372,13 @@ func (r *templateBuildResource) ModifyPlan(ctx context.Context, req resource.Mod
 	}
 }
 
-// planReuse plans the ready build that b would reuse, when there is one: its ID, known
-// now, and a warning that says so. The lookup is the only API call of a plan; when it
-// fails the build ID stays unknown and apply looks again.
-func (r *templateBuildResource) planReuse(ctx context.Context, b *templatebuild.Build, resp *resource.ModifyPlanResponse) {
-	if !b.Reuse || r.data == nil {
-		return
-	}
-	api, err := r.data.API()
-	var buildID string
-	if err == nil {
-		buildID, err = templatebuild.Reusable(r.data.logContext(ctx), api, b)
-	}
-	if err != nil {
-		resp.Diagnostics.AddAttributeWarning(path.Root("reuse"), "Reusable build not looked up",
-			fmt.Sprintf("Looking for a ready build of template %s with spec hash %s failed: %v. Apply looks again "+
-				"and builds when there is none.", b.TemplateID, b.SpecHash, err))
-		return
-	}
-	if buildID == "" {
-		return
-	}
-	for name, v := range map[string]string{"id": buildID, "build_id": buildID, "status": e2bapi.BuildReady} {
-		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root(name), v)...)
-	}
-	resp.Diagnostics.AddAttributeWarning(path.Root("build_id"), "Reusing build "+buildID,
-		fmt.Sprintf("Build %s of template %s is ready and carries the tag %s (the same spec hash): apply adopts it "+
-			"instead of building and gives it this resource's tags. Destroy will forget it and leave it in place.",
-			buildID, b.TemplateID, templatebuild.SpecTag(b.SpecHash)))
-}
-
-// optionalString is v, null when empty.
-func optionalString(v string) types.String {
-	if v == "" {
-		return types.StringNull()
-	}
-	return types.StringValue(v)
-}
-
 // errStateNotSaved stops a run whose build ID could not be saved in the state.
 var errStateNotSaved = errors.New("the build ID could not be saved in the state")
 
 func (r *templateBuildResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	var plan templateBuildModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
-	api := apiOrError(r.data, &resp.Diagnostics)
+	runner := runnerOrError(r.data, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -560,10 +418,24 @@ func (r *templateBuildResource) Create(ctx context.Context, req resource.CreateR
 		}
 		return nil
 	})
+	var left string
 	if !plan.BuildID.IsUnknown() {
 		opts.Reuse = plan.BuildID.ValueString() // the build the plan showed
+	} else {
+		left = r.data.leftRunning.take(b.TemplateID, b.SpecHash)
 	}
-	res, err := templatebuild.Run(ctx, api, b, opts)
+	var res templatebuild.Result
+	var err error
+	if left != "" {
+		// The build this resource's tainted object left running: waited for, not built again.
+		tflog.Info(ctx, "adopting the build an earlier apply left running instead of building again", map[string]any{"build_id": left})
+		if err = opts.Started(left); err == nil {
+			res.BuildID = left
+			res.Status, err = runner.Wait(ctx, b.TemplateID, left, b.Tags, opts)
+		}
+	} else {
+		res, err = runner.Run(ctx, b, opts)
+	}
 	if errors.Is(err, errStateNotSaved) {
 		return
 	}
@@ -605,6 +477,10 @@ func (r *templateBuildResource) Read(ctx context.Context, req resource.ReadReque
 		resp.State.RemoveResource(ctx)
 		return
 	}
+	if info.Status == e2bapi.BuildBuilding && r.data != nil {
+		// Maybe a tainted object, which the plan replaces: see planAdoption.
+		r.data.leftRunning.record(state.TemplateID.ValueString(), state.SpecHash.ValueString(), state.BuildID.ValueString())
+	}
 	state.Status = types.StringValue(info.Status)
 	state.ID = state.BuildID
 	if state.CopyHashes.IsUnknown() {
@@ -638,7 +514,7 @@ func (r *templateBuildResource) Update(ctx context.Context, req resource.UpdateR
 	}
 	building := state.Status.ValueString() == e2bapi.BuildBuilding
 	if building || (plan.Reuse.ValueBool() && !state.Reuse.ValueBool()) {
-		api := apiOrError(r.data, &resp.Diagnostics)
+		runner := runnerOrError(r.data, &resp.Diagnostics)
 		if resp.Diagnostics.HasError() {
 			return
 		}
@@ -649,10 +525,10 @@ func (r *templateBuildResource) Update(ctx context.Context, req resource.UpdateR
 			timeout, d := plan.Timeouts.Update(ctx, defaultBuildTimeout)
 			resp.Diagnostics.Append(d...)
 			var status string
-			status, err = templatebuild.Wait(ctx, api, templateID, buildID, tags, runOptions(tflog.SetField(ctx, "build_id", buildID), timeout, nil))
+			status, err = runner.Wait(ctx, templateID, buildID, tags, runOptions(tflog.SetField(ctx, "build_id", buildID), timeout, nil))
 			plan.Status = types.StringValue(status)
 		} else {
-			err = templatebuild.Tag(ctx, api, templateID, buildID, tags)
+			err = runner.Tag(ctx, templateID, buildID, tags)
 		}
 		addRunError(&resp.Diagnostics, err, templateID, buildID)
 	}
@@ -665,6 +541,10 @@ func (r *templateBuildResource) Update(ctx context.Context, req resource.UpdateR
 func (r *templateBuildResource) Delete(ctx context.Context, req resource.DeleteRequest, _ *resource.DeleteResponse) {
 	var state templateBuildModel
 	req.State.Get(ctx, &state)
+	if state.Status.ValueString() == e2bapi.BuildBuilding && r.data != nil {
+		// A create that timed out, replaced now: the create after this adopts the build.
+		r.data.leftRunning.record(state.TemplateID.ValueString(), state.SpecHash.ValueString(), state.BuildID.ValueString())
+	}
 	tflog.Info(ctx, "build removed from the state only: E2B cannot delete a single build; it goes with its template, and its tags stay",
 		map[string]any{"build_id": state.BuildID.ValueString()})
 }
@@ -683,49 +563,4 @@ func (r *templateBuildResource) ImportState(ctx context.Context, req resource.Im
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("files_hash"), templatebuild.HashPortable)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("force"), false)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("reuse"), false)...)
-}
-
-// registryAttributes are the attributes of from_image_registry: each secret is either a
-// plain attribute (kept in the state) or a write-only one with the version that makes a
-// change of it plannable.
-func registryAttributes() map[string]schema.Attribute {
-	attrs := map[string]schema.Attribute{
-		"type": schema.StringAttribute{
-			MarkdownDescription: "`registry`, `aws` or `gcp`.",
-			Required:            true,
-			Validators:          []validator.String{stringvalidator.OneOf("registry", "aws", "gcp")},
-		},
-		"username":          schema.StringAttribute{MarkdownDescription: "Registry user (`registry`).", Optional: true},
-		"aws_access_key_id": schema.StringAttribute{MarkdownDescription: "AWS access key ID (`aws`).", Optional: true},
-		"aws_region":        schema.StringAttribute{MarkdownDescription: "AWS region (`aws`).", Optional: true},
-	}
-	for _, secret := range []struct{ name, what string }{
-		{"password", "Registry password (`registry`)"},
-		{"aws_secret_access_key", "AWS secret access key (`aws`)"},
-		{"service_account_json", "GCP service account key as JSON (`gcp`)"},
-	} {
-		plain, wo, version := secret.name, secret.name+"_wo", secret.name+"_wo_version"
-		sibling := func(name string) path.Expression { return path.MatchRelative().AtParent().AtName(name) }
-		attrs[plain] = schema.StringAttribute{
-			MarkdownDescription: secret.what + ". Kept in the state; prefer `" + wo + "`.",
-			Optional:            true,
-			Sensitive:           true,
-			Validators:          []validator.String{stringvalidator.ConflictsWith(sibling(wo))},
-		}
-		attrs[wo] = schema.StringAttribute{
-			MarkdownDescription: secret.what + ", write-only (Terraform/OpenTofu 1.11+): sent to E2B, never stored. " +
-				"Requires `" + version + "`.",
-			Optional:   true,
-			Sensitive:  true,
-			WriteOnly:  true,
-			Validators: []validator.String{stringvalidator.AlsoRequires(sibling(version))},
-		}
-		attrs[version] = schema.Int64Attribute{
-			MarkdownDescription: "Version of `" + wo + "`: the secret itself is not stored, so changing this number " +
-				"is what makes a new build with a changed secret.",
-			Optional:   true,
-			Validators: []validator.Int64{int64validator.AlsoRequires(sibling(wo))},
-		}
-	}
-	return attrs
 }

@@ -431,13 +431,17 @@ func TestAccTemplateBuild_failingRun(t *testing.T) {
 }
 
 // TestAccTemplateBuild_timeout checks that a build whose apply stops waiting (create
-// timeout) stays in the state as "building"; an alias refuses it as not ready before
-// moving anything; the next apply waits for it and finds it ready; a build from_template
-// on top of it then runs.
+// timeout) fails the apply and goes on; the next apply, with a longer timeout, replaces
+// the tainted resource with one that adopts that build (no second build of the template)
+// and finds it ready; an alias and a build from_template on top of it then run.
 func TestAccTemplateBuild_timeout(t *testing.T) {
 	srv := localServer(t)
-	build := templateBuild(srv, uniqueName("acc-slow"), "b", srv.BaseImage, `  steps    = [{ run = { command = "sleep 30" } }]
-  timeouts = { create = "2s" }`)
+	api := testAPI(t, srv)
+	name := uniqueName("acc-slow")
+	build := func(timeout string) string {
+		return templateBuild(srv, name, "b", srv.BaseImage, fmt.Sprintf(`  steps    = [{ run = { command = "sleep 12 # %s" } }]
+  timeouts = { create = %q }`, name, timeout))
+	}
 	alias := `
 resource "e2b_alias" "a" {
   template = e2b_template.t.name
@@ -445,23 +449,33 @@ resource "e2b_alias" "a" {
   build_id = e2b_template_build.b.build_id
 }
 `
+	var templateID string
+	warnings := &planWarnings{}
 	tfresource.Test(t, tfresource.TestCase{
-		ProtoV6ProviderFactories: factories(),
+		ProtoV6ProviderFactories: warnings.factories(),
 		Steps: []tfresource.TestStep{
 			{
-				Config:      build + alias,
-				ExpectError: regexp.MustCompile(`(?s)Build not usable.*"building"`),
+				Config:      build("2s") + alias,
+				ExpectError: regexp.MustCompile(`(?s)Build still running.*goes\s+on\s+on\s+the\s+server.*terraform\s+apply\s+again`),
 			},
 			{
-				Config:           build,
-				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction("e2b_template_build.b", plancheck.ResourceActionUpdate)}},
+				PreConfig: warnings.reset,
+				Config:    build("5m"),
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					// Tainted by the failed create.
+					plancheck.ExpectResourceAction("e2b_template_build.b", plancheck.ResourceActionDestroyBeforeCreate),
+					warnings.only("e2b_template_build", "Adopting a build left running"),
+				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("status"), knownvalue.StringExact("ready")),
+					statecheck.ExpectKnownValue("e2b_template.t", tfjsonpath.New("id"), capture(&templateID)),
+					// The build the first apply started, adopted: not built again.
+					serverCheck(func(ctx context.Context) error { return buildCount(api, templateID, 1)(ctx) }),
 				},
 			},
 			{
 				// A build on top of that one (from_template with a pinned build).
-				Config: build + alias + `
+				Config: build("5m") + alias + `
 resource "e2b_template_build" "child" {
   template_id   = e2b_template.t.id
   from_template = "${e2b_template.t.name}:${e2b_template_build.b.build_id}"
@@ -1406,9 +1420,9 @@ data "e2b_template" "t" {
 			ConfigStateChecks: []statecheck.StateCheck{
 				statecheck.ExpectKnownValue(res, tfjsonpath.New("build_id"), capture(&firstID)),
 				statecheck.ExpectKnownValue(res, tfjsonpath.New("spec_hash"), equalTo("the planned spec hash", &firstSpec)),
-				// A build with reuse registers anew (to carry its spec tag while it runs):
-				// the build registered with the template, superseded, counts too.
-				buildCount(api, templateID, 2),
+				// The first build runs on the build registered with the template, reuse
+				// or not: the template shows no build that never ran.
+				buildCount(api, templateID, 1),
 				tagsAt(api, templateID, &firstID, tag("first"), specTag),
 			},
 		}},
@@ -1429,7 +1443,7 @@ data "e2b_template" "t" {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(res, tfjsonpath.New("build_id"), equalTo("the first state's build", &firstID)),
 					statecheck.ExpectKnownValue(res, tfjsonpath.New("status"), knownvalue.StringExact("ready")),
-					buildCount(api, templateID, 2),
+					buildCount(api, templateID, 1),
 					tagsAt(api, templateID, &firstID, tag("first"), tag("second"), specTag),
 				},
 			},
@@ -1448,7 +1462,7 @@ data "e2b_template" "t" {
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue(res, tfjsonpath.New("build_id"), capture(&secondID)),
-					buildCount(api, templateID, 3),
+					buildCount(api, templateID, 2),
 					tagsAt(api, templateID, &secondID, tag("second")),
 					// The replaced (reused) build keeps what the first state gave it.
 					tagsAt(api, templateID, &firstID, tag("first"), specTag),
@@ -1457,7 +1471,7 @@ data "e2b_template" "t" {
 		},
 	})
 	acctest.Must(t, tagsAt(api, templateID, &secondID, tag("second"))(t.Context()))
-	acctest.Must(t, buildCount(api, templateID, 3)(t.Context()))
+	acctest.Must(t, buildCount(api, templateID, 2)(t.Context()))
 }
 
 // TestAccTemplateBuild_reuseTurnedOn turns reuse on for a build made without it (an update

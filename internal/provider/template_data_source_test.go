@@ -137,3 +137,29 @@ data "e2b_template" "t" {
 func errorText(text string) *regexp.Regexp {
 	return regexp.MustCompile(`(?s)` + strings.Join(strings.Fields(regexp.QuoteMeta(text)), `\s+`))
 }
+
+// TestAccTemplateDataSource_noReadyBuild looks a template up by name before its first
+// build: the build E2B registered with the template carries the default tag but is not
+// ready, so no build serves the name and build_id is null.
+func TestAccTemplateDataSource_noReadyBuild(t *testing.T) {
+	srv := localServer(t)
+	name := uniqueName("acc-tpl-new")
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{{
+			Config: srv.ProviderConfig() + fmt.Sprintf(`
+resource "e2b_template" "t" {
+  name = %q
+}
+
+data "e2b_template" "t" {
+  template = e2b_template.t.name
+}
+`, name),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.CompareValuePairs("data.e2b_template.t", tfjsonpath.New("id"), "e2b_template.t", tfjsonpath.New("id"), compare.ValuesSame()),
+				statecheck.ExpectKnownValue("data.e2b_template.t", tfjsonpath.New("build_id"), knownvalue.Null()),
+			},
+		}},
+	})
+}

@@ -59,8 +59,6 @@ type poller struct {
 	sleep func(ctx context.Context, d time.Duration) error
 }
 
-var defaultPoller = poller{interval: pollInterval, sleep: sleepContext}
-
 // follow polls a started build until it is ready or failed, handing every log entry once,
 // in order, to onLog with a description of its step (describeStep; steps may be nil), and
 // returns the last status answer. It follows the SDK: poll with logsOffset advanced by the
@@ -119,16 +117,16 @@ func sleepContext(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// describeStep names a log line's step: "3" is the third build step.
+// describeStep names a log line's step: "3" is the third build step, described as
+// steps.Step.Describe does, shortened to 80 characters.
 func describeStep(buildSteps []steps.Step, step string) string {
 	n, err := strconv.Atoi(step)
 	if err != nil || n < 1 || n > len(buildSteps) {
 		return step
 	}
-	s := buildSteps[n-1]
-	arg := strings.Join(s.Args, " ")
-	if len(arg) > 80 {
-		arg = arg[:77] + "..."
+	line := buildSteps[n-1].Describe()
+	if len(line) > 80 {
+		line = line[:77] + "..."
 	}
-	return fmt.Sprintf("step %d (%s %s)", n, s.Type, arg)
+	return fmt.Sprintf("step %d (%s)", n, line)
 }

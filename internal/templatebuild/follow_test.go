@@ -146,7 +146,7 @@ func TestFollowFailure(t *testing.T) {
 	}
 	b.reason = &e2bapi.BuildStatusReason{Message: "command failed: exit 1", Step: "2"}
 	api := b.client(t)
-	buildSteps := []steps.Step{{Type: steps.Run, Args: []string{"true"}}, {Type: steps.Run, Args: []string{"exit 1"}}}
+	buildSteps := []steps.Step{steps.NewRun(steps.RunArgs{Command: "true"}), steps.NewRun(steps.RunArgs{Command: "exit 1"})}
 	n := 0
 	p := poller{interval: time.Second, sleep: func(context.Context, time.Duration) error { return nil }}
 	info, err := p.follow(t.Context(), api, testTemplate, testBuildID, buildSteps, func(e2bapi.BuildLogEntry, string) { n++ })
@@ -185,7 +185,7 @@ func TestFollowStopsWithContext(t *testing.T) {
 }
 
 func TestFailedErrorShowsTheTail(t *testing.T) {
-	buildSteps := []steps.Step{{Type: "RUN", Args: []string{"true"}}, {Type: "RUN", Args: []string{"exit 7"}}}
+	buildSteps := []steps.Step{steps.NewRun(steps.RunArgs{Command: "true"}), steps.NewRun(steps.RunArgs{Command: "exit 7"})}
 	var tail []e2bapi.BuildLogEntry
 	for i := range 40 {
 		tail = append(tail, e2bapi.BuildLogEntry{Message: fmt.Sprintf("line %d", i), Step: "2"})
@@ -204,10 +204,10 @@ func TestFailedErrorShowsTheTail(t *testing.T) {
 }
 
 func TestDescribeStep(t *testing.T) {
-	buildSteps := []steps.Step{{Type: "COPY", Args: []string{"app", "/app"}}, {Type: "RUN", Args: []string{strings.Repeat("x", 100)}}}
+	buildSteps := []steps.Step{steps.NewCopy(steps.CopyArgs{Src: "app", Dest: "/app"}), steps.NewRun(steps.RunArgs{Command: strings.Repeat("x", 100)})}
 	for step, want := range map[string]string{
 		"1":        "step 1 (COPY app /app)",
-		"2":        "step 2 (RUN " + strings.Repeat("x", 77) + "...)",
+		"2":        "step 2 (RUN " + strings.Repeat("x", 73) + "...)",
 		"3":        "3",
 		"base":     "base",
 		"finalize": "finalize",

@@ -208,7 +208,8 @@ func Plan(ctx context.Context, spec Spec, log e2bapi.Logger) (*Build, error) {
 		s.Force = skipCache || s.ForceUpload
 		b.Start.Steps = append(b.Start.Steps, s.Step)
 		if s.Type == steps.Copy {
-			b.Copies = append(b.Copies, Copy{Step: len(b.Start.Steps) - 1, Src: s.Args[0], Dest: s.Args[1],
+			a := s.CopyArgs()
+			b.Copies = append(b.Copies, Copy{Step: len(b.Start.Steps) - 1, Src: a.Src, Dest: a.Dest,
 				resolveLinks: s.ResolveSymlinks, forceUpload: s.ForceUpload})
 		}
 	}
@@ -255,7 +256,8 @@ func (b *Build) useDockerfile(t *dockerfile.Template) {
 	for _, s := range t.Steps {
 		b.Start.Steps = append(b.Start.Steps, s)
 		if s.Type == steps.Copy {
-			b.Copies = append(b.Copies, Copy{Step: len(b.Start.Steps) - 1, Src: s.Args[0], Dest: s.Args[1]})
+			a := s.CopyArgs()
+			b.Copies = append(b.Copies, Copy{Step: len(b.Start.Steps) - 1, Src: a.Src, Dest: a.Dest})
 		}
 	}
 }

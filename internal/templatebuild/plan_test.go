@@ -36,7 +36,7 @@ func TestPlanDockerfile(t *testing.T) {
 		t.Fatalf("copies %+v", b.Copies)
 	}
 	got := b.Start.Steps[b.Copies[0].Step]
-	if got.Type != steps.Copy || got.Args[2] != "app" {
+	if got.Type != steps.Copy || got.CopyArgs().User != "app" {
 		t.Errorf("COPY step %+v, want user app", got)
 	}
 	if len(b.Hashes()) != 1 || b.Copies[0].fingerprint != "" || got.FilesHash != b.Hashes()[0] {
@@ -54,9 +54,9 @@ func TestPlanSteps(t *testing.T) {
 	dir := t.TempDir()
 	acctest.WriteFiles(t, dir, map[string]string{"a.txt": "a", "d/b.txt": "b"})
 	b, err := Plan(t.Context(), Spec{FromImage: "busybox", Context: dir, Steps: []Step{
-		{Step: steps.Step{Type: steps.Copy, Args: []string{"a.txt", "/a.txt", "", ""}}},
-		{Step: steps.Step{Type: steps.Run, Args: []string{"true"}}},
-		{Step: steps.Step{Type: steps.Copy, Args: []string{"d", "/d", "", "0755"}}, ResolveSymlinks: true},
+		{Step: steps.NewCopy(steps.CopyArgs{Src: "a.txt", Dest: "/a.txt"})},
+		{Step: steps.NewRun(steps.RunArgs{Command: "true"})},
+		{Step: steps.NewCopy(steps.CopyArgs{Src: "d", Dest: "/d", Mode: "0755"}), ResolveSymlinks: true},
 	}}, &recorder{})
 	if err != nil {
 		t.Fatal(err)
@@ -81,11 +81,13 @@ func TestPlanForce(t *testing.T) {
 	dir := t.TempDir()
 	acctest.WriteFiles(t, dir, map[string]string{"a.txt": "a"})
 	run := func(cmd string, skipCache bool) Step {
-		return Step{Step: steps.Step{Type: steps.Run, Args: []string{cmd}, Force: skipCache}}
+		s := steps.NewRun(steps.RunArgs{Command: cmd})
+		s.Force = skipCache
+		return Step{Step: s}
 	}
 	b, err := Plan(t.Context(), Spec{Dockerfile: "FROM busybox\nRUN one\n", Context: dir, Steps: []Step{
 		run("two", false),
-		{Step: steps.Step{Type: steps.Copy, Args: []string{"a.txt", "/a.txt", "", ""}}, ForceUpload: true},
+		{Step: steps.NewCopy(steps.CopyArgs{Src: "a.txt", Dest: "/a.txt"}), ForceUpload: true},
 		run("three", false),
 		run("four", true),
 		run("five", false),
@@ -95,12 +97,12 @@ func TestPlanForce(t *testing.T) {
 	}
 	var got []string
 	for _, s := range b.Start.Steps {
-		got = append(got, fmt.Sprintf("%s %s %v", s.Type, s.Args[0], s.Force))
+		got = append(got, fmt.Sprintf("%s %v", s.Describe(), s.Force))
 	}
 	want := []string{"USER root false", "WORKDIR / false", "RUN one false", "USER user false", "WORKDIR /home/user false",
-		"RUN two false", "COPY a.txt true", "RUN three false", "RUN four true", "RUN five true"}
+		"RUN two false", "COPY a.txt /a.txt true", "RUN three false", "RUN four true", "RUN five true"}
 	if !slices.Equal(got, want) {
-		t.Errorf("steps (type, first arg, force)\n%q\nwant\n%q", got, want)
+		t.Errorf("steps (description, force)\n%q\nwant\n%q", got, want)
 	}
 	if len(b.Copies) != 1 || !b.Copies[0].forceUpload || b.Copies[0].Step != 6 {
 		t.Errorf("copies %+v, want the forced upload of step 7", b.Copies)
@@ -129,7 +131,7 @@ func TestPlanErrors(t *testing.T) {
 	ctxDir := t.TempDir()
 	acctest.WriteFiles(t, ctxDir, map[string]string{"a.txt": "a", "file": "f"})
 	copyStep := func(src string) []Step {
-		return []Step{{Step: steps.Step{Type: steps.Copy, Args: []string{src, "/x", "", ""}}}}
+		return []Step{{Step: steps.NewCopy(steps.CopyArgs{Src: src, Dest: "/x"})}}
 	}
 	for name, c := range map[string]struct {
 		spec          Spec

@@ -1,16 +1,12 @@
 package templatebuild
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
-
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
 // specVersion names the encoding of the spec hash (design/hashing.md "Spec hash"). A change to
@@ -88,58 +84,3 @@ func optionalInt(v *int32) []string {
 
 // SpecTag is the tag a reusable build with spec hash specHash carries.
 func SpecTag(specHash string) string { return SpecTagPrefix + specHash[:16] }
-
-// Reusable returns the ID of a ready build of b's template that carries b's spec tag, or
-// "" when there is none or b is not to reuse one (Spec.Reuse off, or a forced build,
-// which is meant to run).
-func Reusable(ctx context.Context, api *e2bapi.Client, b *Build) (string, error) {
-	buildID, status, err := specTagged(ctx, api, b)
-	if status != e2bapi.BuildReady {
-		return "", err
-	}
-	return buildID, nil
-}
-
-// specTagged returns the build b's spec tag points at and its status; none ("", "") when
-// no build carries it or b is not to reuse one. E2B lists a tag's newest assignment
-// whatever its build's status; the local server lists only tags of ready builds.
-func specTagged(ctx context.Context, api *e2bapi.Client, b *Build) (buildID, status string, err error) {
-	if !b.reuses() {
-		return "", "", nil
-	}
-	tags, err := api.ListTags(ctx, b.TemplateID)
-	if err != nil {
-		return "", "", err
-	}
-	tag := SpecTag(b.SpecHash)
-	i := slices.IndexFunc(tags, func(t e2bapi.TemplateTag) bool { return t.Tag == tag })
-	if i < 0 {
-		return "", "", nil
-	}
-	info, err := api.GetBuildStatus(ctx, b.TemplateID, tags[i].BuildID, math.MaxInt32)
-	if e2bapi.IsBuildGone(err) {
-		return "", "", nil
-	}
-	if err != nil {
-		return "", "", err
-	}
-	return tags[i].BuildID, info.Status, nil
-}
-
-// reuses reports whether b may take a build instead of building: a forced build, or one
-// with a forced step (the cache skipped from there on), is meant to run.
-func (b *Build) reuses() bool {
-	return b.Reuse && !b.Start.Force && !slices.ContainsFunc(b.Start.Steps, func(s e2bapi.TemplateStep) bool { return s.Force })
-}
-
-// isReady reports whether the build exists and is ready.
-func isReady(ctx context.Context, api *e2bapi.Client, templateID, buildID string) (bool, error) {
-	info, err := api.GetBuildStatus(ctx, templateID, buildID, math.MaxInt32)
-	if e2bapi.IsBuildGone(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return info.Status == e2bapi.BuildReady, nil
-}

@@ -97,10 +97,11 @@ func TestForcedBuildsDoNotReuse(t *testing.T) {
 		"step force": {Reuse: true, Start: e2bapi.TemplateBuildStartV2{Steps: []steps.Step{{Type: steps.Run, Args: []string{"x"}, Force: true}}}},
 		"no reuse":   {Start: e2bapi.TemplateBuildStartV2{Steps: []steps.Step{{Type: steps.Run, Args: []string{"x"}}}}},
 	} {
-		if id, err := Reusable(t.Context(), nil, b); id != "" || err != nil {
+		r := NewRunner(nil)
+		if id, err := r.Reusable(t.Context(), b); id != "" || err != nil {
 			t.Errorf("%s: Reusable = %q, %v; want none", name, id, err)
 		}
-		if _, reused, err := reuse(t.Context(), t.Context(), nil, b, "00000000-0000-4000-8000-000000000000", noopLogger{}); reused || err != nil {
+		if _, reused, err := r.reuse(t.Context(), t.Context(), b, nil, "00000000-0000-4000-8000-000000000000", noopLogger{}); reused || err != nil {
 			t.Errorf("%s: reuse = %v, %v; want a build", name, reused, err)
 		}
 	}
@@ -141,24 +142,25 @@ func TestPlanSpecHash(t *testing.T) {
 	}
 }
 
-// TestRunReuses runs one spec with reuse twice on the local server: the second run takes
+// TestRunReuses runs one spec with reuse twice: the second run takes
 // the first build and gives it its tags; a forced run builds; a planned build that is not
 // there fails without building.
 func TestRunReuses(t *testing.T) {
-	srv, api, reg := newTemplate(t)
+	_, api, reg := newTemplate(t)
+	r := NewRunner(api)
 	ctx := t.Context()
-	spec := Spec{TemplateID: reg.TemplateID, FromImage: srv.BaseImage, Reuse: true, Tags: []string{"v1"},
-		Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{"echo reused"}}}}}
+	spec := Spec{TemplateID: reg.TemplateID, FromImage: fakeBaseImage, Reuse: true, Tags: []string{"v1"},
+		Steps: []Step{{Step: steps.NewRun(steps.RunArgs{Command: "echo reused"})}}}
 	b, err := Plan(ctx, spec, &recorder{})
 	acctest.Must(t, err)
-	if id, err := Reusable(ctx, api, b); err != nil || id != "" {
+	if id, err := r.Reusable(ctx, b); err != nil || id != "" {
 		t.Fatalf("Reusable before any build = %q, %v", id, err)
 	}
-	first, err := Run(ctx, api, b, Options{})
+	first, err := r.Run(ctx, b, Options{})
 	if err != nil || first.Status != e2bapi.BuildReady {
 		t.Fatalf("first run: %+v, %v", first, err)
 	}
-	if id, err := Reusable(ctx, api, b); err != nil || id != first.BuildID {
+	if id, err := r.Reusable(ctx, b); err != nil || id != first.BuildID {
 		t.Fatalf("Reusable = %q, %v; want %s", id, err, first.BuildID)
 	}
 
@@ -166,7 +168,7 @@ func TestRunReuses(t *testing.T) {
 	b, err = Plan(ctx, spec, &recorder{})
 	acctest.Must(t, err)
 	var log recorder
-	second, err := Run(ctx, api, b, Options{Logger: &log})
+	second, err := r.Run(ctx, b, Options{Logger: &log})
 	if err != nil || second != first || log.count("reused a ready build with the same spec hash instead of building") != 1 {
 		t.Fatalf("second run: %+v, %v, log %q; want build %s reused", second, err, log.msgs, first.BuildID)
 	}
@@ -178,7 +180,7 @@ func TestRunReuses(t *testing.T) {
 		}
 	}
 
-	_, err = Run(ctx, api, b, Options{Reuse: "00000000-0000-4000-8000-000000000000"})
+	_, err = r.Run(ctx, b, Options{Reuse: "00000000-0000-4000-8000-000000000000"})
 	var runErr *Error
 	if !errors.As(err, &runErr) || runErr.Stage != StageReuse || !strings.Contains(err.Error(), "run terraform plan again") {
 		t.Errorf("a planned build that is not there: %v, want a reuse error", err)
@@ -187,7 +189,7 @@ func TestRunReuses(t *testing.T) {
 	spec.Force = true
 	b, err = Plan(ctx, spec, &recorder{})
 	acctest.Must(t, err)
-	forced, err := Run(ctx, api, b, Options{})
+	forced, err := r.Run(ctx, b, Options{})
 	if err != nil || forced.BuildID == first.BuildID {
 		t.Errorf("forced run: %+v, %v; want a new build", forced, err)
 	}
@@ -196,23 +198,24 @@ func TestRunReuses(t *testing.T) {
 // TestRunReusesWithinOneProcess runs one spec with reuse twice at once, as two resources
 // of one apply: one builds, the other waits and reuses that build.
 func TestRunReusesWithinOneProcess(t *testing.T) {
-	srv, api, reg := newTemplate(t)
+	_, api, reg := newTemplate(t)
+	r := NewRunner(api)
 	ctx := t.Context()
-	b, err := Plan(ctx, Spec{TemplateID: reg.TemplateID, FromImage: srv.BaseImage, Reuse: true,
-		Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{"sleep 1; echo once"}}}}}, &recorder{})
+	b, err := Plan(ctx, Spec{TemplateID: reg.TemplateID, FromImage: fakeBaseImage, Reuse: true,
+		Steps: []Step{{Step: steps.NewRun(steps.RunArgs{Command: "sleep 1; echo once"})}}}, &recorder{})
 	acctest.Must(t, err)
 	results := make([]Result, 2)
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
 	for i := range results {
-		wg.Go(func() { results[i], errs[i] = Run(ctx, api, b, Options{}) })
+		wg.Go(func() { results[i], errs[i] = r.Run(ctx, b, Options{}) })
 	}
 	wg.Wait()
 	if errs[0] != nil || errs[1] != nil || results[0] != results[1] || results[0].Status != e2bapi.BuildReady {
 		t.Fatalf("runs = %+v, %v; want one ready build for both", results, errs)
 	}
-	if ran := ranBuilds(t, api, reg); len(ran) != 1 || ran[0].BuildID != results[0].BuildID {
-		t.Errorf("builds besides the waiting one: %+v, want only %s", ran, results[0].BuildID)
+	if ran := ranBuilds(t, api, reg.TemplateID); len(ran) != 1 || ran[0].BuildID != results[0].BuildID {
+		t.Errorf("builds: %+v, want only %s", ran, results[0].BuildID)
 	}
 }
 
@@ -225,18 +228,19 @@ func TestRunWaitsForTheSameSpecElsewhere(t *testing.T) {
 		reused  bool
 	}{"ready": {"sleep 1; echo other", true}, "failed": {"sleep 1; exit 3", false}} {
 		t.Run(name, func(t *testing.T) {
-			srv, api, reg := newTemplate(t)
+			_, api, reg := newTemplate(t)
+			r := NewRunner(api)
 			ctx := t.Context()
-			b, err := Plan(ctx, Spec{TemplateID: reg.TemplateID, FromImage: srv.BaseImage, Reuse: true,
-				Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{"echo mine"}}}}}, &recorder{})
+			b, err := Plan(ctx, Spec{TemplateID: reg.TemplateID, FromImage: fakeBaseImage, Reuse: true,
+				Steps: []Step{{Step: steps.NewRun(steps.RunArgs{Command: "echo mine"})}}}, &recorder{})
 			acctest.Must(t, err)
 			// The other run: a build with the spec tag, started outside this process.
 			started, err := api.CreateTemplateBuild(ctx, e2bapi.TemplateBuildRequestV3{Name: reg.Names[0], Tags: []string{SpecTag(b.SpecHash)}})
 			acctest.Must(t, err)
 			acctest.Must(t, api.StartBuild(ctx, reg.TemplateID, started.BuildID, e2bapi.TemplateBuildStartV2{
-				FromImage: srv.BaseImage, Steps: []steps.Step{{Type: steps.Run, Args: []string{other.command}}}}))
+				FromImage: fakeBaseImage, Steps: []steps.Step{{Type: steps.Run, Args: []string{other.command}}}}))
 			var log recorder
-			res, err := Run(ctx, api, b, Options{Logger: &log})
+			res, err := r.Run(ctx, b, Options{Logger: &log})
 			if err != nil || res.Status != e2bapi.BuildReady || (res.BuildID == started.BuildID) != other.reused {
 				t.Fatalf("Run = %+v, %v; want the other build %s reused: %v", res, err, started.BuildID, other.reused)
 			}
@@ -244,5 +248,27 @@ func TestRunWaitsForTheSameSpecElsewhere(t *testing.T) {
 				t.Errorf("log %q does not say it waited", log.msgs)
 			}
 		})
+	}
+}
+
+// TestRunReuseRunsOnTheWaitingBuild runs the first build of a template with reuse: it
+// runs on the build E2B registered with the template, as every first build does, so that
+// the template shows no build that never ran (superseded), and it gets its spec tag once
+// ready.
+func TestRunReuseRunsOnTheWaitingBuild(t *testing.T) {
+	_, api, reg := newTemplate(t)
+	b, err := Plan(t.Context(), Spec{TemplateID: reg.TemplateID, FromImage: fakeBaseImage, Reuse: true,
+		Steps: []Step{{Step: steps.NewRun(steps.RunArgs{Command: "echo first"})}}}, &recorder{})
+	acctest.Must(t, err)
+	r := NewRunner(api)
+	res, err := r.Run(t.Context(), b, Options{})
+	if err != nil || res.BuildID != reg.BuildID || res.Status != e2bapi.BuildReady {
+		t.Fatalf("Run = %+v, %v; want the waiting build %s, ready", res, err, reg.BuildID)
+	}
+	if builds := ranBuilds(t, api, reg.TemplateID); len(builds) != 1 {
+		t.Errorf("builds %+v, want only the one that ran", builds)
+	}
+	if id, err := r.Reusable(t.Context(), b); err != nil || id != res.BuildID {
+		t.Errorf("Reusable = %q, %v; want %s carrying the spec tag", id, err, res.BuildID)
 	}
 }

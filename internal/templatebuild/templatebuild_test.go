@@ -26,9 +26,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(otherProcessEnv) != "" {
 		os.Exit(runOtherProcess())
 	}
-	code := m.Run()
-	acctest.StopShared()
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
 // recorder is a Logger that keeps the messages.
@@ -59,20 +57,14 @@ func (r *recorder) count(msg string) int {
 	return n
 }
 
-// newTemplate registers a template on the shared local server (which leaves it a waiting
-// build) and deletes it when the test ends.
-func newTemplate(t *testing.T) (*acctest.Server, *e2bapi.Client, *e2bapi.TemplateRequestResponseV3) {
+// newTemplate registers a template on a stand-in of E2B (which leaves it a waiting
+// build).
+func newTemplate(t *testing.T) (*fakeE2B, *e2bapi.Client, *e2bapi.TemplateRequestResponseV3) {
 	t.Helper()
-	srv := acctest.Shared(t)
-	api, err := e2bapi.New(e2bapi.Config{BaseURL: srv.APIURL, APIKey: srv.APIKey, MaxRetries: 2})
+	srv := newFakeE2B(t)
+	api := srv.client(t, "")
+	reg, err := api.CreateTemplateBuild(t.Context(), e2bapi.TemplateBuildRequestV3{Name: "templatebuild"})
 	acctest.Must(t, err)
-	reg, err := api.CreateTemplateBuild(t.Context(), e2bapi.TemplateBuildRequestV3{Name: fmt.Sprintf("templatebuild-%d", time.Now().UnixNano())})
-	acctest.Must(t, err)
-	t.Cleanup(func() {
-		if err := api.DeleteTemplate(context.Background(), reg.TemplateID); err != nil {
-			t.Errorf("deleting template %s: %v", reg.TemplateID, err)
-		}
-	})
 	return srv, api, reg
 }
 
@@ -94,14 +86,12 @@ func TestUploadMissing(t *testing.T) {
 	acctest.WriteFiles(t, dir, map[string]string{"a.txt": "a", "sub/b.txt": "b"})
 	copies := []Copy{hashedCopy(t, dir, HashPortable, 0), hashedCopy(t, dir, HashPortable, 2)}
 
-	before, err := srv.Stats(t.Context())
-	acctest.Must(t, err)
+	before := srv.uploadCount()
 	var log recorder
 	acctest.Must(t, uploadMissing(t.Context(), api, reg.TemplateID, copies, &log))
 	acctest.Must(t, uploadMissing(t.Context(), api, reg.TemplateID, copies, &log))
-	after, err := srv.Stats(t.Context())
-	acctest.Must(t, err)
-	if n := after.Uploads - before.Uploads; n != 1 {
+	after := srv.uploadCount()
+	if n := after - before; n != 1 {
 		t.Errorf("%d uploads, want 1 for one archive asked for twice by two steps", n)
 	}
 	if log.count("build context uploaded") != 1 || log.count("build context already uploaded") != 1 {
@@ -112,9 +102,8 @@ func TestUploadMissing(t *testing.T) {
 	forced := slices.Clone(copies)
 	forced[1].forceUpload = true
 	acctest.Must(t, uploadMissing(t.Context(), api, reg.TemplateID, forced, &log))
-	again, err := srv.Stats(t.Context())
-	acctest.Must(t, err)
-	if n := again.Uploads - after.Uploads; n != 1 || log.count("build context uploaded") != 2 {
+	again := srv.uploadCount()
+	if n := again - after; n != 1 || log.count("build context uploaded") != 2 {
 		t.Errorf("%d uploads (log %q), want the forced archive uploaded again once", n, log.msgs)
 	}
 
@@ -125,7 +114,7 @@ func TestUploadMissing(t *testing.T) {
 	planned := []Copy{hashedCopy(t, changedDir, HashPortable, 1), hashedCopy(t, changedDir, HashSDK, 1)}
 	acctest.WriteFiles(t, changedDir, map[string]string{"c.txt": "after!"})
 	for _, c := range planned {
-		err = uploadMissing(t.Context(), api, reg.TemplateID, []Copy{c}, &log)
+		err := uploadMissing(t.Context(), api, reg.TemplateID, []Copy{c}, &log)
 		if !errors.Is(err, buildcontext.ErrChanged) || !strings.Contains(err.Error(), "COPY . /app (step 2)") || !strings.Contains(err.Error(), "c.txt") {
 			t.Errorf("upload of a changed tree (e2b-sdk %v): %v, want ErrChanged naming the step and the file", c.fingerprint != "", err)
 		}
@@ -135,16 +124,17 @@ func TestUploadMissing(t *testing.T) {
 // TestRunOnTheWaitingBuildThenANewOne runs the first build on the template's waiting
 // build and gives it its tags once ready, then registers a new build for the next one.
 func TestRunOnTheWaitingBuildThenANewOne(t *testing.T) {
-	srv, api, reg := newTemplate(t)
+	_, api, reg := newTemplate(t)
+	r := NewRunner(api)
 	ctx := t.Context()
-	spec := Spec{TemplateID: reg.TemplateID, FromImage: srv.BaseImage, Tags: []string{"v1"},
-		Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{"echo first build"}}}}}
+	spec := Spec{TemplateID: reg.TemplateID, FromImage: fakeBaseImage, Tags: []string{"v1"},
+		Steps: []Step{{Step: steps.NewRun(steps.RunArgs{Command: "echo first build"})}}}
 	b, err := Plan(ctx, spec, &recorder{})
 	acctest.Must(t, err)
 	var log recorder
 	var described []string
 	var started string
-	first, err := Run(ctx, api, b, Options{
+	first, err := r.Run(ctx, b, Options{
 		Logger:  &log,
 		Started: func(id string) error { started = id; return nil },
 		OnLog:   func(_ e2bapi.BuildLogEntry, step string) { described = append(described, step) },
@@ -162,7 +152,7 @@ func TestRunOnTheWaitingBuildThenANewOne(t *testing.T) {
 	spec.Tags = []string{"v2"}
 	b, err = Plan(ctx, spec, &recorder{})
 	acctest.Must(t, err)
-	second, err := Run(ctx, api, b, Options{Logger: &log})
+	second, err := r.Run(ctx, b, Options{Logger: &log})
 	if err != nil || second.Status != e2bapi.BuildReady {
 		t.Fatalf("second build: %+v, %v", second, err)
 	}
@@ -186,11 +176,12 @@ func TestRunOnTheWaitingBuildThenANewOne(t *testing.T) {
 // TestRunFailedBuild checks the error of a failed build names its step and shows its
 // last log lines.
 func TestRunFailedBuild(t *testing.T) {
-	srv, api, reg := newTemplate(t)
-	b, err := Plan(t.Context(), Spec{TemplateID: reg.TemplateID, FromImage: srv.BaseImage,
-		Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{"echo about to fail; exit 7"}}}}}, &recorder{})
+	_, api, reg := newTemplate(t)
+	r := NewRunner(api)
+	b, err := Plan(t.Context(), Spec{TemplateID: reg.TemplateID, FromImage: fakeBaseImage,
+		Steps: []Step{{Step: steps.NewRun(steps.RunArgs{Command: "echo about to fail; exit 7"})}}}, &recorder{})
 	acctest.Must(t, err)
-	res, err := Run(t.Context(), api, b, Options{})
+	res, err := r.Run(t.Context(), b, Options{})
 	var failed *FailedError
 	if res.Status != e2bapi.BuildError || !errors.As(err, &failed) {
 		t.Fatalf("Run = %+v, %v; want status error and a FailedError", res, err)
@@ -214,7 +205,7 @@ func TestTemplateName(t *testing.T) {
 	}
 }
 
-// dropStarts is a reverse proxy in front of the local server that forwards every request
+// dropStarts is a reverse proxy in front of the stand-in that forwards every request
 // but drops the answer of the first n build starts (the POST reaches the server, the
 // connection closes before its 202 comes back).
 func dropStarts(t *testing.T, target string, n int) string {
@@ -249,15 +240,15 @@ func dropStarts(t *testing.T, target string, n int) string {
 // failing (after which the next apply would build again).
 func TestRunAnswerOfTheStartLost(t *testing.T) {
 	srv, _, reg := newTemplate(t)
-	api, err := e2bapi.New(e2bapi.Config{BaseURL: dropStarts(t, srv.APIURL, 2), APIKey: srv.APIKey, MaxRetries: 2})
-	acctest.Must(t, err)
+	api := srv.client(t, dropStarts(t, srv.URL, 2))
+	r := NewRunner(api)
 	ctx := t.Context()
 	for i, tag := range []string{"v1", "v2"} {
-		b, err := Plan(ctx, Spec{TemplateID: reg.TemplateID, FromImage: srv.BaseImage, Tags: []string{tag},
-			Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{"echo " + tag}}}}}, &recorder{})
+		b, err := Plan(ctx, Spec{TemplateID: reg.TemplateID, FromImage: fakeBaseImage, Tags: []string{tag},
+			Steps: []Step{{Step: steps.NewRun(steps.RunArgs{Command: "echo " + tag})}}}, &recorder{})
 		acctest.Must(t, err)
 		var log recorder
-		res, err := Run(ctx, api, b, Options{Logger: &log})
+		res, err := r.Run(ctx, b, Options{Logger: &log})
 		if err != nil || res.Status != e2bapi.BuildReady {
 			t.Fatalf("build %d with its start's answer lost: %+v, %v", i+1, res, err)
 		}
@@ -276,16 +267,17 @@ func TestRunAnswerOfTheStartLost(t *testing.T) {
 // the same time, as one apply of two e2b_template_builds does: both carry the default
 // tag, so starting one would cancel the other; both must end ready.
 func TestRunTwoBuildsOfOneTemplateAtOnce(t *testing.T) {
-	srv, api, reg := newTemplate(t)
+	_, api, reg := newTemplate(t)
+	r := NewRunner(api)
 	ctx := t.Context()
 	var wg sync.WaitGroup
 	results := make([]Result, 2)
 	errs := make([]error, 2)
 	for i := range results {
-		b, err := Plan(ctx, Spec{TemplateID: reg.TemplateID, FromImage: srv.BaseImage,
-			Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{fmt.Sprintf("sleep 2; echo build %d", i)}}}}}, &recorder{})
+		b, err := Plan(ctx, Spec{TemplateID: reg.TemplateID, FromImage: fakeBaseImage,
+			Steps: []Step{{Step: steps.NewRun(steps.RunArgs{Command: fmt.Sprintf("sleep 2; echo build %d", i)})}}}, &recorder{})
 		acctest.Must(t, err)
-		wg.Go(func() { results[i], errs[i] = Run(ctx, api, b, Options{}) })
+		wg.Go(func() { results[i], errs[i] = r.Run(ctx, b, Options{}) })
 	}
 	wg.Wait()
 	for i := range results {
@@ -302,15 +294,16 @@ func TestRunTwoBuildsOfOneTemplateAtOnce(t *testing.T) {
 // build of the template without tags starts: the new one waits for it instead of
 // cancelling it, and both end ready.
 func TestWaitWhileAnotherBuildStarts(t *testing.T) {
-	srv, api, reg := newTemplate(t)
+	_, api, reg := newTemplate(t)
+	r := NewRunner(api)
 	ctx := t.Context()
 	plan := func(cmd string) *Build {
-		b, err := Plan(ctx, Spec{TemplateID: reg.TemplateID, FromImage: srv.BaseImage,
-			Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{cmd}}}}}, &recorder{})
+		b, err := Plan(ctx, Spec{TemplateID: reg.TemplateID, FromImage: fakeBaseImage,
+			Steps: []Step{{Step: steps.NewRun(steps.RunArgs{Command: cmd})}}}, &recorder{})
 		acctest.Must(t, err)
 		return b
 	}
-	left, err := Run(ctx, api, plan("sleep 4; echo left going"), Options{Timeout: time.Second})
+	left, err := r.Run(ctx, plan("sleep 4; echo left going"), Options{Timeout: time.Second})
 	var timeout *TimeoutError
 	if !errors.As(err, &timeout) {
 		t.Fatalf("first run: %+v, %v; want a timeout", left, err)
@@ -318,9 +311,9 @@ func TestWaitWhileAnotherBuildStarts(t *testing.T) {
 	var wg sync.WaitGroup
 	var waited string
 	var waitErr error
-	wg.Go(func() { waited, waitErr = Wait(ctx, api, reg.TemplateID, left.BuildID, nil, Options{}) })
+	wg.Go(func() { waited, waitErr = r.Wait(ctx, reg.TemplateID, left.BuildID, nil, Options{}) })
 	time.Sleep(100 * time.Millisecond) // Wait has registered the build
-	next, err := Run(ctx, api, plan("echo next"), Options{})
+	next, err := r.Run(ctx, plan("echo next"), Options{})
 	wg.Wait()
 	if waitErr != nil || waited != e2bapi.BuildReady {
 		t.Errorf("the build left going: %s, %v", waited, waitErr)
@@ -331,13 +324,13 @@ func TestWaitWhileAnotherBuildStarts(t *testing.T) {
 }
 
 // The other process of TestRunSameSpecInTwoProcesses: this test binary, run again with
-// otherProcessEnv naming the local server, the API key and the template, tab-separated.
+// otherProcessEnv naming the stand-in of E2B, the API key and the template, tab-separated.
 const otherProcessEnv = "TEMPLATEBUILD_TEST_OTHER_PROCESS"
 
 // twoProcessSpec is the build both processes run.
 func twoProcessSpec(templateID, image string) Spec {
 	return Spec{TemplateID: templateID, FromImage: image, Reuse: true,
-		Steps: []Step{{Step: steps.Step{Type: steps.Run, Args: []string{"sleep 3; echo one build of this spec"}}}}}
+		Steps: []Step{{Step: steps.NewRun(steps.RunArgs{Command: "sleep 3; echo one build of this spec"})}}}
 }
 
 // runOtherProcess runs twoProcessSpec and prints the build ID it ended with.
@@ -359,7 +352,7 @@ func runOtherProcess() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	res, err := Run(ctx, api, b, Options{Logger: &log})
+	res, err := NewRunner(api).Run(ctx, b, Options{Logger: &log})
 	if err != nil || res.Status != e2bapi.BuildReady {
 		fmt.Fprintf(os.Stderr, "run: %+v, %v; log %q\n", res, err, log.msgs)
 		return 1
@@ -372,17 +365,25 @@ func runOtherProcess() int {
 // TestRunSameSpecInTwoProcesses runs one spec with reuse in this process and, once its
 // build is in progress, in another process (as two applies of two states do): the other
 // finds the build in the tag list, waits for it and takes it, so exactly one build runs,
-// none is cancelled and both end with its ID.
+// none is cancelled and both end with its ID. The template has had its first build: that
+// one runs on the waiting build, which carries no spec tag before it is ready.
 func TestRunSameSpecInTwoProcesses(t *testing.T) {
 	srv, api, reg := newTemplate(t)
+	r := NewRunner(api)
 	ctx := t.Context()
-	b, err := Plan(ctx, twoProcessSpec(reg.TemplateID, srv.BaseImage), &recorder{})
+	first, err := Plan(ctx, Spec{TemplateID: reg.TemplateID, FromImage: fakeBaseImage, Tags: []string{"first"},
+		Steps: []Step{{Step: steps.NewRun(steps.RunArgs{Command: "echo first"})}}}, &recorder{})
+	acctest.Must(t, err)
+	if res, err := r.Run(ctx, first, Options{}); err != nil || res.BuildID != reg.BuildID {
+		t.Fatalf("the template's first build: %+v, %v", res, err)
+	}
+	b, err := Plan(ctx, twoProcessSpec(reg.TemplateID, fakeBaseImage), &recorder{})
 	acctest.Must(t, err)
 	var other *exec.Cmd
 	var otherOut, otherErr strings.Builder
-	res, err := Run(ctx, api, b, Options{Started: func(string) error {
+	res, err := r.Run(ctx, b, Options{Started: func(string) error {
 		other = exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-		other.Env = append(os.Environ(), otherProcessEnv+"="+strings.Join([]string{srv.APIURL, srv.APIKey, reg.TemplateID, srv.BaseImage}, "\t"))
+		other.Env = append(os.Environ(), otherProcessEnv+"="+strings.Join([]string{srv.URL, srv.APIKey, reg.TemplateID, fakeBaseImage}, "\t"))
 		other.Stdout, other.Stderr = &otherOut, &otherErr
 		return other.Start()
 	}})
@@ -396,16 +397,15 @@ func TestRunSameSpecInTwoProcesses(t *testing.T) {
 	if otherOut.String() != res.BuildID {
 		t.Errorf("the other process ended with build %q, this one with %s", otherOut.String(), res.BuildID)
 	}
-	if ran := ranBuilds(t, api, reg); len(ran) != 1 || ran[0].BuildID != res.BuildID || ran[0].Status != e2bapi.BuildReady {
-		t.Errorf("builds besides the waiting one: %+v, want only %s, ready", ran, res.BuildID)
+	if ran := ranBuilds(t, api, reg.TemplateID, reg.BuildID); len(ran) != 1 || ran[0].BuildID != res.BuildID || ran[0].Status != e2bapi.BuildReady {
+		t.Errorf("builds besides the first: %+v, want only %s, ready", ran, res.BuildID)
 	}
 }
 
-// ranBuilds are the builds of reg's template but the waiting build it was registered
-// with, which a build with reuse never runs on: it registers anew, superseding it.
-func ranBuilds(t *testing.T, api *e2bapi.Client, reg *e2bapi.TemplateRequestResponseV3) []e2bapi.TemplateBuild {
+// ranBuilds are the builds of the template but those named in before.
+func ranBuilds(t *testing.T, api *e2bapi.Client, templateID string, before ...string) []e2bapi.TemplateBuild {
 	t.Helper()
-	tpl, err := api.GetTemplate(t.Context(), reg.TemplateID)
+	tpl, err := api.GetTemplate(t.Context(), templateID)
 	acctest.Must(t, err)
-	return slices.DeleteFunc(tpl.Builds, func(b e2bapi.TemplateBuild) bool { return b.BuildID == reg.BuildID })
+	return slices.DeleteFunc(tpl.Builds, func(b e2bapi.TemplateBuild) bool { return slices.Contains(before, b.BuildID) })
 }

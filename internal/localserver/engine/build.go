@@ -118,10 +118,10 @@ func (b *builder) run(ctx context.Context) (*BuildResult, error) {
 	for i, st := range b.spec.Steps {
 		step, line := strconv.Itoa(i+1), fmt.Sprintf("builder %d/%d", i+1, n)
 		if i+1 <= resume {
-			b.emit(step, e2bapi.LogInfo, layerLine(true, line, describeStep(st.Type, st.Args), keys[i+1]))
+			b.emit(step, e2bapi.LogInfo, layerLine(true, line, st.Describe(), keys[i+1]))
 			continue
 		}
-		b.emit(step, e2bapi.LogInfo, layerLine(false, line, describeStep(st.Type, st.Args), keys[i+1]))
+		b.emit(step, e2bapi.LogInfo, layerLine(false, line, st.Describe(), keys[i+1]))
 		if err := b.stepPhase(ctx, step, from, keys[i+1], st); err != nil {
 			return nil, b.fail(step, err)
 		}
@@ -294,72 +294,43 @@ func (b *builder) emit(step, level, msg string) {
 
 // step runs one template step.
 func (b *builder) step(ctx context.Context, step string, st e2bapi.TemplateStep) error {
-	args := st.Args
 	switch st.Type {
 	case steps.Run:
-		if len(args) == 0 || strings.TrimSpace(args[0]) == "" {
+		run := st.RunArgs()
+		if strings.TrimSpace(run.Command) == "" {
 			return errors.New("RUN has no command")
 		}
 		user := b.user
-		if len(args) > 1 && args[1] != "" {
-			user = args[1]
+		if run.User != "" {
+			user = run.User
 		}
-		return b.runCommand(ctx, step, args[0], user, b.workdir)
+		return b.runCommand(ctx, step, run.Command, user, b.workdir)
 	case steps.Copy:
 		return b.copy(ctx, step, st)
 	case steps.Env:
-		if len(args)%2 != 0 {
-			return fmt.Errorf("%s needs key/value pairs, got %d arguments", st.Type, len(args))
+		vars, err := st.EnvVars()
+		if err != nil {
+			return err
 		}
-		for i := 0; i < len(args); i += 2 {
-			if err := b.setEnv(ctx, args[i], args[i+1]); err != nil {
+		for _, v := range vars {
+			if err := b.setEnv(ctx, v.Key, v.Value); err != nil {
 				return err
 			}
 		}
 		return nil
 	case steps.Workdir:
-		if len(args) == 0 || args[0] == "" {
+		if st.WorkdirPath() == "" {
 			return errors.New("WORKDIR has no path")
 		}
-		return b.setWorkdir(ctx, args[0])
+		return b.setWorkdir(ctx, st.WorkdirPath())
 	case steps.User:
-		if len(args) == 0 || args[0] == "" {
+		user := st.UserArgs()
+		if user.Name == "" {
 			return errors.New("USER has no name")
 		}
-		return b.setUser(ctx, step, args[0], len(args) > 1 && args[1] == "true")
+		return b.setUser(ctx, step, user.Name, user.Admin)
 	}
 	return fmt.Errorf("command type %s is not implemented", st.Type)
-}
-
-// describeStep is a step's log line, Dockerfile-like.
-func describeStep(typ string, args []string) string {
-	var extra []string
-	switch typ {
-	case steps.Run:
-		if len(args) > 1 && args[1] != "" {
-			extra = append(extra, "as "+args[1])
-			args = args[:1]
-		}
-	case steps.Copy:
-		if len(args) > 2 && args[2] != "" {
-			extra = append(extra, "owner "+args[2])
-		}
-		if len(args) > 3 && args[3] != "" {
-			extra = append(extra, "mode "+args[3])
-		}
-		args = args[:min(len(args), 2)]
-	case steps.Env:
-		var pairs []string
-		for i := 0; i+1 < len(args); i += 2 {
-			pairs = append(pairs, args[i]+"="+args[i+1])
-		}
-		args = pairs
-	}
-	line := strings.TrimSpace(typ + " " + strings.Join(args, " "))
-	if len(extra) > 0 {
-		line += " (" + strings.Join(extra, ", ") + ")"
-	}
-	return line
 }
 
 // runCommand runs a shell command the way RUN does, streaming its output

@@ -39,8 +39,8 @@ func nonGlobPrefix(src string) (string, error) {
 // archive is checked, extracted into the container by the engine and
 // placed with Docker's COPY semantics.
 func (b *builder) copy(ctx context.Context, step string, st e2bapi.TemplateStep) error {
-	args := append(append([]string(nil), st.Args...), "", "", "", "")[:4]
-	src, dest, owner, mode := args[0], args[1], args[2], args[3]
+	args := st.CopyArgs()
+	src, dest, owner, mode := args.Src, args.Dest, args.User, args.Mode
 	if src == "" {
 		return errors.New("COPY has no source")
 	}
