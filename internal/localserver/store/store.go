@@ -87,7 +87,7 @@ func Open(path, teamSlug string, now func() time.Time) (*Store, error) {
 				return err
 			}
 		}
-		return nil
+		return migrateLogs(tx)
 	})
 	if err != nil {
 		db.Close()
