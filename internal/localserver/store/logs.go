@@ -188,7 +188,7 @@ func (l *logBuckets) put(seq uint64, milli int64, e LogEntry) error {
 	if err := l.entries.Put(u64(seq), append(u64(uint64(milli)), raw...)); err != nil { //nolint:gosec // as timeKey
 		return err
 	}
-	return l.times.Put(timeKey(milli, seq), []byte{byte(LevelRank(e.Level))})
+	return l.times.Put(timeKey(milli, seq), []byte{byte(LevelRank(e.Level))}) //nolint:gosec // a rank is 0..3
 }
 
 // get reads the entry of seq and the millisecond of its time key.
@@ -390,7 +390,7 @@ func (s *Store) LogPage(logID string, q LogQuery) ([]LogEntry, error) {
 		switch {
 		case q.Backward && q.Cursor >= 0:
 			// The last key at or before the cursor's millisecond.
-			if k, v = c.Seek(u64(uint64(q.Cursor) + 1)); k == nil { //nolint:gosec // checked not negative
+			if k, _ = c.Seek(u64(uint64(q.Cursor) + 1)); k == nil {
 				k, v = c.Last()
 			} else {
 				k, v = c.Prev()
@@ -400,7 +400,7 @@ func (s *Store) LogPage(logID string, q LogQuery) ([]LogEntry, error) {
 			k, v = c.Last()
 			next = c.Prev
 		case q.Cursor >= 0:
-			k, v = c.Seek(u64(uint64(q.Cursor))) //nolint:gosec // checked not negative
+			k, v = c.Seek(u64(uint64(q.Cursor)))
 		default:
 			k, v = c.First()
 		}
