@@ -104,7 +104,7 @@ func (s *Server) sandboxLogs(r *http.Request) ([]e2bapi.SandboxLogEntry, []strin
 	if _, err := s.store.Sandbox(id); err != nil {
 		return nil, nil, err
 	}
-	lines, err := s.engine.SandboxLogs(r.Context(), id)
+	lines, err := s.engine.SandboxLogs(r.Context(), id, time.Time{})
 	if err != nil {
 		return nil, nil, internal(err)
 	}

@@ -177,13 +177,18 @@ func metricsOf(st container.StatsResponse, insp container.InspectResponse) Sandb
 const maxLogBytes = 16 << 20
 
 // SandboxLogs returns what the sandbox's container wrote (envd's own log
-// lines), oldest first, as the engine keeps it: while the container exists.
-func (d *Docker) SandboxLogs(ctx context.Context, sandboxID string) ([]LogLine, error) {
+// lines) at or after since (the zero time: all), oldest first, as the
+// engine keeps it: while the container exists.
+func (d *Docker) SandboxLogs(ctx context.Context, sandboxID string, since time.Time) ([]LogLine, error) {
 	id, err := d.sandboxContainer(ctx, sandboxID)
 	if err != nil {
 		return nil, err
 	}
-	rc, err := d.cli.ContainerLogs(ctx, id, container.LogsOptions{ShowStdout: true, ShowStderr: true, Timestamps: true})
+	opts := container.LogsOptions{ShowStdout: true, ShowStderr: true, Timestamps: true}
+	if !since.IsZero() {
+		opts.Since = since.Format(time.RFC3339Nano)
+	}
+	rc, err := d.cli.ContainerLogs(ctx, id, opts)
 	if err != nil {
 		return nil, fmt.Errorf("logs of sandbox %s: %w", sandboxID, err)
 	}
