@@ -50,7 +50,7 @@ type Config struct {
 	// MaxBuildTime bounds a build from its start, as E2B's one hour does: a
 	// RUN step held open by a background process fails the build then.
 	MaxBuildTime time.Duration
-	// LogBound is how much of each build's log the store keeps.
+	// LogBound is how much of each build's and sandbox's log the store keeps.
 	LogBound store.LogBound
 	// ReapInterval is how often expired sandboxes are looked for.
 	ReapInterval time.Duration

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
@@ -101,6 +104,8 @@ type logMeta struct {
 	TailCount  int    `json:"tailCount"`
 	TailBytes  int64  `json:"tailBytes"`
 	LastMilli  int64  `json:"lastMilli"`
+	// Last is the timestamp of the latest entry appended, kept or not.
+	Last time.Time `json:"last"`
 	// Dropped and DroppedBytes count the tail entries removed; Marker is
 	// the first of them, where the marker entry stands.
 	Dropped      int       `json:"dropped"`
@@ -208,6 +213,9 @@ func (l *logBuckets) append(e LogEntry, bound LogBound) error {
 	m := &l.meta
 	milli := max(e.Timestamp.UnixMilli(), m.LastMilli)
 	m.LastMilli = milli
+	if e.Timestamp.After(m.Last) {
+		m.Last = e.Timestamp
+	}
 	size := int64(len(e.Message))
 	headEntries, headBytes := bound.head()
 	if !m.HeadClosed && within(m.Head+1, headEntries) && within(m.HeadBytes+size, headBytes) {
@@ -281,17 +289,70 @@ func (s *Store) AppendLogs(buildID string, bound LogBound, entries []LogEntry) e
 		return nil
 	}
 	return s.db.Update(func(tx *bolt.Tx) error {
-		l, _, err := openLog(tx, buildID, true)
+		return appendLogs(tx, buildID, bound, entries)
+	})
+}
+
+func appendLogs(tx *bolt.Tx, logID string, bound LogBound, entries []LogEntry) error {
+	l, _, err := openLog(tx, logID, true)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := l.append(e, bound); err != nil {
+			return err
+		}
+	}
+	return l.save()
+}
+
+// SandboxLogID is the ID of a sandbox's log, for LogPage.
+func SandboxLogID(sandboxID string) string { return "sandbox/" + sandboxID }
+
+// SandboxLogSince is the time the sandbox's container log is to be read
+// again from: that of its last stored line (the zero time when none).
+func (s *Store) SandboxLogSince(sandboxID string) (time.Time, error) {
+	var since time.Time
+	err := s.db.View(func(tx *bolt.Tx) error {
+		l, ok, err := openLog(tx, SandboxLogID(sandboxID), false)
+		if ok {
+			since = l.meta.Last
+		}
+		return err
+	})
+	return since, err
+}
+
+// AppendSandboxLogs appends to a sandbox's log, within bound, the entries
+// later than its last: lines read again from SandboxLogSince on, maybe by
+// two requests at once, are stored once. A sandbox without a record gets
+// no log, so that none outlives DeleteSandbox.
+func (s *Store) AppendSandboxLogs(sandboxID string, bound LogBound, entries []LogEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	return s.db.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketSandboxes).Get([]byte(sandboxID)) == nil {
+			return nil
+		}
+		logID := SandboxLogID(sandboxID)
+		l, ok, err := openLog(tx, logID, false)
 		if err != nil {
 			return err
 		}
-		for _, e := range entries {
-			if err := l.append(e, bound); err != nil {
-				return err
-			}
+		if ok {
+			entries = slices.DeleteFunc(slices.Clone(entries), func(e LogEntry) bool { return !e.Timestamp.After(l.meta.Last) })
 		}
-		return l.save()
+		return appendLogs(tx, logID, bound, entries)
 	})
+}
+
+// deleteLog removes a log; a missing one is not an error.
+func deleteLog(tx *bolt.Tx, logID string) error {
+	if err := tx.Bucket(bucketLogs).DeleteBucket([]byte(logID)); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
+		return err
+	}
+	return nil
 }
 
 // Logs returns the build's kept log entries (head, marker, tail) at or

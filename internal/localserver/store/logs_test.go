@@ -284,3 +284,30 @@ func BenchmarkLogPage(b *testing.B) {
 		})
 	}
 }
+
+// A sandbox's log takes only lines later than its last, and none for a
+// sandbox without a record, so no log outlives its sandbox.
+func TestSandboxLogsAppendOnceAndOnlyForRecords(t *testing.T) {
+	s := newStore(t)
+	r := register(t, s, "app")
+	if err := s.CreateSandbox(Sandbox{ID: "i1", TemplateID: r.Template.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendSandboxLogs("i1", LogBound{}, numbered(0, 3)); err != nil {
+		t.Fatal(err)
+	}
+	since, err := s.SandboxLogSince("i1")
+	if err != nil || !since.Equal(logEpoch.Add(2*time.Millisecond)) {
+		t.Errorf("since = %v %v, want the last line's time", since, err)
+	}
+	if err := s.AppendSandboxLogs("i1", LogBound{}, numbered(2, 5)); err != nil {
+		t.Fatal(err)
+	}
+	page, _ := s.LogPage(SandboxLogID("i1"), LogQuery{Cursor: -1, Limit: 10})
+	wantMessages(t, "read again from the last line", page, "0", "1", "2", "3", "4")
+	if err := s.AppendSandboxLogs("gone", LogBound{}, numbered(0, 3)); err != nil {
+		t.Fatal(err)
+	}
+	page, _ = s.LogPage(SandboxLogID("gone"), LogQuery{Cursor: -1, Limit: 10})
+	wantMessages(t, "a sandbox without a record", page)
+}
