@@ -112,7 +112,7 @@ func (s *Server) storeSandboxLog(r *http.Request) (string, error) {
 	if err != nil {
 		return "", internal(err)
 	}
-	lines, err := s.engine.SandboxLogs(r.Context(), id, since)
+	lines, err := s.engine.SandboxLogs(r.Context(), id, since, 0)
 	if err != nil {
 		return "", internal(err)
 	}
