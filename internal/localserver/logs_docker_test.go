@@ -1,8 +1,10 @@
 package localserver
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,7 +13,11 @@ import (
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
+
+// The tests in this file need a Docker engine (see docker_test.go).
 
 // A RUN step printing 300,000 lines leaves the build's log within the
 // server's bound (its head and tail, with a marker for the rest), and a
@@ -71,6 +77,84 @@ func TestDockerLongBuildLogIsBounded(t *testing.T) {
 	ts.call("GET", "/templates/"+long.TemplateID+"/builds/"+long.BuildID+"/logs?direction=backward&limit=1", nil, http.StatusOK, &back)
 	if len(back.Logs) != 1 || back.Logs[0] != kept[len(kept)-1] {
 		t.Errorf("the newest entry by /logs = %+v, want %+v", back.Logs, kept[len(kept)-1])
+	}
+}
+
+// A sandbox's root that floods envd's output (the container's log) leaves
+// the sandbox's stored log within the bound, with the marker; the first
+// request after the flood takes it in, later pages cost what a page does.
+// The figures are printed.
+func TestDockerSandboxLogIsBounded(t *testing.T) {
+	const maxEntries, lines = 1000, 100_000
+	eng, baseImage := dockerEngine(t)
+	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.LogBound.MaxEntries = maxEntries }})
+	if _, info := ts.buildFrom(baseImage, "flood"); info.Status != "ready" {
+		t.Fatalf("build = %+v", info)
+	}
+	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "flood"})
+	t.Cleanup(func() { _ = eng.StopSandbox(context.WithoutCancel(t.Context()), sb.SandboxID) })
+	client, err := envdclient.New(envdclient.Config{BaseURL: ts.URL, SandboxID: sb.SandboxID, AccessToken: sb.EnvdAccessToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Timed without the contract check, whose cost is the test's.
+	direct := httptest.NewServer(ts.Server.Handler())
+	t.Cleanup(direct.Close)
+	url := direct.URL + "/v2/sandboxes/" + sb.SandboxID + "/logs?limit=1"
+	page := func() {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+		req.Header.Set("X-API-Key", testAPIKey)
+		resp, err := direct.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %s", url, resp.Status)
+		}
+	}
+	pages := func() time.Duration {
+		start := time.Now()
+		for range pageRounds {
+			page()
+		}
+		return time.Since(start) / pageRounds
+	}
+	page()
+	short := pages()
+	res, err := client.Run(t.Context(), envdclient.RunRequest{User: "root", Cmd: "/bin/sh", Args: []string{"-c", fmt.Sprintf("yes x | head -n %d > /proc/1/fd/1; echo flood-end > /proc/1/fd/1", lines)}})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("flood envd's output: %v %+v %s", err, res, res.Stderr)
+	}
+	// Docker writes the lines to its log after the command returns: the
+	// last line, a page of its own, says they are all there and stored.
+	start := time.Now()
+	for {
+		var last e2bapi.SandboxLogsV2Response
+		ts.call("GET", "/v2/sandboxes/"+sb.SandboxID+"/logs?limit=1", nil, http.StatusOK, &last)
+		if len(last.Logs) == 1 && last.Logs[0].Message == "flood-end" {
+			break
+		}
+		if time.Since(start) > time.Minute {
+			t.Fatalf("the flood's last line is not in the sandbox's log after a minute: %+v", last.Logs)
+		}
+	}
+	taken := time.Since(start)
+	t.Logf("v2 one-entry page, mean of %d: %s on the short log; %s after %d lines, once the server took them in (%s)",
+		pageRounds, short, pages(), lines, taken)
+
+	kept, err := ts.Server.Store().LogPage(store.SandboxLogID(sb.SandboxID), store.LogQuery{Cursor: -1, Limit: 10 * maxEntries})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != maxEntries+1 {
+		t.Fatalf("%d entries stored, want %d and the marker", len(kept), maxEntries)
+	}
+	var warn e2bapi.SandboxLogsV2Response
+	ts.call("GET", "/v2/sandboxes/"+sb.SandboxID+"/logs?level=warn&search=dropped", nil, http.StatusOK, &warn)
+	if len(warn.Logs) != 1 || !strings.Contains(warn.Logs[0].Message, "log entries (") {
+		t.Errorf("v2 warn entries naming a drop = %+v, want the marker", warn.Logs)
 	}
 }
 

@@ -112,6 +112,19 @@ func (s *Server) storeSandboxLog(r *http.Request) (string, error) {
 	if err != nil {
 		return "", internal(err)
 	}
+	logID := store.SandboxLogID(id)
+	if !since.IsZero() {
+		// Most requests find nothing new: the last line alone says so, and
+		// Docker finds it from the end of its file, where reading from a
+		// time scans the file from its start.
+		newest, err := s.engine.SandboxLogs(r.Context(), id, time.Time{}, 1)
+		if err != nil {
+			return "", internal(err)
+		}
+		if len(newest) == 0 || !newest[0].Time.After(since) {
+			return logID, nil
+		}
+	}
 	lines, err := s.engine.SandboxLogs(r.Context(), id, since, 0)
 	if err != nil {
 		return "", internal(err)
@@ -124,7 +137,7 @@ func (s *Server) storeSandboxLog(r *http.Request) (string, error) {
 	if err := s.store.AppendSandboxLogs(id, s.cfg.LogBound, entries); err != nil {
 		return "", internal(err)
 	}
-	return store.SandboxLogID(id), nil
+	return logID, nil
 }
 
 // sandboxLogEntry is a stored sandbox log line as E2B answers it, and its
