@@ -311,3 +311,25 @@ func TestSandboxLogsAppendOnceAndOnlyForRecords(t *testing.T) {
 	page, _ = s.LogPage(SandboxLogID("gone"), LogQuery{Cursor: -1, Limit: 10})
 	wantMessages(t, "a sandbox without a record", page)
 }
+
+// A failed build's reason takes the failed step's warn and error entries
+// among those kept, the marker with them when the drop began in that step.
+func TestFailedBuildReasonTakesKeptEntries(t *testing.T) {
+	s := newStore(t)
+	r := register(t, s, "app")
+	if _, _, err := s.StartBuild(r.Template.ID, r.Build.ID, BuildRequest{FromImage: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendLogs(r.Build.ID, LogBound{MaxEntries: 6}, numbered(0, 20)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.FinishBuild(r.Template.ID, r.Build.ID, nil, &BuildReason{Message: "exit 1", Step: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Build(r.Template.ID, r.Build.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantMessages(t, "reason entries", b.Reason.LogEntries, "0",
+		"[14 log entries (21 bytes) dropped here: the log keeps its beginning and its end]", "18")
+}
