@@ -55,6 +55,8 @@ func parseServer(args []string, stderr io.Writer) (localserver.Options, error) {
 	fs.DurationVar(&o.UploadURLTTL, "upload-url-ttl", localserver.DefaultUploadURLTTL, "lifetime of an upload URL")
 	fs.DurationVar(&o.MaxSandboxTimeout, "max-sandbox-timeout", localserver.DefaultMaxSandboxTimeout, "longest sandbox timeout")
 	fs.DurationVar(&o.MaxBuildTime, "max-build-time", localserver.DefaultMaxBuildTime, "longest a build may run before it fails (E2B: 1h)")
+	fs.IntVar(&o.MaxLogEntries, "max-log-entries", localserver.DefaultMaxLogEntries, "most entries kept of each build's and each sandbox's log: its first and last halves, with a marker entry for what was dropped")
+	fs.Int64Var(&o.MaxLogBytes, "max-log-bytes", localserver.DefaultMaxLogBytes, "most bytes of messages kept of each build's and each sandbox's log, split as --max-log-entries is")
 	fs.IntVar(&o.MaxCPU, "max-cpu", localserver.DefaultMaxCPUCount, "largest cpuCount of a template")
 	fs.IntVar(&o.MaxMemoryMB, "max-memory-mb", localserver.DefaultMaxMemoryMB, "largest memoryMB of a template")
 	fs.IntVar(&o.MaxConnections, "max-connections", localserver.DefaultMaxConnections, "most open client connections; when reached, the oldest idle one is closed for a new one")

@@ -14,11 +14,13 @@ func TestParseServerFlagsAndEnv(t *testing.T) {
 	t.Setenv("E2B_LOCAL_TEAM_SLUG", "from-env")
 	t.Setenv("E2B_LOCAL_MAX_UPLOAD_BYTES", "1234")
 	t.Setenv("E2B_LOCAL_LISTEN", "127.0.0.1:9")
-	o, err := parseServer([]string{"--listen", "127.0.0.1:0", "--upload-url-ttl", "5m"}, io.Discard)
+	t.Setenv("E2B_LOCAL_MAX_LOG_ENTRIES", "77")
+	o, err := parseServer([]string{"--listen", "127.0.0.1:0", "--upload-url-ttl", "5m", "--max-log-bytes", "4096"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Listen != "127.0.0.1:0" || o.TeamSlug != "from-env" || o.MaxUploadBytes != 1234 || o.UploadURLTTL != 5*time.Minute {
+	if o.Listen != "127.0.0.1:0" || o.TeamSlug != "from-env" || o.MaxUploadBytes != 1234 || o.UploadURLTTL != 5*time.Minute ||
+		o.MaxLogEntries != 77 || o.MaxLogBytes != 4096 {
 		t.Errorf("options = %+v: flags must win over env, env over defaults", o)
 	}
 	t.Setenv("E2B_LOCAL_MAX_CPU", "many")
@@ -36,7 +38,8 @@ func TestParseServerFlagsAndEnv(t *testing.T) {
 		}
 	}
 	o, err = parseServer(nil, io.Discard)
-	if err != nil || o.Network != "none" || o.Egress != "public" || o.MaxConnections != localserver.DefaultMaxConnections {
+	if err != nil || o.Network != "none" || o.Egress != "public" || o.MaxConnections != localserver.DefaultMaxConnections ||
+		o.MaxLogBytes != localserver.DefaultMaxLogBytes {
 		t.Errorf("defaults = %+v, %v: want network none, egress public", o, err)
 	}
 }

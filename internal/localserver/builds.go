@@ -196,7 +196,9 @@ func (s *Server) newLogWriter(buildID string) *logWriter {
 	lw := &logWriter{entries: make(chan store.LogEntry, 1024), done: make(chan struct{}), now: s.cfg.Now}
 	appendLogs := s.cfg.appendLogs
 	if appendLogs == nil {
-		appendLogs = s.store.AppendLogs
+		appendLogs = func(buildID string, entries []store.LogEntry) error {
+			return s.store.AppendLogs(buildID, s.cfg.LogBound, entries)
+		}
 	}
 	go func() {
 		defer close(lw.done)
@@ -296,8 +298,8 @@ func (s *Server) handleBuildStatus(w http.ResponseWriter, r *http.Request) error
 	return nil
 }
 
-// handleBuildLogs serves the /logs variant: a logPage of the entries,
-// forward by default.
+// handleBuildLogs serves the /logs variant: a page of the kept entries by
+// time (store.LogPage), forward by default.
 func (s *Server) handleBuildLogs(w http.ResponseWriter, r *http.Request) error {
 	templateID, buildID := r.PathValue("templateID"), r.PathValue("buildID")
 	cursor, limit, level, err := buildLogsQuery(r, "cursor", -1)
@@ -314,11 +316,10 @@ func (s *Server) handleBuildLogs(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.store.Build(templateID, buildID); err != nil {
 		return err
 	}
-	all, err := s.store.Logs(buildID, 0, -1, level)
+	out, err := s.store.LogPage(buildID, store.LogQuery{Cursor: cursor, Backward: direction == "backward", Limit: int(min(limit, 100)), MinLevel: level})
 	if err != nil {
 		return internal(err)
 	}
-	out := logPage(all, func(e store.LogEntry) time.Time { return e.Timestamp }, cursor, direction, min(limit, 100))
 	writeJSON(w, http.StatusOK, e2bapi.TemplateBuildLogsResponse{Logs: wireLogEntries(out)})
 	return nil
 }

@@ -36,9 +36,10 @@ type Engine interface {
 	// CommitSandbox commits the sandbox's file system as the image of a
 	// template's build (a snapshot) and returns its reference.
 	CommitSandbox(ctx context.Context, spec engine.SnapshotSpec) (string, error)
-	// SandboxLogs returns the lines the sandbox's container wrote, oldest
-	// first.
-	SandboxLogs(ctx context.Context, sandboxID string) ([]engine.LogLine, error)
+	// SandboxLogs returns the lines the sandbox's container wrote at or
+	// after since (the zero time: all), oldest first; only among its last
+	// lines when last > 0.
+	SandboxLogs(ctx context.Context, sandboxID string, since time.Time, last int) ([]engine.LogLine, error)
 	// StopSandbox removes the sandbox's container; an unknown ID is not an error.
 	StopSandbox(ctx context.Context, sandboxID string) error
 	// RemoveOrphans removes containers this server created that keepSandbox

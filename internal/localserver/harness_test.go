@@ -518,13 +518,17 @@ func (e *fakeEngine) SandboxMetrics(_ context.Context, id string) (engine.Sandbo
 	return engine.SandboxMetrics{Time: time.Now(), CPUCount: 2, CPUUsedPct: 12.5, MemUsed: 64 << 20, MemTotal: 1 << 30, DiskUsed: 10 << 20}, nil
 }
 
-func (e *fakeEngine) SandboxLogs(_ context.Context, id string) ([]engine.LogLine, error) {
+func (e *fakeEngine) SandboxLogs(_ context.Context, id string, since time.Time, last int) ([]engine.LogLine, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, ok := e.sandboxes[id]; !ok {
 		return nil, fmt.Errorf("sandbox %s has no container", id)
 	}
-	return slices.Clone(e.logs), nil
+	lines := e.logs
+	if last > 0 && last < len(lines) {
+		lines = lines[len(lines)-last:]
+	}
+	return slices.DeleteFunc(slices.Clone(lines), func(l engine.LogLine) bool { return l.Time.Before(since) }), nil
 }
 
 // CommitSandbox names the image as Docker's engine does; snapshotErr fails it.

@@ -95,27 +95,55 @@ const (
 	maxSandboxLogsLimit     = 1000
 )
 
-// sandboxLogs reads the sandbox's log lines as entries, oldest first.
-func (s *Server) sandboxLogs(r *http.Request) ([]e2bapi.SandboxLogEntry, []string, error) {
+// storeSandboxLog takes into the store, within the log bound, the lines
+// the sandbox's container wrote since the last one stored, and returns
+// the sandbox's log ID. The store's log is what the endpoints page, so a
+// page costs what it holds, not the log's length; a request reads from
+// the engine only what is new.
+func (s *Server) storeSandboxLog(r *http.Request) (string, error) {
 	id, err := sandboxID(r)
 	if err != nil {
-		return nil, nil, err
+		return "", err
 	}
 	if _, err := s.store.Sandbox(id); err != nil {
-		return nil, nil, err
+		return "", err
 	}
-	lines, err := s.engine.SandboxLogs(r.Context(), id)
+	since, err := s.store.SandboxLogSince(id)
 	if err != nil {
-		return nil, nil, internal(err)
+		return "", internal(err)
 	}
-	entries := make([]e2bapi.SandboxLogEntry, 0, len(lines))
-	raw := make([]string, 0, len(lines))
-	for _, l := range lines {
-		e, line := logEntry(l)
-		entries = append(entries, e)
-		raw = append(raw, line)
+	logID := store.SandboxLogID(id)
+	if !since.IsZero() {
+		// Most requests find nothing new: the last line alone says so, and
+		// Docker finds it from the end of its file, where reading from a
+		// time scans the file from its start.
+		newest, err := s.engine.SandboxLogs(r.Context(), id, time.Time{}, 1)
+		if err != nil {
+			return "", internal(err)
+		}
+		if len(newest) == 0 || !newest[0].Time.After(since) {
+			return logID, nil
+		}
 	}
-	return entries, raw, nil
+	lines, err := s.engine.SandboxLogs(r.Context(), id, since, 0)
+	if err != nil {
+		return "", internal(err)
+	}
+	entries := make([]store.LogEntry, len(lines))
+	for i, l := range lines {
+		e, _ := logEntry(l, e2bapi.LogInfo)
+		entries[i] = store.LogEntry{Timestamp: l.Time.UTC(), Message: l.Text, Level: e.Level}
+	}
+	if err := s.store.AppendSandboxLogs(id, s.cfg.LogBound, entries); err != nil {
+		return "", internal(err)
+	}
+	return logID, nil
+}
+
+// sandboxLogEntry is a stored sandbox log line as E2B answers it, and its
+// raw line; the marker of dropped lines keeps its level.
+func sandboxLogEntry(e store.LogEntry) (e2bapi.SandboxLogEntry, string) {
+	return logEntry(engine.LogLine{Time: e.Timestamp, Text: e.Message}, e.Level)
 }
 
 // handleSandboxLogs serves the deprecated GET /sandboxes/{sandboxID}/logs:
@@ -129,29 +157,28 @@ func (s *Server) handleSandboxLogs(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	entries, raw, err := s.sandboxLogs(r)
+	logID, err := s.storeSandboxLog(r)
 	if err != nil {
 		return err
 	}
+	page, err := s.store.LogPage(logID, store.LogQuery{Cursor: start, Limit: int(min(limit, math.MaxInt32))})
+	if err != nil {
+		return internal(err)
+	}
 	out := e2bapi.SandboxLogs{Logs: []e2bapi.SandboxLog{}, LogEntries: []e2bapi.SandboxLogEntry{}}
-	for i, e := range entries {
-		if int64(len(out.Logs)) >= limit {
-			break
-		}
-		if start >= 0 && e.Timestamp.UnixMilli() < start {
-			continue
-		}
-		out.Logs = append(out.Logs, e2bapi.SandboxLog{Timestamp: e.Timestamp, Line: raw[i]})
+	for _, stored := range page {
+		e, line := sandboxLogEntry(stored)
+		out.Logs = append(out.Logs, e2bapi.SandboxLog{Timestamp: e.Timestamp, Line: line})
 		out.LogEntries = append(out.LogEntries, e)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
-// handleSandboxLogsV2 serves GET /v2/sandboxes/{sandboxID}/logs: as the
-// build logs' page (logPage), but backward by default, as on E2B; level the
-// least level; search a case-sensitive substring of the message; at most
-// limit (1000).
+// handleSandboxLogsV2 serves GET /v2/sandboxes/{sandboxID}/logs: a page
+// by time as the build logs' (store.LogPage), but backward by default, as
+// on E2B; level the least level; search a case-sensitive substring of the
+// message; at most limit (1000).
 func (s *Server) handleSandboxLogsV2(w http.ResponseWriter, r *http.Request) error {
 	cursor, err := queryInt(r, "cursor", -1)
 	if err != nil {
@@ -172,15 +199,25 @@ func (s *Server) handleSandboxLogsV2(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	entries, _, err := s.sandboxLogs(r)
+	logID, err := s.storeSandboxLog(r)
 	if err != nil {
 		return err
 	}
-	search := r.URL.Query().Get("search")
-	entries = slices.DeleteFunc(entries, func(e e2bapi.SandboxLogEntry) bool {
-		return (level != "" && store.LevelRank(e.Level) < store.LevelRank(level)) || !strings.Contains(e.Message, search)
-	})
-	out := logPage(entries, func(e e2bapi.SandboxLogEntry) time.Time { return e.Timestamp }, cursor, direction, limit)
+	q := store.LogQuery{Cursor: cursor, Backward: direction == "backward", Limit: int(limit), MinLevel: level}
+	if search := r.URL.Query().Get("search"); search != "" {
+		q.Match = func(e store.LogEntry) bool {
+			se, _ := sandboxLogEntry(e)
+			return strings.Contains(se.Message, search)
+		}
+	}
+	page, err := s.store.LogPage(logID, q)
+	if err != nil {
+		return internal(err)
+	}
+	out := make([]e2bapi.SandboxLogEntry, len(page))
+	for i, stored := range page {
+		out[i], _ = sandboxLogEntry(stored)
+	}
 	writeJSON(w, http.StatusOK, e2bapi.SandboxLogsV2Response{Logs: out})
 	return nil
 }
@@ -188,10 +225,10 @@ func (s *Server) handleSandboxLogsV2(w http.ResponseWriter, r *http.Request) err
 // logEntry turns a container log line into E2B's structured entry and its
 // raw JSON line: a flat JSON object's "level" and "message" (or "msg")
 // become the entry's, its other string, number and boolean members its
-// fields, as E2B's log pipeline does; any other line is an info message of
-// logger "envd".
-func logEntry(l engine.LogLine) (e2bapi.SandboxLogEntry, string) {
-	e := e2bapi.SandboxLogEntry{Timestamp: l.Time.UTC(), Level: e2bapi.LogInfo, Fields: map[string]string{}}
+// fields, as E2B's log pipeline does; any other line is a message of
+// logger "envd" at level (info but for the store's marker).
+func logEntry(l engine.LogLine, level string) (e2bapi.SandboxLogEntry, string) {
+	e := e2bapi.SandboxLogEntry{Timestamp: l.Time.UTC(), Level: level, Fields: map[string]string{}}
 	var obj map[string]any
 	if json.Unmarshal([]byte(l.Text), &obj) != nil || obj == nil {
 		e.Message, e.Fields["logger"] = l.Text, "envd"

@@ -3,12 +3,14 @@ package localserver
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
 func TestSandboxMetrics(t *testing.T) {
@@ -110,4 +112,60 @@ func TestSandboxLogs(t *testing.T) {
 	expectError(t, ts.direct("GET", "/v2/sandboxes/"+sb.SandboxID+"/logs?limit=1001", nil), http.StatusBadRequest, "limit 1001")
 	ts.expectError("GET", "/v2/sandboxes/inope/logs", nil, http.StatusNotFound, "not found")
 	ts.expectError("GET", "/sandboxes/inope/logs", nil, http.StatusNotFound, "not found")
+}
+
+// A sandbox's log is taken into the store as it is asked for: lines written
+// since are added once, the log keeps its beginning and its end within the
+// bound with a marker (a JSON line at level warn for the CLI), and it goes
+// with the sandbox.
+func TestSandboxLogsBoundedAndStoredOnce(t *testing.T) {
+	eng := newFakeEngine(t)
+	base := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	line := func(i int) engine.LogLine {
+		return engine.LogLine{Time: base.Add(time.Duration(i) * time.Millisecond), Text: "line " + strconv.Itoa(i)}
+	}
+	eng.logs = []engine.LogLine{line(0), line(1)}
+	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.LogBound = store.LogBound{MaxEntries: 4} }})
+	ts.build("app")
+	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app"})
+	forward := func() []string {
+		t.Helper()
+		var v1 e2bapi.SandboxLogs
+		ts.call("GET", "/sandboxes/"+sb.SandboxID+"/logs", nil, http.StatusOK, &v1)
+		var out []string
+		for i, e := range v1.LogEntries {
+			var raw map[string]string
+			if err := json.Unmarshal([]byte(v1.Logs[i].Line), &raw); err != nil || raw["level"] != e.Level {
+				t.Errorf("v1 line %q: %v, want JSON at level %s", v1.Logs[i].Line, err, e.Level)
+			}
+			out = append(out, e.Level+" "+e.Message)
+		}
+		return out
+	}
+	if got := forward(); !slices.Equal(got, []string{"info line 0", "info line 1"}) {
+		t.Errorf("first read = %q", got)
+	}
+	eng.mu.Lock()
+	for i := 2; i < 10; i++ {
+		eng.logs = append(eng.logs, line(i))
+	}
+	eng.mu.Unlock()
+	marker := "warn [6 log entries (36 bytes) dropped here: the log keeps its beginning and its end]"
+	want := []string{"info line 0", "info line 1", marker, "info line 8", "info line 9"}
+	if got := forward(); !slices.Equal(got, want) {
+		t.Errorf("after 8 more lines = %q, want %q", got, want)
+	}
+	if got := forward(); !slices.Equal(got, want) {
+		t.Errorf("read again = %q, want %q", got, want)
+	}
+	var v2 e2bapi.SandboxLogsV2Response
+	ts.call("GET", "/v2/sandboxes/"+sb.SandboxID+"/logs?level=warn", nil, http.StatusOK, &v2)
+	if len(v2.Logs) != 1 || v2.Logs[0].Level+" "+v2.Logs[0].Message != marker || v2.Logs[0].Fields["logger"] != "envd" {
+		t.Errorf("v2 warn = %+v, want the marker", v2.Logs)
+	}
+
+	ts.call("DELETE", "/sandboxes/"+sb.SandboxID, nil, http.StatusNoContent, nil)
+	if page, err := ts.Server.Store().LogPage(store.SandboxLogID(sb.SandboxID), store.LogQuery{Cursor: -1, Limit: 10}); err != nil || len(page) != 0 {
+		t.Errorf("the killed sandbox's log = %+v %v, want none", page, err)
+	}
 }

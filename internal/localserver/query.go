@@ -2,9 +2,7 @@ package localserver
 
 import (
 	"net/http"
-	"slices"
 	"strconv"
-	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
@@ -80,25 +78,4 @@ func queryDirection(r *http.Request, def string) (string, error) {
 	default:
 		return "", answer(http.StatusBadRequest, "direction %q must be forward or backward", direction)
 	}
-}
-
-// logPage pages log entries, oldest first: going forward, the entries at
-// or after cursor (Unix ms; -1 for none); going backward, those at or
-// before it, newest first; at most limit.
-func logPage[T any](entries []T, at func(T) time.Time, cursor int64, direction string, limit int64) []T {
-	if direction == "backward" {
-		slices.Reverse(entries)
-	}
-	out := []T{}
-	for _, e := range entries {
-		if int64(len(out)) >= limit {
-			break
-		}
-		ms := at(e).UnixMilli()
-		if cursor >= 0 && ((direction == "backward" && ms > cursor) || (direction != "backward" && ms < cursor)) {
-			continue
-		}
-		out = append(out, e)
-	}
-	return out
 }

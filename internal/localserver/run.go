@@ -20,6 +20,7 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/egress"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
 // apiKeyFile keeps the generated API key between runs.
@@ -53,6 +54,8 @@ type Options struct {
 	MaxArchiveEntries                int
 	UploadURLTTL, MaxSandboxTimeout  time.Duration
 	MaxBuildTime                     time.Duration
+	MaxLogEntries                    int
+	MaxLogBytes                      int64
 	MaxCPU, MaxMemoryMB              int
 	PidsLimit                        int64
 	LayerCacheSize                   int
@@ -160,6 +163,7 @@ func serve(ctx context.Context, o Options, dataDir, apiKey string, eng Engine, p
 		DataDir: dataDir, APIKey: apiKey, TeamSlug: o.TeamSlug, PublicURL: o.PublicURL, Domain: domain,
 		MaxUploadBytes: o.MaxUploadBytes, MaxUnpackedBytes: o.MaxUnpackedBytes, MaxArchiveEntries: o.MaxArchiveEntries,
 		UploadURLTTL: o.UploadURLTTL, MaxSandboxTimeout: o.MaxSandboxTimeout, MaxBuildTime: o.MaxBuildTime,
+		LogBound:    store.LogBound{MaxEntries: o.MaxLogEntries, MaxBytes: o.MaxLogBytes},
 		MaxCPUCount: int32(o.MaxCPU), MaxMemoryMB: int32(o.MaxMemoryMB), Logger: logger, //nolint:gosec // flag values beyond int32 wrap as before; no host has 2^31 CPUs or MiB
 	}, eng)
 	if err != nil {

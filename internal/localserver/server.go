@@ -50,14 +50,16 @@ type Config struct {
 	// MaxBuildTime bounds a build from its start, as E2B's one hour does: a
 	// RUN step held open by a background process fails the build then.
 	MaxBuildTime time.Duration
+	// LogBound is how much of each build's and sandbox's log the store keeps.
+	LogBound store.LogBound
 	// ReapInterval is how often expired sandboxes are looked for.
 	ReapInterval time.Duration
 	// Now is the clock (time.Now when nil); tests move it to expire sandboxes.
 	Now    func() time.Time
 	Logger *slog.Logger
 
-	// appendLogs stores build log entries (the store's AppendLogs when
-	// nil); tests inject faults such as a full disk here.
+	// appendLogs stores build log entries (the store's AppendLogs within
+	// LogBound when nil); tests inject faults such as a full disk here.
 	appendLogs func(buildID string, entries []store.LogEntry) error
 }
 
@@ -72,6 +74,8 @@ const (
 	DefaultMaxMemoryMB       = 16384
 	DefaultMaxSandboxTimeout = 24 * time.Hour
 	DefaultMaxBuildTime      = time.Hour
+	DefaultMaxLogEntries     = store.DefaultMaxLogEntries
+	DefaultMaxLogBytes       = store.DefaultMaxLogBytes
 	DefaultReapInterval      = time.Second
 )
 
@@ -102,6 +106,12 @@ func (c *Config) applyDefaults() {
 	}
 	if c.MaxBuildTime <= 0 {
 		c.MaxBuildTime = DefaultMaxBuildTime
+	}
+	if c.LogBound.MaxEntries <= 0 {
+		c.LogBound.MaxEntries = DefaultMaxLogEntries
+	}
+	if c.LogBound.MaxBytes <= 0 {
+		c.LogBound.MaxBytes = DefaultMaxLogBytes
 	}
 	if c.ReapInterval <= 0 {
 		c.ReapInterval = DefaultReapInterval

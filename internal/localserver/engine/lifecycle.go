@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -177,13 +178,22 @@ func metricsOf(st container.StatsResponse, insp container.InspectResponse) Sandb
 const maxLogBytes = 16 << 20
 
 // SandboxLogs returns what the sandbox's container wrote (envd's own log
-// lines), oldest first, as the engine keeps it: while the container exists.
-func (d *Docker) SandboxLogs(ctx context.Context, sandboxID string) ([]LogLine, error) {
+// lines) at or after since (the zero time: all), oldest first, as the
+// engine keeps it: while the container exists. last > 0 reads only the
+// last lines of the log, which Docker finds from the end of its file.
+func (d *Docker) SandboxLogs(ctx context.Context, sandboxID string, since time.Time, last int) ([]LogLine, error) {
 	id, err := d.sandboxContainer(ctx, sandboxID)
 	if err != nil {
 		return nil, err
 	}
-	rc, err := d.cli.ContainerLogs(ctx, id, container.LogsOptions{ShowStdout: true, ShowStderr: true, Timestamps: true})
+	opts := container.LogsOptions{ShowStdout: true, ShowStderr: true, Timestamps: true}
+	if !since.IsZero() {
+		opts.Since = since.Format(time.RFC3339Nano)
+	}
+	if last > 0 {
+		opts.Tail = strconv.Itoa(last)
+	}
+	rc, err := d.cli.ContainerLogs(ctx, id, opts)
 	if err != nil {
 		return nil, fmt.Errorf("logs of sandbox %s: %w", sandboxID, err)
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -21,7 +22,8 @@ const (
 // while the store kept wire types reads into the store's own records, field
 // for field, and that the records encode to the same bytes again.
 func TestRecordsReadWhatEarlierStoresWrote(t *testing.T) {
-	s := newStore(t)
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := openStore(t, path)
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		if err := tx.Bucket(bucketBuilds).Put(buildKey("t1", "b1"), []byte(oldBuildRecord)); err != nil {
 			return err
@@ -35,6 +37,10 @@ func TestRecordsReadWhatEarlierStoresWrote(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.Close()
+	// Open migrates the log to the current layout, every entry kept.
+	s = openStore(t, path)
+	defer s.Close()
 
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	want := Build{

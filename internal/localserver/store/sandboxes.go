@@ -141,6 +141,9 @@ func (s *Store) DeleteSandbox(id string) (bool, error) {
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketSandboxes)
 		found = b.Get([]byte(id)) != nil
+		if err := deleteLog(tx, SandboxLogID(id)); err != nil {
+			return err
+		}
 		return b.Delete([]byte(id))
 	})
 	return found, err

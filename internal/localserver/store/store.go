@@ -1,8 +1,9 @@
 // Package store keeps the local server's state (templates, builds, tag
-// assignments, upload grants, stored archives, build logs and sandboxes) in a
-// bbolt database in the data directory. Every change is one transaction, so a
-// crash at any moment leaves either the state before or the state after it,
-// and concurrent requests (tag moves above all) never see half of a change.
+// assignments, upload grants, stored archives, build and sandbox logs and
+// sandboxes) in a bbolt database in the data directory. Every change is one
+// transaction, so a crash at any moment leaves either the state before or
+// the state after it, and concurrent requests (tag moves above all) never
+// see half of a change.
 package store
 
 import (
@@ -87,7 +88,7 @@ func Open(path, teamSlug string, now func() time.Time) (*Store, error) {
 				return err
 			}
 		}
-		return nil
+		return migrateLogs(tx)
 	})
 	if err != nil {
 		db.Close()

