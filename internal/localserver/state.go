@@ -28,9 +28,12 @@ type Store interface {
 	Name(t store.Template) string
 	TeamSlug() string
 
-	// Build logs.
-	AppendLogs(buildID string, entries []store.LogEntry) error
+	// Build and sandbox logs, each kept under a bound and read a page at a time.
+	AppendLogs(buildID string, bound store.LogBound, entries []store.LogEntry) error
 	Logs(buildID string, offset, limit int, minLevel string) ([]store.LogEntry, error)
+	LogPage(logID string, q store.LogQuery) ([]store.LogEntry, error)
+	SandboxLogSince(sandboxID string) (time.Time, error)
+	AppendSandboxLogs(sandboxID string, bound store.LogBound, entries []store.LogEntry) error
 
 	// Uploads of build contexts.
 	CreateGrant(templateID, hash string, ttl time.Duration) (store.Grant, error)
