@@ -64,6 +64,9 @@ type Config struct {
 
 // Defaults of the limits in Config.
 const (
+	// DefaultDomain is a bare DNS name, so that a provider configured from
+	// the printed E2B_DOMAIN accepts it; *.localhost resolves to loopback.
+	DefaultDomain            = "localhost"
 	DefaultTeamSlug          = "local"
 	DefaultMaxUploadBytes    = 1 << 30
 	DefaultMaxUnpackedBytes  = 4 << 30
