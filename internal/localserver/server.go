@@ -60,6 +60,9 @@ type Config struct {
 	// appendLogs stores build log entries (the store's AppendLogs when
 	// nil); tests inject faults such as a full disk here.
 	appendLogs func(buildID string, entries []e2bapi.BuildLogEntry) error
+	// writeSpool writes part of an upload to its spool file (f.Write when
+	// nil); tests inject a full disk here, which needs no privileges.
+	writeSpool func(f *os.File, p []byte) (int, error)
 }
 
 // Defaults of the limits in Config.
