@@ -129,11 +129,13 @@ go_test() {
 # Acceptance tests that need a CLI newer than the pinned Terraform (the
 # ephemeral resource: Terraform 1.10+; write-only arguments: 1.11+) run in
 # the OpenTofu pass only.
-newer_cli_tests='^(TestAccProcessEphemeralResource_echo|TestAccTemplateBuild_writeOnlySecret|TestAccTemplateBuild_writeOnlyErrors|TestAccExamples_validateEphemeral)$'
+newer_cli_tests='^(TestAccProcessEphemeralResource_echo|TestAccTemplateBuild_writeOnlySecret|TestAccTemplateBuild_writeOnlyErrors|TestAccExamples_validateEphemeral|TestAccExamples_applyEphemeral)$'
 
 # Acceptance tests of what a CLI older than Terraform 1.11 answers (write-only
-# arguments refused) run in the Terraform pass only.
-older_cli_tests='^TestAccTemplateBuild_writeOnlyOldCLI$'
+# arguments refused) run in the Terraform pass only; so do the examples'
+# applies, which build templates and would only repeat themselves with
+# OpenTofu (the ephemeral one aside, above).
+older_cli_tests='^(TestAccTemplateBuild_writeOnlyOldCLI|TestAccExamples_apply|TestAccExamplePromotion_.*)$'
 
 run_tests() {
 	go_test "$terraform" "$work/tests-terraform.json" -skip "$newer_cli_tests" "${packages[@]}"
