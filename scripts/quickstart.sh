@@ -85,7 +85,7 @@ supported_terraform() {
 if terraform="$(supported_terraform)"; then
 	log "Terraform on PATH: $terraform"
 else
-	log "no Terraform 1.8 or later on PATH: building the pinned one"
+	log "no Terraform 1.8 or later on PATH: the pinned one (built from source the first time)"
 	terraform="$(scripts/tools.sh terraform)"
 fi
 

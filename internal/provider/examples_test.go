@@ -147,8 +147,8 @@ func TestAccExamplePromotion_stagingThenProduction(t *testing.T) {
 }
 
 // validateExamples runs terraform validate on each directory below examples/ that
-// patterns match (such as resources/*), copied with the provider's address as the
-// promotion example declares it: every example must stand on its own.
+// patterns match (such as resources/*), documentation snippets included, copied as
+// exampleCopy copies it: every example must stand on its own.
 func validateExamples(t *testing.T, skip []string, patterns ...string) {
 	srv := localServer(t)
 	root, err := acctest.ModuleRoot()
