@@ -121,7 +121,8 @@ var ephemeralAppliedExamples = map[string]exampleCheck{
 
 // docsSnippet reports whether a file of an example directory is shown in the docs
 // but not applied: import blocks (of things the example does not create) and the
-// builds from private registries.
+// builds from private registries (which need credentials and another team's template;
+// TestAccExamples_validateEphemeral validates them).
 func docsSnippet(name string) bool {
 	return strings.HasPrefix(name, "import") || name == "private-registries.tf"
 }

@@ -1,6 +1,6 @@
-# Builds from private registries and from another team's template: these need
-# the registries' credentials and the "base" template, so the acceptance tests
-# validate this file and do not apply it.
+# Beside resource.tf: builds from private registries, which need their
+# credentials, and from another team's template.
+
 # A private base image. The write-only password (Terraform or OpenTofu 1.11+) is
 # sent to E2B and never stored in the state; raise password_wo_version to make a
 # new build with a new password. The plain `password` would be kept in the state.
