@@ -47,6 +47,9 @@ type fixture struct {
 // checks.
 var appliedExamples = map[string]exampleCheck{
 	"provider": nil,
+	// The README's configuration: the gate's smoke test fetched the page from the
+	// server the Dockerfile's CMD starts, and prod is on the build.
+	"minimal": nil,
 	"quickstart": func(t *testing.T, out outputs, _ fixture) {
 		if !strings.Contains(out.str("hello"), "Hello from an E2B template built by Terraform (sandbox, user user)") {
 			t.Errorf("hello = %q", out.str("hello"))
@@ -143,7 +146,10 @@ func applyExamples(t *testing.T, examples map[string]exampleCheck) {
 	acctest.Must(t, err)
 	// Every example but the promotion, which TestAccExamplePromotion_stagingThenProduction
 	// applies as its CI flow does.
-	dirs := []string{filepath.Join(root, "examples", "provider"), filepath.Join(root, "examples", "quickstart")}
+	var dirs []string
+	for _, top := range []string{"provider", "quickstart", "minimal"} {
+		dirs = append(dirs, filepath.Join(root, "examples", top))
+	}
 	for _, kind := range []string{"resources", "data-sources", "ephemeral-resources", "functions"} {
 		found, err := filepath.Glob(filepath.Join(root, "examples", kind, "*"))
 		acctest.Must(t, err)

@@ -1,5 +1,5 @@
 resource "e2b_template" "app" {
-  name   = "my-app"
+  name   = "my-template"
   public = false
 }
 
