@@ -1,7 +1,7 @@
 // Command terraform-provider-e2b is the Terraform provider for E2B sandbox
 // templates. Started by Terraform without arguments it serves the provider
 // over the plugin protocol; the first argument may instead name one of the
-// other roles the same binary carries (see subcommands).
+// other roles the same binary carries (command.Binary; `help` lists them).
 package main
 
 import (
@@ -17,27 +17,21 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/provider"
 )
 
-// version is set at build time with -ldflags "-X main.version=<version>".
-var version = "dev"
+// version and commit are set at build time with
+// -ldflags "-X main.version=<version> -X main.commit=<commit>"; without them
+// the Go build information stands in (command.Binary).
+var (
+	version = "dev"
+	commit  = ""
+)
 
 // providerAddress is the registry address Terraform knows the provider by.
 const providerAddress = "registry.terraform.io/e2b-terraform/e2b"
 
-// subcommands are the binary's other roles, chosen by the first argument.
-// Each entry point gets the remaining arguments and returns the exit code.
 // One binary carries every role so that a release has one version everywhere.
-var subcommands = map[string]func(args []string) int{
-	"envd":   command.Envd,
-	"server": command.Server,
-}
-
 func main() {
-	if len(os.Args) > 1 {
-		if run, ok := subcommands[os.Args[1]]; ok {
-			os.Exit(run(os.Args[2:]))
-		}
-	}
-	os.Exit(serveProvider(os.Args[1:]))
+	binary := command.Binary{Version: version, Commit: commit, Provider: serveProvider}
+	os.Exit(binary.Run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // serveProvider serves the Terraform provider until Terraform stops it.

@@ -11,6 +11,13 @@
 #   scripts/fresh-machine.sh                 quick start, then the tests
 #   scripts/fresh-machine.sh quickstart      only the quick start
 #
+#   FRESH_PARENT=dir/names   the clone's parent directories below the work
+#                            directory (default "test": lint rules and tests
+#                            must not match the checkout's own path); "" for none
+#   FRESH_TERRAFORM=path     a Terraform binary put on the container's PATH,
+#                            which the quick start then uses instead of
+#                            building the pinned one (default: none on PATH)
+#
 # Needs a Docker engine at DOCKER_HOST (scripts/test.sh's dockerd.sh starts
 # one) and root. The harness container itself gets the host network (to
 # reach apt's mirror and the Go module proxy) and CAP_SYS_ADMIN (debootstrap
@@ -38,8 +45,9 @@ scripts/test-image.sh debian
 root="$(mktemp -d "${TMPDIR:-/tmp}/e2b-fresh.XXXXXX")"
 # The images are this run's own (below): removed however the run ends.
 trap 'docker image rm "fresh-busybox:$$" "fresh-debian:$$" >/dev/null 2>&1 || true; rm -rf "$root"' EXIT
-git clone -q --no-local . "$root/clone"
-mkdir -p "$root/home" "$root/tmp"
+clone="$root/${FRESH_PARENT-test}/clone"
+mkdir -p "$(dirname "$clone")" "$root/home" "$root/tmp"
+git clone -q --no-local . "$clone"
 
 # A machine whose network re-signs TLS has its CA under
 # /usr/local/share/ca-certificates: the container's ca-certificates
@@ -49,19 +57,27 @@ if [[ -d /usr/local/share/ca-certificates ]]; then
 	cas=(-v /usr/local/share/ca-certificates:/usr/local/share/ca-certificates:ro)
 fi
 
+terraform=()
+if [[ -n "${FRESH_TERRAFORM:-}" ]]; then
+	terraform=(-v "$(realpath "$FRESH_TERRAFORM"):/usr/local/bin/terraform:ro")
+	echo "fresh-machine: Terraform on PATH: $("$FRESH_TERRAFORM" version | head -n 1)"
+else
+	echo "fresh-machine: no Terraform on PATH"
+fi
+
 # Own image names, so that test-image.sh builds them from its recipe
 # instead of finding this machine's.
 docker run --rm --network host --cap-add SYS_ADMIN \
 	-v "$goroot:$goroot:ro" \
 	-v "$(dirname "$socket"):$(dirname "$socket")" \
 	-v "$root:$root" \
-	"${cas[@]}" \
+	"${cas[@]}" "${terraform[@]}" \
 	-e DOCKER_HOST="$DOCKER_HOST" \
 	-e HOME="$root/home" -e TMPDIR="$root/tmp" \
 	-e PATH="$goroot/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
 	-e E2B_TEST_BASE_IMAGE="fresh-busybox:$$" -e E2B_TEST_DEBIAN_IMAGE="fresh-debian:$$" \
 	-e CI=true \
-	-w "$root/clone" "$image" \
+	-w "$clone" "$image" \
 	bash -c "set -e; t0=\$SECONDS; scripts/quickstart.sh; t1=\$SECONDS
 		echo \"fresh-machine: quickstart.sh took \$((t1 - t0)) s\"
 		if [[ $which == all ]]; then scripts/test.sh; echo \"fresh-machine: test.sh took \$((SECONDS - t1)) s\"; fi"

@@ -7,7 +7,8 @@
 # Terraform through dev_overrides: a template built from a context directory
 # with COPY and RUN, a tag on the build, and a command run in a sandbox from
 # that tag, whose output is printed. Then it destroys everything and stops
-# what it started.
+# what it started. A Terraform 1.8 or later on PATH is used; otherwise the
+# pinned one is built from source (scripts/tools.sh).
 #
 #   scripts/quickstart.sh            the whole round trip
 #   KEEP=1 scripts/quickstart.sh     leave server and state up, print how to reach them
@@ -67,7 +68,26 @@ trap 'exit 130' INT TERM
 # A Docker engine, and debootstrap for the offline Debian base image.
 scripts/install-packages.sh docker.io debootstrap ca-certificates
 
-terraform="$(scripts/tools.sh terraform)"
+# supported_terraform prints the path of a Terraform on PATH whose version
+# this provider supports (1.8 or later), and fails when there is none.
+supported_terraform() {
+	local path version major minor
+	path="$(command -v terraform)" || return 1
+	version="$("$path" version -json 2>/dev/null | sed -n 's/.*"terraform_version": *"\([^"]*\)".*/\1/p')"
+	IFS=. read -r major minor _ <<<"$version"
+	[[ "$major" =~ ^[0-9]+$ && "$minor" =~ ^[0-9]+$ ]] || return 1
+	((major > 1 || (major == 1 && minor >= 8))) || return 1
+	echo "$path"
+}
+
+# A supported Terraform on PATH saves building the pinned one from source
+# (minutes on a fresh machine).
+if terraform="$(supported_terraform)"; then
+	log "Terraform on PATH: $terraform"
+else
+	log "no Terraform 1.8 or later on PATH: the pinned one (built from source the first time)"
+	terraform="$(scripts/tools.sh terraform)"
+fi
 
 log "building the provider"
 mkdir -p "$work/bin"

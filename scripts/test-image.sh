@@ -9,7 +9,10 @@
 #       useradd and no command.
 #   E2B_TEST_DEBIAN_IMAGE (default e2b-test-debian:bookworm) Debian bookworm
 #       minbase made with debootstrap from the mirror this machine's apt uses:
-#       bash, apt, useradd, as the images E2B templates are built from.
+#       bash, apt, useradd, as the images E2B templates are built from, and
+#       the tools E2B's base image has that the SDK's ready commands run (ss,
+#       curl, pgrep) and python3, so that the examples' servers and ready
+#       commands run offline.
 #
 # Each image carries its recipe's version as a label and is skipped when the
 # engine has it with the same version: bump a RECIPE below when its recipe
@@ -19,7 +22,9 @@ set -euo pipefail
 BUSYBOX_IMAGE="${E2B_TEST_BASE_IMAGE:-e2b-test-base:latest}"
 BUSYBOX_RECIPE=2
 DEBIAN_IMAGE="${E2B_TEST_DEBIAN_IMAGE:-e2b-test-debian:bookworm}"
-DEBIAN_RECIPE=1
+DEBIAN_RECIPE=2
+# What E2B's base image has that the examples need (DEBIAN_RECIPE 2).
+DEBIAN_INCLUDE=iproute2,curl,procps,python3
 DEBIAN_SUITE=bookworm
 
 log() { printf 'test-image.sh: %s\n' "$*" >&2; }
@@ -97,8 +102,8 @@ build_debian() {
 		return 1
 	fi
 	root="$(mktemp -d)"
-	log "debootstrap --variant=minbase $DEBIAN_SUITE from $mirror (a minute or two)"
-	if ! debootstrap --variant=minbase "$DEBIAN_SUITE" "$root" "$mirror" >"$root.log" 2>&1; then
+	log "debootstrap --variant=minbase --include=$DEBIAN_INCLUDE $DEBIAN_SUITE from $mirror (a minute or two)"
+	if ! debootstrap --variant=minbase --include="$DEBIAN_INCLUDE" "$DEBIAN_SUITE" "$root" "$mirror" >"$root.log" 2>&1; then
 		cat "$root.log" >&2
 		rm -rf "$root" "$root.log"
 		return 1

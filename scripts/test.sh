@@ -9,7 +9,8 @@
 # Debian packages (apt), Terraform, OpenTofu and golangci-lint built from
 # source into the user's cache, a Docker engine of its own (unless
 # DOCKER_HOST already answers) and the offline test images. Then: gofmt,
-# go vet, golangci-lint, generated code and docs up to date, the tests with
+# go vet, golangci-lint, no tracked merge leftovers (*.orig, *.rej, *.bak),
+# generated code and docs up to date, the tests with
 # the race detector and acceptance tests on (TF_ACC=1) with Terraform, and
 # the acceptance tests again with OpenTofu; buf lint and format of the
 # .proto files. A missing prerequisite fails a
@@ -100,6 +101,18 @@ check_generated() {
 	fi
 }
 
+# check_no_leftovers fails when a merge or patch leftover is tracked: such a
+# file is never meant to be committed (.gitignore ignores new ones).
+check_no_leftovers() {
+	local leftovers
+	leftovers="$(git ls-files -- '*.orig' '*.rej' '*.bak')"
+	if [[ -n "$leftovers" ]]; then
+		echo "merge or patch leftovers are tracked (git rm them):" >&2
+		echo "$leftovers" >&2
+		return 1
+	fi
+}
+
 # go_test CLI JSONFILE [go test flags and packages...] runs tests with
 # acceptance tests on, against CLI (Terraform or OpenTofu).
 go_test() {
@@ -116,11 +129,13 @@ go_test() {
 # Acceptance tests that need a CLI newer than the pinned Terraform (the
 # ephemeral resource: Terraform 1.10+; write-only arguments: 1.11+) run in
 # the OpenTofu pass only.
-newer_cli_tests='^(TestAccProcessEphemeralResource_echo|TestAccTemplateBuild_writeOnlySecret|TestAccTemplateBuild_writeOnlyErrors|TestAccExamples_validateEphemeral)$'
+newer_cli_tests='^(TestAccProcessEphemeralResource_echo|TestAccTemplateBuild_writeOnlySecret|TestAccTemplateBuild_writeOnlyErrors|TestAccExamples_validateEphemeral|TestAccExamples_applyEphemeral)$'
 
 # Acceptance tests of what a CLI older than Terraform 1.11 answers (write-only
-# arguments refused) run in the Terraform pass only.
-older_cli_tests='^TestAccTemplateBuild_writeOnlyOldCLI$'
+# arguments refused) run in the Terraform pass only; so do the examples'
+# applies, which build templates and would only repeat themselves with
+# OpenTofu (the ephemeral one aside, above).
+older_cli_tests='^(TestAccTemplateBuild_writeOnlyOldCLI|TestAccExamples_apply|TestAccExamplePromotion_.*)$'
 
 run_tests() {
 	go_test "$terraform" "$work/tests-terraform.json" -skip "$newer_cli_tests" "${packages[@]}"
@@ -184,6 +199,7 @@ scripts/test-image.sh
 : >"$work/terraformrc"
 export TF_CLI_CONFIG_FILE="$work/terraformrc" CHECKPOINT_DISABLE=1
 
+check "no merge leftovers" check_no_leftovers
 check "gofmt" check_gofmt
 check "go vet" go vet "${packages[@]}"
 wait_tool "$buf_job" buf

@@ -1,7 +1,8 @@
 terraform {
   required_providers {
     e2b = {
-      source = "e2b-terraform/e2b"
+      source  = "e2b-terraform/e2b"
+      version = "~> 0.1"
     }
   }
 }

@@ -7,7 +7,8 @@ terraform {
   required_version = ">= 1.8"
   required_providers {
     e2b = {
-      source = "e2b-terraform/e2b"
+      source  = "e2b-terraform/e2b"
+      version = "~> 0.1"
     }
   }
 }

@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -24,8 +25,8 @@ import (
 // (envd/server.RunOptions); with --deadline-file, it stops once the time
 // in that file has passed.
 //
-// It serves until SIGINT or SIGTERM and returns the exit code: 0, 2 for
-// bad flags, 1 when envd fails.
+// It serves until SIGINT or SIGTERM and returns the exit code: 0 (also for
+// --help), 2 for bad flags, 1 when envd fails.
 func Envd(args []string) int {
 	flags := flag.NewFlagSet("envd", flag.ContinueOnError)
 	listen := flags.String("listen", fmt.Sprintf("127.0.0.1:%d", envd.Port), "TCP address host:port, or unix:///path/to/socket")
@@ -36,7 +37,14 @@ func Envd(args []string) int {
 	defaultUser := flags.String("default-user", "", "user for requests that name none (default root; POST /init may change it)")
 	defaultWorkdir := flags.String("default-workdir", "", "working directory for processes started without one (default the user's home)")
 	version := flags.Bool("version", false, "print the envd protocol version and exit")
+	flags.Usage = func() {
+		fmt.Fprintln(flags.Output(), "Usage: terraform-provider-e2b envd [flags]\n\nThe daemon inside the local server's sandboxes, which the server starts in each container.\n\nFlags:")
+		flags.PrintDefaults()
+	}
 	if err := flags.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	if flags.NArg() > 0 {

@@ -47,7 +47,7 @@ func parseServer(args []string, stderr io.Writer) (localserver.Options, error) {
 	fs.StringVar(&o.Network, "network", "none", "container network: none (a network namespace of its own per container: no host loopback, no other sandbox) or host (UNSAFE for untrusted code: the host's network, loopback services included)")
 	fs.StringVar(&o.Egress, "egress", egress.ModePublic, "outbound access of sandboxes and build steps through the server's HTTP(S) proxy: public (the public internet only: never loopback, private, link-local or other non-public addresses) or none (only --egress-allow)")
 	fs.StringVar(&o.EgressAllow, "egress-allow", "", "comma-separated extra egress targets, allowed even when private or loopback: CIDR, IP, ip:port or host:port (the server's own port stays refused)")
-	fs.StringVar(&o.Domain, "domain", "", "domain answered for sandboxes (default: localhost:<port>)")
+	fs.StringVar(&o.Domain, "domain", localserver.DefaultDomain, "domain answered for sandboxes and printed as E2B_DOMAIN, a bare DNS name the provider's domain accepts")
 	fs.StringVar(&o.PublicURL, "public-url", "", "base URL clients reach this server at, used in upload URLs (default: the request's Host)")
 	fs.Int64Var(&o.MaxUploadBytes, "max-upload-bytes", localserver.DefaultMaxUploadBytes, "largest accepted archive upload")
 	fs.Int64Var(&o.MaxUnpackedBytes, "max-unpacked-bytes", localserver.DefaultMaxUnpackedBytes, "largest accepted unpacked archive size")

@@ -39,7 +39,7 @@ func TestParseServerFlagsAndEnv(t *testing.T) {
 	}
 	o, err = parseServer(nil, io.Discard)
 	if err != nil || o.Network != "none" || o.Egress != "public" || o.MaxConnections != localserver.DefaultMaxConnections ||
-		o.MaxLogBytes != localserver.DefaultMaxLogBytes {
-		t.Errorf("defaults = %+v, %v: want network none, egress public", o, err)
+		o.MaxLogBytes != localserver.DefaultMaxLogBytes || o.Domain != localserver.DefaultDomain {
+		t.Errorf("defaults = %+v, %v: want network none, egress public, domain %s", o, err, localserver.DefaultDomain)
 	}
 }

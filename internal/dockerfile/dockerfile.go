@@ -172,15 +172,16 @@ func (c *converter) instruction(node *parser.Node) error {
 		return c.run(line, cmd)
 	case *instructions.CopyCommand:
 		if cmd.From != "" {
-			return fmt.Errorf("COPY --from=%s: a template has one stage and cannot copy from another image or stage", cmd.From)
+			return fmt.Errorf("COPY --from=%s: a template has one stage and cannot copy from another image or stage; "+
+				"put the files in the build context and COPY them from there", cmd.From)
 		}
 		if cmd.Parents {
-			return errors.New("COPY --parents is not supported")
+			return errors.New("COPY --parents is not supported: copy each directory with a COPY of its own")
 		}
 		return c.copy("COPY", cmd.SourcesAndDest, cmd.Chown, cmd.Chmod, cmd.ExcludePatterns)
 	case *instructions.AddCommand:
 		if cmd.Checksum != "" || cmd.KeepGitDir != nil || cmd.Unpack != nil {
-			return errors.New("ADD --checksum, --keep-git-dir and --unpack are not supported; ADD copies local files only")
+			return errors.New("ADD --checksum, --keep-git-dir and --unpack are not supported; ADD copies local files only (check or unpack them in a RUN step)")
 		}
 		for _, src := range cmd.SourcePaths {
 			if isRemote(src) {
@@ -230,11 +231,23 @@ func (c *converter) instruction(node *parser.Node) error {
 	case *instructions.LabelCommand, *instructions.MaintainerCommand:
 		c.warn(line, "%s is image metadata a template does not keep; ignored", name)
 	default:
-		// HEALTHCHECK, ONBUILD, SHELL, STOPSIGNAL: each changes how the image
-		// behaves in a way a template cannot reproduce.
-		return fmt.Errorf("%s is not supported in an E2B template", name)
+		if instead, ok := insteadOf[name]; ok {
+			return fmt.Errorf("%s is not supported in an E2B template: %s", name, instead)
+		}
+		return fmt.Errorf("%s is not an instruction an E2B template can express: remove it, or do its work in a RUN step", name)
 	}
 	return nil
+}
+
+// insteadOf says, for each instruction that changes how an image behaves in a
+// way a template cannot reproduce, what to use instead.
+var insteadOf = map[string]string{
+	"HEALTHCHECK": "say when a sandbox is ready with the build's ready command instead " +
+		"(ready_cmd, e.g. provider::e2b::wait_for_url or wait_for_port)",
+	"ONBUILD": "a template is no base for later Dockerfiles; put those instructions in the Dockerfile that needs them",
+	"SHELL":   "RUN commands run with bash -c (sh -c without bash); call another shell inside the command, e.g. RUN zsh -c '...'",
+	"STOPSIGNAL": "E2B stops a sandbox as a whole, not with a signal the image chooses; " +
+		"let the start command clean up on SIGTERM if it must",
 }
 
 func (c *converter) metaArg(arg *instructions.ArgCommand) error {
@@ -266,7 +279,8 @@ func (c *converter) argValue(name, v string) string {
 
 func (c *converter) from(line int, stage *instructions.Stage) error {
 	if c.fromLine != 0 {
-		return fmt.Errorf("second FROM (the first is at line %d): multi-stage Dockerfiles are not supported, a template has one base image", c.fromLine)
+		return fmt.Errorf("second FROM (the first is at line %d): multi-stage Dockerfiles are not supported, a template has one base image; "+
+			"build the earlier stages into an image to start from, or put their output in the build context", c.fromLine)
 	}
 	c.fromLine = line
 	// FROM expands the ARGs declared before it, as Docker does.
@@ -382,7 +396,7 @@ func (c *converter) unquote(word string) (string, error) {
 // finish sets the start command and the default USER and WORKDIR.
 func (c *converter) finish() (*Template, error) {
 	if c.fromLine == 0 {
-		return nil, &LineError{Err: errors.New("no FROM instruction")}
+		return nil, &LineError{Err: errors.New("no FROM instruction: a template starts from FROM <image> (only ARG may come before it)")}
 	}
 	var unused []string
 	for name := range c.buildArgs {
@@ -399,7 +413,7 @@ func (c *converter) finish() (*Template, error) {
 		c.t.StartCmd = start
 		c.t.ReadyCmd = ReadyCmdAfterStart
 	} else if c.entrypoint != nil || c.cmd != nil {
-		return nil, &LineError{Line: c.startedFrom, Err: errors.New("CMD/ENTRYPOINT gives an empty start command")}
+		return nil, &LineError{Line: c.startedFrom, Err: errors.New("CMD/ENTRYPOINT gives an empty start command: give the command sandboxes start with, or remove it")}
 	}
 	if !c.userSet {
 		c.step(steps.NewUser(DefaultUser))

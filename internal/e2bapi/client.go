@@ -376,7 +376,7 @@ func (c *Client) call(ctx context.Context, method, path string, query url.Values
 	}
 	resp, err := c.api.Do(req)
 	if err != nil {
-		return fmt.Errorf("E2B API %s %s: %w", method, path, redactedError{c.redact(ctx, err.Error()), err})
+		return fmt.Errorf("E2B API %s %s: %w%s", method, path, redactedError{c.redact(ctx, err.Error()), err}, c.unreachableHint(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
@@ -394,6 +394,20 @@ func (c *Client) call(ctx context.Context, method, path string, query url.Values
 		return fmt.Errorf("E2B API %s %s: the %d answer is not the expected JSON: %w", method, path, resp.StatusCode, err)
 	}
 	return nil
+}
+
+// unreachableHint says, when err is a failure to connect at all (refused,
+// unknown host, no route), which URL was tried and what to check; "" for
+// any other error, such as a cancelled request or a refused redirect.
+func (c *Client) unreachableHint(err error) string {
+	var opErr *net.OpError
+	var dnsErr *net.DNSError
+	if !errors.As(err, &opErr) && !errors.As(err, &dnsErr) {
+		return ""
+	}
+	return fmt.Sprintf(". No E2B API answered at %s: check that api_url (or E2B_API_URL, else the one domain gives) "+
+		"names it and that it is running and reachable from here. "+
+		"For the local server, start it with `terraform-provider-e2b server` and use the E2B_API_URL it prints", c.base)
 }
 
 // redactedError prints as its scrubbed text and unwraps to the original, so

@@ -255,6 +255,12 @@ func TestPOSTRetriedWhenNeverConnected(t *testing.T) {
 	if dials.Load() != 3 {
 		t.Errorf("%d attempts, want 3: a refused connection proves the POST was not processed", dials.Load())
 	}
+	// The error says which URL was tried and what to check.
+	for _, want := range []string{"connection refused", "No E2B API answered at " + url, "api_url (or E2B_API_URL", "is running", "terraform-provider-e2b server"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
 }
 
 type countingTransport struct {

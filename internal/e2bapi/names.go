@@ -142,7 +142,9 @@ func IsTemplateID(s string) bool {
 // template ID.
 func ValidateTemplateID(s string) error {
 	if !IsTemplateID(s) {
-		return fmt.Errorf("template ID %q is not 20 characters of a-z and 0-9", s)
+		return fmt.Errorf("%q is not a template ID: E2B gives each template an ID of 20 characters of a-z and 0-9, "+
+			"such as \"rki5dems9wqfm4r03t7g\" (e2b_template's id). A name such as \"my-app\" is accepted only where "+
+			"the argument says so (data sources, e2b_alias's template)", s)
 	}
 	return nil
 }

@@ -116,6 +116,11 @@ func TestIDShapes(t *testing.T) {
 			}
 		}
 	}
+	// What a template ID looks like, and where a name does instead.
+	if err := ValidateTemplateID("abc"); err == nil || !strings.Contains(err.Error(), "20 characters of a-z and 0-9") ||
+		!strings.Contains(err.Error(), "such as \"rki5dems9wqfm4r03t7g\"") || !strings.Contains(err.Error(), "A name such as") {
+		t.Errorf("template ID error %v: want the shape, an example and where names are accepted", err)
+	}
 	if IsBuildID("v1") || !IsBuildID("0b9d3f2e-6c1a-4a8e-9f7d-2e5b8c1d4a6f") {
 		t.Error("IsBuildID misclassifies")
 	}

@@ -27,6 +27,7 @@ import (
 	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/egress"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
 
 // The tests in this file attack the local server from inside sandboxes
@@ -34,7 +35,7 @@ import (
 // need the Docker engine of docker_test.go and a Debian image with bash,
 // apt and useradd: E2B_TEST_DEBIAN_IMAGE (default e2b-test-debian:bookworm).
 
-// debianImage returns the Debian test image, or skips.
+// debianImage returns the Debian test image, or reports it missing.
 func debianImage(t *testing.T) string {
 	t.Helper()
 	img := os.Getenv("E2B_TEST_DEBIAN_IMAGE")
@@ -43,11 +44,11 @@ func debianImage(t *testing.T) string {
 	}
 	cli, err := dockerclient.NewClientWithOpts(dockerclient.FromEnv, dockerclient.WithAPIVersionNegotiation())
 	if err != nil {
-		t.Skipf("Docker client: %v", err)
+		testutil.Missing(t, "Docker client: %v", err)
 	}
 	defer cli.Close()
 	if _, err := cli.ImageInspect(t.Context(), img); err != nil {
-		t.Skipf("Debian test image %s (E2B_TEST_DEBIAN_IMAGE) is not on the engine: %v", img, err)
+		testutil.Missing(t, "Debian test image %s (E2B_TEST_DEBIAN_IMAGE) is not on the engine (scripts/test-image.sh builds it): %v", img, err)
 	}
 	return img
 }

@@ -44,7 +44,7 @@ type Options struct {
 	StateDir string
 	// Network is engine.NetworkNone or engine.NetworkHost.
 	Network string
-	// Domain is answered for sandboxes (default: localhost:<port>).
+	// Domain is answered for sandboxes and printed as E2B_DOMAIN (default: DefaultDomain).
 	Domain    string
 	PublicURL string
 	// Egress and EgressAllow are the egress policy (egress.NewPolicy).
@@ -157,7 +157,7 @@ func serve(ctx context.Context, o Options, dataDir, apiKey string, eng Engine, p
 	baseURL := "http://" + addr.String()
 	domain := o.Domain
 	if domain == "" {
-		domain = fmt.Sprintf("localhost:%d", addr.Port)
+		domain = DefaultDomain
 	}
 	srv, err := New(ctx, Config{
 		DataDir: dataDir, APIKey: apiKey, TeamSlug: o.TeamSlug, PublicURL: o.PublicURL, Domain: domain,

@@ -61,10 +61,16 @@ type Config struct {
 	// appendLogs stores build log entries (the store's AppendLogs within
 	// LogBound when nil); tests inject faults such as a full disk here.
 	appendLogs func(buildID string, entries []store.LogEntry) error
+	// writeSpool writes part of an upload to its spool file (f.Write when
+	// nil); tests inject a full disk here, which needs no privileges.
+	writeSpool func(f *os.File, p []byte) (int, error)
 }
 
 // Defaults of the limits in Config.
 const (
+	// DefaultDomain is a bare DNS name, so that a provider configured from
+	// the printed E2B_DOMAIN accepts it; *.localhost resolves to loopback.
+	DefaultDomain            = "localhost"
 	DefaultTeamSlug          = "local"
 	DefaultMaxUploadBytes    = 1 << 30
 	DefaultMaxUnpackedBytes  = 4 << 30

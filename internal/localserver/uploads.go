@@ -78,7 +78,10 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, token stri
 	defer os.Remove(spool.Name())
 	// The writer's failures are the server's (a full disk), the body's the
 	// client's: they get different answers.
-	sw := &spoolWriter{f: spool}
+	sw := &spoolWriter{f: spool, write: s.cfg.writeSpool}
+	if sw.write == nil {
+		sw.write = (*os.File).Write
+	}
 	_, err = io.Copy(sw, http.MaxBytesReader(w, r.Body, s.cfg.MaxUploadBytes))
 	if err == nil {
 		if err = spool.Sync(); err != nil { // on disk before the state says it is stored
@@ -133,12 +136,13 @@ func (s *Server) repeatedUpload(w http.ResponseWriter, r *http.Request, grant st
 
 // spoolWriter remembers its file's write failure.
 type spoolWriter struct {
-	f   *os.File
-	err error
+	f     *os.File
+	write func(f *os.File, p []byte) (int, error)
+	err   error
 }
 
 func (w *spoolWriter) Write(p []byte) (int, error) {
-	n, err := w.f.Write(p)
+	n, err := w.write(w.f, p)
 	if err != nil {
 		w.err = err
 	}

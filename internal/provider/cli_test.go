@@ -19,6 +19,8 @@ type cli struct {
 	path      string
 	cliConfig string
 	Dir       string
+	// Env is added to the environment of every run (KEY=value).
+	Env []string
 }
 
 func newCLI(t *testing.T, srv *acctest.Server, dir string) *cli {
@@ -43,7 +45,7 @@ func (c *cli) Run(args ...string) (string, error) {
 	// Not t.Context: a cleanup's destroy runs after it ends.
 	cmd := exec.CommandContext(context.Background(), c.path, args...)
 	cmd.Dir = c.Dir
-	cmd.Env = append(os.Environ(), "TF_CLI_CONFIG_FILE="+c.cliConfig, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")
+	cmd.Env = append(append(os.Environ(), "TF_CLI_CONFIG_FILE="+c.cliConfig, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1"), c.Env...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

@@ -3,8 +3,6 @@ package provider
 // The examples under examples/, applied as users apply them.
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,13 +10,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/hashicorp/terraform-plugin-testing/compare"
-	"github.com/hashicorp/terraform-plugin-testing/config"
-	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
-	"github.com/hashicorp/terraform-plugin-testing/plancheck"
-	"github.com/hashicorp/terraform-plugin-testing/statecheck"
-	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
@@ -55,188 +46,109 @@ func copyDir(t *testing.T, src, dst string, after func(path string, dir bool) er
 	}))
 }
 
-// TestAccExamplePromotion_releaseModule applies the release module of examples/promotion
-// as it is written (the provider configured through the E2B_* environment
-// variables): a passing smoke test (the alias's gate) moves :prod to the
-// candidate; a candidate whose smoke test fails stops the apply with the test's
-// stderr and :prod stays on the build that passed; planning runs no smoke test.
-func TestAccExamplePromotion_releaseModule(t *testing.T) {
+// TestAccExamplePromotion_stagingThenProduction runs examples/promotion as its CI flow
+// does, with the CLI and the provider binary through dev_overrides: staging builds the
+// app and tags it once the smoke test passed; production takes that very build by its
+// spec hash (reuse: the same build_id, no second build) and tags it prod. Then a broken
+// app fails staging's smoke test and the staging tag stays on the build that passed.
+// Destroying production, then staging, removes the template.
+func TestAccExamplePromotion_stagingThenProduction(t *testing.T) {
 	srv := localServer(t)
-	t.Setenv(EnvAPIURL, srv.APIURL)
-	t.Setenv(EnvAPIKey, srv.APIKey)
-	t.Setenv(EnvSandboxURL, srv.SandboxURL)
-	// The module requires e2b-terraform/e2b, the provider's registry address.
-	t.Setenv("TF_ACC_PROVIDER_NAMESPACE", "e2b-terraform")
 	api := testAPI(t, srv)
 	root, err := acctest.ModuleRoot()
 	acctest.Must(t, err)
-	app := filepath.Join(t.TempDir(), "app")
-	copyDir(t, filepath.Join(root, "examples", "promotion", "app"), app, nil)
-	name := uniqueName("acc-promo")
-	vars := config.Variables{
-		"name":            config.StringVariable(name),
-		"base_image":      config.StringVariable(srv.DebianImage),
-		"context":         config.StringVariable(app),
-		"expected_output": config.StringVariable("smoke test passed"),
-	}
-	module := config.StaticDirectory(filepath.Join(root, "examples", "promotion", "modules", "release"))
-	var passed, templateID string
-	var spawned int64
-	tfresource.Test(t, tfresource.TestCase{
-		ProtoV6ProviderFactories: factories(),
-		Steps: []tfresource.TestStep{
-			{
-				ConfigDirectory: module,
-				ConfigVariables: vars,
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.CompareValuePairs("e2b_alias.prod", tfjsonpath.New("build_id"), "e2b_template_build.candidate", tfjsonpath.New("build_id"), compare.ValuesSame()),
-					statecheck.ExpectKnownValue("e2b_alias.prod", tfjsonpath.New("build_id"), capture(&passed)),
-					statecheck.ExpectKnownValue("e2b_template.this", tfjsonpath.New("id"), capture(&templateID)),
-					// The candidate, the template's first build, ran on the
-					// build registered with the template and got its tag.
-					serverCheck(func(ctx context.Context) error {
-						tpl, err := api.GetTemplate(ctx, templateID)
-						if err != nil {
-							return err
-						}
-						if len(tpl.Builds) != 1 || tpl.Builds[0].BuildID != passed {
-							return fmt.Errorf("builds %+v, want only the candidate %s", tpl.Builds, passed)
-						}
-						tags, err := api.ListTags(ctx, templateID)
-						if err != nil {
-							return err
-						}
-						for _, tag := range tags {
-							if tag.Tag == "candidate" && tag.BuildID == passed {
-								return nil
-							}
-						}
-						return fmt.Errorf("tag candidate does not point at %s: %+v", passed, tags)
-					}),
-				},
-			},
-			{
-				// A broken candidate: its smoke test fails, :prod stays.
-				PreConfig: func() {
-					acctest.Must(t, os.WriteFile(filepath.Join(app, "version.txt"), nil, 0o644))
-				},
-				ConfigDirectory: module,
-				ConfigVariables: vars,
-				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction("e2b_template_build.candidate", plancheck.ResourceActionReplace),
-				}},
-				ExpectError: regexp.MustCompile(`(?s)Gate failed.*smoke test failed: /app/version.txt is empty`),
-			},
-			{
-				// The tag is where it was; the plan moves it again, without a smoke test.
-				ConfigDirectory:    module,
-				ConfigVariables:    vars,
-				PlanOnly:           true,
-				ExpectNonEmptyPlan: true,
-				PreConfig: func() {
-					tags, err := api.ListTags(context.Background(), name)
-					acctest.Must(t, err)
-					for _, tag := range tags {
-						if tag.Tag == "prod" && tag.BuildID != passed {
-							t.Errorf(":prod points at %s after a failed smoke test; it was %s", tag.BuildID, passed)
-						}
-					}
-					spawned = spawnCount(t, api, templateID)
-				},
-				ConfigPlanChecks: tfresource.ConfigPlanChecks{PostApplyPreRefresh: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction("e2b_alias.prod", plancheck.ResourceActionUpdate),
-					planCheck(func() error {
-						if n := spawnCount(t, api, templateID); n != spawned {
-							return fmt.Errorf("planning started %d sandboxes", n-spawned)
-						}
-						return nil
-					}),
-				}},
-			},
-		},
-	})
-}
-
-// spawnCount is how many sandboxes were started from the template so far.
-func spawnCount(t *testing.T, api *e2bapi.Client, templateID string) int64 {
-	t.Helper()
-	tpl, err := api.GetTemplate(t.Context(), templateID)
-	acctest.Must(t, err)
-	return tpl.SpawnCount
-}
-
-// TestAccExamplePromotion_cli applies examples/promotion as a user would, with the Terraform
-// CLI and the provider binary through dev_overrides: the release module in staging (the
-// shared server), then in production (a server of its own), each through its own provider
-// configuration. Each environment ends with its own template, :prod on a build that passed
-// its smoke test; a second plan has nothing to do; destroy removes both templates.
-func TestAccExamplePromotion_cli(t *testing.T) {
-	staging := localServer(t)
-	production := acctest.Another(t)
-	root, err := acctest.ModuleRoot()
-	acctest.Must(t, err)
-	work := t.TempDir()
-	example := filepath.Join(work, "promotion")
+	example := filepath.Join(t.TempDir(), "promotion")
 	copyDir(t, filepath.Join(root, "examples", "promotion"), example, nil)
-	name := uniqueName("acc-promo-example")
-	vars := fmt.Sprintf(`
-staging            = { api_url = %q, sandbox_url = %q, template_name = %q }
-production         = { api_url = %q, sandbox_url = %q, template_name = %q }
-staging_api_key    = %q
-production_api_key = %q
-base_image         = %q
-`, staging.APIURL, staging.SandboxURL, name, production.APIURL, production.SandboxURL, name, staging.APIKey, production.APIKey, staging.DebianImage)
-	acctest.Must(t, os.WriteFile(filepath.Join(example, "terraform.tfvars"), []byte(vars), 0o600))
-	tf := newCLI(t, staging, example)
-	terraform, mustTerraform := tf.Run, tf.Must
+	name := uniqueName("acc-promo")
+	env := []string{"E2B_API_URL=" + srv.APIURL, "E2B_SANDBOX_URL=" + srv.SandboxURL, "E2B_API_KEY=" + srv.APIKey}
+	roots := map[string]*cli{}
+	for _, env_ := range []string{"staging", "production"} {
+		dir := filepath.Join(example, env_)
+		acctest.Must(t, os.WriteFile(filepath.Join(dir, "test.auto.tfvars"), fmt.Appendf(nil, "template = %q\nbase_image = %q\n", name, srv.DebianImage), 0o600))
+		roots[env_] = newCLI(t, srv, dir)
+		roots[env_].Env = env
+	}
+	staging, production := roots["staging"], roots["production"]
 	destroyed := false
 	t.Cleanup(func() {
-		if !destroyed {
-			if out, err := terraform("destroy", "-auto-approve", "-input=false", "-no-color"); err != nil {
-				t.Errorf("terraform destroy: %v\n%s", err, out)
+		if destroyed {
+			return
+		}
+		for _, tf := range []*cli{production, staging} {
+			if out, err := tf.Run("destroy", "-auto-approve", "-input=false", "-no-color"); err != nil {
+				t.Errorf("terraform destroy in %s: %v\n%s", tf.Dir, err, out)
 			}
 		}
 	})
-
-	mustTerraform("get", "-no-color") // the local release module; the provider comes from dev_overrides
-	mustTerraform("apply", "-auto-approve", "-input=false", "-no-color")
-	var outputs map[string]struct{ Value string }
-	acctest.Must(t, json.Unmarshal([]byte(mustTerraform("output", "-json")), &outputs))
-	for env, srv := range map[string]*acctest.Server{"staging": staging, "production": production} {
-		api := testAPI(t, srv)
-		_, err := api.GetTemplateByAlias(t.Context(), name)
-		acctest.Must(t, err)
+	tagOf := func(tag string) string {
 		tags, err := api.ListTags(t.Context(), name)
 		acctest.Must(t, err)
-		prod := ""
-		for _, tag := range tags {
-			if tag.Tag == "prod" {
-				prod = tag.BuildID
+		for _, tt := range tags {
+			if tt.Tag == tag {
+				return tt.BuildID
 			}
 		}
-		if prod == "" || outputs[env].Value != name+":prod -> "+prod {
-			t.Errorf("%s: output %q, :prod on %q (tags %+v)", env, outputs[env].Value, prod, tags)
-		}
-	}
-	if staging.APIURL == production.APIURL || outputs["staging"].Value == outputs["production"].Value {
-		t.Errorf("both environments are one: %s and %s", outputs["staging"].Value, outputs["production"].Value)
+		return ""
 	}
 
-	if out, err := terraform("plan", "-detailed-exitcode", "-input=false", "-no-color"); err != nil {
-		t.Errorf("second plan is not empty (%v):\n%s", err, out)
+	staging.Must("get", "-no-color") // the local release module; the provider comes from dev_overrides
+	staging.Must("apply", "-auto-approve", "-input=false", "-no-color")
+	tested := strings.TrimSpace(staging.Must("output", "-raw", "build_id"))
+	if tagOf("staging") != tested {
+		t.Fatalf("staging tag on %q, want the tested build %s", tagOf("staging"), tested)
 	}
-	mustTerraform("destroy", "-auto-approve", "-input=false", "-no-color")
-	destroyed = true
-	for env, srv := range map[string]*acctest.Server{"staging": staging, "production": production} {
-		if _, err := testAPI(t, srv).GetTemplateByAlias(t.Context(), name); !e2bapi.IsNotFound(err) {
-			t.Errorf("%s: template %s after destroy: %v, want not found", env, name, err)
+
+	builds := func() int {
+		tpl, err := api.GetTemplateByAlias(t.Context(), name)
+		acctest.Must(t, err)
+		full, err := api.GetTemplate(t.Context(), tpl.TemplateID)
+		acctest.Must(t, err)
+		return len(full.Builds)
+	}
+	stagingBuilds := builds()
+
+	production.Must("get", "-no-color")
+	plan := production.Must("plan", "-input=false", "-no-color")
+	if !strings.Contains(plan, tested) {
+		t.Errorf("production's plan does not show staging's build %s:\n%s", tested, plan)
+	}
+	production.Must("apply", "-auto-approve", "-input=false", "-no-color")
+	if got := strings.TrimSpace(production.Must("output", "-raw", "build_id")); got != tested || tagOf("prod") != tested {
+		t.Errorf("production took build %s (prod tag on %s), want staging's %s", got, tagOf("prod"), tested)
+	}
+	if a, b := strings.TrimSpace(staging.Must("output", "-raw", "spec_hash")), strings.TrimSpace(production.Must("output", "-raw", "spec_hash")); a != b {
+		t.Errorf("spec_hash staging %s, production %s", a, b)
+	}
+	if n := builds(); n != stagingBuilds {
+		t.Errorf("the template has %d builds after production's apply, %d before: production must not build", n, stagingBuilds)
+	}
+	for _, tf := range []*cli{staging, production} {
+		if out, err := tf.Run("plan", "-detailed-exitcode", "-input=false", "-no-color"); err != nil {
+			t.Errorf("second plan in %s is not empty (%v):\n%s", tf.Dir, err, out)
 		}
+	}
+
+	// A broken app: staging's smoke test fails the apply, the tag stays.
+	acctest.Must(t, os.WriteFile(filepath.Join(example, "app", "version.txt"), nil, 0o644))
+	out, err := staging.Run("apply", "-auto-approve", "-input=false", "-no-color")
+	if err == nil || !regexp.MustCompile(`(?s)Gate failed.*smoke test failed: /app/version.txt is empty`).MatchString(out) {
+		t.Errorf("staging apply of a broken app: %v\n%s", err, out)
+	}
+	if tagOf("staging") != tested || tagOf("prod") != tested {
+		t.Errorf("after a failed smoke test: staging on %s, prod on %s; want both still on %s", tagOf("staging"), tagOf("prod"), tested)
+	}
+
+	production.Must("destroy", "-auto-approve", "-input=false", "-no-color")
+	staging.Must("destroy", "-auto-approve", "-input=false", "-no-color")
+	destroyed = true
+	if _, err := api.GetTemplateByAlias(t.Context(), name); !e2bapi.IsNotFound(err) {
+		t.Errorf("template %s after destroy: %v, want not found", name, err)
 	}
 }
 
 // validateExamples runs terraform validate on each directory below examples/ that
-// patterns match (such as resources/*), copied with the provider's address as the
-// promotion example declares it: every example must stand on its own.
+// patterns match (such as resources/*), documentation snippets included, copied as
+// exampleCopy copies it: every example must stand on its own.
 func validateExamples(t *testing.T, skip []string, patterns ...string) {
 	srv := localServer(t)
 	root, err := acctest.ModuleRoot()
@@ -254,27 +166,7 @@ func validateExamples(t *testing.T, skip []string, patterns ...string) {
 				continue
 			}
 			t.Run(rel, func(t *testing.T) {
-				work := t.TempDir()
-				declared := false
-				copyDir(t, dir, work, func(path string, dir bool) error {
-					if dir {
-						return nil
-					}
-					b, err := os.ReadFile(path)
-					declared = declared || strings.Contains(string(b), "required_providers")
-					return err
-				})
-				if !declared {
-					acctest.Must(t, os.WriteFile(filepath.Join(work, "terraform.tf"), []byte(`
-terraform {
-  required_providers {
-    e2b = {
-      source = "e2b-terraform/e2b"
-    }
-  }
-}
-`), 0o600))
-				}
+				work := exampleCopy(t, dir, true)
 				newCLI(t, srv, work).Must("validate", "-no-color")
 			})
 		}

@@ -259,8 +259,8 @@ func resolveProviderData(m providerModel, getenv func(string) string, version st
 	apiURL, apiFrom, hasAPIURL := pick(m.APIURL, EnvAPIURL)
 	sandboxURL, sandboxFrom, hasSandboxURL := pick(m.SandboxURL, EnvSandboxURL)
 	// The domain is checked where an address is derived from it. With both URLs set it
-	// is not: E2B_DOMAIN is the SDKs' variable too, and the local server prints
-	// E2B_DOMAIN=localhost:<port> for them beside E2B_API_URL and E2B_SANDBOX_URL. In
+	// is not: E2B_DOMAIN is the SDKs' variable too, and a local server started with
+	// --domain localhost:<port> prints that for them beside E2B_API_URL and E2B_SANDBOX_URL. In
 	// the provider block the attribute's validator checks it always.
 	if !hasAPIURL || !hasSandboxURL {
 		addErr(&diags, "domain", domainFrom, safehttp.ValidateDomain(data.Domain))

@@ -711,3 +711,41 @@ func TestAccProvider_configurationRules(t *testing.T) {
 		})
 	}
 }
+
+// TestAccProvider_localServerEnvironment configures the provider as the local-server guide
+// does: from the lines the server prints (E2B_API_URL, E2B_SANDBOX_URL, E2B_DOMAIN,
+// E2B_API_KEY), with the printed domain also written in the provider block, whose
+// validator checks it always. A template is created through it.
+func TestAccProvider_localServerEnvironment(t *testing.T) {
+	srv := localServer(t)
+	printed := map[string]string{}
+	for line := range strings.Lines(srv.Log()) {
+		if key, value, ok := strings.Cut(strings.TrimSpace(line), "="); ok && strings.HasPrefix(key, "E2B_") && !strings.Contains(key, " ") {
+			printed[key] = value
+		}
+	}
+	for _, key := range []string{EnvAPIURL, EnvSandboxURL, EnvDomain, EnvAPIKey} {
+		if printed[key] == "" {
+			t.Fatalf("the server printed no %s line:\n%s", key, srv.Log())
+		}
+		t.Setenv(key, printed[key])
+	}
+	name := uniqueName("acc-printed-env")
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{{
+			Config: fmt.Sprintf(`
+provider "e2b" {
+  domain = %q
+}
+
+resource "e2b_template" "t" {
+  name = %q
+}
+`, printed[EnvDomain], name),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("e2b_template.t", tfjsonpath.New("name"), knownvalue.StringExact(name)),
+			},
+		}},
+	})
+}

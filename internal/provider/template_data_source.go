@@ -263,10 +263,11 @@ func templateAlias(t *e2bapi.TemplateWithBuilds, identifier string) string {
 	return identifier
 }
 
-// listTagsHint says how to check a template's tags outside Terraform.
+// listTagsHint says where to see a template's tags and how to point one at a build.
 func listTagsHint(template string) string {
-	return fmt.Sprintf("E2B lists its tags at GET /templates/%s/tags, each at the build it was last given; "+
-		"a tag resolves to the newest of its builds that is ready.", template)
+	return fmt.Sprintf("A tag resolves to the newest ready build it was given. To see which build has which tag, "+
+		"read this data source with template = %q (no tag): its builds attribute lists each build with its tags. "+
+		"To point a tag at a ready build, manage it with an e2b_alias resource.", template)
 }
 
 func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }

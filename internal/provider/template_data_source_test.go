@@ -118,7 +118,7 @@ data "e2b_template" "t" {
   template = %q
 }
 `, name),
-				ExpectError: errorText(`No template has the ID or name "` + name + `"`),
+				ExpectError: errorText(`No template has the ID or name "` + name + `", or it belongs to another team and is not public. Check the spelling and that the API key is of the team that owns it`),
 			},
 			{
 				Config: templateBuild(srv, name, "b", srv.BaseImage, "") + fmt.Sprintf(`
@@ -127,7 +127,8 @@ data "e2b_template" "t" {
   depends_on = [e2b_template_build.b]
 }
 `, name),
-				ExpectError: errorText(`Template ` + name + ` has no tag "nope"`),
+				ExpectError: errorText(`Template ` + name + ` has no tag "nope". A tag resolves to the newest ready build it was given. ` +
+					`To see which build has which tag, read this data source with template = "` + name + `" (no tag)`),
 			},
 		},
 	})

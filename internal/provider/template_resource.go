@@ -323,5 +323,6 @@ func readTemplateID(ctx context.Context, api *e2bapi.Client, ref string) (string
 // answers to, with how to check.
 func templateNotFound(ref string) string {
 	return fmt.Sprintf("No template has the ID or name %q, or it belongs to another team and is not public. "+
-		"Check that it exists with the E2B CLI (`e2b template list`) or GET /templates/aliases/%s.", ref, ref)
+		"Check the spelling and that the API key is of the team that owns it: the E2B CLI's `e2b template list` "+
+		"lists the templates that team has; another team's template must be public to be used.", ref)
 }

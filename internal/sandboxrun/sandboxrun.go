@@ -138,7 +138,7 @@ func Run(ctx context.Context, api *e2bapi.Client, req Request, opts Options) (re
 		detail := err.Error()
 		switch {
 		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
-			detail = fmt.Sprintf("%s did not end within the timeout of %s and was killed.", what, req.Run.Timeout)
+			detail = fmt.Sprintf("%s did not end within the timeout of %s and was killed; raise timeout if it needs longer.", what, req.Run.Timeout)
 		case errors.As(err, &pe):
 			detail = fmt.Sprintf("%s did not exit normally: %s.", what, pe.Status)
 		}

@@ -178,7 +178,7 @@ func TestRunTimeoutKillsTheSandbox(t *testing.T) {
 	res, err := Run(t.Context(), api, Request{Template: "base", Run: run}, opts)
 	var runErr *Error
 	if !errors.As(err, &runErr) || runErr.Stage != StageRun || runErr.SandboxID != testSandbox ||
-		!strings.Contains(err.Error(), `Command "/bin/sh -c echo started >&2; sleep 30" did not end within the timeout of 2s and was killed.`) {
+		!strings.Contains(err.Error(), `Command "/bin/sh -c echo started >&2; sleep 30" did not end within the timeout of 2s and was killed; raise timeout if it needs longer.`) {
 		t.Fatalf("Run error %v, want a timeout naming the command", err)
 	}
 	if !strings.Contains(err.Error(), "stderr:\nstarted") {

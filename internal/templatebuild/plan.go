@@ -363,7 +363,7 @@ func CheckCopySource(src string) error {
 	}
 	clean := filepath.ToSlash(filepath.Clean(src))
 	if clean == ".." || strings.HasPrefix(clean, "../") {
-		return fmt.Errorf("COPY source %q escapes the context", src)
+		return fmt.Errorf("COPY source %q escapes the context directory (the build's context, by default the Dockerfile's directory): sources are paths inside it; move the file into it or point context at a directory that holds it", src)
 	}
 	return nil
 }

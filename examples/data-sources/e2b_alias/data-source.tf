@@ -5,7 +5,7 @@ data "e2b_alias" "base" {
 }
 
 resource "e2b_template" "app" {
-  name = "my-app"
+  name = "on-base"
 }
 
 # Built on exactly that build: when the base team moves "prod", the plan shows
@@ -14,5 +14,9 @@ resource "e2b_template" "app" {
 resource "e2b_template_build" "app" {
   template_id   = e2b_template.app.id
   from_template = "base:${data.e2b_alias.base.build_id}"
-  steps         = [{ run = { command = "pip install -r /app/requirements.txt" } }]
+  steps         = [{ run = { command = "echo 'built on base ${data.e2b_alias.base.build_id}' > /tmp/base-build" } }]
+}
+
+output "base_build_id" {
+  value = data.e2b_alias.base.build_id
 }

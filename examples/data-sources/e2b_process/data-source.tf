@@ -1,10 +1,16 @@
+variable "base_image" {
+  description = "Base Docker image of the template, with Python 3."
+  type        = string
+  default     = "python:3.12-slim"
+}
+
 resource "e2b_template" "app" {
-  name = "my-app"
+  name = "probed-app"
 }
 
 resource "e2b_template_build" "app" {
   template_id = e2b_template.app.id
-  from_image  = "python:3.12-slim"
+  from_image  = var.base_image
   tags        = ["candidate"]
 }
 
@@ -24,13 +30,14 @@ output "python_version" {
 
 # Program and arguments without a shell, with input and limits.
 data "e2b_process" "checksum" {
-  template            = "my-app:prod"
+  template            = "${e2b_template.app.name}:candidate"
   cmd                 = "sha256sum"
   args                = ["-"]
   stdin               = "hello"
   timeout             = "30s"
   max_output_bytes    = 4096
   allow_non_zero_exit = true
+  depends_on          = [e2b_template_build.app]
 }
 
 output "checksum" {
@@ -40,16 +47,18 @@ output "checksum" {
     stderr           = data.e2b_process.checksum.stderr
     stdout_truncated = data.e2b_process.checksum.stdout_truncated
     stderr_truncated = data.e2b_process.checksum.stderr_truncated
-    sandbox_id       = data.e2b_process.checksum.sandbox_id
   }
 }
 
-# In a sandbox that is already running (it is left running).
+# In a sandbox that is already running (it is left running); read only when
+# a sandbox_id is given.
 variable "sandbox_id" {
-  type = string
+  type    = string
+  default = null
 }
 
 data "e2b_process" "uptime" {
+  count      = var.sandbox_id == null ? 0 : 1
   sandbox_id = var.sandbox_id
   command    = "uptime"
 }

@@ -1,5 +1,5 @@
 # template:tag
 import {
   to = e2b_alias.prod
-  id = "my-app:prod"
+  id = "gated-app:prod"
 }

@@ -1,2 +1,2 @@
 # template:tag
-terraform import e2b_alias.prod my-app:prod
+terraform import e2b_alias.prod gated-app:prod

@@ -1,5 +1,5 @@
 # By template ID or by name.
 import {
   to = e2b_template.app
-  id = "my-app"
+  id = "my-template"
 }

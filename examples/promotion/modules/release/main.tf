@@ -1,17 +1,29 @@
-# One environment's release: build a candidate, smoke-test it in a sandbox,
-# and move the :prod tag to it only when the test passes (the alias's gate). Sandboxes started
-# from "<name>:prod" keep running the previous build until then.
+# One environment's release of the app: a build of ./app (reused when a ready
+# build of the template has the same spec_hash), smoke-tested in a sandbox of
+# exactly that build, then given the environment's tag. Sandboxes started from
+# "<template>:<tag>" keep running the previous build until the test passed.
 
 terraform {
   required_providers {
     e2b = {
-      source = "e2b-terraform/e2b"
+      source  = "e2b-terraform/e2b"
+      version = "~> 0.1"
     }
   }
 }
 
-variable "name" {
-  description = "Template name in this environment."
+variable "template" {
+  description = "Name of the template."
+  type        = string
+}
+
+variable "template_id" {
+  description = "ID of the template."
+  type        = string
+}
+
+variable "tag" {
+  description = "The environment's tag, moved to the build once its smoke test passed."
   type        = string
 }
 
@@ -21,23 +33,30 @@ variable "base_image" {
 }
 
 variable "context" {
-  description = "Build context directory."
+  description = "Build context directory: the app."
   type        = string
 }
 
 variable "expected_output" {
-  description = "What the smoke test must print for the candidate to be promoted."
+  description = "What the smoke test must print for the build to get the tag."
   type        = string
+  default     = "smoke test passed"
 }
 
-resource "e2b_template" "this" {
-  name = var.name
+variable "tested_build_id" {
+  description = "When set, the only build this release may tag: the one an earlier environment tested."
+  type        = string
+  default     = null
 }
 
-resource "e2b_template_build" "candidate" {
-  template_id = e2b_template.this.id
+# With reuse, the same inputs give the same spec_hash everywhere (any machine,
+# any checkout path), and a ready build of the template tagged with it is
+# taken instead of building again.
+resource "e2b_template_build" "release" {
+  template_id = var.template_id
   from_image  = var.base_image
   context     = var.context
+  reuse       = true
   tags        = ["candidate"]
 
   steps = [
@@ -47,22 +66,31 @@ resource "e2b_template_build" "candidate" {
   ]
 }
 
-# Moves :prod to the candidate once its smoke test passed in a sandbox of
-# exactly that build. The gate runs when the candidate changes, never during
-# plan or refresh; a failing test stops the apply with its stderr, and :prod
-# stays on the build that passed.
-resource "e2b_alias" "prod" {
-  template = e2b_template.this.name
-  tag      = "prod"
-  build_id = e2b_template_build.candidate.build_id
+# The gate runs when the build changes, never during plan or refresh; a failing
+# smoke test stops the apply with its stderr, and the tag stays where it was.
+resource "e2b_alias" "this" {
+  template = var.template
+  tag      = var.tag
+  build_id = e2b_template_build.release.build_id
 
   gate = {
     cmd     = "/app/smoke.sh"
     env     = { EXPECTED_OUTPUT = var.expected_output }
     timeout = "2m"
   }
+
+  lifecycle {
+    precondition {
+      condition     = var.tested_build_id == null || e2b_template_build.release.build_id == var.tested_build_id
+      error_message = "This release would tag build ${e2b_template_build.release.build_id}, not the tested build ${coalesce(var.tested_build_id, "-")}: apply the earlier environment with the same configuration first."
+    }
+  }
 }
 
-output "prod" {
-  value = "${e2b_template.this.name}:prod -> ${e2b_alias.prod.build_id}"
+output "build_id" {
+  value = e2b_alias.this.build_id
+}
+
+output "spec_hash" {
+  value = e2b_template_build.release.spec_hash
 }

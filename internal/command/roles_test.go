@@ -1,0 +1,89 @@
+package command
+
+import (
+	"bytes"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// run runs b with args and returns the exit code, stdout, stderr and the
+// arguments the provider was served with (nil when it was not).
+func run(t *testing.T, args ...string) (code int, stdout, stderr string, served []string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	b := Binary{Version: "0.1.0", Commit: "abc1234", Provider: func(args []string) int {
+		served = append([]string{"served"}, args...)
+		return 0
+	}}
+	code = b.Run(args, &out, &errOut)
+	return code, out.String(), errOut.String(), served
+}
+
+func TestRunHelpListsTheRoles(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"-h"}, {"-help"}} {
+		code, stdout, _, served := run(t, args...)
+		if code != 0 || served != nil {
+			t.Errorf("%v: exit %d, served %v; want the list and exit 0", args, code, served)
+		}
+		for _, want := range []string{"server ", "envd ", "version ", "serve the provider", "0.1.0"} {
+			if !strings.Contains(stdout, want) {
+				t.Errorf("%v: the list lacks %q:\n%s", args, want, stdout)
+			}
+		}
+	}
+}
+
+func TestRunUnknownRoleListsTheRolesAndExits2(t *testing.T) {
+	code, stdout, stderr, served := run(t, "sever")
+	if code != 2 || served != nil || stdout != "" {
+		t.Errorf("exit %d, served %v, stdout %q; want exit 2 and nothing served", code, served, stdout)
+	}
+	if !strings.Contains(stderr, `unknown role "sever"`) || !strings.Contains(stderr, "server ") {
+		t.Errorf("stderr lacks the role at fault or the list:\n%s", stderr)
+	}
+}
+
+func TestRunVersion(t *testing.T) {
+	for _, arg := range []string{"version", "--version"} {
+		code, stdout, _, _ := run(t, arg)
+		if code != 0 {
+			t.Errorf("%s: exit %d", arg, code)
+		}
+		for _, want := range []string{"0.1.0", "commit abc1234", runtime.Version()} {
+			if !strings.Contains(stdout, want) {
+				t.Errorf("%s: %q lacks %q", arg, stdout, want)
+			}
+		}
+	}
+	// Without -ldflags, a build from a checkout names no made-up commit.
+	if got := (Binary{}).describe(); !strings.HasPrefix(got, "terraform-provider-e2b dev (commit ") {
+		t.Errorf("unstamped build: %q", got)
+	}
+}
+
+// TestRunServesTheProviderAsTerraformStartsIt: Terraform and OpenTofu start
+// the binary without arguments and with the handshake cookie; -debug is for
+// debuggers. Without the cookie a person ran it: the list, exit 2.
+func TestRunServesTheProviderAsTerraformStartsIt(t *testing.T) {
+	t.Setenv(pluginCookieEnv, "")
+	if code, _, stderr, served := run(t); code != 2 || served != nil || !strings.Contains(stderr, "Roles:") {
+		t.Errorf("no arguments, no cookie: exit %d, served %v, stderr %q", code, served, stderr)
+	}
+	t.Setenv(pluginCookieEnv, "cookie")
+	if code, _, _, served := run(t); code != 0 || !slices.Equal(served, []string{"served"}) {
+		t.Errorf("no arguments with the cookie: exit %d, served %v", code, served)
+	}
+	if code, _, _, served := run(t, "-debug"); code != 0 || !slices.Equal(served, []string{"served", "-debug"}) {
+		t.Errorf("-debug: exit %d, served %v", code, served)
+	}
+}
+
+func TestRoleHelpExits0(t *testing.T) {
+	for _, role := range []string{"server", "envd"} {
+		if code, _, _, _ := run(t, role, "--help"); code != 0 {
+			t.Errorf("%s --help: exit %d, want 0", role, code)
+		}
+	}
+}
