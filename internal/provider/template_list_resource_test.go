@@ -2,13 +2,19 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
+	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/querycheck"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
@@ -196,5 +202,60 @@ func TestAccTemplateList_paging(t *testing.T) {
 		if n := names(got); !strings.HasPrefix(n, "other-0 error: Listing templates: ") || !strings.Contains(n, "context canceled") {
 			t.Errorf("listed %q, want other-0 and the cancel", n)
 		}
+	})
+}
+
+// queryTerraform is a Terraform CLI on PATH that runs `terraform query` (1.14+). None is
+// required (the pinned CLIs cannot, and 1.14 cannot be built from the Go module proxy), so
+// without one the test is skipped, whatever E2B_TEST_REQUIRE_ALL says.
+func queryTerraform(t *testing.T) string {
+	t.Helper()
+	cli, err := exec.LookPath("terraform")
+	if err != nil {
+		t.Skip("no terraform on PATH; terraform query needs Terraform 1.14 or later")
+	}
+	out, err := exec.CommandContext(t.Context(), cli, "version", "-json").Output()
+	var v struct {
+		Version string `json:"terraform_version"`
+	}
+	if err != nil || json.Unmarshal(out, &v) != nil {
+		t.Skipf("%s version -json failed (%v); terraform query needs Terraform 1.14 or later", cli, err)
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(v.Version, "%d.%d", &major, &minor); err != nil || major < 1 || (major == 1 && minor < 14) {
+		t.Skipf("%s is Terraform %s; terraform query needs 1.14 or later", cli, v.Version)
+	}
+	return cli
+}
+
+// TestAccTemplateList_query lists a template with `terraform query`, when a Terraform
+// 1.14+ is on PATH.
+func TestAccTemplateList_query(t *testing.T) {
+	t.Setenv("TF_ACC_TERRAFORM_PATH", queryTerraform(t))
+	srv := localServer(t)
+	name := uniqueName("acc-query")
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{
+			{Config: templateConfig(srv.ProviderConfig(), name, false)},
+			{
+				Query: true,
+				Config: srv.ProviderConfig() + fmt.Sprintf(`
+list "e2b_template" "found" {
+  provider         = e2b
+  include_resource = true
+  config {
+    name_prefix = %q
+  }
+}
+`, name),
+				QueryResultChecks: []querycheck.QueryResultCheck{
+					querycheck.ExpectLength("e2b_template.found", 1),
+					querycheck.ExpectIdentity("e2b_template.found", map[string]knownvalue.Check{
+						"id": knownvalue.StringRegexp(regexp.MustCompile(`^[a-z0-9]{20}$`)),
+					}),
+				},
+			},
+		},
 	})
 }
