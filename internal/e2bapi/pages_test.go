@@ -17,13 +17,13 @@ func listed(id, alias string) Template {
 		Aliases: []string{alias}, CreatedAt: testTime, UpdatedAt: testTime, BuildStatus: BuildReady, EnvdVersion: "0.6.13"}
 }
 
-// pagedTemplates is a stand-in of GET /v2/templates over n templates that pages as E2B
+// pagedTemplates is a stand-in of GET /v2/templates over seven templates that pages as E2B
 // does: limit items after the template named by nextToken, X-Next-Token while more
 // remain. block, when not nil, holds the answer of any page after the first until the
 // request's context ends.
-func pagedTemplates(t *testing.T, n int, block chan struct{}) *apiServer {
+func pagedTemplates(t *testing.T, block chan struct{}) *apiServer {
 	t.Helper()
-	items := make([]Template, n)
+	items := make([]Template, 7)
 	for i := range items {
 		items[i] = listed(fmt.Sprintf("tpl%017d", i), fmt.Sprintf("t%d", i))
 	}
@@ -51,7 +51,7 @@ func pagedTemplates(t *testing.T, n int, block chan struct{}) *apiServer {
 }
 
 func TestTemplatesPages(t *testing.T) {
-	srv := pagedTemplates(t, 7, nil)
+	srv := pagedTemplates(t, nil)
 	c, _ := newTestClient(t, srv, nil)
 	var got []string
 	for tpl, err := range c.Templates(t.Context(), 3) {
@@ -77,7 +77,7 @@ func TestTemplatesPages(t *testing.T) {
 // page in flight ends with ctx's error.
 func TestTemplatesStops(t *testing.T) {
 	t.Run("break", func(t *testing.T) {
-		srv := pagedTemplates(t, 7, nil)
+		srv := pagedTemplates(t, nil)
 		c, _ := newTestClient(t, srv, nil)
 		for tpl, err := range c.Templates(t.Context(), 3) {
 			if err != nil || tpl.Aliases[0] == "t1" {
@@ -89,7 +89,7 @@ func TestTemplatesStops(t *testing.T) {
 		}
 	})
 	t.Run("cancel between pages", func(t *testing.T) {
-		srv := pagedTemplates(t, 7, nil)
+		srv := pagedTemplates(t, nil)
 		c, _ := newTestClient(t, srv, nil)
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
@@ -112,7 +112,7 @@ func TestTemplatesStops(t *testing.T) {
 	})
 	t.Run("cancel during a page", func(t *testing.T) {
 		asked := make(chan struct{})
-		srv := pagedTemplates(t, 7, asked)
+		srv := pagedTemplates(t, asked)
 		c, _ := newTestClient(t, srv, nil)
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()

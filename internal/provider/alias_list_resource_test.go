@@ -20,7 +20,7 @@ func TestAccAliasList_tags(t *testing.T) {
 	name := uniqueName("acc-alias-list")
 	var buildID string
 	check := serverCheck(func(ctx context.Context) error {
-		s := newListServer(t, srv)
+		s := newListServer(t, ctx, srv)
 		want := fmt.Sprintf("%[1]s:default %[1]s:prod %[1]s:v1", name)
 		one := s.list(t, ctx, "e2b_alias", map[string]tftypes.Value{"template": tftypes.NewValue(tftypes.String, name)}, true, 0, nil)
 		if got := names(one); got != want {

@@ -29,7 +29,7 @@ type listServer struct {
 	identities *tfprotov6.GetResourceIdentitySchemasResponse
 }
 
-func newListServer(t *testing.T, srv *acctest.Server) *listServer {
+func newListServer(t *testing.T, ctx context.Context, srv *acctest.Server) *listServer {
 	t.Helper()
 	server, err := providerserver.NewProtocol6WithError(New("test")())()
 	acctest.Must(t, err)
@@ -38,15 +38,15 @@ func newListServer(t *testing.T, srv *acctest.Server) *listServer {
 		t.Fatalf("the provider server %T serves no list resources", server)
 	}
 	s := &listServer{ListResourceServer: lister}
-	s.schemas, err = server.GetProviderSchema(t.Context(), &tfprotov6.GetProviderSchemaRequest{})
+	s.schemas, err = server.GetProviderSchema(ctx, &tfprotov6.GetProviderSchemaRequest{})
 	acctest.Must(t, err)
-	s.identities, err = server.GetResourceIdentitySchemas(t.Context(), &tfprotov6.GetResourceIdentitySchemasRequest{})
+	s.identities, err = server.GetResourceIdentitySchemas(ctx, &tfprotov6.GetResourceIdentitySchemasRequest{})
 	acctest.Must(t, err)
 	config := dynamicValue(t, s.schemas.Provider.ValueType(), map[string]tftypes.Value{
 		"api_url": tftypes.NewValue(tftypes.String, srv.APIURL),
 		"api_key": tftypes.NewValue(tftypes.String, srv.APIKey),
 	})
-	resp, err := server.ConfigureProvider(t.Context(), &tfprotov6.ConfigureProviderRequest{Config: config})
+	resp, err := server.ConfigureProvider(ctx, &tfprotov6.ConfigureProviderRequest{Config: config})
 	acctest.Must(t, err)
 	for _, d := range resp.Diagnostics {
 		t.Fatalf("configuring the provider: %s: %s", d.Summary, d.Detail)
@@ -151,7 +151,7 @@ func TestAccTemplateList_paging(t *testing.T) {
 			acctest.Must(t, err)
 		}
 	}
-	s := newListServer(t, srv)
+	s := newListServer(t, t.Context(), srv)
 	str := func(v string) tftypes.Value { return tftypes.NewValue(tftypes.String, v) }
 	cases := []struct {
 		name   string
