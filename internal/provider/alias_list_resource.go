@@ -2,6 +2,8 @@ package provider
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -55,48 +57,45 @@ func (r *aliasListResource) Configure(_ context.Context, req resource.ConfigureR
 
 func (r *aliasListResource) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
 	var config aliasListModel
-	diags := req.Config.Get(ctx, &config)
-	api := apiOrError(r.data, &diags)
-	if diags.HasError() {
-		stream.Results = list.ListResultsStreamDiagnostics(diags)
-		return
-	}
-	ctx = r.data.logContext(ctx)
-	stream.Results = func(push func(list.ListResult) bool) {
-		sent := int64(0)
-		// each pushes the importable tags of one template, named as template, and
-		// reports whether the list goes on.
-		each := func(templateID, template string) bool {
-			results, err := aliasListResults(ctx, api, req, templateID, template)
-			if e2bapi.IsNotFound(err) && config.Template.IsNull() {
-				return true // deleted since the template list was read
-			}
-			if err != nil {
-				return pushError(push, "Listing the tags of template "+template, err)
-			}
-			for _, result := range results {
-				sent++
-				if !push(result) || (req.Limit > 0 && sent >= req.Limit) {
+	stream.Results = listStream(ctx, r.data, req, &config, "Listing tags",
+		func(ctx context.Context, api *e2bapi.Client, push func(list.ListResult) bool) error {
+			var failed error
+			// each pushes the importable tags of one template, named as template, and
+			// reports whether the list goes on.
+			each := func(templateID, template string) bool {
+				results, err := aliasListResults(ctx, api, req, templateID, template)
+				if e2bapi.IsNotFound(err) && config.Template.IsNull() {
+					return true // deleted since the template list was read
+				}
+				if err != nil {
+					failed = fmt.Errorf("tags of template %s: %w", template, err)
 					return false
 				}
+				for _, result := range results {
+					if !push(result) {
+						return false
+					}
+				}
+				return true
 			}
-			return true
-		}
-		if template := config.Template.ValueString(); template != "" {
-			templateID, d := resolveTemplateID(ctx, api, template)
-			if d.HasError() {
-				push(list.ListResult{Diagnostics: d})
-				return
+			if template := config.Template.ValueString(); template != "" {
+				templateID, err := readTemplateID(ctx, api, template)
+				if e2bapi.IsNotFound(err) {
+					return errors.New(templateNotFound(template))
+				}
+				if err != nil {
+					return err
+				}
+				each(templateID, template)
+				return failed
 			}
-			each(templateID, template)
-			return
-		}
-		if err := eachTemplate(ctx, api, templateFilter{}, 0, func(t e2bapi.Template) bool {
-			return each(t.TemplateID, templateName(t.Aliases, t.Names))
-		}); err != nil {
-			pushError(push, "Listing templates", err)
-		}
-	}
+			if err := eachTemplate(ctx, api, templateFilter{}, 0, func(t e2bapi.Template) bool {
+				return each(t.TemplateID, templateName(t.Aliases, t.Names))
+			}); err != nil {
+				return err
+			}
+			return failed
+		})
 }
 
 // aliasListResults are the list results of the tags of the template templateID whose

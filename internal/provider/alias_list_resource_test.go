@@ -35,6 +35,10 @@ func TestAccAliasList_tags(t *testing.T) {
 				return fmt.Errorf("%s: resource %v, want the alias on %s", r.name, r.resource, buildID)
 			}
 		}
+		missing := s.list(t, ctx, "e2b_alias", map[string]tftypes.Value{"template": tftypes.NewValue(tftypes.String, name+"-missing")}, false, 0, nil)
+		if got := names(missing); !strings.HasPrefix(got, "error: Listing tags: No template has the ID or name") {
+			return fmt.Errorf("tags of a template that does not exist: listed %q, want the error", got)
+		}
 		var ours []listed
 		for _, r := range s.list(t, ctx, "e2b_alias", nil, false, 0, nil) {
 			if len(r.errors) > 0 || strings.HasPrefix(r.name, name+":") {

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"iter"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -82,10 +83,27 @@ func pageSizeFor(limit int64) int {
 	return int(limit)
 }
 
-// pushError ends a list with an error; it returns false, for callers that stop there.
-func pushError(push func(list.ListResult) bool, summary string, err error) bool {
-	var d diag.Diagnostics
-	d.AddError(summary, err.Error())
-	push(list.ListResult{Diagnostics: d})
-	return false
+// listStream is a list resource's stream: the list configuration read into config, then
+// the results each pushes, up to req.Limit; an error each returns ends the list with
+// summary.
+func listStream(ctx context.Context, data *ProviderData, req list.ListRequest, config any, summary string,
+	each func(ctx context.Context, api *e2bapi.Client, push func(list.ListResult) bool) error) iter.Seq[list.ListResult] {
+	diags := req.Config.Get(ctx, config)
+	api := apiOrError(data, &diags)
+	if diags.HasError() {
+		return list.ListResultsStreamDiagnostics(diags)
+	}
+	ctx = data.logContext(ctx)
+	return func(push func(list.ListResult) bool) {
+		sent := int64(0)
+		err := each(ctx, api, func(result list.ListResult) bool {
+			sent++
+			return push(result) && (req.Limit <= 0 || sent < req.Limit)
+		})
+		if err != nil {
+			var d diag.Diagnostics
+			d.AddError(summary, err.Error())
+			push(list.ListResult{Diagnostics: d})
+		}
+	}
 }

@@ -43,23 +43,12 @@ func (r *templateListResource) Configure(_ context.Context, req resource.Configu
 
 func (r *templateListResource) List(ctx context.Context, req list.ListRequest, stream *list.ListResultsStream) {
 	var filter templateFilter
-	diags := req.Config.Get(ctx, &filter)
-	api := apiOrError(r.data, &diags)
-	if diags.HasError() {
-		stream.Results = list.ListResultsStreamDiagnostics(diags)
-		return
-	}
-	ctx = r.data.logContext(ctx)
-	stream.Results = func(push func(list.ListResult) bool) {
-		sent := int64(0)
-		err := eachTemplate(ctx, api, filter, pageSizeFor(req.Limit), func(t e2bapi.Template) bool {
-			sent++
-			return push(templateListResult(ctx, req, t)) && (req.Limit <= 0 || sent < req.Limit)
+	stream.Results = listStream(ctx, r.data, req, &filter, "Listing templates",
+		func(ctx context.Context, api *e2bapi.Client, push func(list.ListResult) bool) error {
+			return eachTemplate(ctx, api, filter, pageSizeFor(req.Limit), func(t e2bapi.Template) bool {
+				return push(templateListResult(ctx, req, t))
+			})
 		})
-		if err != nil {
-			pushError(push, "Listing templates", err)
-		}
-	}
 }
 
 // templateListResult is t's identity, name and, when asked, its e2b_template as an
