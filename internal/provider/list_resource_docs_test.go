@@ -21,7 +21,7 @@ func TestListResourceDocs(t *testing.T) {
 	root, err := acctest.ModuleRoot()
 	acctest.Must(t, err)
 	ctx := context.Background()
-	for _, newList := range New("test")().(*e2bProvider).ListResources(ctx) {
+	for _, newList := range (&e2bProvider{}).ListResources(ctx) {
 		r := newList()
 		var meta resource.MetadataResponse
 		r.Metadata(ctx, resource.MetadataRequest{ProviderTypeName: "e2b"}, &meta)
