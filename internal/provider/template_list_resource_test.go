@@ -205,6 +205,24 @@ func TestAccTemplateList_paging(t *testing.T) {
 	})
 }
 
+// cliVersion is the version the Terraform or OpenTofu CLI at path reports, such as
+// "1.12.6", and whether it is at least 1.minor.
+func cliVersion(t *testing.T, path string, minor int) (string, bool) {
+	t.Helper()
+	out, err := exec.CommandContext(t.Context(), path, "version", "-json").Output()
+	var v struct {
+		Version string `json:"terraform_version"`
+	}
+	if err != nil || json.Unmarshal(out, &v) != nil {
+		t.Fatalf("%s version -json: %v\n%s", path, err, out)
+	}
+	var major, got int
+	if _, err := fmt.Sscanf(v.Version, "%d.%d", &major, &got); err != nil {
+		t.Fatalf("%s reports version %q", path, v.Version)
+	}
+	return v.Version, major > 1 || (major == 1 && got >= minor)
+}
+
 // queryTerraform is a Terraform CLI on PATH that runs `terraform query` (1.14+). None is
 // required (the pinned CLIs cannot, and 1.14 cannot be built from the Go module proxy), so
 // without one the test is skipped, whatever E2B_TEST_REQUIRE_ALL says.
@@ -214,16 +232,8 @@ func queryTerraform(t *testing.T) string {
 	if err != nil {
 		t.Skip("no terraform on PATH; terraform query needs Terraform 1.14 or later")
 	}
-	out, err := exec.CommandContext(t.Context(), cli, "version", "-json").Output()
-	var v struct {
-		Version string `json:"terraform_version"`
-	}
-	if err != nil || json.Unmarshal(out, &v) != nil {
-		t.Skipf("%s version -json failed (%v); terraform query needs Terraform 1.14 or later", cli, err)
-	}
-	var major, minor int
-	if _, err := fmt.Sscanf(v.Version, "%d.%d", &major, &minor); err != nil || major < 1 || (major == 1 && minor < 14) {
-		t.Skipf("%s is Terraform %s; terraform query needs 1.14 or later", cli, v.Version)
+	if version, ok := cliVersion(t, cli, 14); !ok {
+		t.Skipf("%s is Terraform %s; terraform query needs 1.14 or later", cli, version)
 	}
 	return cli
 }
