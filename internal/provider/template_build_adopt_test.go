@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfversion"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
 // importBuild is an import block of the build buildID of templateID into
@@ -28,16 +29,23 @@ import {
 	}
 }
 
+// reuseSetup is the shared local server, a client of it, a template registered outside
+// Terraform (named from prefix) and the context of reuseBuild.
+func reuseSetup(t *testing.T, prefix string) (*acctest.Server, *e2bapi.Client, string, string) {
+	t.Helper()
+	srv := localServer(t)
+	api := testAPI(t, srv)
+	ctxDir := t.TempDir()
+	acctest.WriteFiles(t, ctxDir, map[string]string{"app/a.txt": "one\n"})
+	return srv, api, builtTemplate(t, api, uniqueName(prefix)), ctxDir
+}
+
 // TestAccTemplateBuild_importReused imports a build made with reuse into a fresh state:
 // with the configuration it was made from, the plan adopts it (an update in place that
 // builds nothing) and the apply gives it the configuration's tags; with another
 // configuration the plan replaces it and says why.
 func TestAccTemplateBuild_importReused(t *testing.T) {
-	srv := localServer(t)
-	api := testAPI(t, srv)
-	templateID := builtTemplate(t, api, uniqueName("acc-import-reused"))
-	ctxDir := t.TempDir()
-	acctest.WriteFiles(t, ctxDir, map[string]string{"app/a.txt": "one\n"})
+	srv, api, templateID, ctxDir := reuseSetup(t, "acc-import-reused")
 	res := "e2b_template_build.b"
 	var buildID, specHash string
 	tag := func(s string) func() string { return func() string { return s } }
@@ -107,11 +115,7 @@ func TestAccTemplateBuild_importReused(t *testing.T) {
 // TestAccTemplateBuild_identity sets the build's identity at create and imports a build
 // made with reuse by identity: the plan adopts it.
 func TestAccTemplateBuild_identity(t *testing.T) {
-	srv := localServer(t)
-	api := testAPI(t, srv)
-	templateID := builtTemplate(t, api, uniqueName("acc-build-identity"))
-	ctxDir := t.TempDir()
-	acctest.WriteFiles(t, ctxDir, map[string]string{"app/a.txt": "one\n"})
+	srv, _, templateID, ctxDir := reuseSetup(t, "acc-build-identity")
 	res := "e2b_template_build.b"
 	tfresource.Test(t, tfresource.TestCase{
 		ProtoV6ProviderFactories: factories(),
