@@ -351,6 +351,13 @@ func retryAfter(value string, now time.Time) (time.Duration, bool) {
 // JSON answer decoded into out when out is not nil. Any other answer is an
 // *APIError. path is already escaped.
 func (c *Client) call(ctx context.Context, method, path string, query url.Values, in, out any) error {
+	_, err := c.exchange(ctx, method, path, query, in, out)
+	return err
+}
+
+// exchange is call that also returns the answer's headers, for the paged lists
+// (X-Next-Token).
+func (c *Client) exchange(ctx context.Context, method, path string, query url.Values, in, out any) (http.Header, error) {
 	target := c.base.String() + path
 	if len(query) > 0 {
 		target += "?" + query.Encode()
@@ -359,14 +366,14 @@ func (c *Client) call(ctx context.Context, method, path string, query url.Values
 	if in != nil {
 		data, err := json.Marshal(in)
 		if err != nil {
-			return fmt.Errorf("encoding the body of %s %s: %w", method, path, err)
+			return nil, fmt.Errorf("encoding the body of %s %s: %w", method, path, err)
 		}
 		body = data
 	}
 	ctx = withCallState(ctx, method, target, "")
 	req, err := retryablehttp.NewRequestWithContext(ctx, method, target, body)
 	if err != nil {
-		return fmt.Errorf("E2B API %s %s: %w", method, path, err)
+		return nil, fmt.Errorf("E2B API %s %s: %w", method, path, err)
 	}
 	req.Header.Set("X-API-Key", c.apiKey)
 	req.Header.Set("User-Agent", c.userAgent)
@@ -376,24 +383,24 @@ func (c *Client) call(ctx context.Context, method, path string, query url.Values
 	}
 	resp, err := c.api.Do(req)
 	if err != nil {
-		return fmt.Errorf("E2B API %s %s: %w%s", method, path, redactedError{c.redact(ctx, err.Error()), err}, c.unreachableHint(err))
+		return nil, fmt.Errorf("E2B API %s %s: %w%s", method, path, redactedError{c.redact(ctx, err.Error()), err}, c.unreachableHint(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return c.apiError(ctx, method, path, resp)
+		return nil, c.apiError(ctx, method, path, resp)
 	}
 	if out == nil {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBody))
-		return nil
+		return resp.Header, nil
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
 	if err != nil {
-		return fmt.Errorf("E2B API %s %s: reading the %d answer: %w", method, path, resp.StatusCode, err)
+		return nil, fmt.Errorf("E2B API %s %s: reading the %d answer: %w", method, path, resp.StatusCode, err)
 	}
 	if err := json.NewDecoder(bytes.NewReader(data)).Decode(out); err != nil {
-		return fmt.Errorf("E2B API %s %s: the %d answer is not the expected JSON: %w", method, path, resp.StatusCode, err)
+		return nil, fmt.Errorf("E2B API %s %s: the %d answer is not the expected JSON: %w", method, path, resp.StatusCode, err)
 	}
-	return nil
+	return resp.Header, nil
 }
 
 // unreachableHint says, when err is a failure to connect at all (refused,

@@ -31,6 +31,7 @@ var (
 	_ resource.ResourceWithImportState    = (*aliasResource)(nil)
 	_ resource.ResourceWithModifyPlan     = (*aliasResource)(nil)
 	_ resource.ResourceWithValidateConfig = (*aliasResource)(nil)
+	_ resource.ResourceWithIdentity       = (*aliasResource)(nil)
 )
 
 // NewAliasResource is the e2b_alias resource.
@@ -121,6 +122,10 @@ func (r *aliasResource) Schema(ctx context.Context, _ resource.SchemaRequest, re
 	}
 }
 
+func (r *aliasResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = aliasIdentitySchema()
+}
+
 func (r *aliasResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
 	r.data, resp.Diagnostics = providerDataFrom(req.ProviderData)
 }
@@ -158,6 +163,7 @@ func (r *aliasResource) Create(ctx context.Context, req resource.CreateRequest, 
 	resp.Diagnostics.Append(d...)
 	if r.promote(ctx, &plan, "create", timeout, &resp.Diagnostics) {
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+		resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, aliasIdentity{Template: plan.Template, Tag: plan.Tag})...)
 	}
 }
 
@@ -203,6 +209,7 @@ func (r *aliasResource) Read(ctx context.Context, req resource.ReadRequest, resp
 	}
 	state.ID = types.StringValue(state.Template.ValueString() + ":" + state.Tag.ValueString())
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, aliasIdentity{Template: state.Template, Tag: state.Tag})...)
 }
 
 // Update moves the tag, after the gate, when build_id changed; a change of the gate or
@@ -222,6 +229,8 @@ func (r *aliasResource) Update(ctx context.Context, req resource.UpdateRequest, 
 		}
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	// Also for a state a CLI without identities (before 1.12) keeps.
+	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, aliasIdentity{Template: plan.Template, Tag: plan.Tag})...)
 }
 
 // promote points the tag at the planned build, after its gate (sandboxrun.Promote),
@@ -297,14 +306,22 @@ func (r *aliasResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 	}
 }
 
-// ImportState takes "template:tag".
+// ImportState takes "template:tag", or the identity's template and tag.
 func (r *aliasResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	i := strings.LastIndex(req.ID, ":")
-	if i <= 0 || i == len(req.ID)-1 {
-		resp.Diagnostics.AddError("Invalid import ID", fmt.Sprintf("Import ID %q must be template:tag, such as my-template:prod.", req.ID))
+	var identity aliasIdentity
+	if !importedIdentity(ctx, req, &identity, &resp.Diagnostics) {
+		i := strings.LastIndex(req.ID, ":")
+		if i <= 0 || i == len(req.ID)-1 {
+			resp.Diagnostics.AddError("Invalid import ID", fmt.Sprintf("Import ID %q must be template:tag, such as my-template:prod.", req.ID))
+			return
+		}
+		identity = aliasIdentity{Template: types.StringValue(req.ID[:i]), Tag: types.StringValue(req.ID[i+1:])}
+	} else if identity.Template.ValueString() == "" || identity.Tag.ValueString() == "" {
+		resp.Diagnostics.AddError("Invalid import identity", "The identity of an e2b_alias needs a template and a tag, such as { template = \"my-template\", tag = \"prod\" }.")
 		return
 	}
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("template"), req.ID[:i])...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("tag"), req.ID[i+1:])...)
-	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("template"), identity.Template)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("tag"), identity.Tag)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), identity.Template.ValueString()+":"+identity.Tag.ValueString())...)
+	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, identity)...)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/hashicorp/terraform-plugin-testing/tfversion"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
@@ -548,6 +549,39 @@ data "e2b_template" "prod" {
 			{
 				Config:      failedTagConfig(srv, name, templateData),
 				ExpectError: moving,
+			},
+		},
+	})
+}
+
+// TestAccAlias_identity sets the alias's identity at create and imports it by identity.
+func TestAccAlias_identity(t *testing.T) {
+	srv := localServer(t)
+	name := uniqueName("acc-alias-identity")
+	config := templateBuild(srv, name, "b", srv.BaseImage, `  tags = ["v1"]`) + `
+resource "e2b_alias" "prod" {
+  template = e2b_template.t.name
+  tag      = "prod"
+  build_id = e2b_template_build.b.build_id
+}
+`
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_12_0)},
+		Steps: []tfresource.TestStep{
+			{
+				Config: config,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectIdentity("e2b_alias.prod", map[string]knownvalue.Check{
+						"template": knownvalue.StringExact(name),
+						"tag":      knownvalue.StringExact("prod"),
+					}),
+				},
+			},
+			{
+				ResourceName:    "e2b_alias.prod",
+				ImportState:     true,
+				ImportStateKind: tfresource.ImportBlockWithResourceIdentity,
 			},
 		},
 	})

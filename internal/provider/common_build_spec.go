@@ -19,7 +19,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/listplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
@@ -139,7 +138,7 @@ func stepsAttribute() schema.ListNestedAttribute {
 			},
 		}},
 		Validators:    []validator.List{listvalidator.SizeAtLeast(1), oneStepKind{}},
-		PlanModifiers: []planmodifier.List{listplanmodifier.RequiresReplace()},
+		PlanModifiers: []planmodifier.List{replaceUnlessImported{}},
 	}
 }
 

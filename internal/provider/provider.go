@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
 	"github.com/hashicorp/terraform-plugin-framework/function"
+	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
@@ -90,6 +91,7 @@ var (
 	_ provider.Provider                       = (*e2bProvider)(nil)
 	_ provider.ProviderWithEphemeralResources = (*e2bProvider)(nil)
 	_ provider.ProviderWithFunctions          = (*e2bProvider)(nil)
+	_ provider.ProviderWithListResources      = (*e2bProvider)(nil)
 )
 
 type e2bProvider struct {
@@ -206,6 +208,7 @@ func (p *e2bProvider) Configure(ctx context.Context, req provider.ConfigureReque
 	resp.ResourceData = data
 	resp.DataSourceData = data
 	resp.EphemeralResourceData = data
+	resp.ListResourceData = data
 }
 
 func (p *e2bProvider) Resources(context.Context) []func() resource.Resource {
@@ -213,7 +216,7 @@ func (p *e2bProvider) Resources(context.Context) []func() resource.Resource {
 }
 
 func (p *e2bProvider) DataSources(context.Context) []func() datasource.DataSource {
-	return []func() datasource.DataSource{NewProcessDataSource, NewTemplateDataSource, NewAliasDataSource}
+	return []func() datasource.DataSource{NewProcessDataSource, NewTemplateDataSource, NewAliasDataSource, NewTemplatesDataSource}
 }
 
 func (p *e2bProvider) Functions(context.Context) []func() function.Function {
@@ -221,6 +224,10 @@ func (p *e2bProvider) Functions(context.Context) []func() function.Function {
 		NewWaitForPortFunction, NewWaitForURLFunction, NewWaitForProcessFunction,
 		NewWaitForFileFunction, NewWaitForTimeoutFunction,
 	}
+}
+
+func (p *e2bProvider) ListResources(context.Context) []func() list.ListResource {
+	return []func() list.ListResource{NewTemplateListResource, NewAliasListResource}
 }
 
 func (p *e2bProvider) EphemeralResources(context.Context) []func() ephemeral.EphemeralResource {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider"
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
@@ -522,6 +523,9 @@ type probeProvider struct {
 func (p probeProvider) Resources(context.Context) []func() resource.Resource {
 	return []func() resource.Resource{func() resource.Resource { return &providerDataProbe{} }}
 }
+
+// ListResources is none: a list resource needs its resource, which the probe replaces.
+func (p probeProvider) ListResources(context.Context) []func() list.ListResource { return nil }
 
 type providerDataProbe struct {
 	data *ProviderData

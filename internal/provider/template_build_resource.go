@@ -20,11 +20,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/int64planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/mapplanmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/objectplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/setplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
@@ -44,6 +40,7 @@ var (
 	_ resource.ResourceWithModifyPlan       = (*templateBuildResource)(nil)
 	_ resource.ResourceWithConfigValidators = (*templateBuildResource)(nil)
 	_ resource.ResourceWithValidateConfig   = (*templateBuildResource)(nil)
+	_ resource.ResourceWithIdentity         = (*templateBuildResource)(nil)
 )
 
 // NewTemplateBuildResource is the e2b_template_build resource.
@@ -85,7 +82,7 @@ func (r *templateBuildResource) Metadata(_ context.Context, req resource.Metadat
 }
 
 func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	replaceString := []planmodifier.String{stringplanmodifier.RequiresReplace()}
+	replaceString := []planmodifier.String{replaceUnlessImported{}}
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "One build of an E2B template: a base (`from_image`, `from_template` or a `dockerfile`) " +
 			"and ordered build steps, run by E2B (or the local server) into a snapshot that sandboxes start from.\n\n" +
@@ -121,7 +118,7 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 				MarkdownDescription: "ID of the template to build (`e2b_template.<name>.id`).",
 				Required:            true,
 				Validators:          []validator.String{stringCheck{"must be a template ID", e2bapi.ValidateTemplateID}},
-				PlanModifiers:       replaceString,
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
 			"from_image": schema.StringAttribute{
 				MarkdownDescription: "Base Docker image, such as `ubuntu:22.04`. Exactly one of `from_image`, " +
@@ -140,7 +137,7 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 					"compared between plans: change its `*_wo_version` to make a new build with a new secret.",
 				Optional:      true,
 				Attributes:    registryAttributes(),
-				PlanModifiers: []planmodifier.Object{objectplanmodifier.RequiresReplace()},
+				PlanModifiers: []planmodifier.Object{replaceUnlessImported{}},
 			},
 			"from_template": schema.StringAttribute{
 				MarkdownDescription: "Base E2B template, by name (`name`, `name:tag`) or ID; the build starts from its snapshot.",
@@ -169,7 +166,7 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 				ElementType:   types.StringType,
 				Optional:      true,
 				Validators:    []validator.Map{mapvalidator.AlsoRequires(path.MatchRoot("dockerfile"))},
-				PlanModifiers: []planmodifier.Map{mapplanmodifier.RequiresReplace()},
+				PlanModifiers: []planmodifier.Map{replaceUnlessImported{}},
 			},
 			"context": schema.StringAttribute{
 				MarkdownDescription: "Directory COPY sources are taken from. Defaults to the directory of " +
@@ -196,13 +193,13 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 				MarkdownDescription: "vCPUs of sandboxes from this build: 1 or an even number up to 32 (and your team's limit). E2B's default is 2.",
 				Optional:            true,
 				Validators:          []validator.Int64{cpuCountValidator{}},
-				PlanModifiers:       []planmodifier.Int64{int64planmodifier.RequiresReplace()},
+				PlanModifiers:       []planmodifier.Int64{replaceUnlessImported{}},
 			},
 			"memory_mb": schema.Int64Attribute{
 				MarkdownDescription: "Memory of sandboxes from this build in MiB: an even number of at least 128 (and within your team's limit). E2B's default is 1024.",
 				Optional:            true,
 				Validators:          []validator.Int64{int64validator.AtLeast(128), evenValidator{}},
-				PlanModifiers:       []planmodifier.Int64{int64planmodifier.RequiresReplace()},
+				PlanModifiers:       []planmodifier.Int64{replaceUnlessImported{}},
 			},
 			"tags": schema.SetAttribute{
 				MarkdownDescription: "Tags given to the build; once it is ready, `name:tag` starts sandboxes from it. Without tags the build gets `default`. " +
@@ -212,7 +209,7 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 				ElementType:   types.StringType,
 				Optional:      true,
 				Validators:    []validator.Set{setvalidator.ValueStringsAre(tagValidator())},
-				PlanModifiers: []planmodifier.Set{setplanmodifier.RequiresReplace()},
+				PlanModifiers: []planmodifier.Set{replaceUnlessImported{}},
 			},
 			"force": schema.BoolAttribute{
 				MarkdownDescription: "Rebuild every layer instead of reusing E2B's layer cache. Defaults to `false`.",
@@ -245,7 +242,7 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 				MarkdownDescription: "Arbitrary values; changing any of them makes a new build (for example a date, to pick up a moving base image tag).",
 				ElementType:         types.StringType,
 				Optional:            true,
-				PlanModifiers:       []planmodifier.Map{mapplanmodifier.RequiresReplace()},
+				PlanModifiers:       []planmodifier.Map{replaceUnlessImported{}},
 			},
 			"copy_hashes": schema.ListAttribute{
 				MarkdownDescription: "Files hash of every COPY step, in build order (including the COPY instructions of a `dockerfile`). Unknown when the context is not known at plan time.",
@@ -295,6 +292,10 @@ func (r *templateBuildResource) ValidateConfig(ctx context.Context, req resource
 	resp.Diagnostics.Append(validateTimeouts(ctx, req.Config, buildTimeoutRange, "create", "update")...)
 }
 
+func (r *templateBuildResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = buildIdentitySchema()
+}
+
 func (r *templateBuildResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
 	r.data, resp.Diagnostics = providerDataFrom(req.ProviderData)
 }
@@ -342,6 +343,10 @@ func (r *templateBuildResource) ModifyPlan(ctx context.Context, req resource.Mod
 			r.planAdoption(b, resp)
 			r.planReuse(ctx, b, resp)
 		}
+		return
+	}
+	if mark, imported := importedMark(ctx, req.Private, &resp.Diagnostics); imported {
+		planImported(mark, specHash, state, resp)
 		return
 	}
 	// What the build is made of is the files (copy_hashes) and the Dockerfile's content
@@ -413,7 +418,8 @@ func (r *templateBuildResource) Create(ctx context.Context, req resource.CreateR
 	opts := runOptions(ctx, timeout, func(buildID string) error {
 		plan.ID, plan.BuildID, plan.Status = types.StringValue(buildID), types.StringValue(buildID), types.StringValue(e2bapi.BuildBuilding)
 		// Saved before waiting: an apply that stops now still tracks the build.
-		if resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...); resp.Diagnostics.HasError() {
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+		if resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, buildIdentity{TemplateID: plan.TemplateID, BuildID: plan.BuildID})...); resp.Diagnostics.HasError() {
 			return errStateNotSaved
 		}
 		return nil
@@ -445,6 +451,7 @@ func (r *templateBuildResource) Create(ctx context.Context, req resource.CreateR
 	}
 	plan.ID, plan.BuildID, plan.Status = types.StringValue(res.BuildID), types.StringValue(res.BuildID), types.StringValue(res.Status)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, buildIdentity{TemplateID: plan.TemplateID, BuildID: plan.BuildID})...)
 }
 
 func (r *templateBuildResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -490,20 +497,27 @@ func (r *templateBuildResource) Read(ctx context.Context, req resource.ReadReque
 		state.DockerfileHash = types.StringNull()
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, buildIdentity{TemplateID: state.TemplateID, BuildID: state.BuildID})...)
 }
 
-// Update changes nothing on E2B but the spec tag (every other argument replaces the
-// build): it waits for a build an earlier apply left running, and with reuse tags the
-// ready build with its spec tag, which it lacks when reuse was turned on later.
+// Update changes nothing on E2B but the tags (every other argument replaces the build):
+// it waits for a build an earlier apply left running, with reuse tags the ready build
+// with its spec tag, which it lacks when reuse was turned on later, and gives an imported
+// build the plan adopted its tags and its planned hashes.
 func (r *templateBuildResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
 	var plan, state templateBuildModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	_, adopting := importedMark(ctx, req.Private, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	plan.ID, plan.BuildID, plan.CopyHashes, plan.Status = state.ID, state.BuildID, state.CopyHashes, state.Status
-	plan.DockerfileHash = state.DockerfileHash
+	plan.ID, plan.BuildID, plan.Status = state.ID, state.BuildID, state.Status
+	if adopting {
+		resp.Diagnostics.Append(resp.Private.SetKey(ctx, importedKey, nil)...)
+	} else {
+		plan.CopyHashes, plan.DockerfileHash = state.CopyHashes, state.DockerfileHash
+	}
 	if plan.SpecHash.IsUnknown() {
 		plan.SpecHash = state.SpecHash
 	}
@@ -513,7 +527,7 @@ func (r *templateBuildResource) Update(ctx context.Context, req resource.UpdateR
 		tags = append(tags, templatebuild.SpecTag(plan.SpecHash.ValueString()))
 	}
 	building := state.Status.ValueString() == e2bapi.BuildBuilding
-	if building || (plan.Reuse.ValueBool() && !state.Reuse.ValueBool()) {
+	if building || adopting || (plan.Reuse.ValueBool() && !state.Reuse.ValueBool()) {
 		runner := runnerOrError(r.data, &resp.Diagnostics)
 		if resp.Diagnostics.HasError() {
 			return
@@ -533,6 +547,8 @@ func (r *templateBuildResource) Update(ctx context.Context, req resource.UpdateR
 		addRunError(&resp.Diagnostics, err, templateID, buildID)
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	// Also for a state a CLI without identities (before 1.12) keeps.
+	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, buildIdentity{TemplateID: plan.TemplateID, BuildID: plan.BuildID})...)
 }
 
 // Delete forgets the build: E2B has no way to delete one build. It removes no tag either:
@@ -549,18 +565,29 @@ func (r *templateBuildResource) Delete(ctx context.Context, req resource.DeleteR
 		map[string]any{"build_id": state.BuildID.ValueString()})
 }
 
-// ImportState takes "template_id/build_id".
+// ImportState takes "template_id/build_id", or the identity's template_id and build_id,
+// and marks the build for its first plan (template_build_adopt.go).
 func (r *templateBuildResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	templateID, buildID, ok := strings.Cut(req.ID, "/")
+	var identity buildIdentity
+	if importedIdentity(ctx, req, &identity, &resp.Diagnostics) {
+		templateID, buildID, ok = identity.TemplateID.ValueString(), identity.BuildID.ValueString(), true
+	}
 	if !ok || e2bapi.ValidateTemplateID(templateID) != nil || e2bapi.ValidateBuildID(buildID) != nil {
 		resp.Diagnostics.AddError("Invalid import ID",
-			fmt.Sprintf("Import ID %q must be template_id/build_id, such as abcdefghij0123456789/1f0c6f2e-8f5b-4b8e-9a8e-1c2d3e4f5a6b.", req.ID))
+			fmt.Sprintf("Import ID %q must be template_id/build_id, such as abcdefghij0123456789/1f0c6f2e-8f5b-4b8e-9a8e-1c2d3e4f5a6b.", templateID+"/"+buildID))
 		return
 	}
+	api := apiOrError(r.data, &resp.Diagnostics)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	markImported(r.data.logContext(ctx), api, templateID, buildID, resp)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("template_id"), templateID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("build_id"), buildID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), buildID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("files_hash"), templatebuild.HashPortable)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("force"), false)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("reuse"), false)...)
+	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, buildIdentity{TemplateID: types.StringValue(templateID), BuildID: types.StringValue(buildID)})...)
 }

@@ -24,6 +24,7 @@ var (
 	_ resource.ResourceWithConfigure   = (*templateResource)(nil)
 	_ resource.ResourceWithImportState = (*templateResource)(nil)
 	_ resource.ResourceWithModifyPlan  = (*templateResource)(nil)
+	_ resource.ResourceWithIdentity    = (*templateResource)(nil)
 )
 
 // NewTemplateResource is the e2b_template resource.
@@ -86,6 +87,10 @@ func (r *templateResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 	}
 }
 
+func (r *templateResource) IdentitySchema(_ context.Context, _ resource.IdentitySchemaRequest, resp *resource.IdentitySchemaResponse) {
+	resp.IdentitySchema = templateIdentitySchema()
+}
+
 func (r *templateResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
 	r.data, resp.Diagnostics = providerDataFrom(req.ProviderData)
 }
@@ -135,6 +140,7 @@ func (r *templateResource) Create(ctx context.Context, req resource.CreateReques
 	// Keep the ID even if what follows fails, so the template is not lost.
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), reg.TemplateID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, templateIdentity{ID: plan.ID})...)
 
 	if plan.Public.ValueBool() != reg.Public {
 		public := plan.Public.ValueBool()
@@ -208,6 +214,7 @@ func (r *templateResource) Read(ctx context.Context, req resource.ReadRequest, r
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, templateIdentity{ID: state.ID})...)
 }
 
 func (r *templateResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -236,6 +243,8 @@ func (r *templateResource) Update(ctx context.Context, req resource.UpdateReques
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+	// Also for a state a CLI without identities (before 1.12) keeps.
+	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, templateIdentity{ID: plan.ID})...)
 }
 
 func (r *templateResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -258,35 +267,36 @@ func (r *templateResource) Delete(ctx context.Context, req resource.DeleteReques
 	}
 }
 
-// ImportState takes a template ID or name.
+// ImportState takes a template ID or name, as the import ID or the identity's id.
 func (r *templateResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	ref := req.ID
+	var identity templateIdentity
+	if importedIdentity(ctx, req, &identity, &resp.Diagnostics) {
+		ref = identity.ID.ValueString()
+	}
 	api := apiOrError(r.data, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
 	ctx = r.data.logContext(ctx)
-	id, diags := resolveTemplateID(ctx, api, req.ID)
+	id, diags := resolveTemplateID(ctx, api, ref)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
 	t, err := api.GetTemplate(ctx, id)
 	if err != nil {
-		resp.Diagnostics.AddError("Importing template "+req.ID, err.Error())
+		resp.Diagnostics.AddError("Importing template "+ref, err.Error())
 		return
 	}
 	// Imported by name: keep it as written. By ID: take the template's.
-	name := req.ID
-	if req.ID == id {
-		switch {
-		case len(t.Aliases) > 0:
-			name = t.Aliases[0]
-		case len(t.Names) > 0:
-			name = t.Names[0]
-		}
+	name := ref
+	if ref == id {
+		name = templateName(t.Aliases, t.Names)
 	}
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), id)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
+	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, templateIdentity{ID: types.StringValue(id)})...)
 }
 
 // resolveTemplateID turns a template ID or name into the ID: a string

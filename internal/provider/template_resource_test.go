@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/hashicorp/terraform-plugin-testing/tfversion"
 )
 
 // templateConfig is a template of the given name on srv's provider.
@@ -107,5 +108,52 @@ resource "e2b_template" "t" {
   name = "good:v1"
 }
 `, `(?s)must not carry a tag`},
+	})
+}
+
+// TestAccTemplate_identity sets the template's identity at create and imports it by
+// identity, with the ID (the identity as it is) and with the name.
+func TestAccTemplate_identity(t *testing.T) {
+	srv := localServer(t)
+	name := uniqueName("acc-tpl-identity")
+	var id string
+	idCheck := knownvalue.StringRegexp(regexp.MustCompile(`^[a-z0-9]{20}$`))
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_12_0)},
+		Steps: []tfresource.TestStep{
+			{
+				Config: templateConfig(srv.ProviderConfig(), name, false),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectIdentity("e2b_template.t", map[string]knownvalue.Check{"id": idCheck}),
+					statecheck.ExpectIdentityValueMatchesState("e2b_template.t", tfjsonpath.New("id")),
+					statecheck.ExpectKnownValue("e2b_template.t", tfjsonpath.New("id"), capture(&id)),
+				},
+			},
+			{
+				ResourceName:    "e2b_template.t",
+				ImportState:     true,
+				ImportStateKind: tfresource.ImportBlockWithResourceIdentity,
+			},
+			{
+				// An identity may name the template; the imported identity is its ID.
+				Config: templateConfig(srv.ProviderConfig(), name, false) + fmt.Sprintf(`
+import {
+  to       = e2b_template.by_name
+  identity = { id = %q }
+}
+
+resource "e2b_template" "by_name" {
+  name = %q
+}
+`, name, name),
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("e2b_template.by_name", plancheck.ResourceActionNoop),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectIdentity("e2b_template.by_name", map[string]knownvalue.Check{"id": equalTo("the template's ID", &id)}),
+				},
+			},
+		},
 	})
 }
