@@ -345,36 +345,7 @@ func (r *templateBuildResource) ModifyPlan(ctx context.Context, req resource.Mod
 		}
 		return
 	}
-	if mark, imported := importedMark(ctx, req.Private, &resp.Diagnostics); imported {
-		planImported(mark, specHash, state, resp)
-		return
-	}
-	// What the build is made of is the files (copy_hashes) and the Dockerfile's content
-	// (dockerfile_hash), never where they are. An imported build has no hashes in its
-	// state: a known tree then replaces it too, since nothing says it matches.
-	if !hashes.Equal(state.CopyHashes) {
-		resp.RequiresReplace = append(resp.RequiresReplace, path.Root("copy_hashes"))
-		return
-	}
-	if !dockerfileHash.Equal(state.DockerfileHash) {
-		resp.RequiresReplace = append(resp.RequiresReplace, path.Root("dockerfile_hash"))
-		return
-	}
-	// The same content at another path (another checkout, a CI runner): the plan keeps
-	// the path the build was made from, so that nothing changes. Terraform accepts a
-	// prior value in place of the configured one for this.
-	for _, p := range []struct {
-		name          string
-		config, prior types.String
-	}{{"context", plan.Context, state.Context}, {"dockerfile", plan.Dockerfile, state.Dockerfile}} {
-		if !p.config.IsNull() && !p.prior.IsNull() && !p.config.Equal(p.prior) {
-			resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root(p.name), p.prior)...)
-		}
-	}
-	if state.Status.ValueString() == e2bapi.BuildBuilding {
-		// An earlier apply stopped waiting: this one waits for the end.
-		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("status"), types.StringUnknown())...)
-	}
+	planChange(ctx, &plan, state, hashes, dockerfileHash, specHash, req.Private, resp)
 }
 
 // errStateNotSaved stops a run whose build ID could not be saved in the state.
@@ -566,7 +537,7 @@ func (r *templateBuildResource) Delete(ctx context.Context, req resource.DeleteR
 }
 
 // ImportState takes "template_id/build_id", or the identity's template_id and build_id,
-// and marks the build for its first plan (template_build_adopt.go).
+// and marks the build for its first plan (common_build_import.go).
 func (r *templateBuildResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	templateID, buildID, ok := strings.Cut(req.ID, "/")
 	var identity buildIdentity
