@@ -87,6 +87,20 @@ var appliedExamples = map[string]exampleCheck{
 			t.Errorf("base_build = %+v, base_tags = %v; want %s ready with tag prod", base, tags, fx.baseBuild)
 		}
 	},
+	"data-sources/e2b_templates": func(t *testing.T, out outputs, _ fixture) {
+		var apps map[string]struct {
+			ID string `json:"id"`
+		}
+		acctest.Must(t, json.Unmarshal(out["apps"].Value, &apps))
+		if apps["app-examples"].ID == "" {
+			t.Errorf("apps = %v, want the fixture's app-examples", apps)
+		}
+		for name := range apps {
+			if !strings.HasPrefix(name, "app-") {
+				t.Errorf("apps has %q, outside the name prefix app-", name)
+			}
+		}
+	},
 	"data-sources/e2b_process": func(t *testing.T, out outputs, _ fixture) {
 		if !strings.HasPrefix(out.str("python_version"), "Python 3.") {
 			t.Errorf("python_version = %q", out.str("python_version"))
@@ -263,6 +277,11 @@ resource "e2b_template_build" "base" {
 
 resource "e2b_template" "secrets" {
   name = "secrets"
+}
+
+# What data.e2b_templates' example finds by its name prefix.
+resource "e2b_template" "app" {
+  name = "app-examples"
 }
 
 resource "e2b_template_build" "secrets" {
