@@ -70,12 +70,14 @@ func readLine(r io.Reader) (string, error) {
 
 // muxConfig is yamux's configuration on both ends. No keep-alive: a
 // frozen (paused) container must not lose its channel, and a dead agent
-// ends the exec stream, which ends the session. Streams get a 1 MiB
-// window so that one upload is not held to 256 KiB per round trip.
+// ends the exec stream, which ends the session. Streams get an 8 MiB
+// window: a round trip through the engine's exec streams takes
+// milliseconds, and 256 KiB per round trip held uploads to a fraction of
+// what the engine carries.
 func muxConfig() *yamux.Config {
 	c := yamux.DefaultConfig()
 	c.EnableKeepAlive = false
-	c.MaxStreamWindowSize = 1 << 20
+	c.MaxStreamWindowSize = 8 << 20
 	c.LogOutput = io.Discard
 	return c
 }

@@ -43,6 +43,9 @@ type attachment struct {
 // maxEgressConns bounds one container's open egress connections.
 const maxEgressConns = 256
 
+// openTimeout bounds starting a channel agent and its hello.
+const openTimeout = 30 * time.Second
+
 func attachKey(kind, id string) string { return kind + "/" + id }
 
 // attach records the container of key as this server's to reach.
@@ -82,12 +85,16 @@ func (d *Docker) channel(ctx context.Context, a *attachment) (*relay.Channel, er
 	if a.paused {
 		return nil, errors.New("the container is paused")
 	}
-	ch, err := d.openChannel(ctx, a.containerID, a.network)
+	// Not bounded by the caller's (a health poll's second): an agent that
+	// starts slowly on a busy engine would be started again and again.
+	openCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), openTimeout)
+	defer cancel()
+	ch, err := d.openChannel(openCtx, a.containerID, a.network)
 	if err != nil {
 		return nil, err
 	}
 	if a.endSet {
-		if err := ch.SetDeadline(ctx, a.end); err != nil {
+		if err := ch.SetDeadline(openCtx, a.end); err != nil {
 			ch.Close()
 			return nil, fmt.Errorf("hand the sandbox's end to its channel: %w", err)
 		}
