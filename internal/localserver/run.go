@@ -60,7 +60,7 @@ type Options struct {
 }
 
 // Run starts the server as o says on the Docker engine and serves until
-// ctx ends: it prepares the data and state directories and the API key,
+// ctx ends: it prepares the data directory and the API key,
 // connects to Docker, logs what it found, and prints the server's Info to
 // stdout once it listens.
 func Run(ctx context.Context, o Options, logger *slog.Logger, stdout io.Writer) error {
