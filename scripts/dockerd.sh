@@ -2,6 +2,9 @@
 # at DOCKER_HOST when it answers, else starts a private dockerd (no bridge
 # network, no iptables) on a socket under $work and exports DOCKER_HOST;
 # stop_dockerd stops only an engine start_dockerd started, by its PID.
+# start_isolated_dockerd starts a second engine that shares none of the
+# server's files, reached over a unix socket ($isolated_unix) and over TCP
+# on loopback ($isolated_tcp); stop_isolated_dockerd stops it by its PID.
 #
 # Needs: $work (a short private directory: it holds a unix socket) and
 # $cache (where the engine keeps its images between runs).
@@ -45,22 +48,79 @@ start_dockerd() {
 	return 1
 }
 
+# stop_pid PID stops an engine this script started: TERM, then KILL after
+# 30 s.
+stop_pid() {
+	kill -TERM "$1" 2>/dev/null || true
+	local i
+	for ((i = 0; i < 60; i++)); do
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.5
+	done
+	kill -KILL "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+}
+
 stop_dockerd() {
 	if [[ -z "$dockerd_pid" ]]; then
 		return 0
 	fi
 	# Containers left behind in this private engine go with it.
 	docker ps -aq 2>/dev/null | xargs -r docker rm -f >/dev/null 2>&1 || true
-	kill -TERM "$dockerd_pid" 2>/dev/null || true
-	local i
-	for ((i = 0; i < 60; i++)); do
-		kill -0 "$dockerd_pid" 2>/dev/null || break
-		sleep 0.5
-	done
-	kill -KILL "$dockerd_pid" 2>/dev/null || true
-	wait "$dockerd_pid" 2>/dev/null || true
+	stop_pid "$dockerd_pid"
 	dockerd_pid=""
 	# dockerd leaves its network namespace mounted under its exec root, which
 	# would keep $work from being removed.
 	awk -v dir="$work/" 'index($2, dir) == 1 { print $2 }' /proc/self/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
+}
+
+isolated_pid=""
+isolated_dir=""
+isolated_unix=""
+isolated_tcp=""
+
+# start_isolated_dockerd starts a dockerd in a mount namespace of its own
+# with empty tmpfs over /tmp, $HOME and the checkout (what Docker Desktop, a
+# remote engine or a CI docker-in-docker service look like to the server:
+# none of its paths exist there), its data on that tmpfs, its socket in a
+# directory outside them, and a TCP listener on 127.0.0.1. It gets the
+# test images from the engine at DOCKER_HOST through the API.
+start_isolated_dockerd() {
+	isolated_dir="$(mktemp -d /run/e2b-engine.XXXXXX)"
+	local port
+	port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+	isolated_unix="unix://$isolated_dir/docker.sock"
+	isolated_tcp="tcp://127.0.0.1:$port"
+	printf '==> starting an engine that shares no files at %s and %s\n' "$isolated_unix" "$isolated_tcp" >&2
+	# unshare and sh exec: $! is dockerd's PID.
+	unshare --mount --propagation private -- sh -c '
+		for d in /tmp "$HOME" "$3"; do mount -t tmpfs -o mode=0755 tmpfs "$d" || exit 1; done
+		exec dockerd --iptables=false --ip6tables=false --bridge=none --tls=false \
+			-H "$1" -H "$2" --data-root /tmp/docker-data --exec-root /tmp/docker-exec \
+			--pidfile /tmp/docker.pid
+	' sh "$isolated_unix" "$isolated_tcp" "$PWD" >"$isolated_dir/dockerd.log" 2>&1 &
+	isolated_pid=$!
+	local i
+	for ((i = 0; i < 120; i++)); do
+		if DOCKER_HOST="$isolated_unix" docker_answers; then
+			break
+		fi
+		if ! kill -0 "$isolated_pid" 2>/dev/null; then
+			cat "$isolated_dir/dockerd.log" >&2
+			echo "the isolated dockerd did not start" >&2
+			return 1
+		fi
+		sleep 0.5
+	done
+	docker save "$E2B_TEST_BASE_IMAGE" "$E2B_TEST_DEBIAN_IMAGE" | DOCKER_HOST="$isolated_unix" docker load -q >/dev/null
+}
+
+stop_isolated_dockerd() {
+	if [[ -z "$isolated_pid" ]]; then
+		return 0
+	fi
+	DOCKER_HOST="$isolated_unix" docker ps -aq 2>/dev/null | DOCKER_HOST="$isolated_unix" xargs -r docker rm -f >/dev/null 2>&1 || true
+	stop_pid "$isolated_pid"
+	isolated_pid=""
+	rm -rf "$isolated_dir"
 }

@@ -13,7 +13,11 @@
 # generated code and docs up to date, the tests with
 # the race detector and acceptance tests on (TF_ACC=1) with Terraform, and
 # the acceptance tests again with OpenTofu; buf lint and format of the
-# .proto files. A missing prerequisite fails a
+# .proto files; a build of every release target (scripts/cross-build.sh).
+# With every package it then runs the acceptance tests, the E2B SDK interop
+# test and the isolation tests again on a second engine that shares none of
+# this machine's files, and a subset of them over TCP (start_isolated_dockerd
+# in scripts/dockerd.sh). A missing prerequisite fails a
 # test instead of skipping it (E2B_TEST_REQUIRE_ALL). Exits non-zero when
 # any of them fails, after running them all.
 set -euo pipefail
@@ -37,6 +41,7 @@ source scripts/dockerd.sh
 
 cleanup() {
 	local rc=$?
+	stop_isolated_dockerd
 	stop_dockerd
 	jobs -p | xargs -r kill 2>/dev/null || true
 	rm -rf "$work" || true
@@ -153,6 +158,21 @@ run_tofu_tests() {
 	TF_ACC_PROVIDER_HOST=registry.opentofu.org go_test "$tofu" "$work/tests-tofu.json" -skip "$older_cli_tests" "$cli_packages"
 }
 
+# The tests a server on an engine that shares none of its files must pass
+# (design/engine-channel.md): run again on such an engine, over its unix
+# socket (everything that drives the server end to end: the acceptance
+# tests, the SDK interop test, the isolation tests) and over TCP (the SDK
+# interop test, the isolation tests and a build with a sandbox), which
+# together add about ten minutes to a run.
+isolation_tests='^(TestDockerIsolation|TestDockerEgress)$'
+tcp_tests='^(TestOfficialJSSDK|TestDockerIsolation|TestDockerEgress|TestDockerBuildAndSandbox)$'
+
+run_isolated_engine_tests() {
+	local name="$1" host="$2" run="$3"
+	shift 3
+	DOCKER_HOST="$host" go_test "$terraform" "$work/tests-$name.json" -run "$run" -skip "$newer_cli_tests" "$@"
+}
+
 # --- main --------------------------------------------------------------------
 
 # gcc and libc6-dev: the race detector needs cgo. busybox-static and
@@ -215,12 +235,28 @@ wait_tool "$tofu_job" tofu
 tofu="$(cat "$work/tofu.path")"
 if [[ "${packages[*]}" == "./..." ]]; then
 	check "generated files up to date" check_generated
+	check "every release target builds" scripts/cross-build.sh
 else
-	log "generated files check skipped: it covers the whole repository"
+	log "generated files and release target checks skipped: they cover the whole repository"
 fi
 
 check "go test (Terraform $("$terraform" version -json | sed -n 's/.*"terraform_version": *"\([^"]*\)".*/\1/p'))" run_tests
 check "acceptance tests (OpenTofu $("$tofu" version -json | sed -n 's/.*"terraform_version": *"\([^"]*\)".*/\1/p'))" run_tofu_tests
+
+if [[ "${packages[*]}" == "./..." ]]; then
+	if start_isolated_dockerd; then
+		check "acceptance, SDK and isolation tests on an engine that shares no files" \
+			run_isolated_engine_tests isolated "$isolated_unix" "^TestAcc|^TestOfficialJSSDK$|$isolation_tests" \
+			./internal/provider/... ./test/sdk/... ./internal/localserver/
+		check "SDK, isolation and sandbox tests on an engine over TCP" \
+			run_isolated_engine_tests tcp "$isolated_tcp" "$tcp_tests" ./test/sdk/... ./internal/localserver/
+		stop_isolated_dockerd
+	else
+		failed+=("an engine that shares no files")
+	fi
+else
+	log "second-engine runs skipped: they run with every package"
+fi
 
 # count ACTION: test events of that action in both passes' JSON.
 count() {

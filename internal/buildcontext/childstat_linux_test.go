@@ -67,13 +67,6 @@ func TestDirReaderAgreesWithLstat(t *testing.T) {
 	}
 }
 
-func mustDo(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // BenchmarkStatFloor is the system calls of a listing of the benchmark tree and nothing
 // else: open, getdents and close of every directory and an lstat of every entry, spread
 // over GOMAXPROCS goroutines. It is the floor under BenchmarkList and so under a warm hash.

@@ -332,3 +332,10 @@ func TestStreamPortableHashOnRandomTrees(t *testing.T) {
 		}
 	}
 }
+
+func mustDo(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,7 +1,10 @@
+//go:build linux
+
 package localserver
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -82,16 +85,9 @@ func dockerEngineWith(t *testing.T, configure func(*engine.DockerOptions)) (Engi
 	if os.Getenv("DOCKER_HOST") == "" || baseImage == "" {
 		testutil.Missing(t, "needs a Docker engine: set DOCKER_HOST and E2B_TEST_BASE_IMAGE (an offline image with /bin/sh)")
 	}
-	// Short, for envd's socket paths (under 108 bytes; t.TempDir holds the
-	// test's name).
-	stateDir, err := os.MkdirTemp("", "lsd") //nolint:usetesting // socket path length, see above
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(stateDir) })
 	opts := engine.DockerOptions{
-		EnvdBinary: buildEnvdBinary(t), StateDir: stateDir, Network: "none",
-		Instance: filepath.Base(stateDir),
+		EnvdBinary: buildEnvdBinary(t), Network: "none",
+		Instance: "lsd" + strings.ToLower(rand.Text()[:8]),
 	}
 	if configure != nil {
 		configure(&opts)
@@ -106,6 +102,9 @@ func dockerEngineWith(t *testing.T, configure func(*engine.DockerOptions)) (Engi
 			t.Errorf("cleanup: %v", err)
 		}
 		docker.Close()
+		if err := engine.RemoveInstanceImages(context.Background(), os.Getenv("DOCKER_HOST"), opts.Instance); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
 	})
 	return docker, baseImage
 }
@@ -181,8 +180,8 @@ func TestDockerBuildEndsAtItsMaximumTime(t *testing.T) {
 }
 
 var (
-	stateDirsMu sync.Mutex
-	stateDirs   = map[string]string{}
+	cleanupsMu sync.Mutex
+	cleanups   = map[string]bool{}
 )
 
 // startCommandServer starts `<binary> server` on Docker with a fresh data
@@ -212,29 +211,17 @@ func startCommandLog(t *testing.T, binary, dataDir string, extraArgs ...string) 
 	t.Helper()
 	os.Remove(filepath.Join(dataDir, InfoFile))
 	cmd := exec.Command(binary, append([]string{"server", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--network", "none"}, extraArgs...)...)
-	// Short, for envd's socket paths (under 108 bytes; t.TempDir holds the
-	// test's name); removed after the server stopped.
-	// One per data dir, as the default <data-dir>/run is: sandboxes kept
-	// across a restart find their relay at the same host path.
-	stateDirsMu.Lock()
-	stateDir, ok := stateDirs[dataDir]
-	if !ok {
-		var err error
-		stateDir, err = os.MkdirTemp("", "lsk") //nolint:usetesting // socket path length, see above
-		if err != nil {
-			stateDirsMu.Unlock()
-			t.Fatal(err)
-		}
-		stateDirs[dataDir] = stateDir
+	// The instance's images go when the first test of the data dir ends.
+	cleanupsMu.Lock()
+	if !cleanups[dataDir] {
+		cleanups[dataDir] = true
 		t.Cleanup(func() {
-			os.RemoveAll(stateDir)
 			if err := engine.RemoveInstanceImages(context.Background(), os.Getenv("DOCKER_HOST"), InstanceOf(dataDir)); err != nil {
 				t.Errorf("cleanup: %v", err)
 			}
 		})
 	}
-	stateDirsMu.Unlock()
-	cmd.Env = append(os.Environ(), "E2B_LOCAL_STATE_DIR="+stateDir)
+	cleanupsMu.Unlock()
 	stderr := &testutil.SyncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
@@ -295,8 +282,8 @@ func TestDockerRestartAfterSIGKILL(t *testing.T) {
 	if n := buildContainers(t, running.BuildID); n != 1 {
 		t.Fatalf("%d containers run the build, want 1", n)
 	}
-	// A sandbox that lives through the restart: its envd redials the relay
-	// the new server re-creates at the same host path.
+	// A sandbox that lives through the restart: the new server opens a new
+	// channel to it.
 	survivor := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "killed", Timeout: int32p(600)})
 	// A paused sandbox lives through it too, frozen with its processes.
 	frozen := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "killed", Timeout: int32p(600)})

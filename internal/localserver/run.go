@@ -37,11 +37,10 @@ type Options struct {
 	// and kept in DataDir.
 	APIKey   string
 	TeamSlug string
-	// EnvdBinary is mounted into containers as envd (default: this executable).
+	// EnvdBinary is a linux build of this binary for the engine's
+	// architecture, run in containers as envd (default: found by
+	// engine.EnvdBinaryFor).
 	EnvdBinary string
-	// StateDir holds the per-container sockets (default: <DataDir>/run, or a
-	// temporary directory when that path is too long).
-	StateDir string
 	// Network is engine.NetworkNone or engine.NetworkHost.
 	Network string
 	// Domain is answered for sandboxes and printed as E2B_DOMAIN (default: DefaultDomain).
@@ -64,7 +63,7 @@ type Options struct {
 }
 
 // Run starts the server as o says on the Docker engine and serves until
-// ctx ends: it prepares the data and state directories and the API key,
+// ctx ends: it prepares the data directory and the API key,
 // connects to Docker, logs what it found, and prints the server's Info to
 // stdout once it listens.
 func Run(ctx context.Context, o Options, logger *slog.Logger, stdout io.Writer) error {
@@ -79,29 +78,12 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
-	envd := o.EnvdBinary
-	if envd == "" {
-		if envd, err = os.Executable(); err != nil {
-			return fmt.Errorf("find this executable to mount as envd (set --envd-binary): %w", err)
-		}
-	}
-	stateDir := o.StateDir
-	if stateDir == "" {
-		stateDir = filepath.Join(dataDir, "run")
-		if len(stateDir) > 60 {
-			sum := sha256.Sum256([]byte(dataDir))
-			stateDir = filepath.Join(os.TempDir(), "e2b-local-"+hex.EncodeToString(sum[:4]))
-		}
-	}
-	if err := os.MkdirAll(stateDir, 0o700); err != nil {
-		return fmt.Errorf("create state dir: %w", err)
-	}
 	policy, err := egress.NewPolicy(o.Egress, o.EgressAllow)
 	if err != nil {
 		return err
 	}
 	dockerOpts := engine.DockerOptions{
-		EnvdBinary: envd, StateDir: stateDir, Network: o.Network, PidsLimit: o.PidsLimit,
+		EnvdBinary: o.EnvdBinary, Network: o.Network, PidsLimit: o.PidsLimit,
 		LayerCacheSize: o.LayerCacheSize,
 		Instance:       InstanceOf(dataDir), Logger: logger,
 	}
@@ -113,7 +95,7 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, stdout io.Writer) 
 	}
 	docker, err := engine.NewDocker(ctx, dockerOpts)
 	if err != nil {
-		return fmt.Errorf("no usable Docker engine (DOCKER_HOST=%q): %w", os.Getenv("DOCKER_HOST"), err)
+		return err
 	}
 	defer docker.Close()
 	info, err := docker.Info(ctx)
@@ -123,8 +105,8 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, stdout io.Writer) 
 	if o.Network == engine.NetworkHost {
 		logger.Warn("containers share the host's network (--network host): sandbox code reaches every loopback service of this machine, this server's API included, and its listeners appear on the host; egress is not filtered. Do not run untrusted code this way.")
 	}
-	logger.Info("doctor", "engine", info.ServerVersion, "api", info.APIVersion, "runtime", info.Runtime, "os", info.OS,
-		"data_dir", dataDir, "state_dir", stateDir, "network", o.Network, "egress", egressSummary(o.Network, policy), "envd_binary", envd)
+	logger.Info("doctor", "engine", info.ServerVersion, "api", info.APIVersion, "runtime", info.Runtime, "os", info.OS, "arch", info.Arch,
+		"data_dir", dataDir, "network", o.Network, "egress", egressSummary(o.Network, policy), "envd_binary", info.EnvdBinary)
 	return serve(ctx, o, dataDir, apiKey, docker, policy, logger, stdout)
 }
 

@@ -8,246 +8,206 @@ import (
 	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/yamux"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 )
 
-// AgentOptions configure Serve, envd's end of the relay.
+// AgentOptions configure ServeAgent, the container's end of the channel.
 type AgentOptions struct {
-	// Socket is the server's relay socket (a path).
-	Socket string
 	// Dial opens the local connection for a port the server names.
 	Dial func(ctx context.Context, port int) (net.Conn, error)
-	// Idle is how many connections wait for the server at once (default 4).
-	Idle int
-	// MaxStreams bounds the streams piped at once (default 1024); when
-	// reached, no further connection is offered until one ends.
+	// EgressSocket, when set, is a unix socket path the agent listens on;
+	// every connection to it becomes a stream to the server's egress proxy
+	// (envd offers it to the sandbox on a TCP port). A socket file left by
+	// an earlier agent is replaced.
+	EgressSocket string
+	// DeadlineFile is where the sandbox's end is kept for envd (its
+	// --deadline-file); required for DEADLINE requests.
+	DeadlineFile string
+	// MaxStreams bounds the streams served at once in each direction
+	// (default 1024); a stream beyond it is refused.
 	MaxStreams int
-	// Logf receives connection problems (optional).
-	Logf func(format string, args ...any)
 }
 
-const (
-	minBackoff = 50 * time.Millisecond
-	maxBackoff = 2 * time.Second
-)
-
-// Serve keeps opts.Idle connections dialled to the server's socket and
-// serves the streams the server asks for, until ctx ends. A server that
-// goes away (restart) is redialled with a growing pause.
-func Serve(ctx context.Context, opts AgentOptions) error {
-	if opts.Socket == "" || opts.Dial == nil {
-		return errors.New("relay: a socket and a dial function are required")
-	}
-	if opts.Idle <= 0 {
-		opts.Idle = 4
+// ServeAgent serves the channel on rwc (the agent's standard input and
+// output) until the server ends it or ctx ends.
+func ServeAgent(ctx context.Context, rwc io.ReadWriteCloser, opts AgentOptions) error {
+	if opts.Dial == nil {
+		return errors.New("relay: a dial function is required")
 	}
 	if opts.MaxStreams <= 0 {
 		opts.MaxStreams = 1024
 	}
-	if opts.Logf == nil {
-		opts.Logf = func(string, ...any) {}
+	if _, err := io.WriteString(rwc, hello+"\n"); err != nil {
+		return err
 	}
-	a := &agent{opts: opts, streams: make(chan struct{}, opts.MaxStreams)}
+	sess, err := yamux.Server(rwc, muxConfig())
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	stop := context.AfterFunc(ctx, func() { sess.Close() })
+	defer stop()
+	a := &agent{opts: opts, sess: sess}
 	var wg sync.WaitGroup
-	for range opts.Idle {
-		wg.Go(func() { a.worker(ctx) })
+	if opts.EgressSocket != "" {
+		ln, err := listenUnix(opts.EgressSocket)
+		if err != nil {
+			return fmt.Errorf("egress socket: %w", err)
+		}
+		defer ln.Close()
+		go func() { <-sess.CloseChan(); ln.Close() }()
+		wg.Go(func() { a.serveEgress(ln) })
 	}
+	slots := make(chan struct{}, opts.MaxStreams)
+	for {
+		s, err := sess.AcceptStream()
+		if err != nil {
+			break
+		}
+		select {
+		case slots <- struct{}{}:
+			wg.Go(func() {
+				defer func() { <-slots }()
+				a.serve(ctx, s)
+			})
+		default:
+			_, _ = io.WriteString(s, "REFUSED too many streams\n")
+			s.Close()
+		}
+	}
+	sess.Close()
 	wg.Wait()
 	return nil
 }
 
 type agent struct {
-	opts    AgentOptions
-	streams chan struct{} // a token per piped stream
+	opts AgentOptions
+	sess *yamux.Session
 }
 
-func (a *agent) worker(ctx context.Context) {
-	backoff := minBackoff
-	pause := func() bool {
-		t := time.NewTimer(backoff)
-		defer t.Stop()
-		backoff = min(backoff*2, maxBackoff)
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-			return true
-		}
+// serve answers one stream the server opened.
+func (a *agent) serve(ctx context.Context, s net.Conn) {
+	_ = s.SetDeadline(time.Now().Add(handshakeTO))
+	line, err := readLine(s)
+	if err != nil {
+		s.Close()
+		return
 	}
-	var d net.Dialer
-	for ctx.Err() == nil {
-		// Back-pressure: offer a connection only while a stream slot is free.
-		select {
-		case a.streams <- struct{}{}:
-		case <-ctx.Done():
+	_ = s.SetDeadline(time.Time{})
+	verb, arg, _ := strings.Cut(line, " ")
+	n, nerr := strconv.ParseInt(arg, 10, 64)
+	switch {
+	case verb == "CONNECT" && nerr == nil && n >= 1 && n <= 65535:
+		dialCtx, cancel := context.WithTimeout(ctx, handshakeTO)
+		target, err := a.opts.Dial(dialCtx, int(n))
+		cancel()
+		if err != nil {
+			refuse(s, err.Error())
 			return
 		}
-		release := func() { <-a.streams }
-		c, err := d.DialContext(ctx, "unix", a.opts.Socket)
-		if err != nil {
-			release()
-			if !pause() {
-				return
-			}
-			continue
-		}
-		stop := context.AfterFunc(ctx, func() { c.Close() })
-		port, err := a.handshake(c)
-		if err != nil {
-			stop()
-			c.Close()
-			release()
-			if !pause() {
-				return
-			}
-			continue
-		}
-		backoff = minBackoff
-		target, err := a.opts.Dial(ctx, port)
-		if err != nil {
-			_, _ = io.WriteString(c, "REFUSED "+oneLine(err.Error())+"\n")
-			stop()
-			c.Close()
-			release()
-			continue
-		}
-		if _, err := io.WriteString(c, "OK\n"); err != nil {
-			stop()
-			c.Close()
+		if _, err := io.WriteString(s, "OK\n"); err != nil {
+			s.Close()
 			target.Close()
-			release()
+			return
+		}
+		Pipe(s, target)
+	case verb == "DEADLINE" && nerr == nil && n >= 0 && a.opts.DeadlineFile != "":
+		if err := writeDeadline(a.opts.DeadlineFile, n); err != nil {
+			refuse(s, err.Error())
+			return
+		}
+		_, _ = io.WriteString(s, "OK\n")
+		s.Close()
+	default:
+		refuse(s, "bad request")
+	}
+}
+
+func refuse(s net.Conn, reason string) {
+	reason = strings.NewReplacer("\n", " ", "\r", " ").Replace(reason)
+	if len(reason) > maxLine-16 {
+		reason = reason[:maxLine-16]
+	}
+	_, _ = io.WriteString(s, "REFUSED "+reason+"\n")
+	s.Close()
+}
+
+// serveEgress turns every connection to the egress socket into a stream
+// to the server, at most MaxStreams at once.
+func (a *agent) serveEgress(ln net.Listener) {
+	ln = LimitListener(ln, a.opts.MaxStreams)
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if a.sess.IsClosed() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		stop()
 		go func() {
-			defer release()
-			Pipe(c, target)
+			s, err := a.sess.OpenStream()
+			if err != nil {
+				c.Close()
+				return
+			}
+			Pipe(c, s)
 		}()
 	}
 }
 
-// handshake says hello and waits for the server to name a port.
-func (a *agent) handshake(c net.Conn) (int, error) {
-	if _, err := io.WriteString(c, hello+"\n"); err != nil {
-		return 0, err
-	}
-	line, err := readLine(c)
-	if err != nil {
-		return 0, err
-	}
-	raw, ok := strings.CutPrefix(line, "CONNECT ")
-	port, perr := strconv.Atoi(raw)
-	if !ok || perr != nil || port < 1 || port > 65535 {
-		_, _ = io.WriteString(c, "REFUSED bad request\n")
-		return 0, fmt.Errorf("relay: bad request %q", line)
-	}
-	return port, nil
-}
-
-func oneLine(s string) string {
-	s = strings.NewReplacer("\n", " ", "\r", " ").Replace(s)
-	if len(s) > maxLine-16 {
-		s = s[:maxLine-16]
-	}
-	return s
-}
-
-// closeWriter is what TCP and unix connections have to half-close.
-type closeWriter interface{ CloseWrite() error }
-
-// Pipe copies both ways until both directions ended, half-closing each
-// side when the other stops sending, then closes both.
-func Pipe(a, b net.Conn) {
-	var wg sync.WaitGroup
-	one := func(dst, src net.Conn) {
-		defer wg.Done()
-		_, _ = io.Copy(dst, src)
-		if cw, ok := dst.(closeWriter); ok {
-			_ = cw.CloseWrite()
-		} else {
-			dst.Close()
+// writeDeadline keeps ms (0: none) in path for envd, replacing the file in
+// one rename so that envd never reads half of it.
+func writeDeadline(path string, ms int64) error {
+	if ms == 0 {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
 		}
-	}
-	wg.Add(2)
-	go one(a, b)
-	go one(b, a)
-	wg.Wait()
-	a.Close()
-	b.Close()
-}
-
-// DialLocal dials port on the loopback of the caller's network namespace:
-// 127.0.0.1, then ::1 for servers that listen on IPv6 only.
-func DialLocal(ctx context.Context, port int) (net.Conn, error) {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp4", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-	if err == nil {
-		return c, nil
-	}
-	if c6, err6 := d.DialContext(ctx, "tcp6", net.JoinHostPort("::1", strconv.Itoa(port))); err6 == nil {
-		return c6, nil
-	}
-	return nil, err
-}
-
-func removeStaleSocket(path string) error {
-	fi, err := os.Lstat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
 		return nil
-	case err != nil:
-		return err
-	case fi.Mode()&fs.ModeSocket == 0:
-		return fmt.Errorf("%s exists and is not a socket", path)
 	}
-	return os.Remove(path)
-}
-
-func chmod(path string, mode fs.FileMode) error { return os.Chmod(path, mode) }
-
-// LimitListener accepts at most n connections open at once; Accept waits
-// for one to close beyond that. Close ends a waiting Accept.
-func LimitListener(ln net.Listener, n int) net.Listener {
-	return &limitListener{Listener: ln, sem: make(chan struct{}, n), done: make(chan struct{})}
-}
-
-type limitListener struct {
-	net.Listener
-	sem       chan struct{}
-	done      chan struct{}
-	closeOnce sync.Once
-}
-
-func (l *limitListener) Accept() (net.Conn, error) {
-	select {
-	case l.sem <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-	c, err := l.Listener.Accept()
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+"-*")
 	if err != nil {
-		<-l.sem
-		return nil, err
+		return err
 	}
-	return &limitedConn{Conn: c, release: func() { <-l.sem }}, nil
-}
-
-func (l *limitListener) Close() error {
-	l.closeOnce.Do(func() { close(l.done) })
-	return l.Listener.Close()
-}
-
-type limitedConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *limitedConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
+	_, err = tmp.Write(envd.FormatDeadline(time.UnixMilli(ms)))
+	if closeErr := tmp.Close(); err == nil {
+		err = closeErr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
 	return err
 }
+
+// listenUnix listens on path, replacing whatever is there: a socket an
+// earlier agent left, or anything root of the sandbox put in its place
+// (a link is removed, never followed).
+func listenUnix(path string) (net.Listener, error) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	return net.Listen("unix", path)
+}
+
+// StdioConn is the agent's standard input and output as one stream.
+type StdioConn struct {
+	In  io.ReadCloser
+	Out io.WriteCloser
+}
+
+func (s StdioConn) Read(p []byte) (int, error)  { return s.In.Read(p) }
+func (s StdioConn) Write(p []byte) (int, error) { return s.Out.Write(p) }
+
+// Close closes both.
+func (s StdioConn) Close() error { return errors.Join(s.In.Close(), s.Out.Close()) }

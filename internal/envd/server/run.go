@@ -1,3 +1,5 @@
+//go:build linux
+
 package server
 
 import (
@@ -19,10 +21,6 @@ import (
 type RunOptions struct {
 	// Listen is a TCP address host:port, or unix:///path/to/socket.
 	Listen string
-	// RelaySocket, when set, is the path of the local server's relay socket
-	// that envd dials out to and serves streams for, to ports of its own
-	// network namespace (see package relay).
-	RelaySocket string
 	// EgressSocket, when set, is the path of the local server's egress proxy
 	// socket, offered to the sandbox's processes on EgressListen; every
 	// process envd starts is pointed there (HTTP_PROXY, HTTPS_PROXY,
@@ -76,24 +74,6 @@ func Run(ctx context.Context, o RunOptions) error {
 		go spliceTo(ctx, eln, o.EgressSocket)
 		cfg.BaseEnv = ProxyEnv("http://" + eln.Addr().String())
 		logger.Info("egress proxy offered on " + eln.Addr().String())
-	}
-	if o.RelaySocket != "" {
-		dial := relay.DialLocal
-		if own, isUnix := strings.CutPrefix(o.Listen, "unix://"); isUnix {
-			// envd's own port, as the server names it, is this socket.
-			dial = func(ctx context.Context, port int) (net.Conn, error) {
-				if port == envd.Port {
-					var d net.Dialer
-					return d.DialContext(ctx, "unix", own)
-				}
-				return relay.DialLocal(ctx, port)
-			}
-		}
-		go func() {
-			_ = relay.Serve(ctx, relay.AgentOptions{Socket: o.RelaySocket, Dial: dial, Logf: func(f string, a ...any) {
-				logger.Info("relay: " + fmt.Sprintf(f, a...))
-			}})
-		}()
 	}
 	srv := New(cfg)
 	logger.Info("envd " + envd.Version + " listening on " + o.Listen)

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package server is our envd: the daemon that runs inside every sandbox and
 // serves the process and filesystem Connect services plus the plain HTTP
 // endpoints (/health, /files, /init, /envs) of envd 0.6.13 (design/e2b-api.md "envd protocol").

@@ -1,3 +1,5 @@
+//go:build linux
+
 package server
 
 import (
@@ -74,7 +76,7 @@ func newDirWatcher(root string, req watchRequest) (*dirWatcher, error) {
 		if err := unix.Statfs(root, &st); err != nil {
 			return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("error checking mount status: failed to statfs %s: %w", root, err))
 		}
-		if networkFilesystems[st.Type] {
+		if networkFilesystems[int64(uint32(st.Type))] { //nolint:gosec // f_type is a 32-bit magic, an int32 on 32-bit Linux: read it unsigned
 			return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("cannot watch path on network filesystem: %s", root))
 		}
 	}

@@ -78,7 +78,7 @@ func (b *builder) copy(ctx context.Context, step string, st e2bapi.TemplateStep)
 	// A layer tar of our own registered with ImageLoad would spare the
 	// commit but costs about as much on Docker 20.10 (design/performance.md,
 	// "Local builds").
-	staging := "/.e2b/copy/" + step
+	staging := "/.e2b-copy-" + step // /.e2b is envd's read-only volume
 	if _, err := b.root(ctx, "staging the files", `mkdir -p "$1/unpack"`, staging); err != nil {
 		return err
 	}

@@ -3,16 +3,14 @@ package engine
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -31,14 +29,11 @@ import (
 
 // DockerOptions configures NewDocker.
 type DockerOptions struct {
-	// EnvdBinary is the host path of a static Linux build of the provider
-	// binary; it is mounted read-only into every container and started as
-	// `<bin> envd --relay unix:///run/e2b/relay.sock ...`.
+	// EnvdBinary is the path of a static Linux build of the provider
+	// binary for the engine's architecture; empty: found by EnvdBinaryFor.
+	// It reaches containers through the engine's API (envdimage.go), never
+	// as a host path.
 	EnvdBinary string
-	// StateDir holds, on the host, one short directory per container with
-	// the server's relay (and egress) sockets in it, mounted read-only into
-	// the container. Keep it short: socket paths must fit sun_path.
-	StateDir string
 	// Network is "none" (default: a network namespace of its own for every
 	// container) or "host". Bridge networks are never used.
 	Network string
@@ -64,7 +59,8 @@ type DockerOptions struct {
 	PidsLimit int64
 	// EnvdStartTimeout bounds the wait for envd's /health (default 30 s).
 	EnvdStartTimeout time.Duration
-	// ReadyTimeout bounds the ready command loop (default 10 min, §3.4).
+	// ReadyTimeout bounds the ready command loop (default 10 min, as on E2B:
+	// design/e2b-api.md, "Start and ready commands").
 	ReadyTimeout time.Duration
 	// ReadyInterval is the pause between ready command runs (default 2 s).
 	ReadyInterval time.Duration
@@ -73,21 +69,17 @@ type DockerOptions struct {
 
 // Paths inside every container.
 const (
-	containerEnvdPath = "/.e2b/envd"
-	// containerSocketDir is where the host's per-container directory with
-	// the server's sockets is mounted, read-only.
-	containerSocketDir = "/run/e2b"
-	relaySocketName    = "relay.sock"
-	egressSocketName   = "egress.sock"
-	// deadlineFileName, in the same read-only directory, holds a sandbox's
-	// end for envd (--deadline-file), so that the container ends on time
-	// even while the server is down.
-	deadlineFileName = "deadline"
-	// hostNetEnvdSocket is where envd listens in a host-network container:
-	// a path of the container's own file system, not a host port.
-	hostNetEnvdSocket = "/.e2b/envd.sock"
-	// maxSocketPath is sun_path's size on Linux minus the terminating NUL.
-	maxSocketPath = 107
+	// containerEnvdDir is the envd volume (envdimage.go), mounted
+	// read-only: nothing in the container can replace envd.
+	containerEnvdDir  = "/.e2b"
+	containerEnvdPath = containerEnvdDir + "/envd"
+	// containerRunDir is a tmpfs only root may enter, where the channel
+	// agent keeps the egress socket and the sandbox's end for envd. Not
+	// committed with the container's files.
+	containerRunDir   = "/run/e2b"
+	egressSocketPath  = containerRunDir + "/egress.sock"
+	deadlineFilePath  = containerRunDir + "/deadline"
+	hostNetEnvdSocket = containerRunDir + "/envd.sock"
 )
 
 // Defaults of DockerOptions.
@@ -118,14 +110,17 @@ type Docker struct {
 	opts DockerOptions
 	log  *slog.Logger
 
-	// egress serves opts.Egress on every container's egress socket.
+	// egress serves opts.Egress on the egress streams of every channel.
 	egress *http.Server
+	// envdVolume is the container holding the envd volume that every
+	// container mounts read-only (envdimage.go).
+	envdVolume string
 
 	mu sync.Mutex
 	// startCmds cancels the streams that keep sandbox start commands
 	// attached, by sandbox ID.
 	startCmds map[string]context.CancelFunc
-	// attached holds the relay of every container this server runs, by
+	// attached holds the channel of every container this server runs, by
 	// attachKey.
 	attached map[string]*attachment
 
@@ -137,25 +132,6 @@ type Docker struct {
 // socket), negotiating the API version so that older engines (API 1.41 of
 // Debian's docker.io 20.10) work, and fails when no engine answers.
 func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
-	if opts.EnvdBinary == "" {
-		return nil, errors.New("docker runtime: no envd binary given")
-	}
-	if fi, err := os.Stat(opts.EnvdBinary); err != nil {
-		return nil, fmt.Errorf("docker runtime: envd binary: %w", err)
-	} else if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("docker runtime: envd binary %s is not a regular file", opts.EnvdBinary)
-	}
-	if opts.StateDir == "" {
-		return nil, errors.New("docker runtime: no state dir given")
-	}
-	absState, err := filepath.Abs(opts.StateDir)
-	if err != nil {
-		return nil, fmt.Errorf("docker runtime: state dir: %w", err)
-	}
-	opts.StateDir = absState
-	if longest := len(filepath.Join(containerDir(opts.StateDir, kindBuild, "x"), egressSocketName)); longest > maxSocketPath {
-		return nil, fmt.Errorf("docker runtime: state dir %s is too long for unix socket paths (%d > %d bytes)", opts.StateDir, longest, maxSocketPath)
-	}
 	switch opts.Network {
 	case "":
 		opts.Network = NetworkNone
@@ -190,25 +166,22 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if envdBin, err := filepath.Abs(opts.EnvdBinary); err == nil {
-		opts.EnvdBinary = envdBin
-	}
 
 	cli, err := docker.NewClientWithOpts(docker.FromEnv, docker.WithAPIVersionNegotiation())
 	if err != nil {
-		return nil, fmt.Errorf("docker runtime: %w", err)
+		return nil, fmt.Errorf("DOCKER_HOST=%q: %w", os.Getenv("DOCKER_HOST"), err)
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, err := cli.Ping(pingCtx); err != nil {
 		cli.Close()
-		return nil, fmt.Errorf("docker runtime: no Docker engine answers at %s (set DOCKER_HOST to its socket): %w", cli.DaemonHost(), err)
-	}
-	if err := os.MkdirAll(filepath.Join(opts.StateDir, "s"), 0o700); err != nil {
-		cli.Close()
-		return nil, fmt.Errorf("docker runtime: %w", err)
+		return nil, engineUnreachable(cli.DaemonHost(), err)
 	}
 	d := &Docker{cli: cli, opts: opts, log: opts.Logger, startCmds: map[string]context.CancelFunc{}, attached: map[string]*attachment{}}
+	if d.envdVolume, err = d.ensureEnvdVolume(ctx); err != nil {
+		cli.Close()
+		return nil, err
+	}
 	if opts.Egress != nil {
 		d.egress = &http.Server{
 			Handler:           opts.Egress,
@@ -219,6 +192,26 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 		}
 	}
 	return d, nil
+}
+
+// engineUnreachable is the one error for an engine that does not answer:
+// where it was looked for, why not, and what to do.
+func engineUnreachable(host string, err error) error {
+	where := "the default socket " + host
+	if env := os.Getenv("DOCKER_HOST"); env != "" {
+		where = host + " (DOCKER_HOST)"
+	}
+	// The client's own message repeats the address: keep only the cause
+	// of a failed connection (no such socket, permission denied, refused).
+	because := " (" + err.Error() + ")"
+	var op *net.OpError
+	switch {
+	case errors.As(err, &op):
+		because = " (" + op.Err.Error() + ")"
+	case docker.IsErrConnectionFailed(err):
+		because = ""
+	}
+	return fmt.Errorf("no Docker engine answers at %s%s: start Docker, or set DOCKER_HOST to a running engine (unix:///path/to/docker.sock, tcp://host:port)", where, because)
 }
 
 // Close ends the streams attached to sandboxes' start commands (which
@@ -243,7 +236,7 @@ func (d *Docker) Close() error {
 }
 
 // Info reports the engine version, the negotiated API version, the default
-// runtime and the engine's OS.
+// runtime, the engine's OS and architecture, and the envd build in use.
 func (d *Docker) Info(ctx context.Context) (EngineInfo, error) {
 	info, err := d.cli.Info(ctx)
 	if err != nil {
@@ -254,6 +247,8 @@ func (d *Docker) Info(ctx context.Context) (EngineInfo, error) {
 		APIVersion:    d.cli.ClientVersion(),
 		Runtime:       info.DefaultRuntime,
 		OS:            info.OperatingSystem,
+		Arch:          info.Architecture,
+		EnvdBinary:    d.opts.EnvdBinary,
 	}, nil
 }
 
@@ -273,20 +268,11 @@ func (d *Docker) labels(kind, templateID, buildID, sandboxID string) map[string]
 	return l
 }
 
-// containerDir is the host directory of the container for kind/id, which
-// holds the server's sockets and is mounted read-only at /run/e2b. Its
-// name is a short digest so that long IDs and data dirs still fit
-// sun_path.
-func containerDir(stateDir, kind, id string) string {
-	sum := sha256.Sum256([]byte(kind + "/" + id))
-	return filepath.Join(stateDir, "s", hex.EncodeToString(sum[:6]))
-}
-
 // containerRequest is what differs between build and sandbox containers.
 type containerRequest struct {
 	image    string
 	kind     string
-	id       string // build or sandbox ID, names the socket dir
+	id       string // build or sandbox ID, names its attachment
 	token    string // envd access token; empty leaves envd open
 	labels   map[string]string
 	cpuCount int32
@@ -299,7 +285,7 @@ type containerRequest struct {
 type runningContainer struct {
 	id   string
 	kind string
-	key  string // attachKey of its relay
+	key  string // attachKey of its channel
 	envd *client.Client
 	// token is the access token envd's Init is given, the one envd sends.
 	token string
@@ -307,100 +293,60 @@ type runningContainer struct {
 
 // envdCommand is the container's entrypoint: envd on TCP 49983 of the
 // container's own network namespace (as on E2B), reached by the server
-// only through the relay it dials out to, and offering the egress proxy
+// only through the container's channel, and offering the egress proxy
 // when there is one. With host networking it listens on a socket of the
 // container's own file system instead, so that containers do not fight
-// over the host's port 49983.
-// A container with an end (a sandbox's) has envd watch its deadline file.
-func (d *Docker) envdCommand(network string, hasEnd bool) []string {
-	relaySock := "unix://" + containerSocketDir + "/" + relaySocketName
+// over the host's port 49983. The channel agent is started with the same
+// flags and --channel.
+func (d *Docker) envdCommand(network string) []string {
 	var cmd []string
 	if network == NetworkHost {
-		cmd = []string{containerEnvdPath, "envd", "--listen", "unix://" + hostNetEnvdSocket, "--relay", relaySock}
+		cmd = []string{containerEnvdPath, "envd", "--listen", "unix://" + hostNetEnvdSocket}
 	} else {
-		cmd = []string{containerEnvdPath, "envd", "--listen", fmt.Sprintf("0.0.0.0:%d", envd.Port), "--relay", relaySock}
+		cmd = []string{containerEnvdPath, "envd", "--listen", fmt.Sprintf("0.0.0.0:%d", envd.Port)}
 		if d.egress != nil {
-			cmd = append(cmd, "--egress", "unix://"+containerSocketDir+"/"+egressSocketName, "--egress-listen", fmt.Sprintf("127.0.0.1:%d", envd.EgressProxyPort))
+			cmd = append(cmd, "--egress", "unix://"+egressSocketPath, "--egress-listen", fmt.Sprintf("127.0.0.1:%d", envd.EgressProxyPort))
 		}
 	}
-	if hasEnd {
-		cmd = append(cmd, "--deadline-file", containerSocketDir+"/"+deadlineFileName)
-	}
-	return cmd
-}
-
-// writeDeadline writes (atomically: a rename in the dir) the end of the
-// container whose host directory is dir, for envd's --deadline-file.
-func writeDeadline(dir string, end time.Time) error {
-	tmp, err := os.CreateTemp(dir, deadlineFileName+"-*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(envd.FormatDeadline(end))
-	if closeErr := tmp.Close(); err == nil {
-		err = closeErr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(dir, deadlineFileName))
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write the deadline of %s: %w", dir, err)
-	}
-	return nil
+	return append(cmd, "--deadline-file", deadlineFilePath)
 }
 
 // SetSandboxDeadline moves the end of the sandbox's container: envd stops
 // it then, with or without the server. A zero end clears it.
-func (d *Docker) SetSandboxDeadline(_ context.Context, sandboxID string, end time.Time) error {
-	dir := containerDir(d.opts.StateDir, kindSandbox, sandboxID)
-	if end.IsZero() {
-		return clearDeadline(dir)
+func (d *Docker) SetSandboxDeadline(ctx context.Context, sandboxID string, end time.Time) error {
+	a := d.attachment(attachKey(kindSandbox, sandboxID))
+	if a == nil {
+		return fmt.Errorf("sandbox %s is not running on this server", sandboxID)
 	}
-	return writeDeadline(dir, end)
+	if err := d.setEnd(ctx, a, end); err != nil {
+		return fmt.Errorf("set the end of sandbox %s: %w", sandboxID, err)
+	}
+	return nil
 }
 
-// startContainer creates and starts a container running envd, with the
-// server's relay socket in a fresh host directory mounted read-only, waits
-// for envd's health through the relay and returns. On error nothing is
+// startContainer creates and starts a container running envd, with envd
+// from the envd volume and nothing of the host mounted, waits for envd's
+// health through the container's channel and returns. On error nothing is
 // left behind.
 func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepare func(ctx context.Context, containerID string) error) (*runningContainer, error) {
-	dir := containerDir(d.opts.StateDir, req.kind, req.id)
-	if err := os.RemoveAll(dir); err != nil {
-		return nil, err
-	}
 	key := attachKey(req.kind, req.id)
-	att, err := d.attach(key, dir, d.opts.Network)
-	if err != nil {
-		return nil, err
-	}
-	if !req.end.IsZero() {
-		if err := writeDeadline(dir, req.end); err != nil {
-			return nil, errors.Join(err, d.detach(key))
-		}
-	}
 	labels := maps.Clone(req.labels)
 	labels[d.label("network")] = d.opts.Network
 	cfg := &container.Config{
 		Image: req.image,
 		// envd must run as root to run processes as any user.
 		User:       "0:0",
-		Entrypoint: d.envdCommand(d.opts.Network, !req.end.IsZero()),
+		Entrypoint: d.envdCommand(d.opts.Network),
 		Labels:     labels,
 	}
 	hc := &container.HostConfig{
 		NetworkMode: container.NetworkMode(d.opts.Network),
-		Binds: []string{
-			d.opts.EnvdBinary + ":" + containerEnvdPath + ":ro",
-			// Read-only: the container can connect to the server's sockets
-			// but can neither replace nor add anything the server uses.
-			dir + ":" + containerSocketDir + ":ro",
-		},
-		Resources: resources(req.cpuCount, req.memoryMB, d.opts.PidsLimit),
-		Init:      boolPtr(true),
+		// The engine's own volume and a tmpfs: no host path, so that any
+		// engine works, local or not.
+		VolumesFrom: []string{d.envdVolume + ":ro"},
+		Tmpfs:       map[string]string{containerRunDir: "mode=0700,size=1m"},
+		Resources:   resources(req.cpuCount, req.memoryMB, d.opts.PidsLimit),
+		Init:        boolPtr(true),
 		// Docker's default set minus NET_RAW (raw and packet sockets) and
 		// MKNOD; named one by one so that a changed engine default cannot
 		// widen it.
@@ -417,10 +363,11 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 	created, err := d.cli.ContainerCreate(createCtx, cfg, hc, nil, nil, "")
 	cancelCreate()
 	if err != nil {
-		if derr := d.detach(key); derr != nil {
-			d.log.Warn("relay dir left behind", "key", key, "error", derr)
-		}
 		return nil, fmt.Errorf("create container from %s: %w", req.image, err)
+	}
+	att := d.attach(key, created.ID, d.opts.Network)
+	if !req.end.IsZero() {
+		att.end, att.endSet = req.end, true
 	}
 	rc := &runningContainer{id: created.ID, kind: req.kind, key: key}
 	fail := func(err error) (*runningContainer, error) {
@@ -438,9 +385,8 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 	if err := d.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
 		return fail(fmt.Errorf("start container from %s: %w", req.image, err))
 	}
-	d.learnRootUID(ctx, created.ID, att)
-	rc.envd, rc.token = newEnvdClient(att.dialer(envd.Port), req.token), req.token
-	if err := d.waitEnvd(ctx, created.ID, rc.envd, att.relay.Addr()); err != nil {
+	rc.envd, rc.token = newEnvdClient(d.dialer(att, envd.Port), req.token), req.token
+	if err := d.waitEnvd(ctx, created.ID, rc.envd); err != nil {
 		return fail(err)
 	}
 	return rc, nil
@@ -448,13 +394,13 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 
 // waitEnvd polls envd's /health until it answers, the container exits, or
 // the start timeout passes.
-func (d *Docker) waitEnvd(ctx context.Context, containerID string, conn *client.Client, relayAddr string) error {
+func (d *Docker) waitEnvd(ctx context.Context, containerID string, conn *client.Client) error {
 	ctx, cancel := context.WithTimeout(ctx, d.opts.EnvdStartTimeout)
 	defer cancel()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for polls := 0; ; polls++ {
-		// A dial waits for envd's first relay connection: bound each poll.
+		// A dial opens the channel when there is none: bound each poll.
 		pollCtx, pollCancel := context.WithTimeout(ctx, time.Second)
 		err := conn.Health(pollCtx)
 		pollCancel()
@@ -470,7 +416,7 @@ func (d *Docker) waitEnvd(ctx context.Context, containerID string, conn *client.
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("envd did not answer through the relay %s within %s: %v; container output: %s", relayAddr, d.opts.EnvdStartTimeout, err, d.logsTail(ctx, containerID))
+				return fmt.Errorf("envd did not answer through the container's channel within %s: %v; container output: %s", d.opts.EnvdStartTimeout, err, d.logsTail(ctx, containerID))
 			}
 			return ctx.Err()
 		case <-tick.C:
@@ -510,15 +456,13 @@ func (d *Docker) removeContainer(ctx context.Context, containerID string) error 
 }
 
 // discard removes a container that failed to start or has served its
-// purpose, and its relay. A failure is logged, not returned: the caller's
-// own outcome stands, and RemoveOrphans removes the container at the next
-// start.
+// purpose, and its channel. A failure is logged, not returned: the
+// caller's own outcome stands, and RemoveOrphans removes the container at
+// the next start.
 func (d *Docker) discard(ctx context.Context, rc *runningContainer) {
+	d.detach(rc.key)
 	if err := d.removeContainer(ctx, rc.id); err != nil {
 		d.log.Warn("container left behind", "container", shortID(rc.id), "error", err)
-	}
-	if err := d.detach(rc.key); err != nil {
-		d.log.Warn("relay dir left behind", "container", shortID(rc.id), "error", err)
 	}
 }
 
@@ -666,7 +610,7 @@ func (d *Docker) startCommand(ctx context.Context, rc *runningContainer, spec Sa
 	}()
 }
 
-// StopSandbox removes the sandbox's container and its relay.
+// StopSandbox removes the sandbox's container and its channel.
 func (d *Docker) StopSandbox(ctx context.Context, sandboxID string) error {
 	d.mu.Lock()
 	if cancel, ok := d.startCmds[sandboxID]; ok {
@@ -678,11 +622,11 @@ func (d *Docker) StopSandbox(ctx context.Context, sandboxID string) error {
 	if err != nil {
 		return fmt.Errorf("stop sandbox %s: %w", sandboxID, err)
 	}
+	d.detach(attachKey(kindSandbox, sandboxID))
 	var errs []error
 	for _, c := range list {
 		errs = append(errs, d.removeContainer(ctx, c.ID))
 	}
-	errs = append(errs, d.detach(attachKey(kindSandbox, sandboxID)))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("stop sandbox %s: %w", sandboxID, err)
 	}
@@ -696,20 +640,19 @@ func (d *Docker) list(ctx context.Context, extra ...filters.KeyValuePair) ([]con
 }
 
 // RemoveOrphans removes this instance's build containers and the sandbox
-// containers keep does not claim, and every relay dir no kept container
-// uses (a crash can leave dirs whose container is already gone). The kept
-// sandboxes get their relay back at the same host path, where their envd
-// redials. Then it removes this instance's build images (in
-// ImageRepository, or untagged) that keepImage does not claim, and prunes
-// the layer cache (PruneLayers). Meant for
-// start-up: builds running at the time are aborted.
+// containers keep does not claim. The kept sandboxes are attached again:
+// their channel opens when first needed. Then it removes this instance's
+// build images (in ImageRepository, or untagged) that keepImage does not
+// claim, envd volumes of other envd builds and images that no container
+// uses, and
+// prunes the layer cache (PruneLayers). Meant for start-up: builds running
+// at the time are aborted.
 func (d *Docker) RemoveOrphans(ctx context.Context, keep func(sandboxID string) bool, keepImage func(ref string) bool) error {
 	list, err := d.list(ctx)
 	if err != nil {
 		return fmt.Errorf("list containers: %w", err)
 	}
 	var errs []error
-	inUse := map[string]bool{}
 	for _, c := range list {
 		kind, id := c.Labels[d.label("kind")], ""
 		switch kind {
@@ -718,28 +661,17 @@ func (d *Docker) RemoveOrphans(ctx context.Context, keep func(sandboxID string) 
 		case kindSandbox:
 			id = c.Labels[d.label("sandbox-id")]
 		default:
-			continue // e.g. started by hand from a build's image
+			continue // the envd volume's, or started by hand from a build's image
 		}
-		dir := containerDir(d.opts.StateDir, kind, id)
 		if kind == kindSandbox && keep != nil && keep(id) {
-			inUse[dir] = true
-			errs = append(errs, d.reattach(ctx, c, id, dir))
+			d.reattach(c, id)
 			continue
 		}
 		d.log.Info("removing orphaned container", "container", shortID(c.ID), "kind", kind, "id", id)
-		errs = append(errs, d.removeContainer(ctx, c.ID), d.detach(attachKey(kind, id)))
+		d.detach(attachKey(kind, id))
+		errs = append(errs, d.removeContainer(ctx, c.ID))
 	}
-	errs = append(errs, d.removeOrphanImages(ctx, keepImage), d.PruneLayers(ctx, d.opts.LayerCacheSize))
-	socketsDir := filepath.Join(d.opts.StateDir, "s")
-	entries, err := os.ReadDir(socketsDir)
-	if err != nil {
-		return errors.Join(append(errs, err)...)
-	}
-	for _, e := range entries {
-		if dir := filepath.Join(socketsDir, e.Name()); !inUse[dir] {
-			errs = append(errs, os.RemoveAll(dir))
-		}
-	}
+	errs = append(errs, d.removeOrphanImages(ctx, keepImage), d.removeEnvdVolumes(ctx, d.envdVolume), d.PruneLayers(ctx, d.opts.LayerCacheSize))
 	return errors.Join(errs...)
 }
 

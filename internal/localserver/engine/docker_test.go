@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
 	docker "github.com/docker/docker/client"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext"
@@ -116,7 +117,6 @@ func newTestDocker(t testing.TB, network string) *Docker {
 	}
 	d, err := NewDocker(t.Context(), DockerOptions{
 		EnvdBinary:    dockerEnv.envdBin,
-		StateDir:      t.TempDir(),
 		Network:       network,
 		LabelPrefix:   "e2b-runtime-test",
 		Instance:      randomID("inst"),
@@ -131,6 +131,9 @@ func newTestDocker(t testing.TB, network string) *Docker {
 			t.Errorf("cleanup: %v", err)
 		}
 		if err := d.RemoveOrphans(context.Background(), nil, nil); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+		if err := d.removeEnvdVolumes(context.Background(), ""); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 		d.Close()
@@ -249,14 +252,26 @@ func containers(t *testing.T, d *Docker) []container.Summary {
 	return list
 }
 
-// sandboxClient talks to a sandbox's envd through its relay with token.
+// sandboxClient talks to a sandbox's envd through its channel with token.
 func sandboxClient(d *Docker, sb *Sandbox, token string) *client.Client {
 	return newEnvdClient(func(ctx context.Context) (net.Conn, error) { return d.DialSandbox(ctx, sb.ID, envd.Port) }, token)
 }
 
-// relayDir is the host directory with the sandbox's relay socket.
-func relayDir(d *Docker, sb *Sandbox) string {
-	return containerDir(d.opts.StateDir, kindSandbox, sb.ID)
+// noBindMounts fails the test when the container mounts a host path.
+func noBindMounts(t *testing.T, d *Docker, containerID string) {
+	t.Helper()
+	insp, err := d.cli.ContainerInspect(t.Context(), containerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range insp.Mounts {
+		if m.Type == mount.TypeBind {
+			t.Errorf("container %s bind-mounts %s at %s", shortID(containerID), m.Source, m.Destination)
+		}
+	}
+	if len(insp.HostConfig.Binds) > 0 {
+		t.Errorf("container %s has binds %v", shortID(containerID), insp.HostConfig.Binds)
+	}
 }
 
 // sh runs a script with /bin/sh in the sandbox as user (empty: the
@@ -281,9 +296,10 @@ func TestInfoAndMissingEngine(t *testing.T) {
 	}
 
 	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "none.sock"))
-	_, err = NewDocker(t.Context(), DockerOptions{EnvdBinary: dockerEnv.envdBin, StateDir: t.TempDir()})
-	if err == nil || !strings.Contains(err.Error(), "no Docker engine answers") {
-		t.Fatalf("error %v, want one saying no engine answers", err)
+	_, err = NewDocker(t.Context(), DockerOptions{EnvdBinary: dockerEnv.envdBin})
+	if err == nil || !strings.Contains(err.Error(), "no Docker engine answers at unix://") || !strings.Contains(err.Error(), "(DOCKER_HOST)") ||
+		strings.Count(err.Error(), "none.sock") != 1 {
+		t.Fatalf("error %v, want one saying once that no engine answers at DOCKER_HOST", err)
 	}
 }
 
@@ -430,11 +446,12 @@ func TestBuildAndSandbox(t *testing.T) {
 		t.Error("envd accepted a wrong access token")
 	}
 
+	noBindMounts(t, d, sb.ContainerID)
 	if err := d.StopSandbox(t.Context(), sb.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(relayDir(d, sb)); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("relay dir left behind: %v", err)
+	if d.attachment(attachKey(kindSandbox, sb.ID)) != nil {
+		t.Error("the sandbox's channel is still attached after StopSandbox")
 	}
 	if n := len(containers(t, d)); n != 0 {
 		t.Errorf("%d containers left after StopSandbox", n)
@@ -582,8 +599,9 @@ func TestBuildCancelRemovesContainer(t *testing.T) {
 func TestRemoveOrphans(t *testing.T) {
 	t.Parallel()
 	d := newTestDocker(t, "none")
+	token := rand.Text()
 	start := func(id string) *Sandbox {
-		sb, err := d.StartSandbox(t.Context(), SandboxSpec{SandboxID: id, Image: dockerEnv.baseImage, User: "root", AccessToken: rand.Text()})
+		sb, err := d.StartSandbox(t.Context(), SandboxSpec{SandboxID: id, Image: dockerEnv.baseImage, User: "root", AccessToken: token})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -607,11 +625,10 @@ func TestRemoveOrphans(t *testing.T) {
 	byHandID := create(d.labels(kindImage, "tpl", "b", ""))
 	removeContainerAtEnd(t, d, byHandID)
 
-	// A socket dir whose container is gone.
-	stale := filepath.Join(d.opts.StateDir, "s", "stale")
-	if err := os.Mkdir(stale, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	// A server that restarts knows none of its containers' channels, and
+	// the agent of the old channel is gone.
+	d.detach(attachKey(kindSandbox, kept.ID))
+	d.detach(attachKey(kindSandbox, orphan.ID))
 
 	if err := d.RemoveOrphans(t.Context(), func(id string) bool { return id == kept.ID }, nil); err != nil {
 		t.Fatal(err)
@@ -623,14 +640,8 @@ func TestRemoveOrphans(t *testing.T) {
 	if len(left) != 2 || !left[kept.ContainerID] || !left[byHandID] {
 		t.Errorf("left %d containers, want only the kept sandbox and the one started by hand", len(left))
 	}
-	if _, err := os.Stat(relayDir(d, orphan)); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("orphan's socket dir left behind: %v", err)
-	}
-	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("stale socket dir left behind: %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(relayDir(d, kept), relaySocketName)); err != nil {
-		t.Errorf("kept sandbox lost its relay socket: %v", err)
+	if out, code := sh(t, sandboxClient(d, kept, token), "", "echo back"); code != 0 || out != "back\n" {
+		t.Errorf("the kept sandbox through a new channel: %q (exit %d)", out, code)
 	}
 	if _, err := d.cli.ContainerInspect(t.Context(), otherID); err != nil {
 		t.Errorf("another server's container was touched: %v", err)
@@ -712,7 +723,7 @@ func TestBuildUsesBashWhenPresent(t *testing.T) {
 	}
 }
 
-// With the opt-in host network, envd is still reached through the relay
+// With the opt-in host network, envd is still reached through the channel
 // (it listens on a socket of the container's own file system, not on the
 // host's port 49983), and no other port is relayed: the sandbox's
 // loopback is the host's.

@@ -23,7 +23,7 @@ type BuildSpec struct {
 	// workdir and env this build starts with; nil for fromImage.
 	FromBuild *BuildResult
 	// Force rebuilds every phase instead of starting from cached layers;
-	// a step's own Force does so from that step on (§3).
+	// a step's own Force does so from that step on, as on E2B.
 	Force bool
 	Steps []e2bapi.TemplateStep
 	// Archives maps each COPY step's filesHash to the stored archive on disk.
@@ -90,4 +90,8 @@ type EngineInfo struct {
 	APIVersion    string
 	Runtime       string
 	OS            string
+	// Arch is the engine's architecture, as the engine names it.
+	Arch string
+	// EnvdBinary is the envd build put into containers.
+	EnvdBinary string
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // newEnvdClient is a client of the envd that dial reaches (a container's,
-// through its relay), sending token (none when empty) with every request;
+// through its channel), sending token (none when empty) with every request;
 // Init must hand envd the same token, which it requires from then on.
 func newEnvdClient(dial func(ctx context.Context) (net.Conn, error), token string) *client.Client {
 	transport := &http.Transport{

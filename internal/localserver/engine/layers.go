@@ -115,8 +115,9 @@ func (d *Docker) touchLayer(ctx context.Context, key string) {
 }
 
 // RemoveInstanceImages removes every image of the server instance on the
-// engine at dockerHost, its layer cache included: what tests do when their
-// server's data dir goes (a server keeps its cache across restarts).
+// engine at dockerHost, its layer cache and envd volume included: what
+// tests do when their server's data dir goes (a server keeps its cache
+// across restarts).
 func RemoveInstanceImages(ctx context.Context, dockerHost, instance string) error {
 	cli, err := docker.NewClientWithOpts(docker.WithHost(dockerHost), docker.WithAPIVersionNegotiation())
 	if err != nil {
@@ -127,7 +128,7 @@ func RemoveInstanceImages(ctx context.Context, dockerHost, instance string) erro
 		Instance: instance, LabelPrefix: defaultLabelPrefix, ImageRepository: defaultImageRepository,
 	}}
 	// Build images first: the layers under them go with the last tag.
-	return errors.Join(d.removeOrphanImages(ctx, nil), d.PruneLayers(ctx, 0))
+	return errors.Join(d.removeOrphanImages(ctx, nil), d.PruneLayers(ctx, 0), d.removeEnvdVolumes(ctx, ""))
 }
 
 // PruneLayers removes this instance's layer images beyond the keep most

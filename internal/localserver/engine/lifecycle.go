@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -21,7 +19,7 @@ import (
 )
 
 // SandboxMetrics is one sample of a sandbox's resource use
-// (design/e2b-api.md §5.4).
+// (design/e2b-api.md, "Metrics and logs").
 type SandboxMetrics struct {
 	Time       time.Time
 	CPUCount   int32
@@ -58,12 +56,16 @@ func (d *Docker) sandboxContainer(ctx context.Context, sandboxID string) (string
 // cgroup freezer): their memory stays as it is while the engine runs, and
 // the container keeps its file system.
 func (d *Docker) PauseSandbox(ctx context.Context, sandboxID string) error {
+	a := d.attachment(attachKey(kindSandbox, sandboxID))
 	id, err := d.sandboxContainer(ctx, sandboxID)
 	if err == nil {
 		err = d.cli.ContainerPause(ctx, id)
 	}
 	if err != nil {
 		return fmt.Errorf("pause sandbox %s: %w", sandboxID, err)
+	}
+	if a != nil {
+		a.frozen(true)
 	}
 	return nil
 }
@@ -80,8 +82,11 @@ func (d *Docker) ResumeSandbox(ctx context.Context, spec SandboxSpec) error {
 		switch {
 		case err != nil:
 		case insp.State != nil && insp.State.Paused:
-			err = d.cli.ContainerUnpause(ctx, id)
+			if err = d.cli.ContainerUnpause(ctx, id); err == nil {
+				err = d.thawedSandbox(ctx, spec.SandboxID)
+			}
 		case insp.State != nil && insp.State.Running:
+			err = d.thawedSandbox(ctx, spec.SandboxID)
 		default:
 			err = d.reboot(ctx, id, spec)
 		}
@@ -92,22 +97,31 @@ func (d *Docker) ResumeSandbox(ctx context.Context, spec SandboxSpec) error {
 	return nil
 }
 
+// thawedSandbox hands a thawed sandbox's agent the end set while it was
+// frozen.
+func (d *Docker) thawedSandbox(ctx context.Context, sandboxID string) error {
+	if a := d.attachment(attachKey(kindSandbox, sandboxID)); a != nil {
+		return d.thawed(ctx, a)
+	}
+	return nil
+}
+
 // reboot starts the stopped container of a sandbox again and initialises
-// its envd, through the relay the sandbox has kept.
+// its envd through a new channel; the agent gets the sandbox's end anew
+// (the container's tmpfs started empty).
 func (d *Docker) reboot(ctx context.Context, containerID string, spec SandboxSpec) error {
 	key := attachKey(kindSandbox, spec.SandboxID)
-	d.mu.Lock()
-	att := d.attached[key]
-	d.mu.Unlock()
+	att := d.attachment(key)
 	if att == nil {
-		return errors.New("the sandbox has no relay on this server")
+		return errors.New("the sandbox is not attached to this server")
 	}
 	d.log.Info("booting a stopped sandbox container again", "sandbox", spec.SandboxID, "container", shortID(containerID))
 	if err := d.cli.ContainerStart(ctx, containerID, container.StartOptions{}); err != nil {
 		return err
 	}
-	rc := &runningContainer{id: containerID, kind: kindSandbox, key: key, envd: newEnvdClient(att.dialer(envd.Port), spec.AccessToken), token: spec.AccessToken}
-	if err := d.waitEnvd(ctx, containerID, rc.envd, att.relay.Addr()); err != nil {
+	att.frozen(false)
+	rc := &runningContainer{id: containerID, kind: kindSandbox, key: key, envd: newEnvdClient(d.dialer(att, envd.Port), spec.AccessToken), token: spec.AccessToken}
+	if err := d.waitEnvd(ctx, containerID, rc.envd); err != nil {
 		return err
 	}
 	return d.initSandbox(ctx, rc, spec)
@@ -219,14 +233,4 @@ func (d *Docker) SandboxLogs(ctx context.Context, sandboxID string, since time.T
 		return out, fmt.Errorf("logs of sandbox %s: %w", sandboxID, err)
 	}
 	return out, nil
-}
-
-// clearDeadline removes the container's deadline file: envd then sets no
-// end (a paused sandbox, or one that pauses at its end, must not end
-// itself).
-func clearDeadline(dir string) error {
-	if err := os.Remove(filepath.Join(dir, deadlineFileName)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("clear the deadline of %s: %w", dir, err)
-	}
-	return nil
 }

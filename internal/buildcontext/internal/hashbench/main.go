@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command hashbench runs one buildcontext operation on a benchmark tree per process, so
 // scripts/bench-hash.sh can report whole-process figures:
 //

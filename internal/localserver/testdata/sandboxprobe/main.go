@@ -7,14 +7,12 @@
 //	sandboxprobe dial <host:port>...        TCP connect to each
 //	sandboxprobe ifaces                     the network interfaces it sees
 //	sandboxprobe serve <addr> <text>        an HTTP server answering text, the path and Host (Upgrade: echo echoes)
-//	sandboxprobe impersonate <socket>       pose as envd on a relay socket
 //	sandboxprobe get <url>                  GET through $HTTP_PROXY, even for loopback names
 package main
 
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -29,7 +27,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: sandboxprobe caps|packet|dial|ifaces|serve|impersonate|get ...")
+		fmt.Fprintln(os.Stderr, "usage: sandboxprobe caps|packet|dial|ifaces|serve|get ...")
 		os.Exit(2)
 	}
 	args := os.Args[2:]
@@ -84,25 +82,6 @@ func main() {
 		}))
 		fmt.Println("serve:", err)
 		os.Exit(1)
-	case "impersonate":
-		c, err := net.DialTimeout("unix", args[0], 2*time.Second)
-		if err != nil {
-			fmt.Println("impersonate: dial:", err)
-			return
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(3 * time.Second))
-		if _, err := io.WriteString(c, "E2B-RELAY/1\n"); err != nil {
-			fmt.Println("impersonate: refused:", err)
-			return
-		}
-		buf := make([]byte, 64)
-		n, err := c.Read(buf)
-		if n == 0 && err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
-			fmt.Println("impersonate: refused:", err)
-			return
-		}
-		fmt.Printf("impersonate: read %q %v\n", buf[:n], err)
 	case "get":
 		get(args[0])
 	default:

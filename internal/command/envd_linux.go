@@ -17,25 +17,27 @@ import (
 // Envd is the `envd` subcommand of the provider binary:
 //
 //	envd --listen 127.0.0.1:49983|unix:///path/envd.sock [--default-user U] [--default-workdir D]
-//	     [--relay unix:///run/e2b/relay.sock] [--egress unix:///run/e2b/egress.sock --egress-listen 127.0.0.1:49984]
-//	     [--deadline-file /run/e2b/deadline]
+//	     [--egress unix:///run/e2b/egress.sock --egress-listen 127.0.0.1:49984]
+//	     [--deadline-file /run/e2b/deadline] [--channel]
 //
-// With --relay, envd dials out to the local server's relay socket; with
-// --egress, it offers the server's egress proxy on --egress-listen
-// (envd/server.RunOptions); with --deadline-file, it stops once the time
-// in that file has passed.
+// With --egress, envd offers the egress proxy behind that socket on
+// --egress-listen (envd/server.RunOptions); with --deadline-file, it stops
+// once the time in that file has passed. With --channel it is not envd
+// but the local server's channel agent for the envd the other flags
+// describe (envd/server.RunChannel): the server starts it through the
+// engine's exec API and speaks to it on standard input and output.
 //
 // It serves until SIGINT or SIGTERM and returns the exit code: 0 (also for
 // --help), 2 for bad flags, 1 when envd fails.
 func Envd(args []string) int {
 	flags := flag.NewFlagSet("envd", flag.ContinueOnError)
 	listen := flags.String("listen", fmt.Sprintf("127.0.0.1:%d", envd.Port), "TCP address host:port, or unix:///path/to/socket")
-	relayAddr := flags.String("relay", "", "unix:///path of the local server's relay socket to dial out to (optional)")
-	egressAddr := flags.String("egress", "", "unix:///path of the local server's egress proxy socket (optional)")
+	egressAddr := flags.String("egress", "", "unix:///path of the socket behind which the egress proxy is reached (optional)")
 	egressListen := flags.String("egress-listen", fmt.Sprintf("127.0.0.1:%d", envd.EgressProxyPort), "where processes in the sandbox reach the egress proxy (with --egress)")
 	deadlineFile := flags.String("deadline-file", "", "file with the sandbox's end in Unix milliseconds; envd stops once it has passed (optional)")
 	defaultUser := flags.String("default-user", "", "user for requests that name none (default root; POST /init may change it)")
 	defaultWorkdir := flags.String("default-workdir", "", "working directory for processes started without one (default the user's home)")
+	channel := flags.Bool("channel", false, "serve the local server's channel on standard input and output for the envd these flags describe (started by the server)")
 	version := flags.Bool("version", false, "print the envd protocol version and exit")
 	flags.Usage = func() {
 		fmt.Fprintln(flags.Output(), "Usage: terraform-provider-e2b envd [flags]\n\nThe daemon inside the local server's sandboxes, which the server starts in each container.\n\nFlags:")
@@ -66,14 +68,15 @@ func Envd(args []string) int {
 			return 2
 		}
 	}
-	if *relayAddr != "" {
-		if opts.RelaySocket, ok = strings.CutPrefix(*relayAddr, "unix://"); !ok {
-			fmt.Fprintln(os.Stderr, "envd: --relay must be unix:///path")
-			return 2
-		}
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *channel {
+		if err := envdserver.RunChannel(ctx, opts); err != nil {
+			fmt.Fprintln(os.Stderr, "envd --channel:", err)
+			return 1
+		}
+		return 0
+	}
 	if err := envdserver.Run(ctx, opts); err != nil {
 		fmt.Fprintln(os.Stderr, "envd:", err)
 		return 1

@@ -1,0 +1,198 @@
+package engine
+
+import (
+	"archive/tar"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+)
+
+// kindEnvd marks the envd image. The container that holds the envd volume
+// carries the label envd-of=<instance> instead of instance, so that it is
+// none of the instance's sandbox or build containers.
+const kindEnvd = "envd"
+
+// ensureEnvdVolume makes sure the engine has the envd volume of this
+// server's envd build and returns the container that holds it, which
+// every sandbox and build container mounts (VolumesFrom, read-only).
+//
+// The binary reaches the engine through its API only: imported as a
+// one-file image <ImageRepository>-envd:<digest> (once per envd build and
+// engine), from which a never-started container of this instance gets an
+// anonymous volume at /.e2b that the engine fills from the image. Any
+// engine works (a remote one, Docker Desktop's VM); containers start
+// without a copy of envd each, and commits never hold it (volumes are not
+// part of a container's files).
+func (d *Docker) ensureEnvdVolume(ctx context.Context) (string, error) {
+	info, err := d.cli.Info(ctx)
+	if err != nil {
+		return "", fmt.Errorf("docker info: %w", err)
+	}
+	arch, err := engineArch(info.Architecture)
+	if err != nil {
+		return "", err
+	}
+	bin, err := EnvdBinaryFor(arch, d.opts.EnvdBinary)
+	if err != nil {
+		return "", err
+	}
+	digest, err := fileDigest(bin)
+	if err != nil {
+		return "", fmt.Errorf("envd binary: %w", err)
+	}
+	d.opts.EnvdBinary = bin
+	repo, tag := d.opts.ImageRepository+"-envd", digest[:16]
+	ref := repo + ":" + tag
+	if _, err := d.cli.ImageInspect(ctx, ref); isNotFound(err) {
+		if err := d.importEnvd(ctx, bin, repo, tag, arch); err != nil {
+			return "", err
+		}
+	} else if err != nil {
+		return "", fmt.Errorf("inspect image %s: %w", ref, err)
+	}
+	name := d.envdHolderName(tag)
+	if insp, err := d.cli.ContainerInspect(ctx, name); err == nil {
+		return insp.ID, nil
+	} else if !isNotFound(err) {
+		return "", fmt.Errorf("inspect container %s: %w", name, err)
+	}
+	created, err := d.cli.ContainerCreate(ctx, &container.Config{
+		Image:      ref,
+		Entrypoint: []string{containerEnvdPath},
+		Volumes:    map[string]struct{}{containerEnvdDir: {}},
+		Labels:     map[string]string{d.label("envd-of"): d.opts.Instance},
+	}, &container.HostConfig{NetworkMode: NetworkNone}, nil, nil, name)
+	if cerrdefs.IsConflict(err) { // another start of this instance made it
+		insp, ierr := d.cli.ContainerInspect(ctx, name)
+		if ierr != nil {
+			return "", fmt.Errorf("inspect container %s: %w", name, ierr)
+		}
+		return insp.ID, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("create the envd volume from %s: %w", ref, err)
+	}
+	return created.ID, nil
+}
+
+func (d *Docker) envdHolderName(tag string) string {
+	return d.opts.LabelPrefix + "-envd-" + d.opts.Instance + "-" + tag
+}
+
+// importEnvd imports the binary at bin as the image repo:tag holding
+// /.e2b/envd, owned by root and not writable by anyone.
+func (d *Docker) importEnvd(ctx context.Context, bin, repo, tag, arch string) error {
+	f, err := os.Open(bin)
+	if err != nil {
+		return fmt.Errorf("envd binary: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("envd binary: %w", err)
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		tw := tar.NewWriter(pw)
+		err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: containerEnvdDir[1:] + "/", Mode: 0o755})
+		if err == nil {
+			err = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: containerEnvdPath[1:], Mode: 0o555, Size: fi.Size()})
+		}
+		if err == nil {
+			_, err = io.Copy(tw, f)
+		}
+		if err == nil {
+			err = tw.Close()
+		}
+		pw.CloseWithError(err)
+	}()
+	rc, err := d.cli.ImageImport(ctx, image.ImportSource{Source: pr, SourceName: "-"}, repo, image.ImportOptions{
+		Tag:      tag,
+		Platform: "linux/" + arch,
+		Changes:  []string{"LABEL " + d.label("kind") + "=" + kindEnvd},
+	})
+	if err != nil {
+		pr.CloseWithError(err)
+		return fmt.Errorf("import envd into the engine: %w", err)
+	}
+	defer rc.Close()
+	if err := readPullProgress(rc); err != nil {
+		return fmt.Errorf("import envd into the engine: %w", err)
+	}
+	return nil
+}
+
+// removeEnvdVolumes removes this instance's envd volumes but keep (the
+// current one; empty: none) that no container mounts (kept sandboxes of an
+// earlier version of the server use theirs), then the envd images no
+// container uses.
+func (d *Docker) removeEnvdVolumes(ctx context.Context, keep string) error {
+	holders, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
+		filters.Arg("label", d.label("envd-of")+"="+d.opts.Instance),
+	)})
+	if err != nil {
+		return fmt.Errorf("list envd volumes: %w", err)
+	}
+	all, err := d.list(ctx)
+	if err != nil {
+		return fmt.Errorf("list containers: %w", err)
+	}
+	var errs []error
+	for _, h := range holders {
+		if h.ID == keep || mountedElsewhere(h, all) {
+			continue
+		}
+		errs = append(errs, d.removeContainer(ctx, h.ID))
+	}
+	images, err := d.cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", d.label("kind")+"="+kindEnvd))})
+	if err != nil {
+		return errors.Join(append(errs, fmt.Errorf("list envd images: %w", err))...)
+	}
+	for _, img := range images {
+		// Another instance's volume still holds it: the engine refuses.
+		if _, err := d.cli.ImageRemove(ctx, img.ID, image.RemoveOptions{}); err != nil && !isNotFound(err) && !cerrdefs.IsConflict(err) {
+			errs = append(errs, fmt.Errorf("remove envd image %s: %w", shortID(img.ID), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// mountedElsewhere tells whether a container other than holder mounts one
+// of holder's volumes.
+func mountedElsewhere(holder container.Summary, all []container.Summary) bool {
+	for _, m := range holder.Mounts {
+		for _, c := range all {
+			if c.ID == holder.ID {
+				continue
+			}
+			for _, cm := range c.Mounts {
+				if cm.Name != "" && cm.Name == m.Name {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func fileDigest(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

@@ -1,0 +1,118 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/yamux"
+)
+
+// Channel is the server's end of one container's channel.
+type Channel struct {
+	sess *yamux.Session
+}
+
+// Open starts the server's end on rwc, the standard streams of an agent
+// just started (see ServeAgent): it waits for the agent's hello line and
+// fails with what arrived instead (an exec error, say). rwc is closed when
+// Open fails or the Channel is closed.
+func Open(ctx context.Context, rwc io.ReadWriteCloser) (*Channel, error) {
+	ctx, cancel := context.WithTimeout(ctx, handshakeTO)
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { rwc.Close() })
+	line, err := readLine(rwc)
+	if !stop() {
+		return nil, fmt.Errorf("the channel agent did not say hello within %s: %w", handshakeTO, context.Cause(ctx))
+	}
+	if err != nil || line != hello {
+		rwc.Close()
+		return nil, fmt.Errorf("the channel agent did not start: %q: %v", strings.TrimSpace(line), err)
+	}
+	sess, err := yamux.Client(rwc, muxConfig())
+	if err != nil {
+		rwc.Close()
+		return nil, err
+	}
+	return &Channel{sess: sess}, nil
+}
+
+// Dial opens a stream to port on the loopback of the container's network
+// namespace. A port nothing listens on gives a *RefusedError.
+func (c *Channel) Dial(ctx context.Context, port int) (net.Conn, error) {
+	if port < 1 || port > 65535 {
+		return nil, fmt.Errorf("port %d is out of range", port)
+	}
+	s, err := c.request(ctx, "CONNECT "+strconv.Itoa(port))
+	var refused *RefusedError
+	if errors.As(err, &refused) {
+		refused.Port = port
+	}
+	return s, err
+}
+
+// SetDeadline hands the agent the sandbox's end, which it keeps where envd
+// reads it (envd's --deadline-file); the zero time clears it.
+func (c *Channel) SetDeadline(ctx context.Context, end time.Time) error {
+	var ms int64
+	if !end.IsZero() {
+		ms = end.UnixMilli()
+	}
+	s, err := c.request(ctx, "DEADLINE "+strconv.FormatInt(ms, 10))
+	if err != nil {
+		return err
+	}
+	return s.Close()
+}
+
+// request opens a stream, sends line and reads the agent's answer.
+func (c *Channel) request(ctx context.Context, line string) (net.Conn, error) {
+	s, err := c.sess.OpenStream()
+	if err != nil {
+		return nil, fmt.Errorf("channel: %w", err)
+	}
+	deadline := time.Now().Add(handshakeTO)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	_ = s.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { s.Close() })
+	defer stop()
+	if _, err := io.WriteString(s, line+"\n"); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("channel: %w", err)
+	}
+	answer, err := readLine(s)
+	if err != nil {
+		s.Close()
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return nil, fmt.Errorf("channel: no answer to %q: %w", line, err)
+	}
+	_ = s.SetDeadline(time.Time{})
+	if answer == "OK" {
+		return s, nil
+	}
+	s.Close()
+	if reason, ok := strings.CutPrefix(answer, "REFUSED"); ok {
+		return nil, &RefusedError{Reason: strings.TrimSpace(reason)}
+	}
+	return nil, fmt.Errorf("channel: unexpected answer %q", answer)
+}
+
+// Egress is the listener of the streams the container opens: its egress
+// proxy's connections. Closing it closes the channel.
+func (c *Channel) Egress() net.Listener { return c.sess }
+
+// Done is closed once the channel has ended (the agent or its container
+// stopped, or Close).
+func (c *Channel) Done() <-chan struct{} { return c.sess.CloseChan() }
+
+// Close ends the channel; the agent then exits.
+func (c *Channel) Close() error { return c.sess.Close() }
