@@ -31,7 +31,7 @@ const (
 )
 
 // defaultUser is the user E2B's current build format makes the default
-// right after the base layer (§3.2).
+// right after the base layer (design/e2b-api.md, "Server-side execution semantics").
 const defaultUser = "user"
 
 // failureLines is how many of a failed command's last output lines the
@@ -197,7 +197,8 @@ func layerLine(cached bool, prefix, text, key string) string {
 
 // basePhase prepares the base image of a fromImage build: root account
 // files where the image has none, the shell, and the implicit `USER user
-// true` of the current build format (§3.2).
+// true` of the current build format (design/e2b-api.md, "Server-side execution
+// semantics").
 func (b *builder) basePhase(ctx context.Context, key string) error {
 	if err := b.ensureContainer(ctx, b.spec.BaseImage, b.ensureAccountFiles); err != nil {
 		return err
@@ -376,7 +377,8 @@ func (b *builder) root(ctx context.Context, what, script string, args ...string)
 }
 
 // setEnv expands value with the shell, as root, in the current
-// environment and records it (§3.2): $VAR works, command substitution
+// environment and records it (design/e2b-api.md, "Server-side execution
+// semantics"): $VAR works, command substitution
 // does not.
 func (b *builder) setEnv(ctx context.Context, key, value string) error {
 	if key == "" {
@@ -446,7 +448,8 @@ func (b *builder) setUser(ctx context.Context, step, name string, admin bool) er
 }
 
 // finalize commits the build's image from the last layer (from), after
-// running the start and ready commands (§3.4) in the build container when
+// running the start and ready commands (design/e2b-api.md, "Start and ready
+// commands") in the build container when
 // there are any; without them, the image is committed from a container of
 // from that never starts.
 func (b *builder) finalize(ctx context.Context, from string) (string, error) {
