@@ -510,7 +510,7 @@ resource "e2b_template_build" "b" {
   from_image = "busybox"
   context    = %q
   steps = [{ copy = { src = "../etc/passwd", dest = "/x" } }]
-`, ctxDir)), `(?s)COPY source "../etc/passwd".*escapes the context`},
+`, ctxDir)), `(?s)COPY source "../etc/passwd".*escapes the context\s+directory\s+` + regexp.QuoteMeta(ctxDir)},
 		"absolute COPY source": {build(fmt.Sprintf(`
   from_image = "busybox"
   context    = %q

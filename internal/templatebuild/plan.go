@@ -221,6 +221,11 @@ func Plan(ctx context.Context, spec Spec, log e2bapi.Logger) (*Build, error) {
 		return nil, &PlanError{[]Issue{{Field: "context", Summary: "Invalid context", Detail: err.Error()}}}
 	}
 	b.ContextDir = abs
+	for _, c := range b.Copies {
+		if err := checkInsideContext(c.Src, abs); err != nil {
+			return nil, &PlanError{[]Issue{{Field: "context", Summary: "COPY source outside the context", Detail: err.Error()}}}
+		}
+	}
 	if len(b.Copies) > 0 {
 		if st, err := os.Stat(abs); err != nil {
 			return nil, &PlanError{[]Issue{{Field: "context", Summary: "Missing build context",
@@ -355,15 +360,25 @@ func newestFiles(c Copy) string {
 	return strings.Join(c.newest, ", ")
 }
 
-// CheckCopySource rejects COPY sources that are absolute or climb out of the context, as
-// a configuration can be checked before planning; what exists is checked by Plan.
+// CheckCopySource rejects absolute COPY sources, as a configuration can be checked
+// before planning; Plan checks that a source stays inside the context, whose
+// directory it then knows and names.
 func CheckCopySource(src string) error {
 	if filepath.IsAbs(src) || strings.HasPrefix(src, "/") {
 		return fmt.Errorf("COPY source %q is absolute; it must be relative to the context", src)
 	}
+	return nil
+}
+
+// checkInsideContext rejects a COPY source that climbs out of the context directory dir.
+func checkInsideContext(src, dir string) error {
+	if err := CheckCopySource(src); err != nil {
+		return err
+	}
 	clean := filepath.ToSlash(filepath.Clean(src))
 	if clean == ".." || strings.HasPrefix(clean, "../") {
-		return fmt.Errorf("COPY source %q escapes the context directory (the build's context, by default the Dockerfile's directory): sources are paths inside it; move the file into it or point context at a directory that holds it", src)
+		return fmt.Errorf("COPY source %q escapes the context directory %s: sources are paths inside it; "+
+			"move the file into it, or set context to a directory that holds both", src, dir)
 	}
 	return nil
 }

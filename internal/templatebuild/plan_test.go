@@ -170,11 +170,15 @@ func TestReadDockerfile(t *testing.T) {
 	}
 }
 
-func TestCheckCopySource(t *testing.T) {
+func TestCheckInsideContext(t *testing.T) {
 	for src, ok := range map[string]bool{"a": true, "a/../b": true, "**/*.go": true, ".": true,
 		"..": false, "../a": false, "a/../../b": false, "/etc": false} {
-		if err := CheckCopySource(src); (err == nil) != ok {
-			t.Errorf("CheckCopySource(%q) = %v, want ok=%v", src, err, ok)
+		err := checkInsideContext(src, "/work/app")
+		if (err == nil) != ok {
+			t.Errorf("checkInsideContext(%q) = %v, want ok=%v", src, err, ok)
+		}
+		if err != nil && !strings.HasPrefix(src, "/") && !strings.Contains(err.Error(), "/work/app") {
+			t.Errorf("checkInsideContext(%q) = %v, want the context directory named", src, err)
 		}
 	}
 }
