@@ -4,7 +4,8 @@
 # nothing installed), on a fresh clone of HEAD with nothing beside it, with
 # an empty Go module and build cache and an empty tool cache. Only the Go
 # toolchain (read-only) and the Docker engine's socket come from this
-# machine (the local server needs nothing else of the engine). Prints how
+# machine; the work directory has the same path inside and outside, so that
+# the bind mounts the local server asks the engine for resolve. Prints how
 # long each command took.
 #
 #   scripts/fresh-machine.sh                 quick start, then the tests
@@ -19,10 +20,8 @@
 #
 # Needs a Docker engine at DOCKER_HOST (scripts/test.sh's dockerd.sh starts
 # one) and root. The harness container itself gets the host network (to
-# reach apt's mirror and the Go module proxy) and is privileged: debootstrap
-# mounts /proc, and test.sh starts a second Docker engine of its own (one
-# that shares no files with the server) in a mount namespace. The sandboxes
-# the tests start are the local server's own.
+# reach apt's mirror and the Go module proxy) and CAP_SYS_ADMIN (debootstrap
+# mounts /proc); the sandboxes the tests start are the local server's own.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -68,7 +67,7 @@ fi
 
 # Own image names, so that test-image.sh builds them from its recipe
 # instead of finding this machine's.
-docker run --rm --network host --privileged \
+docker run --rm --network host --cap-add SYS_ADMIN \
 	-v "$goroot:$goroot:ro" \
 	-v "$(dirname "$socket"):$(dirname "$socket")" \
 	-v "$root:$root" \
