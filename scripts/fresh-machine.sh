@@ -4,8 +4,7 @@
 # nothing installed), on a fresh clone of HEAD with nothing beside it, with
 # an empty Go module and build cache and an empty tool cache. Only the Go
 # toolchain (read-only) and the Docker engine's socket come from this
-# machine; the work directory has the same path inside and outside, so that
-# the bind mounts the local server asks the engine for resolve. Prints how
+# machine (the local server needs nothing else of the engine). Prints how
 # long each command took.
 #
 #   scripts/fresh-machine.sh                 quick start, then the tests

@@ -52,36 +52,43 @@ func (d *Docker) ensureEnvdVolume(ctx context.Context) (string, error) {
 	d.opts.EnvdBinary = bin
 	repo, tag := d.opts.ImageRepository+"-envd", digest[:16]
 	ref := repo + ":" + tag
-	if _, err := d.cli.ImageInspect(ctx, ref); isNotFound(err) {
-		if err := d.importEnvd(ctx, bin, repo, tag, arch); err != nil {
-			return "", err
-		}
-	} else if err != nil {
-		return "", fmt.Errorf("inspect image %s: %w", ref, err)
-	}
 	name := d.envdHolderName(tag)
-	if insp, err := d.cli.ContainerInspect(ctx, name); err == nil {
-		return insp.ID, nil
-	} else if !isNotFound(err) {
-		return "", fmt.Errorf("inspect container %s: %w", name, err)
-	}
-	created, err := d.cli.ContainerCreate(ctx, &container.Config{
-		Image:      ref,
-		Entrypoint: []string{containerEnvdPath},
-		Volumes:    map[string]struct{}{containerEnvdDir: {}},
-		Labels:     map[string]string{d.label("envd-of"): d.opts.Instance},
-	}, &container.HostConfig{NetworkMode: NetworkNone}, nil, nil, name)
-	if cerrdefs.IsConflict(err) { // another start of this instance made it
-		insp, ierr := d.cli.ContainerInspect(ctx, name)
-		if ierr != nil {
-			return "", fmt.Errorf("inspect container %s: %w", name, ierr)
+	// Another server on the same engine removes envd images that no container
+	// holds (removeEnvdVolumes): one may go between the check and the create
+	// below, so a create that finds no image imports it again.
+	for attempt := 1; ; attempt++ {
+		if _, err := d.cli.ImageInspect(ctx, ref); isNotFound(err) {
+			if err := d.importEnvd(ctx, bin, repo, tag, arch); err != nil {
+				return "", err
+			}
+		} else if err != nil {
+			return "", fmt.Errorf("inspect image %s: %w", ref, err)
 		}
-		return insp.ID, nil
+		if insp, err := d.cli.ContainerInspect(ctx, name); err == nil {
+			return insp.ID, nil
+		} else if !isNotFound(err) {
+			return "", fmt.Errorf("inspect container %s: %w", name, err)
+		}
+		created, err := d.cli.ContainerCreate(ctx, &container.Config{
+			Image:      ref,
+			Entrypoint: []string{containerEnvdPath},
+			Volumes:    map[string]struct{}{containerEnvdDir: {}},
+			Labels:     map[string]string{d.label("envd-of"): d.opts.Instance},
+		}, &container.HostConfig{NetworkMode: NetworkNone}, nil, nil, name)
+		switch {
+		case cerrdefs.IsConflict(err): // another start of this instance made it
+			insp, ierr := d.cli.ContainerInspect(ctx, name)
+			if ierr != nil {
+				return "", fmt.Errorf("inspect container %s: %w", name, ierr)
+			}
+			return insp.ID, nil
+		case isNotFound(err) && attempt < 3:
+			continue
+		case err != nil:
+			return "", fmt.Errorf("create the envd volume from %s: %w", ref, err)
+		}
+		return created.ID, nil
 	}
-	if err != nil {
-		return "", fmt.Errorf("create the envd volume from %s: %w", ref, err)
-	}
-	return created.ID, nil
 }
 
 func (d *Docker) envdHolderName(tag string) string {
