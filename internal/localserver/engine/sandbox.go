@@ -1,0 +1,103 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/docker/docker/api/types/filters"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
+)
+
+// StartSandbox runs a build's image with envd, initialises envd with the
+// sandbox's token, user, workdir and env, and starts the template's start
+// command. Docker cannot snapshot a running process the way E2B's VM
+// snapshots do, so the start command is launched anew in every sandbox
+// rather than resumed where the build left it.
+func (d *Docker) StartSandbox(ctx context.Context, spec SandboxSpec) (*Sandbox, error) {
+	if spec.SandboxID == "" || spec.Image == "" {
+		return nil, errors.New("start sandbox: sandbox ID and image are required")
+	}
+	rc, err := d.startContainer(ctx, containerRequest{
+		image:    spec.Image,
+		kind:     kindSandbox,
+		id:       spec.SandboxID,
+		token:    spec.AccessToken,
+		labels:   d.labels(kindSandbox, spec.TemplateID, spec.BuildID, spec.SandboxID),
+		cpuCount: spec.CPUCount,
+		memoryMB: spec.MemoryMB,
+		end:      spec.EndAt,
+	}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
+	}
+	if err := d.initSandbox(ctx, rc, spec); err != nil {
+		d.discard(ctx, rc)
+		return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
+	}
+	return &Sandbox{ID: spec.SandboxID, ContainerID: rc.id, EnvdVersion: envd.Version}, nil
+}
+
+// initSandbox hands a sandbox's envd, just started, its token, user,
+// workdir and env, and starts the template's start command.
+func (d *Docker) initSandbox(ctx context.Context, rc *runningContainer, spec SandboxSpec) error {
+	if err := rc.envd.Init(ctx, client.InitRequest{EnvVars: spec.Env, AccessToken: rc.token, DefaultUser: spec.User, DefaultWorkdir: spec.Workdir}); err != nil {
+		return err
+	}
+	if spec.StartCmd != "" {
+		sh, err := d.shellOf(ctx, rc.id)
+		if err != nil {
+			return err
+		}
+		d.startCommand(ctx, rc, spec, sh)
+	}
+	return nil
+}
+
+// startCommand runs the sandbox's start command in the background, as the
+// default user in the default workdir. The stream stays attached for the
+// sandbox's life, its output discarded; ending it (StopSandbox, Close)
+// kills the command.
+func (d *Docker) startCommand(ctx context.Context, rc *runningContainer, spec SandboxSpec, sh shell) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	d.mu.Lock()
+	d.startCmds[spec.SandboxID] = cancel
+	d.mu.Unlock()
+	go func() {
+		defer cancel()
+		cmd, args := sh.command(spec.StartCmd)
+		res, err := rc.envd.Run(ctx, client.RunRequest{Cmd: cmd, Args: args, MaxOutputBytes: 1})
+		switch {
+		case ctx.Err() != nil:
+		case err != nil:
+			d.log.Warn("sandbox start command failed", "sandbox", spec.SandboxID, "error", err)
+		case res.ExitCode != 0:
+			d.log.Warn("sandbox start command exited", "sandbox", spec.SandboxID, "exit_code", res.ExitCode)
+		}
+	}()
+}
+
+// StopSandbox removes the sandbox's container and its channel.
+func (d *Docker) StopSandbox(ctx context.Context, sandboxID string) error {
+	d.mu.Lock()
+	if cancel, ok := d.startCmds[sandboxID]; ok {
+		cancel()
+		delete(d.startCmds, sandboxID)
+	}
+	d.mu.Unlock()
+	list, err := d.list(ctx, filters.Arg("label", d.label("sandbox-id")+"="+sandboxID))
+	if err != nil {
+		return fmt.Errorf("stop sandbox %s: %w", sandboxID, err)
+	}
+	d.detach(attachKey(kindSandbox, sandboxID))
+	var errs []error
+	for _, c := range list {
+		errs = append(errs, d.removeContainer(ctx, c.ID))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("stop sandbox %s: %w", sandboxID, err)
+	}
+	return nil
+}
