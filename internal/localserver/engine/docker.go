@@ -219,7 +219,12 @@ func (d *Docker) Close() error {
 	if d.egress != nil {
 		d.egress.Close()
 	}
-	return d.cli.Close()
+	// The envd volume goes with the server unless a container of it (a kept
+	// sandbox) still mounts it: a server whose data directory is deleted
+	// then leaves nothing on the engine, and the next start makes it again.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return errors.Join(d.removeEnvdVolumes(ctx, ""), d.cli.Close())
 }
 
 // Info reports the engine version, the negotiated API version, the default

@@ -108,6 +108,27 @@ func buildEnvd(dir string) (string, error) {
 	return bin, nil
 }
 
+// TestCloseRemovesUnusedEnvdVolume: a server that closes with no sandbox left leaves
+// no envd volume behind (its data directory may be deleted next).
+func TestCloseRemovesUnusedEnvdVolume(t *testing.T) {
+	d := newTestDocker(t, "")
+	holder := d.envdVolume
+	cli, err := docker.NewClientWithOpts(docker.FromEnv, docker.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if _, err := cli.ContainerInspect(t.Context(), holder); err != nil {
+		t.Fatalf("envd volume holder before Close: %v", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if _, err := cli.ContainerInspect(t.Context(), holder); !isNotFound(err) {
+		t.Errorf("envd volume holder %s after Close: %v, want it removed", shortID(holder), err)
+	}
+}
+
 // newTestDocker connects an engine whose containers only this test sees,
 // with containers on network ("" for the default, none).
 func newTestDocker(t testing.TB, network string) *Docker {
