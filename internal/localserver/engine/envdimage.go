@@ -26,7 +26,7 @@ const kindEnvd = "envd"
 // every sandbox and build container mounts (VolumesFrom, read-only).
 //
 // The binary reaches the engine through its API only: imported as a
-// one-file image <ImageRepository>-envd:<digest> (once per envd build and
+// one-file image <LabelPrefix>-envd:<digest> (once per envd build and
 // engine), from which a never-started container of this instance gets an
 // anonymous volume at /.e2b that the engine fills from the image. Any
 // engine works (a remote one, Docker Desktop's VM); containers start
@@ -50,7 +50,9 @@ func (d *Docker) ensureEnvdVolume(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("envd binary: %w", err)
 	}
 	d.opts.EnvdBinary = bin
-	repo, tag := d.opts.ImageRepository+"-envd", digest[:16]
+	// Named after the label prefix its kind label carries, so that whoever
+	// removes it (removeEnvdVolumes) is whoever may have imported it.
+	repo, tag := d.opts.LabelPrefix+"-envd", digest[:16]
 	ref := repo + ":" + tag
 	name := d.envdHolderName(tag)
 	// Another server on the same engine removes envd images that no container
