@@ -97,7 +97,7 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
-	defer docker.Close()
+	defer docker.Close() //nolint:contextcheck // ctx has ended by then (the shutdown): Close bounds its clean-up with a context of its own
 	info, err := docker.Info(ctx)
 	if err != nil {
 		return fmt.Errorf("no Docker engine answers (DOCKER_HOST=%q): %w", os.Getenv("DOCKER_HOST"), err)
