@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
@@ -62,8 +63,15 @@ func TestDockerArm64SandboxUnderEmulation(t *testing.T) {
 	image := arm64Image(t)
 	requireArm64Emulation(t)
 	arm := arm64Envd.build(t, engine.EnvdBinaryName("arm64"), "github.com/e2b-terraform/terraform-provider-e2b", "arm64")
-	eng, _ := dockerEngineWith(t, func(o *engine.DockerOptions) { o.EnvdBinaries = append(o.EnvdBinaries, arm) })
+	// Every instruction of envd and the build is emulated: a start took 15 s
+	// and the build 31 s on the 2 shared cores of the test machine under
+	// load, which the default bounds (30 s, 60 s) would not hold reliably.
+	eng, _ := dockerEngineWith(t, func(o *engine.DockerOptions) {
+		o.EnvdBinaries = append(o.EnvdBinaries, arm)
+		o.EnvdStartTimeout = 2 * time.Minute
+	})
 	ts := startServer(t, eng)
+	ts.buildWait = 5 * time.Minute
 
 	reg, info := ts.buildFrom(image, "arm64-app", run(`uname -m > "$HOME/built-on"`))
 	if info.Status != e2bapi.BuildReady {
