@@ -24,6 +24,15 @@ format=/usr/share/binfmts/$name
 
 log() { printf 'qemu-binfmt.sh: %s\n' "$*" >&2; }
 
+sudo=()
+if ((EUID != 0)); then
+	sudo=(sudo)
+fi
+
+# A kernel that builds binfmt_misc as a module lists it once loaded.
+if ! grep -qw binfmt_misc /proc/filesystems; then
+	"${sudo[@]}" modprobe binfmt_misc 2>/dev/null || true
+fi
 if ! grep -qw binfmt_misc /proc/filesystems; then
 	log "this kernel has no binfmt_misc: it cannot run arm64 executables"
 	exit 3
@@ -33,11 +42,6 @@ fi
 registered() {
 	[[ -r "$binfmt/$name" ]] && grep -qx enabled "$binfmt/$name" && grep -q '^flags: .*F' "$binfmt/$name"
 }
-
-sudo=()
-if ((EUID != 0)); then
-	sudo=(sudo)
-fi
 
 if [[ ! -e "$binfmt/status" ]]; then
 	"${sudo[@]}" mount -t binfmt_misc binfmt_misc "$binfmt"

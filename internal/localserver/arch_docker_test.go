@@ -5,6 +5,7 @@ package localserver
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
@@ -38,22 +39,39 @@ func arm64Image(t *testing.T) string {
 }
 
 // requireArm64Emulation skips where this kernel cannot run arm64
-// executables at all (no binfmt_misc: nothing can be registered, so the
-// test is not a missing prerequisite but impossible here), and reports a
-// missing prerequisite where it could and qemu-aarch64 is not registered
-// with the F flag, which containers need (scripts/qemu-binfmt.sh). The
-// engine is this machine's (the tests' DOCKER_HOST is local), so its
-// kernel is the one read here.
+// executables at all (no binfmt_misc, built in or as a module: nothing can
+// be registered, so the test is not a missing prerequisite but impossible
+// here), and reports a missing prerequisite where it could and
+// qemu-aarch64 is not registered with the F flag, which containers need
+// (scripts/qemu-binfmt.sh). The engine is this machine's (the tests'
+// DOCKER_HOST is local), so its kernel is the one read here.
 func requireArm64Emulation(t *testing.T) {
 	t.Helper()
-	filesystems, err := os.ReadFile("/proc/filesystems")
-	if err != nil || !regexp.MustCompile(`\bbinfmt_misc\n`).Match(filesystems) {
+	if !kernelHasBinfmtMisc() {
 		t.Skip("this kernel has no binfmt_misc: it cannot run arm64 executables under emulation")
 	}
-	reg, err := os.ReadFile("/proc/sys/fs/binfmt_misc/qemu-aarch64")
-	if err != nil || !bytes.HasPrefix(reg, []byte("enabled\n")) || !regexp.MustCompile(`(?m)^flags: \S*F`).Match(reg) {
-		testutil.Missing(t, "arm64 emulation is not registered with the F flag (/proc/sys/fs/binfmt_misc/qemu-aarch64: %v): run scripts/qemu-binfmt.sh as root", err)
+	const entry = "/proc/sys/fs/binfmt_misc/qemu-aarch64"
+	reg, err := os.ReadFile(entry)
+	switch {
+	case err != nil:
+		testutil.Missing(t, "arm64 emulation is not registered (%v): run scripts/qemu-binfmt.sh as root", err)
+	case !bytes.HasPrefix(reg, []byte("enabled\n")) || !regexp.MustCompile(`(?m)^flags: \S*F`).Match(reg):
+		testutil.Missing(t, "arm64 emulation is not enabled with the F flag, which containers need (%s says %q): run scripts/qemu-binfmt.sh as root", entry, reg)
 	}
+}
+
+// kernelHasBinfmtMisc tells whether this kernel has binfmt_misc loaded or
+// as a module it would load.
+func kernelHasBinfmtMisc() bool {
+	if filesystems, err := os.ReadFile("/proc/filesystems"); err == nil && regexp.MustCompile(`\bbinfmt_misc\n`).Match(filesystems) {
+		return true
+	}
+	release, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return false
+	}
+	modules, _ := filepath.Glob(filepath.Join("/lib/modules", strings.TrimSpace(string(release)), "kernel/fs/binfmt_misc.ko*"))
+	return len(modules) > 0
 }
 
 // On an amd64 engine with qemu-user registered, a template from an arm64
