@@ -62,8 +62,8 @@ func (d *Docker) envdVolumeFor(ctx context.Context, ref string) (string, error) 
 // without a copy of envd each, and commits never hold it (volumes are not
 // part of a container's files).
 func (d *Docker) ensureEnvdVolume(ctx context.Context, arch string) (envdVolume, error) {
-	// Held until the volume is recorded: removeEnvdVolumes keeps what is
-	// recorded, so it must not see the holder before the record.
+	// Held until the volume is recorded: removeEnvdVolumes, which keeps
+	// what is recorded, holds it too.
 	d.envdMu.Lock()
 	defer d.envdMu.Unlock()
 	if v, ok := d.envdVolumes[arch]; ok {
@@ -185,6 +185,12 @@ func (d *Docker) importEnvd(ctx context.Context, bin, repo, tag, arch string) er
 // theirs), but those this server uses when keepCurrent, then the envd
 // images no container uses.
 func (d *Docker) removeEnvdVolumes(ctx context.Context, keepCurrent bool) error {
+	if keepCurrent {
+		// Held throughout, so that no volume is made between the listing
+		// and the removals, where it would be removed unrecorded.
+		d.envdMu.Lock()
+		defer d.envdMu.Unlock()
+	}
 	holders, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
 		filters.Arg("label", d.label("envd-of")+"="+d.opts.Instance),
 	)})
@@ -195,15 +201,11 @@ func (d *Docker) removeEnvdVolumes(ctx context.Context, keepCurrent bool) error 
 	if err != nil {
 		return fmt.Errorf("list containers: %w", err)
 	}
-	// Read after the listing: a holder listed is recorded by now, since
-	// ensureEnvdVolume records it before it lets go of envdMu.
 	current := map[string]bool{}
 	if keepCurrent {
-		d.envdMu.Lock()
 		for _, v := range d.envdVolumes {
 			current[v.holder] = true
 		}
-		d.envdMu.Unlock()
 	}
 	var errs []error
 	for _, h := range holders {
