@@ -220,9 +220,16 @@ func (d *Docker) removeEnvdVolumes(ctx context.Context, keepCurrent bool) error 
 	}
 	for _, img := range images {
 		// Another instance's volume still holds it: the engine refuses.
-		if _, err := d.cli.ImageRemove(ctx, img.ID, image.RemoveOptions{}); err != nil && !isNotFound(err) && !cerrdefs.IsConflict(err) {
-			errs = append(errs, fmt.Errorf("remove envd image %s: %w", shortID(img.ID), err))
+		_, err := d.cli.ImageRemove(ctx, img.ID, image.RemoveOptions{})
+		if err == nil || isNotFound(err) || cerrdefs.IsConflict(err) {
+			continue
 		}
+		// Another server removed it meanwhile: Docker 20.10 answers
+		// "unrecognized image ID", an internal error, when it loses that race.
+		if _, ierr := d.cli.ImageInspect(ctx, img.ID); isNotFound(ierr) {
+			continue
+		}
+		errs = append(errs, fmt.Errorf("remove envd image %s: %w", shortID(img.ID), err))
 	}
 	return errors.Join(errs...)
 }
