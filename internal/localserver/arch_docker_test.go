@@ -25,12 +25,18 @@ import (
 
 var arm64Envd testBinary
 
-// arm64Image is the arm64 test image, on an amd64 engine.
-func arm64Image(t *testing.T) string {
+// onAmd64 skips on a machine of another architecture: the tests run an
+// arm64 image on an amd64 engine, this machine's.
+func onAmd64(t *testing.T) {
 	t.Helper()
 	if runtime.GOARCH != "amd64" {
 		t.Skipf("runs an arm64 image on an amd64 engine; this machine is %s", runtime.GOARCH)
 	}
+}
+
+// arm64Image is the arm64 test image.
+func arm64Image(t *testing.T) string {
+	t.Helper()
 	img := os.Getenv("E2B_TEST_ARM64_IMAGE")
 	if img == "" {
 		testutil.Missing(t, "needs E2B_TEST_ARM64_IMAGE, an offline linux/arm64 image with /bin/sh (scripts/test-image.sh arm64 builds e2b-test-base-arm64:latest)")
@@ -78,8 +84,9 @@ func kernelHasBinfmtMisc() bool {
 // image builds (its RUN steps run under emulation) and its sandboxes run
 // arm64: envd is the arm64 build, chosen by the image's architecture.
 func TestDockerArm64SandboxUnderEmulation(t *testing.T) {
-	image := arm64Image(t)
+	onAmd64(t)
 	requireArm64Emulation(t)
+	image := arm64Image(t)
 	arm := arm64Envd.build(t, engine.EnvdBinaryName("arm64"), "github.com/e2b-terraform/terraform-provider-e2b", "arm64")
 	// Every instruction of envd and the build is emulated: a start took 15 s
 	// and the build 31 s on the 2 shared cores of the test machine under
@@ -114,6 +121,7 @@ func TestDockerArm64SandboxUnderEmulation(t *testing.T) {
 // its base step, saying which image, its architecture and where envd
 // builds are looked for. Needs no emulation: nothing of the image runs.
 func TestDockerImageWithoutEnvdForItsArchitecture(t *testing.T) {
+	onAmd64(t)
 	image := arm64Image(t)
 	eng, _ := dockerEngine(t) // an amd64 build of envd only
 	ts := startServer(t, eng)
