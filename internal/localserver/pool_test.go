@@ -331,3 +331,48 @@ func TestPoolAfterCrash(t *testing.T) {
 		t.Errorf("records after the restart: %v", rec)
 	}
 }
+
+// forFreshAndPooled runs a test of sandboxes twice: with the pool off, and
+// with it on, where every sandbox the test creates through
+// createPossiblyPooled comes from the pool.
+func forFreshAndPooled(t *testing.T, test func(t *testing.T, pool PoolConfig)) {
+	t.Run("fresh", func(t *testing.T) { test(t, PoolConfig{}) })
+	t.Run("pooled", func(t *testing.T) { test(t, PoolConfig{PerBuild: 2, Max: 8, Idle: time.Hour}) })
+}
+
+// createPossiblyPooled creates a sandbox of the template; with the pool on
+// it waits for a pooled container of the template's build (after a first
+// create, thrown away, that marks the build used) and checks that the
+// sandbox is that container.
+func (ts *testServer) createPossiblyPooled(template string) e2bapi.Sandbox {
+	t := ts.t
+	t.Helper()
+	if !ts.Server.cfg.Pool.on() {
+		return ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: template})
+	}
+	_, b, err := ts.Server.store.Resolve(template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &ts.Server.pool
+	p.mu.Lock()
+	_, used := p.lastUsed[b.ID]
+	p.mu.Unlock()
+	if !used {
+		first := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: template})
+		ts.call("DELETE", "/sandboxes/"+first.SandboxID, nil, http.StatusNoContent, nil)
+	}
+	var want string
+	for deadline := time.Now().Add(2 * time.Minute); want == ""; time.Sleep(10 * time.Millisecond) {
+		if ids := ts.pooledIDs()[b.ID]; len(ids) > 0 {
+			want = ids[0]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no pooled container of %s after 2 minutes", template)
+		}
+	}
+	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: template})
+	if sb.SandboxID != want {
+		t.Fatalf("sandbox %s of %s is not the pooled %s", sb.SandboxID, template, want)
+	}
+	return sb
+}
