@@ -38,6 +38,11 @@ const (
 	DefaultPoolIdle         = 5 * time.Minute
 )
 
+// poolRefillDelay is how long a refill waits before it starts containers:
+// the sandbox just handed out runs its first command meanwhile, which a
+// container start beside it would slow on a small machine.
+const poolRefillDelay = 500 * time.Millisecond
+
 // poolEndMargin is how long after its idle end a pooled container ends
 // itself (its envd's deadline), should the server be gone by then; the
 // server removes it first.
@@ -125,6 +130,10 @@ func (s *Server) fillPool(templateID, buildID string) {
 		return
 	}
 	s.tasks.Go(func() {
+		select {
+		case <-s.ctx.Done():
+		case <-time.After(poolRefillDelay):
+		}
 		for i := range n {
 			if s.ctx.Err() != nil {
 				s.unreserve(buildID, n-i)
@@ -198,6 +207,17 @@ func (s *Server) poolSize() int {
 	s.pool.mu.Lock()
 	defer s.pool.mu.Unlock()
 	return s.pool.size()
+}
+
+// poolReady is the number of pooled containers ready to be handed out.
+func (s *Server) poolReady() int {
+	s.pool.mu.Lock()
+	defer s.pool.mu.Unlock()
+	n := 0
+	for _, list := range s.pool.ready {
+		n += len(list)
+	}
+	return n
 }
 
 // removePooled removes a pooled container and its record; a container

@@ -94,10 +94,10 @@ func TestPoolBoundsAndHandOut(t *testing.T) {
 	if rec := recordedPool(t, ts); !slices.Equal(rec, flat(pooled)) {
 		t.Errorf("store records %v, pool holds %v", rec, flat(pooled))
 	}
-	var stats store.Stats
+	var stats serverStats
 	ts.call("GET", "/_local/stats", nil, http.StatusOK, &stats)
-	if stats.Pooled != 2 {
-		t.Errorf("stats pooled = %d, want 2", stats.Pooled)
+	if stats.Pooled != 2 || stats.PoolReady != 2 {
+		t.Errorf("stats pooled %d, ready %d; want 2 and 2", stats.Pooled, stats.PoolReady)
 	}
 	// Invisible before it is handed out.
 	var listed []e2bapi.ListedSandbox

@@ -455,12 +455,20 @@ func (s *Server) handleTemplateFileOrNamespacedAlias(w http.ResponseWriter, r *h
 	}
 }
 
+// serverStats is the answer of /_local/stats: the store's counts and the
+// warm pool's containers ready to be handed out (store.Stats.Pooled counts
+// those starting too).
+type serverStats struct {
+	store.Stats
+	PoolReady int `json:"poolReady"`
+}
+
 func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) error {
 	st, err := s.store.Stats()
 	if err != nil {
 		return internal(err)
 	}
-	writeJSON(w, http.StatusOK, st)
+	writeJSON(w, http.StatusOK, serverStats{Stats: st, PoolReady: s.poolReady()})
 	return nil
 }
 

@@ -50,7 +50,7 @@ function stats(values) {
 
 async function pooled() {
   const resp = await fetch(`${apiURL}/_local/stats`, { headers: { 'X-API-Key': apiKey } })
-  return (await resp.json()).pooled
+  return (await resp.json()).poolReady
 }
 
 async function rssKB(pid) {
