@@ -174,7 +174,12 @@ func (s *Server) warmPooled(templateID, buildID string) {
 		ID: ps.id, TemplateID: templateID, BuildID: buildID,
 		CPUCount: b.CPUCount, MemoryMB: b.MemoryMB, EndAt: ps.expires.Add(poolEndMargin),
 	}
-	started, err := s.engine.WarmSandbox(s.ctx, sandboxSpec(sb, b))
+	release, err := s.startSlot(s.ctx)
+	var started *engine.Sandbox
+	if err == nil {
+		started, err = s.engine.WarmSandbox(s.ctx, sandboxSpec(sb, b))
+		release()
+	}
 	if err != nil {
 		s.unreserve(buildID, 1)
 		s.forgetPooled(ps.id)

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -146,7 +147,30 @@ func (s *Server) startSandbox(ctx context.Context, sb *store.Sandbox, b store.Bu
 		s.log.Warn("warm pool: initialise a pooled container; starting a fresh one", "sandbox", ps.id, "err", err)
 		s.removePooled(ctx, ps)
 	}
+	release, err := s.startSlot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	return s.engine.StartSandbox(ctx, sandboxSpec(*sb, b))
+}
+
+// maxContainerStarts bounds the sandbox containers starting at once
+// (fresh ones and the pool's). Fifty creates at once otherwise start fifty
+// containers that share the machine until envd's start timeout passes for
+// many of them (seen under gVisor); queued, each start gets its share, and
+// the envd timeout counts from its own start.
+func maxContainerStarts() int { return max(4, 2*runtime.NumCPU()) }
+
+// startSlot waits until fewer than maxContainerStarts containers are
+// starting, or ctx ends, and returns the release of the slot it took.
+func (s *Server) startSlot(ctx context.Context) (func(), error) {
+	select {
+	case s.starts <- struct{}{}:
+		return func() { <-s.starts }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // sandboxSpec is what the engine needs to start sandbox sb of build b, or

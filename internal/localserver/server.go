@@ -165,6 +165,9 @@ type Server struct {
 	sandboxLocks map[string]*sandboxLock
 
 	pool warmPool
+	// starts holds a token for every sandbox container starting
+	// (startSlot).
+	starts chan struct{}
 }
 
 // New opens the state in cfg.DataDir, recovers from an earlier run (builds
@@ -187,6 +190,7 @@ func New(ctx context.Context, cfg Config, eng Engine) (*Server, error) {
 
 		sandboxLocks: map[string]*sandboxLock{},
 		pool:         newWarmPool(),
+		starts:       make(chan struct{}, maxContainerStarts()),
 	}
 	for _, dir := range []string{cfg.DataDir, s.archiveDir, s.spoolDir} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
