@@ -11,7 +11,7 @@
 # runtime (or RUNTIME) is passed to the server as --runtime (e.g. runc, runsc); empty: the
 # engine's default. IMAGE is the template's base image (default e2b-test-debian:bookworm, built
 # by scripts/test-image.sh); RUNS (default 20), CONCURRENT (default 50), POOL (the per-build
-# size of the pooled run, default 2).
+# size of the pooled run, default 2). The docker CLI removes the servers' images at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,8 +24,15 @@ pool=${POOL:-2}
 
 work=$(mktemp -d)
 server_pid=
+# cleanup stops the server still running and removes the images the servers left (their
+# templates' and layer caches, labelled with their instance: localserver.InstanceOf).
 cleanup() {
 	if [ -n "$server_pid" ]; then kill -INT "$server_pid" 2>/dev/null && wait "$server_pid" || true; fi
+	for data in "$work"/data-*; do
+		[ -d "$data" ] || continue
+		docker image ls --filter "label=e2b-local.instance=$(printf %s "$data" | sha256sum | cut -c1-12)" \
+			--format '{{.Repository}}:{{.Tag}}' | xargs -r docker rmi >/dev/null || true
+	done
 	rm -rf "$work"
 }
 trap cleanup EXIT
