@@ -4,6 +4,7 @@ package localserver
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -45,6 +46,8 @@ type testServer struct {
 	Config Config
 	client *http.Client
 	apiKey string
+	// buildWait bounds waitBuild (default 60 s).
+	buildWait time.Duration
 }
 
 // testClock is a settable clock for expiring grants and sandboxes.
@@ -265,14 +268,15 @@ func (ts *testServer) expectTemplateBuild(templateID, buildID string) {
 // waitBuild polls the status as the SDK does until the build ends.
 func (ts *testServer) waitBuild(reg e2bapi.TemplateRequestResponseV3) e2bapi.TemplateBuildInfo {
 	ts.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	wait := cmp.Or(ts.buildWait, 60*time.Second)
+	deadline := time.Now().Add(wait)
 	for {
 		info := ts.status(reg.TemplateID, reg.BuildID, "")
 		if info.Status == e2bapi.BuildReady || info.Status == e2bapi.BuildError {
 			return info
 		}
 		if time.Now().After(deadline) {
-			ts.t.Fatalf("build %s still %s after 60 s", reg.BuildID, info.Status)
+			ts.t.Fatalf("build %s still %s after %v", reg.BuildID, info.Status, wait)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
