@@ -94,4 +94,8 @@ type EngineInfo struct {
 	Arch string
 	// EnvdBinary is the envd build put into containers.
 	EnvdBinary string
+	// UserNamespace tells whether the engine runs containers in a user
+	// namespace of their own (dockerd --userns-remap), so that root in a
+	// container is not root of the host.
+	UserNamespace bool
 }

@@ -76,7 +76,7 @@ func (d *Docker) ensureEnvdVolume(ctx context.Context) (string, error) {
 			Entrypoint: []string{containerEnvdPath},
 			Volumes:    map[string]struct{}{containerEnvdDir: {}},
 			Labels:     map[string]string{d.label("envd-of"): d.opts.Instance},
-		}, &container.HostConfig{NetworkMode: NetworkNone}, nil, nil, name)
+		}, d.hostConfig(NetworkNone), nil, nil, name)
 		switch {
 		case cerrdefs.IsConflict(err): // another start of this instance made it
 			insp, ierr := d.cli.ContainerInspect(ctx, name)
