@@ -440,18 +440,28 @@ func (s *Server) ttl(requested *int32, def, least int32) (time.Duration, error) 
 // grants (link requests and the start prune them too).
 const grantPruneInterval = time.Minute
 
+// diskCheckInterval is how often the reaper has the engine measure the
+// containers' file systems against their disk limits: each measure walks
+// every running container's changed files.
+const diskCheckInterval = 2 * time.Second
+
 // reapLoop stops sandboxes whose time ran out (pausing those that pause
-// then), and prunes expired upload grants, until the server closes.
+// then) or whose files grew past their disk limit, and prunes expired
+// upload grants, until the server closes.
 func (s *Server) reapLoop() {
 	ticker := time.NewTicker(s.cfg.ReapInterval)
 	defer ticker.Stop()
-	lastPrune := time.Now()
+	lastPrune, lastDiskCheck := time.Now(), time.Time{}
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-ticker.C:
 			s.reapExpired(s.ctx)
+			if time.Since(lastDiskCheck) >= diskCheckInterval {
+				lastDiskCheck = time.Now()
+				s.reapOverDisk(s.ctx)
+			}
 			if time.Since(lastPrune) >= grantPruneInterval {
 				lastPrune = time.Now()
 				if _, err := s.store.PruneGrants(); err != nil {
@@ -482,5 +492,21 @@ func (s *Server) reapExpired(ctx context.Context) {
 			continue
 		}
 		s.log.Info("sandbox timed out and was stopped", "sandbox", sb.ID)
+	}
+}
+
+// reapOverDisk stops the sandboxes the engine found past their disk limit
+// (it stopped their containers already) and says why.
+func (s *Server) reapOverDisk(ctx context.Context) {
+	overruns, err := s.engine.EnforceDiskLimits(ctx)
+	if err != nil {
+		s.log.Error("enforce disk limits", "err", err)
+	}
+	for _, o := range overruns {
+		if err := s.stopSandbox(ctx, o.SandboxID); err != nil {
+			s.log.Error("stop a sandbox past its disk limit", "sandbox", o.SandboxID, "err", err)
+			continue
+		}
+		s.log.Warn("sandbox stopped: "+o.Error(), "sandbox", o.SandboxID, "used_mib", o.Used>>20, "limit_mib", o.Limit>>20)
 	}
 }
