@@ -224,7 +224,7 @@ func (d *Docker) discard(ctx context.Context, rc *runningContainer) {
 // bounded, so that a container printing forever cannot fill the engine's
 // disk.
 func (d *Docker) hostConfig(network string) *container.HostConfig {
-	return &container.HostConfig{
+	hc := &container.HostConfig{
 		NetworkMode: container.NetworkMode(network),
 		SecurityOpt: []string{"no-new-privileges", d.seccompOpt},
 		LogConfig: container.LogConfig{Type: "json-file", Config: map[string]string{
@@ -232,6 +232,13 @@ func (d *Docker) hostConfig(network string) *container.HostConfig {
 			"max-file": strconv.Itoa(containerLogFiles),
 		}},
 	}
+	if network == NetworkHost {
+		// An engine with --userns-remap refuses the host's network to a
+		// remapped container; host networking, unsafe for untrusted code
+		// anyway, then runs in the host's user namespace.
+		hc.UsernsMode = "host"
+	}
+	return hc
 }
 
 // The engine keeps at most containerLogFiles files of containerLogFileSize
