@@ -726,7 +726,7 @@ func TestDockerDiskLimit(t *testing.T) {
 		if err := unix.Statfs("/", &st); err != nil {
 			t.Fatal(err)
 		}
-		if free := int64(st.Bavail) * st.Bsize; free < limitMB<<20 { //nolint:gosec // block counts fit int64
+		if free := int64(st.Bavail) * st.Bsize; free < limitMB<<20 {
 			t.Errorf("the host has %d bytes free, less than the limit's worth", free)
 		}
 	})
