@@ -441,9 +441,15 @@ func (s *Server) ttl(requested *int32, def, least int32) (time.Duration, error) 
 const grantPruneInterval = time.Minute
 
 // diskCheckInterval is how often the reaper has the engine measure the
-// containers' file systems against their disk limits: each measure walks
-// every running container's changed files.
-const diskCheckInterval = 2 * time.Second
+// containers' file systems against their disk limits. Each measure walks
+// the files every running container changed (measured: 0.5 to 1.5 s for
+// one with 36,000 on a busy 2-core machine), so the next waits at least
+// diskCheckSpacing times as long as the last took: the engine spends at
+// most a tenth of its time on it.
+const (
+	diskCheckInterval = 2 * time.Second
+	diskCheckSpacing  = 10
+)
 
 // reapLoop stops sandboxes whose time ran out (pausing those that pause
 // then) or whose files grew past their disk limit, and prunes expired
@@ -451,16 +457,19 @@ const diskCheckInterval = 2 * time.Second
 func (s *Server) reapLoop() {
 	ticker := time.NewTicker(s.cfg.ReapInterval)
 	defer ticker.Stop()
-	lastPrune, lastDiskCheck := time.Now(), time.Time{}
+	lastPrune := time.Now()
+	var lastDiskCheck time.Time
+	var diskCheckTook time.Duration
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-ticker.C:
 			s.reapExpired(s.ctx)
-			if time.Since(lastDiskCheck) >= diskCheckInterval {
+			if time.Since(lastDiskCheck) >= max(diskCheckInterval, diskCheckSpacing*diskCheckTook) {
 				lastDiskCheck = time.Now()
 				s.reapOverDisk(s.ctx)
+				diskCheckTook = time.Since(lastDiskCheck)
 			}
 			if time.Since(lastPrune) >= grantPruneInterval {
 				lastPrune = time.Now()
