@@ -1,6 +1,7 @@
 # Sourced by scripts that need a Docker engine: start_dockerd uses the one
 # at DOCKER_HOST when it answers, else starts a private dockerd (no bridge
-# network, no iptables) on a socket under $work and exports DOCKER_HOST;
+# network, no iptables, a user namespace for containers: root in a sandbox
+# is not root of the host) on a socket under $work and exports DOCKER_HOST;
 # stop_dockerd stops only an engine start_dockerd started, by its PID.
 # start_isolated_dockerd starts a second engine that shares none of the
 # server's files, reached over a unix socket ($isolated_unix) and over TCP
@@ -27,9 +28,10 @@ start_dockerd() {
 	if ! flock -n "$docker_lock"; then
 		data="$work/docker-data"
 	fi
+	ensure_dockremap
 	export DOCKER_HOST="unix://$work/docker.sock"
 	printf '==> starting dockerd at %s\n' "$DOCKER_HOST" >&2
-	dockerd --iptables=false --ip6tables=false --bridge=none \
+	dockerd --iptables=false --ip6tables=false --bridge=none --userns-remap=default \
 		-H "$DOCKER_HOST" --data-root "$data" --exec-root "$work/docker-exec" \
 		--pidfile "$work/docker.pid" >"$work/dockerd.log" 2>&1 &
 	dockerd_pid=$!
@@ -46,6 +48,23 @@ start_dockerd() {
 	cat "$work/dockerd.log" >&2
 	echo "dockerd did not start" >&2
 	return 1
+}
+
+# ensure_dockremap makes the user dockerd --userns-remap=default maps
+# containers to, with 65536 subordinate uids and gids after every range
+# /etc/subuid and /etc/subgid already hold; once: a later run finds them.
+ensure_dockremap() {
+	if ! getent passwd dockremap >/dev/null; then
+		useradd --system --no-create-home --shell /usr/sbin/nologin dockremap
+	fi
+	local file start
+	for file in /etc/subuid /etc/subgid; do
+		touch "$file"
+		if ! grep -q '^dockremap:' "$file"; then
+			start="$(awk -F: 'BEGIN { n = 100000 } $2 + $3 > n { n = $2 + $3 } END { print n }' "$file")"
+			printf 'dockremap:%s:65536\n' "$start" >>"$file"
+		fi
+	done
 }
 
 # stop_pid PID stops an engine this script started: TERM, then KILL after

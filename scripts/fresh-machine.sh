@@ -19,8 +19,11 @@
 #
 # Needs a Docker engine at DOCKER_HOST (scripts/test.sh's dockerd.sh starts
 # one) and root. The harness container itself gets the host network (to
-# reach apt's mirror and the Go module proxy) and CAP_SYS_ADMIN (debootstrap
-# mounts /proc); the sandboxes the tests start are the local server's own.
+# reach apt's mirror and the Go module proxy), CAP_SYS_ADMIN (debootstrap
+# mounts /proc) and the host's user namespace (an engine with
+# --userns-remap, as dockerd.sh starts, refuses the host network otherwise,
+# and the harness writes the clone it mounts); the sandboxes the tests
+# start are the local server's own.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -66,7 +69,7 @@ fi
 
 # Own image names, so that test-image.sh builds them from its recipe
 # instead of finding this machine's.
-docker run --rm --network host --cap-add SYS_ADMIN \
+docker run --rm --network host --userns host --cap-add SYS_ADMIN \
 	-v "$goroot:$goroot:ro" \
 	-v "$(dirname "$socket"):$(dirname "$socket")" \
 	-v "$root:$root" \

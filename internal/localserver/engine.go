@@ -48,6 +48,9 @@ type Engine interface {
 	// after since (the zero time: all), oldest first; only among its last
 	// lines when last > 0.
 	SandboxLogs(ctx context.Context, sandboxID string, since time.Time, last int) ([]engine.LogLine, error)
+	// EnforceDiskLimits stops the containers whose files grew past their
+	// disk limit (a build then fails) and returns the sandboxes among them.
+	EnforceDiskLimits(ctx context.Context) ([]engine.DiskOverrun, error)
 	// StopSandbox removes the sandbox's container; an unknown ID is not an error.
 	StopSandbox(ctx context.Context, sandboxID string) error
 	// RemoveOrphans removes containers this server created that keepSandbox

@@ -564,3 +564,8 @@ func (e *fakeEngine) CommitSandbox(_ context.Context, spec engine.SnapshotSpec) 
 	}
 	return "fake/" + spec.TemplateID + ":" + spec.BuildID, nil
 }
+
+// EnforceDiskLimits finds nothing: fake sandboxes have no disk limit.
+func (e *fakeEngine) EnforceDiskLimits(context.Context) ([]engine.DiskOverrun, error) {
+	return nil, nil
+}

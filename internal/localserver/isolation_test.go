@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -23,6 +25,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	dockerclient "github.com/docker/docker/client"
+	"golang.org/x/sys/unix"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
@@ -247,8 +250,16 @@ const cgroupScript = `cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/c
 cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo "$(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us) $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us)"
 cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max`
 
-// TestDockerIsolation runs the attacks of issue #11 as root inside a
-// sandbox of a Debian template and checks that each one fails, in fresh
+// ioUringScript calls io_uring_setup (425 on every architecture) with
+// python3 and prints what it returned: the seccomp profile refuses it.
+const ioUringScript = `python3 -c 'import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); r = libc.syscall(425, 1, ctypes.create_string_buffer(120)); print("io_uring_setup:", r, os.strerror(ctypes.get_errno()) if r < 0 else "a ring")'`
+
+// ioUringRefused starts what ioUringScript prints when the call fails:
+// EPERM from the seccomp profile under runc, ENOSYS under gVisor.
+const ioUringRefused = "io_uring_setup: -1 "
+
+// TestDockerIsolation runs the attacks of issues #11 and #23 as root inside
+// a sandbox of a Debian template and checks that each one fails, in fresh
 // sandboxes and in sandboxes of the warm pool.
 func TestDockerIsolation(t *testing.T) {
 	forFreshAndPooled(t, testDockerIsolation)
@@ -269,7 +280,7 @@ mkdir -p /p/DEBIAN /p/usr/share/e2bprobe && echo installed > /p/usr/share/e2bpro
 printf 'Package: e2bprobe\nVersion: 1.0\nArchitecture: all\nMaintainer: t <t@t>\nDescription: probe\n' > /p/DEBIAN/control
 dpkg-deb --build /p /tmp/e2bprobe.deb >/dev/null && apt-get install -y /tmp/e2bprobe.deb >/dev/null 2>&1
 cat /usr/share/e2bprobe/f; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status
-` + cgroupScript, "root"}},
+` + ioUringScript + "\n" + cgroupScript, "root"}},
 	}})
 	info := ts.waitBuild(reg)
 	ts.deleteTemplateAtEnd(reg.TemplateID)
@@ -281,7 +292,7 @@ cat /usr/share/e2bprobe/f; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status
 		t.Fatalf("build = %+v\n%s", info, buildLog)
 	}
 	t.Run("build step limits", func(t *testing.T) {
-		for _, want := range []string{"(probe) gid=", "installed", "NoNewPrivs:\t1", "536870912", "100000 100000", "4096"} {
+		for _, want := range []string{"(probe) gid=", "installed", "NoNewPrivs:\t1", ioUringRefused, "536870912", "100000 100000", "4096"} {
 			if !strings.Contains(buildLog, want) {
 				t.Errorf("build log lacks %q:\n%s", want, buildLog)
 			}
@@ -331,6 +342,12 @@ exit 0`, canaryPath)
 		}
 		if n := hits.Load(); n != 0 {
 			t.Errorf("the canary socket received %d connections", n)
+		}
+	})
+
+	t.Run("io_uring", func(t *testing.T) {
+		if out, _ := a.sh("root", ioUringScript); !strings.Contains(out, ioUringRefused) {
+			t.Errorf("io_uring_setup as root in the sandbox: %s", out)
 		}
 	})
 
@@ -430,6 +447,14 @@ exit 0`, canaryPath)
 		}
 		if !bytes.Contains([]byte(strings.Join(hc.SecurityOpt, ",")), []byte("no-new-privileges")) {
 			t.Errorf("security options %v lack no-new-privileges", hc.SecurityOpt)
+		}
+		if !slices.ContainsFunc(hc.SecurityOpt, func(o string) bool {
+			return strings.HasPrefix(o, "seccomp={") && !strings.Contains(o, "io_uring")
+		}) {
+			t.Error("the container has no seccomp profile of the server's")
+		}
+		if lc := hc.LogConfig; lc.Type != "json-file" || lc.Config["max-size"] == "" || lc.Config["max-file"] == "" {
+			t.Errorf("the engine's log of the container is not bounded: %+v", lc)
 		}
 		for _, c := range hc.CapAdd {
 			if strings.Contains(c, "NET_RAW") || strings.Contains(c, "MKNOD") {
@@ -546,4 +571,183 @@ func testDockerEgress(t *testing.T, pool PoolConfig) {
 func portOf(addr string) string {
 	_, port, _ := net.SplitHostPort(addr)
 	return port
+}
+
+// inotifyHogScript, run as root in a sandbox, creates inotify instances
+// until the kernel refuses one (or it holds 4096, far beyond the host's
+// 128 a user by default), writes how many it holds, and holds them.
+const inotifyHogScript = `nohup python3 -c '
+import ctypes, time
+libc = ctypes.CDLL(None, use_errno=True)
+fds = []
+while len(fds) < 4096:
+    fd = libc.inotify_init1(0)
+    if fd < 0:
+        break
+    fds.append(fd)
+open("/tmp/inotify-held.tmp", "w").write(str(len(fds)))
+__import__("os").rename("/tmp/inotify-held.tmp", "/tmp/inotify-held")
+time.sleep(600)
+' >/dev/null 2>&1 &`
+
+// Root in a sandbox is not root of the host where the engine maps a user
+// namespace (dockerd --userns-remap, what scripts/dockerd.sh starts).
+func TestDockerUserNamespace(t *testing.T) {
+	eng, _ := dockerEngine(t)
+	debian := debianImage(t)
+	info, err := eng.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !info.UserNamespace {
+		testutil.Missing(t, "the engine at DOCKER_HOST maps no user namespace (start dockerd with --userns-remap=default, as scripts/dockerd.sh does)")
+	}
+	ts := startServer(t, eng)
+	sb := ts.debianProbeSandbox(debian, "userns")
+	if runtime := containerOf(t, sb.id).HostConfig.Runtime; runtime == gVisorRuntime {
+		t.Skip("under gVisor the sandbox sees the uid map of gVisor's own kernel")
+	}
+	out, code := sb.sh("root", "id -u; cat /proc/self/uid_map")
+	fields := strings.Fields(out)
+	if code != 0 || len(fields) != 4 || fields[0] != "0" || fields[1] != "0" || fields[2] == "0" {
+		t.Fatalf("root in the sandbox: %q (exit %d), want uid 0 mapped to a host uid other than 0", out, code)
+	}
+}
+
+// A sandbox that takes every inotify instance it can leaves the host's
+// root able to create one, under gVisor. Under runc a user namespace does
+// not separate them: the kernel counts a user namespace's inotify
+// instances against its creator too, the engine's root (measured: a
+// sandbox under userns-remap took all 128 and the host's root got EMFILE).
+func TestDockerInotifyIsTheSandboxs(t *testing.T) {
+	eng, _ := dockerEngine(t)
+	debian := debianImage(t)
+	ts := startServer(t, eng)
+	sb := ts.debianProbeSandbox(debian, "inotify")
+	if runtime := containerOf(t, sb.id).HostConfig.Runtime; runtime != gVisorRuntime {
+		t.Skipf("the sandbox runs under %s: the kernel counts a user namespace's inotify instances against the engine's root, which creates it, so only gVisor separates them (docs/guides/sandbox-security.md)", runtime)
+	}
+	if os.Geteuid() != 0 {
+		testutil.Missing(t, "the host side of the check must run as root")
+	}
+	if out, code := sb.sh("root", inotifyHogScript); code != 0 {
+		t.Fatalf("start the inotify hog: %s", out)
+	}
+	held := ""
+	for deadline := time.Now().Add(time.Minute); held == "" && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		held, _ = sb.sh("root", "cat /tmp/inotify-held 2>/dev/null; true")
+	}
+	if n, err := strconv.Atoi(held); err != nil || n == 0 {
+		t.Fatalf("the sandbox held %q inotify instances", held)
+	}
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC)
+	if err != nil {
+		t.Fatalf("the host's root cannot create an inotify instance while the sandbox holds %s: %v", held, err)
+	}
+	unix.Close(fd)
+}
+
+// debianProbeSandbox builds a template of name from the Debian image, with
+// no steps, and starts a probe sandbox of it.
+func (ts *testServer) debianProbeSandbox(debian, name string) *probeSandbox {
+	ts.t.Helper()
+	reg, build := ts.buildFrom(debian, name)
+	ts.deleteTemplateAtEnd(reg.TemplateID)
+	if build.Status != "ready" {
+		ts.t.Fatalf("build = %+v", build)
+	}
+	return ts.probeSandbox(name)
+}
+
+// diskFillScript, run as root, writes 8 MiB files, ten a second, up to 2
+// GiB, then prints that it wrote them all: a writer the disk limit must
+// stop. Not in /tmp, which gVisor keeps in memory.
+const diskFillScript = `i=0; while [ $i -lt 256 ]; do dd if=/dev/zero of=/fill.$i bs=1M count=8 2>/dev/null || exit 1; i=$((i+1)); sleep 0.1; done; echo wrote-2GiB`
+
+// A sandbox and a RUN step that write past the disk limit are stopped:
+// the sandbox goes with the reason in the server's log, the build fails
+// naming the limit, and neither wrote what it meant to.
+func TestDockerDiskLimit(t *testing.T) {
+	const limitMB = 64
+	eng, base := dockerEngineWith(t, func(o *engine.DockerOptions) { o.DiskSizeMB = limitMB })
+	var logs testutil.SyncBuffer
+	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) }})
+
+	t.Run("RUN step", func(t *testing.T) {
+		reg, info := ts.buildFrom(base, "diskfill-build", e2bapi.TemplateStep{Type: "RUN", Args: []string{diskFillScript, "root"}})
+		ts.deleteTemplateAtEnd(reg.TemplateID)
+		if info.Status != "error" || info.Reason == nil || !strings.Contains(info.Reason.Message, fmt.Sprintf("past the disk limit of %d MiB", limitMB)) {
+			t.Fatalf("build = %+v, want an error naming the disk limit", info)
+		}
+		used := usedMiB(t, info.Reason.Message)
+		if used >= 2048 {
+			t.Errorf("the build container was stopped at %d MiB, after the whole write", used)
+		}
+		t.Logf("the build container was stopped at %d MiB of a %d MiB limit", used, limitMB)
+	})
+
+	t.Run("sandbox", func(t *testing.T) {
+		reg, info := ts.buildFrom(base, "diskfill")
+		ts.deleteTemplateAtEnd(reg.TemplateID)
+		if info.Status != "ready" {
+			t.Fatalf("build = %+v", info)
+		}
+		sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: reg.TemplateID})
+		t.Cleanup(func() { ts.request("DELETE", "/sandboxes/"+sb.SandboxID, nil).Body.Close() })
+		var metrics []e2bapi.SandboxMetric
+		ts.call("GET", "/sandboxes/"+sb.SandboxID+"/metrics", nil, http.StatusOK, &metrics)
+		if len(metrics) != 1 || metrics[0].DiskTotal != limitMB<<20 || metrics[0].DiskUsed <= 0 || metrics[0].DiskUsed > metrics[0].DiskTotal {
+			t.Fatalf("metrics = %+v, want disk used within a total of %d MiB", metrics, limitMB)
+		}
+		c, err := envdclient.New(envdclient.Config{BaseURL: ts.URL, SandboxID: sb.SandboxID, AccessToken: sb.EnvdAccessToken})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The write ends with the sandbox: its answer is not awaited.
+		go func() {
+			_, _ = c.Run(t.Context(), envdclient.RunRequest{Cmd: "/bin/sh", Args: []string{"-c", diskFillScript}, User: "root", Timeout: 5 * time.Minute})
+		}()
+		for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+			resp := ts.request("GET", "/sandboxes/"+sb.SandboxID, nil)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusNotFound {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the sandbox still runs (%d) after writing past its disk limit for 2 minutes:\n%s", resp.StatusCode, logs.String())
+			}
+		}
+		line := ""
+		for l := range strings.Lines(logs.String()) {
+			if strings.Contains(l, "sandbox stopped") && strings.Contains(l, sb.SandboxID) {
+				line = l
+			}
+		}
+		if !strings.Contains(line, fmt.Sprintf("past the disk limit of %d MiB", limitMB)) {
+			t.Fatalf("the server's log does not say why the sandbox was stopped:\n%s", logs.String())
+		}
+		used := usedMiB(t, line)
+		if used >= 2048 {
+			t.Errorf("the sandbox was stopped at %d MiB, after the whole write", used)
+		}
+		t.Logf("the sandbox was stopped at %d MiB of a %d MiB limit", used, limitMB)
+		var st unix.Statfs_t
+		if err := unix.Statfs("/", &st); err != nil {
+			t.Fatal(err)
+		}
+		if free := int64(st.Bavail) * st.Bsize; free < limitMB<<20 {
+			t.Errorf("the host has %d bytes free, less than the limit's worth", free)
+		}
+	})
+}
+
+// usedMiB reads the size a disk overrun message reports ("grew to N MiB").
+func usedMiB(t *testing.T, msg string) int {
+	t.Helper()
+	m := regexp.MustCompile(`grew to (\d+) MiB`).FindStringSubmatch(msg)
+	if m == nil {
+		t.Fatalf("no size in %q", msg)
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
 }

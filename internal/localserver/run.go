@@ -56,9 +56,12 @@ type Options struct {
 	MaxLogBytes                      int64
 	MaxCPU, MaxMemoryMB              int
 	PidsLimit                        int64
-	LayerCacheSize                   int
-	MaxConnections                   int
-	IdleTimeout                      time.Duration
+	// DiskSizeMB is every sandbox's and build's disk limit
+	// (engine.DockerOptions.DiskSizeMB).
+	DiskSizeMB     int
+	LayerCacheSize int
+	MaxConnections int
+	IdleTimeout    time.Duration
 	// Pool bounds the warm pool as given (PerBuild 0: off); the command's
 	// flags default to DefaultPoolSizePerBuild, DefaultPoolMax and
 	// DefaultPoolIdle.
@@ -86,7 +89,7 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, stdout io.Writer) 
 		return err
 	}
 	dockerOpts := engine.DockerOptions{
-		EnvdBinaries: o.EnvdBinaries, Network: o.Network, PidsLimit: o.PidsLimit,
+		EnvdBinaries: o.EnvdBinaries, Network: o.Network, PidsLimit: o.PidsLimit, DiskSizeMB: o.DiskSizeMB,
 		LayerCacheSize: o.LayerCacheSize,
 		Instance:       InstanceOf(dataDir), Logger: logger,
 	}
@@ -108,8 +111,12 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, stdout io.Writer) 
 	if o.Network == engine.NetworkHost {
 		logger.Warn("containers share the host's network (--network host): sandbox code reaches every loopback service of this machine, this server's API included, and its listeners appear on the host; egress is not filtered. Do not run untrusted code this way.")
 	}
+	if warning := hostRootWarning(info, info.Runtime); warning != "" {
+		logger.Warn(warning)
+	}
 	logger.Info("doctor", "engine", info.ServerVersion, "api", info.APIVersion, "runtime", info.Runtime, "os", info.OS, "arch", info.Arch,
-		"data_dir", dataDir, "network", o.Network, "egress", egressSummary(o.Network, policy), "envd_binary", info.EnvdBinary)
+		"user_namespace", info.UserNamespace, "data_dir", dataDir, "network", o.Network, "egress", egressSummary(o.Network, policy),
+		"envd_binary", info.EnvdBinary)
 	return serve(ctx, o, dataDir, apiKey, docker, policy, logger, stdout)
 }
 

@@ -486,12 +486,26 @@ func (s *Server) ttl(requested *int32, def, least int32) (time.Duration, error) 
 // grants (link requests and the start prune them too).
 const grantPruneInterval = time.Minute
 
+// diskCheckInterval is how often the reaper has the engine measure the
+// containers' file systems against their disk limits. Each measure walks
+// the files every running container changed (measured: 0.5 to 1.5 s for
+// one with 36,000 on a busy 2-core machine), so the next waits at least
+// diskCheckSpacing times as long as the last took: the engine spends at
+// most a tenth of its time on it.
+const (
+	diskCheckInterval = 2 * time.Second
+	diskCheckSpacing  = 10
+)
+
 // reapLoop stops sandboxes whose time ran out (pausing those that pause
-// then), and prunes expired upload grants, until the server closes.
+// then) or whose files grew past their disk limit, and prunes expired
+// upload grants, until the server closes.
 func (s *Server) reapLoop() {
 	ticker := time.NewTicker(s.cfg.ReapInterval)
 	defer ticker.Stop()
 	lastPrune := time.Now()
+	var lastDiskCheck time.Time
+	var diskCheckTook time.Duration
 	for {
 		select {
 		case <-s.ctx.Done():
@@ -499,6 +513,11 @@ func (s *Server) reapLoop() {
 		case <-ticker.C:
 			s.reapExpired(s.ctx)
 			s.expirePool(s.ctx)
+			if time.Since(lastDiskCheck) >= max(diskCheckInterval, diskCheckSpacing*diskCheckTook) {
+				lastDiskCheck = time.Now()
+				s.reapOverDisk(s.ctx)
+				diskCheckTook = time.Since(lastDiskCheck)
+			}
 			if time.Since(lastPrune) >= grantPruneInterval {
 				lastPrune = time.Now()
 				if _, err := s.store.PruneGrants(); err != nil {
@@ -529,5 +548,21 @@ func (s *Server) reapExpired(ctx context.Context) {
 			continue
 		}
 		s.log.Info("sandbox timed out and was stopped", "sandbox", sb.ID)
+	}
+}
+
+// reapOverDisk stops the sandboxes the engine found past their disk limit
+// (it stopped their containers already) and says why.
+func (s *Server) reapOverDisk(ctx context.Context) {
+	overruns, err := s.engine.EnforceDiskLimits(ctx)
+	if err != nil {
+		s.log.Error("enforce disk limits", "err", err)
+	}
+	for _, o := range overruns {
+		if err := s.stopSandbox(ctx, o.SandboxID); err != nil {
+			s.log.Error("stop a sandbox past its disk limit", "sandbox", o.SandboxID, "err", err)
+			continue
+		}
+		s.log.Warn("sandbox stopped: "+o.Error(), "sandbox", o.SandboxID, "used_mib", o.Used>>20, "limit_mib", o.Limit>>20)
 	}
 }

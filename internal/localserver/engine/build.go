@@ -270,8 +270,15 @@ func (b *builder) endPhase(ctx context.Context) {
 	}
 }
 
-// fail logs err against step and wraps it as the step's error.
+// fail logs err against step and wraps it as the step's error. A build
+// container stopped for its disk limit fails its step with that reason,
+// not with the broken connection it left.
 func (b *builder) fail(step string, err error) error {
+	if b.c != nil {
+		if o := b.d.attachment(b.c.key).diskOverrun(); o != nil {
+			err = o
+		}
+	}
 	b.logf(step, e2bapi.LogError, "%v", err)
 	return &StepError{Step: step, Err: err}
 }

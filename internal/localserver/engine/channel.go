@@ -38,6 +38,8 @@ type attachment struct {
 	endSet  bool
 	paused  bool // frozen: no channel can be opened, ends wait for the thaw
 	closing bool
+	// overrun is set when EnforceDiskLimits stopped the container.
+	overrun *DiskOverrun
 }
 
 // maxEgressConns bounds one container's open egress connections.
@@ -197,6 +199,23 @@ func (a *attachment) frozen(paused bool) {
 	a.mu.Lock()
 	a.paused = paused
 	a.mu.Unlock()
+}
+
+func (a *attachment) setOverrun(o *DiskOverrun) {
+	a.mu.Lock()
+	a.overrun = o
+	a.mu.Unlock()
+}
+
+// diskOverrun is why EnforceDiskLimits stopped the container; nil when it
+// did not (or a is nil).
+func (a *attachment) diskOverrun() *DiskOverrun {
+	if a == nil {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.overrun
 }
 
 func (d *Docker) thawed(ctx context.Context, a *attachment) error {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -88,6 +89,9 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 	key := attachKey(req.kind, req.id)
 	labels := maps.Clone(req.labels)
 	labels[d.label("network")] = d.opts.Network
+	if d.opts.DiskSizeMB > 0 {
+		labels[d.label(diskLimitLabel)] = strconv.Itoa(d.opts.DiskSizeMB)
+	}
 	cfg := &container.Config{
 		Image: req.image,
 		// envd must run as root to run processes as any user.
@@ -95,23 +99,18 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 		Entrypoint: d.envdCommand(d.opts.Network),
 		Labels:     labels,
 	}
-	hc := &container.HostConfig{
-		NetworkMode: container.NetworkMode(d.opts.Network),
-		// The engine's own volume and a tmpfs: no host path, so that any
-		// engine works, local or not.
-		VolumesFrom: []string{envdVolume + ":ro"},
-		Tmpfs:       map[string]string{containerRunDir: "mode=0700,size=1m"},
-		Resources:   resources(req.cpuCount, req.memoryMB, d.opts.PidsLimit),
-		Init:        boolPtr(true),
-		// Docker's default set minus NET_RAW (raw and packet sockets) and
-		// MKNOD; named one by one so that a changed engine default cannot
-		// widen it.
-		CapDrop: []string{"ALL"},
-		CapAdd:  containerCaps,
-		// setuid binaries and file capabilities gain nothing: processes
-		// keep at most what envd gave them.
-		SecurityOpt: []string{"no-new-privileges"},
-	}
+	hc := d.hostConfig(d.opts.Network)
+	// The engine's own volume and a tmpfs: no host path, so that any
+	// engine works, local or not.
+	hc.VolumesFrom = []string{envdVolume + ":ro"}
+	hc.Tmpfs = map[string]string{containerRunDir: "mode=0700,size=1m"}
+	hc.Resources = resources(req.cpuCount, req.memoryMB, d.opts.PidsLimit)
+	hc.Init = boolPtr(true)
+	// Docker's default set minus NET_RAW (raw and packet sockets) and
+	// MKNOD; named one by one so that a changed engine default cannot
+	// widen it.
+	hc.CapDrop = []string{"ALL"}
+	hc.CapAdd = containerCaps
 	// Not on ctx: a cancel that lands while the engine creates the
 	// container would leave one that nothing records. The cancel is seen
 	// just after, and the container removed.
@@ -221,6 +220,39 @@ func (d *Docker) discard(ctx context.Context, rc *runningContainer) {
 		d.log.Warn("container left behind", "container", shortID(rc.id), "error", err)
 	}
 }
+
+// hostConfig is where the host configuration of every container the server
+// creates starts, started or not: its network; the project's seccomp
+// profile and no-new-privileges (setuid binaries and file capabilities
+// gain nothing: processes keep at most what envd gave them); and the
+// engine's own log of its output (json-file, what SandboxLogs reads)
+// bounded, so that a container printing forever cannot fill the engine's
+// disk.
+func (d *Docker) hostConfig(network string) *container.HostConfig {
+	hc := &container.HostConfig{
+		NetworkMode: container.NetworkMode(network),
+		SecurityOpt: []string{"no-new-privileges", d.seccompOpt},
+		LogConfig: container.LogConfig{Type: "json-file", Config: map[string]string{
+			"max-size": containerLogFileSize,
+			"max-file": strconv.Itoa(containerLogFiles),
+		}},
+	}
+	if network == NetworkHost {
+		// An engine with --userns-remap refuses the host's network to a
+		// remapped container; host networking, unsafe for untrusted code
+		// anyway, then runs in the host's user namespace.
+		hc.UsernsMode = "host"
+	}
+	return hc
+}
+
+// The engine keeps at most containerLogFiles files of containerLogFileSize
+// of a container's output: 20 MiB, more than SandboxLogs reads
+// (maxLogBytes).
+const (
+	containerLogFileSize = "10m"
+	containerLogFiles    = 2
+)
 
 // DefaultPidsLimit is the default cap on a container's processes.
 const DefaultPidsLimit = 4096

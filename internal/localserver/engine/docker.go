@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/docker/docker/api/types/system"
 	docker "github.com/docker/docker/client"
 )
 
@@ -47,6 +50,11 @@ type DockerOptions struct {
 	// PidsLimit caps the processes (threads included) of every container
 	// (default 4096; negative: no limit).
 	PidsLimit int64
+	// DiskSizeMB is the disk limit of every sandbox and build container:
+	// the most its file system (image and changes) may grow to before
+	// EnforceDiskLimits stops it (default DefaultDiskSizeMB; negative:
+	// none).
+	DiskSizeMB int
 	// EnvdStartTimeout bounds the wait for envd's /health (default 30 s).
 	EnvdStartTimeout time.Duration
 	// ReadyTimeout bounds the ready command loop (default 10 min, as on E2B:
@@ -111,6 +119,8 @@ type Docker struct {
 	// containers have needed, made when first needed (envdimage.go).
 	envdMu      sync.Mutex
 	envdVolumes map[string]envdVolume
+	// seccompOpt hands the engine the seccomp profile (seccomp.go).
+	seccompOpt string
 
 	mu sync.Mutex
 	// startCmds cancels the streams that keep sandbox start commands
@@ -150,6 +160,12 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 	if opts.PidsLimit == 0 {
 		opts.PidsLimit = DefaultPidsLimit
 	}
+	switch {
+	case opts.DiskSizeMB == 0:
+		opts.DiskSizeMB = DefaultDiskSizeMB
+	case opts.DiskSizeMB > math.MaxInt32:
+		return nil, fmt.Errorf("docker runtime: a disk size of %d MiB is beyond any disk", opts.DiskSizeMB)
+	}
 	if opts.EnvdStartTimeout <= 0 {
 		opts.EnvdStartTimeout = 30 * time.Second
 	}
@@ -174,6 +190,10 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 		return nil, engineUnreachable(cli.DaemonHost(), err)
 	}
 	d := &Docker{cli: cli, opts: opts, log: opts.Logger, startCmds: map[string]context.CancelFunc{}, attached: map[string]*attachment{}, envdVolumes: map[string]envdVolume{}}
+	if d.seccompOpt, err = seccompOpt(); err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("the seccomp profile: %w", err)
+	}
 	if err := d.startEnvd(ctx); err != nil {
 		cli.Close()
 		return nil, err
@@ -268,6 +288,10 @@ func (d *Docker) Info(ctx context.Context) (EngineInfo, error) {
 	d.envdMu.Lock()
 	envdBinary := d.envdVolumes[d.engineArch].binary
 	d.envdMu.Unlock()
+	secOpts, err := system.DecodeSecurityOptions(info.SecurityOptions)
+	if err != nil {
+		return EngineInfo{}, fmt.Errorf("docker info: security options: %w", err)
+	}
 	return EngineInfo{
 		ServerVersion: info.ServerVersion,
 		APIVersion:    d.cli.ClientVersion(),
@@ -275,6 +299,7 @@ func (d *Docker) Info(ctx context.Context) (EngineInfo, error) {
 		OS:            info.OperatingSystem,
 		Arch:          info.Architecture,
 		EnvdBinary:    envdBinary,
+		UserNamespace: slices.ContainsFunc(secOpts, func(o system.SecurityOpt) bool { return o.Name == "userns" }),
 	}, nil
 }
 

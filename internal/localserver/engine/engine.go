@@ -95,4 +95,8 @@ type EngineInfo struct {
 	// EnvdBinary is the envd build put into containers of the engine's
 	// architecture (others get theirs when first needed).
 	EnvdBinary string
+	// UserNamespace tells whether the engine runs containers in a user
+	// namespace of their own (dockerd --userns-remap), so that root in a
+	// container is not root of the host.
+	UserNamespace bool
 }

@@ -24,8 +24,8 @@ type SandboxMetrics struct {
 	CPUUsedPct float64
 	// Memory in bytes: used excludes the page cache, as `free` does.
 	MemUsed, MemTotal, MemCache int64
-	// DiskUsed is the size of the sandbox's file system; DiskTotal is 0
-	// where the engine sets no disk limit.
+	// DiskUsed is the size of the sandbox's file system (image and
+	// changes); DiskTotal its disk limit, 0 when it has none.
 	DiskUsed, DiskTotal int64
 }
 
@@ -145,6 +145,9 @@ func (d *Docker) SandboxMetrics(ctx context.Context, sandboxID string) (SandboxM
 		return SandboxMetrics{}, fmt.Errorf("stats of sandbox %s: %w", sandboxID, err)
 	}
 	m := metricsOf(st, insp)
+	if insp.Config != nil {
+		m.DiskTotal = diskLimit(insp.Config.Labels[d.label(diskLimitLabel)])
+	}
 	if m.Time.IsZero() {
 		m.Time = time.Now()
 	}
