@@ -86,7 +86,7 @@ func dockerEngineWith(t *testing.T, configure func(*engine.DockerOptions)) (Engi
 		testutil.Missing(t, "needs a Docker engine: set DOCKER_HOST and E2B_TEST_BASE_IMAGE (an offline image with /bin/sh)")
 	}
 	opts := engine.DockerOptions{
-		EnvdBinary: buildEnvdBinary(t), Network: "none",
+		EnvdBinary: buildEnvdBinary(t), Network: "none", Runtime: testutil.Runtime(),
 		Instance: "lsd" + strings.ToLower(rand.Text()[:8]),
 	}
 	if configure != nil {
@@ -210,7 +210,7 @@ func startCommand(t *testing.T, binary, dataDir string) (*exec.Cmd, Info) {
 func startCommandLog(t *testing.T, binary, dataDir string, extraArgs ...string) (*exec.Cmd, Info, *testutil.SyncBuffer) {
 	t.Helper()
 	os.Remove(filepath.Join(dataDir, InfoFile))
-	cmd := exec.Command(binary, append([]string{"server", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--network", "none"}, extraArgs...)...)
+	cmd := exec.Command(binary, append([]string{"server", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--network", "none", "--runtime", testutil.Runtime()}, extraArgs...)...)
 	// The instance's images go when the first test of the data dir ends.
 	cleanupsMu.Lock()
 	if !cleanups[dataDir] {

@@ -346,7 +346,7 @@ func newFakeEngine(t *testing.T) *fakeEngine {
 }
 
 func (e *fakeEngine) Info(context.Context) (engine.EngineInfo, error) {
-	return engine.EngineInfo{ServerVersion: "fake", Runtime: "none"}, nil
+	return engine.EngineInfo{ServerVersion: "fake", Runtime: engine.Runtime{Name: "fake"}}, nil
 }
 
 func (e *fakeEngine) Build(ctx context.Context, spec engine.BuildSpec) (*engine.BuildResult, error) {

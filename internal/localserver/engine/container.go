@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,8 @@ type containerRequest struct {
 	memoryMB int32
 	// end, when set, is when envd ends the container (a sandbox's end).
 	end time.Time
+	// runtime, when set, replaces the server's runtime (a self-test).
+	runtime string
 }
 
 // runningContainer is a started container with envd answering.
@@ -91,6 +94,7 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 		Labels:     labels,
 	}
 	hc := &container.HostConfig{
+		Runtime:     cmp.Or(req.runtime, d.runtime.Name),
 		NetworkMode: container.NetworkMode(d.opts.Network),
 		// The engine's own volume and a tmpfs: no host path, so that any
 		// engine works, local or not.

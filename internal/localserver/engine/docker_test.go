@@ -139,6 +139,7 @@ func newTestDocker(t testing.TB, network string) *Docker {
 	d, err := NewDocker(t.Context(), DockerOptions{
 		EnvdBinary:    dockerEnv.envdBin,
 		Network:       network,
+		Runtime:       testutil.Runtime(),
 		LabelPrefix:   "e2b-runtime-test",
 		Instance:      randomID("inst"),
 		ReadyInterval: 200 * time.Millisecond,
@@ -312,7 +313,7 @@ func TestInfoAndMissingEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.ServerVersion == "" || info.APIVersion == "" || info.Runtime == "" {
+	if info.ServerVersion == "" || info.APIVersion == "" || info.Runtime.Name != testutil.Runtime() {
 		t.Errorf("incomplete engine info %+v", info)
 	}
 

@@ -54,6 +54,7 @@ func (d *Docker) ensureEnvdVolume(ctx context.Context) (string, error) {
 	// removes it (removeEnvdVolumes) is whoever may have imported it.
 	repo, tag := d.opts.LabelPrefix+"-envd", digest[:16]
 	ref := repo + ":" + tag
+	d.envdImage = ref
 	name := d.envdHolderName(tag)
 	// Another server on the same engine removes envd images that no container
 	// holds (removeEnvdVolumes): one may go between the check and the create
