@@ -90,7 +90,7 @@ type EngineInfo struct {
 	APIVersion    string
 	// Runtime is the runtime of the server's sandbox and build containers.
 	Runtime Runtime
-	OS            string
+	OS      string
 	// Arch is the engine's architecture, as the engine names it.
 	Arch string
 	// EnvdBinary is the envd build put into containers.
