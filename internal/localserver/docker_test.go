@@ -109,6 +109,20 @@ func dockerEngineWith(t *testing.T, configure func(*engine.DockerOptions)) (Engi
 	return docker, baseImage
 }
 
+// runtimeOf is the runtime the engine runs the server's containers under
+// (E2B_TEST_RUNTIME), for checks that differ under gVisor.
+func runtimeOf(t *testing.T, eng Engine) engine.Runtime {
+	t.Helper()
+	info, err := eng.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Runtime.Name != testutil.Runtime() {
+		t.Fatalf("the engine runs containers under %q, want %s (E2B_TEST_RUNTIME)", info.Runtime.Name, testutil.Runtime())
+	}
+	return info.Runtime
+}
+
 // A template built on Docker with COPY, RUN and ENV; a sandbox from it runs a
 // command through the proxy; a failing RUN ends the build with its step.
 func TestDockerBuildAndSandbox(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -265,11 +266,57 @@ const cgroupScript = `cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/c
 cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo "$(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us) $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us)"
 cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max`
 
+// pidsSeenInside is the pids limit cgroupScript prints in a container of
+// the runtime: gVisor's own cgroup files show memory and CPU limits but
+// not the pids limit, which the host's cgroup of the sandbox holds
+// (hostPidsMax checks it there).
+func pidsSeenInside(rt engine.Runtime) string {
+	if rt.GVisor {
+		return "max"
+	}
+	return strconv.Itoa(engine.DefaultPidsLimit)
+}
+
+// hostPidsMax reads the pids limit of the running container's cgroup on
+// the host, through its main process (gVisor's sandbox).
+func hostPidsMax(t *testing.T, insp container.InspectResponse) string {
+	t.Helper()
+	if insp.State == nil || insp.State.Pid == 0 {
+		t.Fatalf("container %s has no process", insp.ID)
+	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", insp.State.Pid))
+	if err != nil {
+		testutil.Missing(t, "the container's process is not visible here (an engine on another machine): %v", err)
+	}
+	for line := range strings.Lines(string(raw)) {
+		// cgroup v1 "N:pids:/path", v2 "0::/path".
+		parts := strings.SplitN(strings.TrimSpace(line), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		file := ""
+		switch {
+		case slices.Contains(strings.Split(parts[1], ","), "pids"):
+			file = filepath.Join("/sys/fs/cgroup/pids", parts[2], "pids.max")
+		case parts[1] == "":
+			file = filepath.Join("/sys/fs/cgroup", parts[2], "pids.max")
+		default:
+			continue
+		}
+		if b, err := os.ReadFile(file); err == nil {
+			return strings.TrimSpace(string(b))
+		}
+	}
+	t.Fatalf("no pids cgroup of the container's process in:\n%s", raw)
+	return ""
+}
+
 // TestDockerIsolation runs the attacks of issue #11 as root inside a
 // sandbox of a Debian template and checks that each one fails.
 func TestDockerIsolation(t *testing.T) {
 	eng, _ := dockerEngine(t)
 	debian := debianImage(t)
+	rt := runtimeOf(t, eng)
 	ts := startServer(t, eng)
 
 	// The build itself: least privilege must not break what templates do.
@@ -294,7 +341,7 @@ cat /usr/share/e2bprobe/f; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status
 		t.Fatalf("build = %+v\n%s", info, buildLog)
 	}
 	t.Run("build step limits", func(t *testing.T) {
-		for _, want := range []string{"(probe) gid=", "installed", "NoNewPrivs:\t1", "536870912", "100000 100000", "4096"} {
+		for _, want := range []string{"(probe) gid=", "installed", "NoNewPrivs:\t1", "536870912\n100000 100000\n" + pidsSeenInside(rt) + "\n"} {
 			if !strings.Contains(buildLog, want) {
 				t.Errorf("build log lacks %q:\n%s", want, buildLog)
 			}
@@ -450,8 +497,13 @@ exit 0`, canaryPath)
 			}
 		}
 		out, code := a.sh("root", cgroupScript)
-		if want := "536870912\n100000 100000\n4096\n"; code != 0 || out != want {
-			t.Errorf("cgroup limits seen inside: %q, want %q", out, want)
+		if want := "536870912\n100000 100000\n" + pidsSeenInside(rt) + "\n"; code != 0 || out != want {
+			t.Errorf("cgroup limits seen inside under %s: %q, want %q", rt.Name, out, want)
+		}
+		if rt.GVisor {
+			if got := hostPidsMax(t, insp); got != strconv.Itoa(engine.DefaultPidsLimit) {
+				t.Errorf("pids limit of the gVisor sandbox's cgroup on the host: %s, want %d", got, engine.DefaultPidsLimit)
+			}
 		}
 	})
 }
