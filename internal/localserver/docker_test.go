@@ -134,7 +134,8 @@ func TestDockerBuildAndSandbox(t *testing.T) {
 	ts.start(reg, e2bapi.TemplateBuildStartV2{FromImage: baseImage, Steps: []e2bapi.TemplateStep{
 		{Type: "COPY", Args: []string{"app", "/opt/app", "", ""}, FilesHash: hash},
 		{Type: "ENV", Args: []string{"GREETING", "hi"}},
-		run(`echo built > "$HOME/built.txt"`),
+		// /tmp is part of the image under gVisor too (envd.TmpKeepFile).
+		run(`echo built > "$HOME/built.txt"; echo in-tmp > /tmp/kept.txt`),
 	}})
 	if info := ts.waitBuild(reg); info.Status != "ready" {
 		t.Fatalf("build = %+v", info)
@@ -145,11 +146,11 @@ func TestDockerBuildAndSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := client.Run(t.Context(), envdclient.RunRequest{Cmd: "/bin/sh", Args: []string{"-c", `cat /opt/app/hello.txt /home/user/built.txt; echo "$GREETING $K"`}})
+	res, err := client.Run(t.Context(), envdclient.RunRequest{Cmd: "/bin/sh", Args: []string{"-c", `cat /opt/app/hello.txt /home/user/built.txt /tmp/kept.txt; ls -A /tmp; echo "$GREETING $K"`}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "hello from the context\nbuilt\nhi V\n"; string(res.Stdout) != want || res.ExitCode != 0 {
+	if want := "hello from the context\nbuilt\nin-tmp\nkept.txt\nhi V\n"; string(res.Stdout) != want || res.ExitCode != 0 {
 		t.Errorf("run = %q (exit %d, stderr %q), want %q", res.Stdout, res.ExitCode, res.Stderr, want)
 	}
 	ts.call("DELETE", "/sandboxes/"+sb.SandboxID, nil, http.StatusNoContent, nil)
@@ -528,7 +529,9 @@ func TestDockerPauseMetricsAndLogs(t *testing.T) {
 		}
 		return strings.TrimSpace(string(res.Stdout))
 	}
-	sh(`echo kept > /tmp/f; sleep 600 >/dev/null 2>&1 & echo $! > /tmp/pid`)
+	// Not in /tmp: gVisor gives an empty /tmp a tmpfs of the sandbox's own,
+	// which a boot again does not keep (security guide).
+	sh(`echo kept > "$HOME/f"; sleep 600 >/dev/null 2>&1 & echo $! > "$HOME/pid"`)
 
 	var metrics []e2bapi.SandboxMetric
 	ts.call("GET", "/sandboxes/"+sb.SandboxID+"/metrics", nil, http.StatusOK, &metrics)
@@ -572,15 +575,25 @@ func TestDockerPauseMetricsAndLogs(t *testing.T) {
 	}
 
 	ts.call("POST", "/v2/sandboxes/"+sb.SandboxID+"/connect", e2bapi.ConnectSandbox{Timeout: int32p(120)}, http.StatusCreated, nil)
-	if got := sh(`kill -0 "$(cat /tmp/pid)" && cat /tmp/f`); got != "kept" {
+	if got := sh(`kill -0 "$(cat "$HOME/pid")" && cat "$HOME/f"`); got != "kept" {
 		t.Errorf("after resume: %q, want the file and the process kept", got)
 	}
 
 	// A restart of the engine stops the paused container: connect boots it
-	// again from its file system, with its env.
+	// again from its file system, with its env. Under gVisor a frozen
+	// sandbox that is killed leaves runsc's state behind and the engine
+	// cannot start the container again ("id already in use": a limit of
+	// runsc under Docker, in the security guide), so there the container
+	// is thawed before it is killed.
 	ts.call("POST", "/sandboxes/"+sb.SandboxID+"/pause", nil, http.StatusNoContent, nil)
 	docker := testDockerClient(t)
-	if err := docker.ContainerKill(t.Context(), containerOf(t, sb.SandboxID).ID, "KILL"); err != nil {
+	stopped := containerOf(t, sb.SandboxID).ID
+	if runtimeOf(t, eng).GVisor {
+		if err := docker.ContainerUnpause(t.Context(), stopped); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := docker.ContainerKill(t.Context(), stopped, "KILL"); err != nil {
 		t.Fatal(err)
 	}
 	for insp := containerOf(t, sb.SandboxID); insp.State.Running; insp = containerOf(t, sb.SandboxID) {
@@ -588,7 +601,7 @@ func TestDockerPauseMetricsAndLogs(t *testing.T) {
 	}
 	ts.call("POST", "/v2/sandboxes/"+sb.SandboxID+"/connect", nil, http.StatusCreated, nil)
 	// (Not the process: in the new PID namespace its number may be taken.)
-	if got := sh(`cat /tmp/f; echo "$K"`); got != "kept\nV" {
+	if got := sh(`cat "$HOME/f"; echo "$K"`); got != "kept\nV" {
 		t.Errorf("after a boot again: %q, want the file and the env kept", got)
 	}
 

@@ -137,6 +137,9 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 			return fail(err)
 		}
 	}
+	if err := d.keepTmp(ctx, created.ID); err != nil {
+		return fail(err)
+	}
 	if err := d.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
 		return fail(fmt.Errorf("start container from %s: %w", req.image, err))
 	}

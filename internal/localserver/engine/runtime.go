@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -8,7 +10,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/system"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 )
 
 // RuntimeAuto chooses gVisor when the engine offers a gVisor runtime that
@@ -161,4 +166,29 @@ func (d *Docker) chooseRuntime(ctx context.Context) (runtimeChoice, error) {
 		return runtimeChoice{}, fmt.Errorf("docker info: %w", err)
 	}
 	return chooseRuntime(ctx, d.opts.Runtime, info.DefaultRuntime, offeredRuntimes(info.Runtimes), d.selfTestRuntime)
+}
+
+// keepTmp puts envd.TmpKeepFile in the container's /tmp before a start
+// under gVisor, so that /tmp stays part of the container's file system as
+// under runc (envd removes it as it starts). An image without /tmp is left
+// as it is.
+func (d *Docker) keepTmp(ctx context.Context, containerID string) error {
+	if !d.runtime.GVisor {
+		return nil
+	}
+	if st, err := d.cli.ContainerStatPath(ctx, containerID, path.Dir(envd.TmpKeepFile)); err != nil || !st.Mode.IsDir() {
+		return nil //nolint:nilerr // no /tmp: nothing of it to keep
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: path.Base(envd.TmpKeepFile), Mode: 0o400}); err != nil {
+		return err
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if err := d.cli.CopyToContainer(ctx, containerID, path.Dir(envd.TmpKeepFile), &buf, container.CopyToContainerOptions{}); err != nil {
+		return fmt.Errorf("keep /tmp in the container's files under gVisor: %w", err)
+	}
+	return nil
 }
