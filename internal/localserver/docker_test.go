@@ -529,9 +529,7 @@ func TestDockerPauseMetricsAndLogs(t *testing.T) {
 		}
 		return strings.TrimSpace(string(res.Stdout))
 	}
-	// Not in /tmp: gVisor gives an empty /tmp a tmpfs of the sandbox's own,
-	// which a boot again does not keep (security guide).
-	sh(`echo kept > "$HOME/f"; sleep 600 >/dev/null 2>&1 & echo $! > "$HOME/pid"`)
+	sh(`echo kept > /tmp/f; sleep 600 >/dev/null 2>&1 & echo $! > /tmp/pid`)
 
 	var metrics []e2bapi.SandboxMetric
 	ts.call("GET", "/sandboxes/"+sb.SandboxID+"/metrics", nil, http.StatusOK, &metrics)
@@ -575,7 +573,7 @@ func TestDockerPauseMetricsAndLogs(t *testing.T) {
 	}
 
 	ts.call("POST", "/v2/sandboxes/"+sb.SandboxID+"/connect", e2bapi.ConnectSandbox{Timeout: int32p(120)}, http.StatusCreated, nil)
-	if got := sh(`kill -0 "$(cat "$HOME/pid")" && cat "$HOME/f"`); got != "kept" {
+	if got := sh(`kill -0 "$(cat /tmp/pid)" && cat /tmp/f`); got != "kept" {
 		t.Errorf("after resume: %q, want the file and the process kept", got)
 	}
 
@@ -601,7 +599,7 @@ func TestDockerPauseMetricsAndLogs(t *testing.T) {
 	}
 	ts.call("POST", "/v2/sandboxes/"+sb.SandboxID+"/connect", nil, http.StatusCreated, nil)
 	// (Not the process: in the new PID namespace its number may be taken.)
-	if got := sh(`cat "$HOME/f"; echo "$K"`); got != "kept\nV" {
+	if got := sh(`cat /tmp/f; echo "$K"`); got != "kept\nV" {
 		t.Errorf("after a boot again: %q, want the file and the env kept", got)
 	}
 
