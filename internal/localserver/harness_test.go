@@ -265,14 +265,15 @@ func (ts *testServer) expectTemplateBuild(templateID, buildID string) {
 // waitBuild polls the status as the SDK does until the build ends.
 func (ts *testServer) waitBuild(reg e2bapi.TemplateRequestResponseV3) e2bapi.TemplateBuildInfo {
 	ts.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	// Generous: builds under gVisor on a loaded machine take minutes.
+	deadline := time.Now().Add(5 * time.Minute)
 	for {
 		info := ts.status(reg.TemplateID, reg.BuildID, "")
 		if info.Status == e2bapi.BuildReady || info.Status == e2bapi.BuildError {
 			return info
 		}
 		if time.Now().After(deadline) {
-			ts.t.Fatalf("build %s still %s after 60 s", reg.BuildID, info.Status)
+			ts.t.Fatalf("build %s still %s after 5 min", reg.BuildID, info.Status)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
