@@ -63,6 +63,9 @@ func parseServer(args []string, stderr io.Writer) (localserver.Options, error) {
 	fs.DurationVar(&o.IdleTimeout, "idle-timeout", localserver.DefaultIdleTimeout, "how long a keep-alive connection may sit idle between requests")
 	fs.IntVar(&o.LayerCacheSize, "layer-cache-size", engine.DefaultLayerCacheSize, "most build layer images kept for later builds, the most recently used (-1: none)")
 	fs.Int64Var(&o.PidsLimit, "pids-limit", engine.DefaultPidsLimit, "most processes and threads in one sandbox or build container (-1: no limit)")
+	fs.IntVar(&o.Pool.PerBuild, "pool-size-per-build", localserver.DefaultPoolSizePerBuild, "started sandbox containers kept ready for each build sandboxes were created from within --pool-idle, handed out on create (0: no warm pool)")
+	fs.IntVar(&o.Pool.Max, "pool-max", localserver.DefaultPoolMax, "most containers of the warm pool in all")
+	fs.DurationVar(&o.Pool.Idle, "pool-idle", localserver.DefaultPoolIdle, "how long a pooled container waits to be handed out before it is removed, and how long after its last create a build keeps its pool")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -82,6 +85,9 @@ func parseServer(args []string, stderr io.Writer) (localserver.Options, error) {
 	})
 	if _, err := egress.NewPolicy(o.Egress, o.EgressAllow); err != nil {
 		errs = append(errs, err)
+	}
+	if o.Pool.PerBuild < 0 || o.Pool.Max < 0 || o.Pool.Idle < 0 {
+		errs = append(errs, fmt.Errorf("--pool-size-per-build %d, --pool-max %d and --pool-idle %s must not be negative", o.Pool.PerBuild, o.Pool.Max, o.Pool.Idle))
 	}
 	if o.Network != engine.NetworkNone && o.Network != engine.NetworkHost {
 		errs = append(errs, fmt.Errorf("--network %q is not one of none, host", o.Network))

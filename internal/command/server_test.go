@@ -35,14 +35,19 @@ func TestParseServerFlagsAndEnv(t *testing.T) {
 		t.Setenv(name, "")
 		os.Unsetenv(name)
 	}
-	for _, bad := range [][]string{{"--egress", "all"}, {"--egress-allow", "nope"}, {"--network", "bridge"}, {"--runtime", ""}} {
+	for _, bad := range [][]string{{"--egress", "all"}, {"--egress-allow", "nope"}, {"--network", "bridge"}, {"--runtime", ""}, {"--pool-max", "-1"}, {"--pool-idle", "-1s"}} {
 		if _, err := parseServer(bad, io.Discard); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
 	}
 	o, err = parseServer(nil, io.Discard)
 	if err != nil || o.Network != "none" || o.Egress != "public" || o.MaxConnections != localserver.DefaultMaxConnections ||
-		o.MaxLogBytes != localserver.DefaultMaxLogBytes || o.Domain != localserver.DefaultDomain || o.Runtime != "auto" {
-		t.Errorf("defaults = %+v, %v: want network none, egress public, runtime auto, domain %s", o, err, localserver.DefaultDomain)
+		o.MaxLogBytes != localserver.DefaultMaxLogBytes || o.Domain != localserver.DefaultDomain || o.Runtime != "auto" ||
+		o.Pool != (localserver.PoolConfig{PerBuild: localserver.DefaultPoolSizePerBuild, Max: localserver.DefaultPoolMax, Idle: localserver.DefaultPoolIdle}) {
+		t.Errorf("defaults = %+v, %v: want network none, egress public, runtime auto, domain %s, the default pool", o, err, localserver.DefaultDomain)
+	}
+	t.Setenv("E2B_LOCAL_POOL_SIZE_PER_BUILD", "0")
+	if o, err := parseServer(nil, io.Discard); err != nil || o.Pool.PerBuild != 0 {
+		t.Errorf("E2B_LOCAL_POOL_SIZE_PER_BUILD=0: %+v, %v; want the pool off", o.Pool, err)
 	}
 }

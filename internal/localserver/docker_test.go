@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +27,7 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
 
@@ -310,6 +312,13 @@ func TestDockerRestartAfterSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts.call("POST", "/sandboxes/"+frozen.SandboxID+"/pause", nil, http.StatusNoContent, nil)
+	// The warm pool (on by default) holds containers of the template too.
+	ts.waitPooledStat(DefaultPoolSizePerBuild)
+	for deadline := time.Now().Add(time.Minute); len(instanceSandboxContainers(t, dataDir)) < 2+DefaultPoolSizePerBuild; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("sandbox containers before the kill: %v, want the 2 sandboxes' and the pool's %d", instanceSandboxContainers(t, dataDir), DefaultPoolSizePerBuild)
+		}
+	}
 	// What a SIGKILL during the commit of the running build leaves: its
 	// image, which no ready build owns.
 	instance := InstanceOf(dataDir)
@@ -339,6 +348,16 @@ func TestDockerRestartAfterSIGKILL(t *testing.T) {
 	}
 	if n := buildContainers(t, running.BuildID); n != 0 {
 		t.Errorf("%d containers of the interrupted build survived the restart", n)
+	}
+	// The pool's containers went with their records: only the sandboxes'
+	// remain.
+	if got, want := instanceSandboxContainers(t, dataDir), slices.Sorted(slices.Values([]string{survivor.SandboxID, frozen.SandboxID})); !slices.Equal(got, want) {
+		t.Errorf("sandbox containers after the restart: %v, want only %v", got, want)
+	}
+	var stats store.Stats
+	ts.call("GET", "/_local/stats", nil, http.StatusOK, &stats)
+	if stats.Pooled != 0 {
+		t.Errorf("the restarted server records %d pooled containers, want 0 (none was used since)", stats.Pooled)
 	}
 	if imageExists(t, orphanImage) {
 		t.Errorf("the image %s that no build owns survived the restart", orphanImage)

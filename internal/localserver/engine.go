@@ -17,7 +17,15 @@ type Engine interface {
 	// removes its container; failures are *engine.StepError where a step
 	// is known.
 	Build(ctx context.Context, spec engine.BuildSpec) (*engine.BuildResult, error)
+	// StartSandbox is WarmSandbox then InitSandbox, leaving nothing behind
+	// on error.
 	StartSandbox(ctx context.Context, spec engine.SandboxSpec) (*engine.Sandbox, error)
+	// WarmSandbox starts the sandbox's container and waits for its envd
+	// without initialising it (the warm pool's containers); InitSandbox
+	// hands its envd the token, env, user and workdir and starts the start
+	// command.
+	WarmSandbox(ctx context.Context, spec engine.SandboxSpec) (*engine.Sandbox, error)
+	InitSandbox(ctx context.Context, spec engine.SandboxSpec) error
 	// DialSandbox opens a stream to a port inside the sandbox (envd's, or
 	// any a sandbox process listens on), for the sandbox proxy.
 	DialSandbox(ctx context.Context, sandboxID string, port int) (net.Conn, error)

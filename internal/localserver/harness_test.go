@@ -317,8 +317,9 @@ type fakeEngine struct {
 	deadlines     map[string]time.Time
 	keptOrphans   []string
 	paused        map[string]bool
-	snapshotErr   error            // when set, CommitSandbox fails with it
-	logs          []engine.LogLine // every fake sandbox's log
+	snapshotErr   error                // when set, CommitSandbox fails with it
+	logs          []engine.LogLine     // every fake sandbox's log
+	warmed        []engine.SandboxSpec // every WarmSandbox's spec, in order
 }
 
 func newFakeEngine(t *testing.T) *fakeEngine {
@@ -385,6 +386,18 @@ func (e *fakeEngine) Build(ctx context.Context, spec engine.BuildSpec) (*engine.
 }
 
 func (e *fakeEngine) StartSandbox(ctx context.Context, spec engine.SandboxSpec) (*engine.Sandbox, error) {
+	sb, err := e.WarmSandbox(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.InitSandbox(ctx, spec); err != nil {
+		return nil, errors.Join(err, e.StopSandbox(ctx, spec.SandboxID))
+	}
+	return sb, nil
+}
+
+// WarmSandbox serves a real envd on the sandbox's socket, not initialised.
+func (e *fakeEngine) WarmSandbox(ctx context.Context, spec engine.SandboxSpec) (*engine.Sandbox, error) {
 	e.mu.Lock()
 	startErr := e.startErr
 	e.mu.Unlock()
@@ -401,21 +414,23 @@ func (e *fakeEngine) StartSandbox(ctx context.Context, spec engine.SandboxSpec) 
 	go func() {
 		served <- envdserver.New(envdserver.Config{BaseEnv: testutil.CommandEnv(e.t)}).Serve(serveCtx, ln)
 	}()
-	stop := func() error {
+	e.mu.Lock()
+	e.sandboxes[spec.SandboxID] = func() error {
 		cancel()
 		return <-served
 	}
-	client, err := envdclient.New(envdclient.Config{BaseURL: "http://localhost", HTTPClient: unixClient(socket)})
-	if err != nil {
-		return nil, errors.Join(err, stop())
-	}
-	if err := client.Init(ctx, envdclient.InitRequest{AccessToken: spec.AccessToken, EnvVars: spec.Env}); err != nil {
-		return nil, errors.Join(err, stop())
-	}
-	e.mu.Lock()
-	e.sandboxes[spec.SandboxID] = stop
+	e.warmed = append(e.warmed, spec)
 	e.mu.Unlock()
 	return &engine.Sandbox{ID: spec.SandboxID, ContainerID: "fake-" + spec.SandboxID, EnvdVersion: "0.6.13"}, nil
+}
+
+// InitSandbox hands the sandbox's envd its token and env.
+func (e *fakeEngine) InitSandbox(ctx context.Context, spec engine.SandboxSpec) error {
+	client, err := envdclient.New(envdclient.Config{BaseURL: "http://localhost", HTTPClient: unixClient(filepath.Join(e.dir, spec.SandboxID+".sock"))})
+	if err != nil {
+		return err
+	}
+	return client.Init(ctx, envdclient.InitRequest{AccessToken: spec.AccessToken, EnvVars: spec.Env})
 }
 
 // DialSandbox reaches the fake sandbox's envd on its socket; nothing else

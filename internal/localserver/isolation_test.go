@@ -100,7 +100,7 @@ const probePath = "/usr/local/bin/sandboxprobe"
 func (ts *testServer) probeSandbox(template string) *probeSandbox {
 	t := ts.t
 	t.Helper()
-	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: template})
+	sb := ts.createPossiblyPooled(template)
 	t.Cleanup(func() { ts.request("DELETE", "/sandboxes/"+sb.SandboxID, nil).Body.Close() })
 	c, err := envdclient.New(envdclient.Config{BaseURL: ts.URL, SandboxID: sb.SandboxID, AccessToken: sb.EnvdAccessToken})
 	if err != nil {
@@ -312,12 +312,17 @@ func hostPidsMax(t *testing.T, insp container.InspectResponse) string {
 }
 
 // TestDockerIsolation runs the attacks of issue #11 as root inside a
-// sandbox of a Debian template and checks that each one fails.
+// sandbox of a Debian template and checks that each one fails, in fresh
+// sandboxes and in sandboxes of the warm pool.
 func TestDockerIsolation(t *testing.T) {
+	forFreshAndPooled(t, testDockerIsolation)
+}
+
+func testDockerIsolation(t *testing.T, pool PoolConfig) {
 	eng, _ := dockerEngine(t)
 	debian := debianImage(t)
 	rt := runtimeOf(t, eng)
-	ts := startServer(t, eng)
+	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.Pool = pool }})
 
 	// The build itself: least privilege must not break what templates do.
 	var reg e2bapi.TemplateRequestResponseV3
@@ -537,8 +542,13 @@ func countingServer(t *testing.T, name string) (string, *atomic.Int32) {
 // that the policy allows explicitly, through the egress proxy envd offers
 // on the sandbox's loopback; another loopback server (not allowed: the
 // default policy is the public internet only) is refused without a
-// connection, by address and by a name that resolves to loopback.
+// connection, by address and by a name that resolves to loopback; in
+// fresh sandboxes and in sandboxes of the warm pool.
 func TestDockerEgress(t *testing.T) {
+	forFreshAndPooled(t, testDockerEgress)
+}
+
+func testDockerEgress(t *testing.T, pool PoolConfig) {
 	debian := debianImage(t)
 	allowedAddr, allowedConns := countingServer(t, "allowed")
 	deniedAddr, deniedConns := countingServer(t, "denied")
@@ -549,7 +559,7 @@ func TestDockerEgress(t *testing.T) {
 	proxy := egress.New(policy, nil)
 	t.Cleanup(proxy.Close)
 	eng, _ := dockerEngineWith(t, func(o *engine.DockerOptions) { o.Egress = proxy })
-	ts := startServer(t, eng)
+	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.Pool = pool }})
 	u, _ := url.Parse(ts.URL)
 	serverAddr, err := net.ResolveTCPAddr("tcp", u.Host)
 	if err != nil {

@@ -64,6 +64,10 @@ type Options struct {
 	LayerCacheSize                   int
 	MaxConnections                   int
 	IdleTimeout                      time.Duration
+	// Pool bounds the warm pool as given (PerBuild 0: off); the command's
+	// flags default to DefaultPoolSizePerBuild, DefaultPoolMax and
+	// DefaultPoolIdle.
+	Pool PoolConfig
 }
 
 // Run starts the server as o says on the Docker engine and serves until
@@ -151,6 +155,7 @@ func serve(ctx context.Context, o Options, dataDir, apiKey string, eng Engine, r
 		UploadURLTTL: o.UploadURLTTL, MaxSandboxTimeout: o.MaxSandboxTimeout, MaxBuildTime: o.MaxBuildTime,
 		LogBound:    store.LogBound{MaxEntries: o.MaxLogEntries, MaxBytes: o.MaxLogBytes},
 		MaxCPUCount: int32(o.MaxCPU), MaxMemoryMB: int32(o.MaxMemoryMB), Logger: logger, //nolint:gosec // flag values beyond int32 wrap as before; no host has 2^31 CPUs or MiB
+		Pool: o.Pool,
 	}, eng)
 	if err != nil {
 		return err

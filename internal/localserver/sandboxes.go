@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -99,14 +100,14 @@ func (s *Server) createSandbox(ctx context.Context, req e2bapi.NewSandbox, defau
 	if autoResume {
 		sb.AutoResume = timeout
 	}
-	id := sb.ID
 	// The container's end is set again once recorded; this one holds
 	// should the server die in between.
-	started, err := s.engine.StartSandbox(ctx, sandboxSpec(sb, b))
+	started, err := s.startSandbox(ctx, &sb, b)
 	if err != nil {
 		s.log.Error("start sandbox", "template", t.ID, "build", b.ID, "err", err)
 		return nil, &errorAnswer{status: http.StatusInternalServerError, body: e2bapi.Error{Code: 500, Message: "start sandbox: " + err.Error(), ErrorCode: "sandbox_create_failed"}}
 	}
+	id := sb.ID
 	sb.ContainerID, sb.EnvdVersion = started.ContainerID, started.EnvdVersion
 	if sb.EnvdVersion == "" {
 		sb.EnvdVersion = b.Result.EnvdVersion
@@ -121,10 +122,55 @@ func (s *Server) createSandbox(ctx context.Context, req e2bapi.NewSandbox, defau
 	if err != nil {
 		if stopErr := s.engine.StopSandbox(context.WithoutCancel(ctx), id); stopErr != nil {
 			s.log.Error("stop a sandbox that could not be recorded", "sandbox", id, "err", stopErr)
+		} else {
+			s.forgetPooled(id) // a pooled container's record, if it was one
 		}
 		return nil, err
 	}
+	s.fillPool(t.ID, b.ID)
 	return s.sandboxAnswer(sb), nil
+}
+
+// startSandbox starts sandbox sb of build b: a container of the warm pool
+// when the build has one, which takes sb's ID and is initialised for it
+// as a fresh one is, else a fresh container.
+func (s *Server) startSandbox(ctx context.Context, sb *store.Sandbox, b store.Build) (*engine.Sandbox, error) {
+	if ps, ok := s.takePooled(b.ID); ok {
+		pooled := *sb
+		pooled.ID = ps.id
+		err := s.engine.InitSandbox(ctx, sandboxSpec(pooled, b))
+		if err == nil {
+			sb.ID = ps.id
+			s.log.Info("warm pool: sandbox handed out", "sandbox", ps.id, "build", b.ID)
+			return &ps.started, nil
+		}
+		s.log.Warn("warm pool: initialise a pooled container; starting a fresh one", "sandbox", ps.id, "err", err)
+		s.removePooled(ctx, ps)
+	}
+	release, err := s.startSlot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return s.engine.StartSandbox(ctx, sandboxSpec(*sb, b))
+}
+
+// maxContainerStarts bounds the sandbox containers starting at once
+// (fresh ones and the pool's). Fifty creates at once otherwise start fifty
+// containers that share the machine until envd's start timeout passes for
+// many of them (seen under gVisor); queued, each start gets its share, and
+// the envd timeout counts from its own start.
+func maxContainerStarts() int { return max(4, 2*runtime.NumCPU()) }
+
+// startSlot waits until fewer than maxContainerStarts containers are
+// starting, or ctx ends, and returns the release of the slot it took.
+func (s *Server) startSlot(ctx context.Context) (func(), error) {
+	select {
+	case s.starts <- struct{}{}:
+		return func() { <-s.starts }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // sandboxSpec is what the engine needs to start sandbox sb of build b, or
@@ -452,6 +498,7 @@ func (s *Server) reapLoop() {
 			return
 		case <-ticker.C:
 			s.reapExpired(s.ctx)
+			s.expirePool(s.ctx)
 			if time.Since(lastPrune) >= grantPruneInterval {
 				lastPrune = time.Now()
 				if _, err := s.store.PruneGrants(); err != nil {

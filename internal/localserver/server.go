@@ -52,8 +52,11 @@ type Config struct {
 	MaxBuildTime time.Duration
 	// LogBound is how much of each build's and sandbox's log the store keeps.
 	LogBound store.LogBound
-	// ReapInterval is how often expired sandboxes are looked for.
+	// ReapInterval is how often expired sandboxes (and pooled containers)
+	// are looked for.
 	ReapInterval time.Duration
+	// Pool bounds the warm pool; the zero value turns it off.
+	Pool PoolConfig
 	// Now is the clock (time.Now when nil); tests move it to expire sandboxes.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -160,6 +163,11 @@ type Server struct {
 	// sandboxLocks serialise each sandbox's pauses, resumes and
 	// snapshots (lockSandbox), by sandbox ID.
 	sandboxLocks map[string]*sandboxLock
+
+	pool warmPool
+	// starts holds a token for every sandbox container starting
+	// (startSlot).
+	starts chan struct{}
 }
 
 // New opens the state in cfg.DataDir, recovers from an earlier run (builds
@@ -181,6 +189,8 @@ func New(ctx context.Context, cfg Config, eng Engine) (*Server, error) {
 		proxies:    map[string]*sandboxProxy{},
 
 		sandboxLocks: map[string]*sandboxLock{},
+		pool:         newWarmPool(),
+		starts:       make(chan struct{}, maxContainerStarts()),
 	}
 	for _, dir := range []string{cfg.DataDir, s.archiveDir, s.spoolDir} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -236,6 +246,9 @@ func (s *Server) recover(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := s.clearPoolRecords(); err != nil {
+		return err
+	}
 	images, err := s.ownedImages()
 	if err != nil {
 		return err
@@ -272,10 +285,10 @@ func (s *Server) ownedImages() (map[string]bool, error) {
 // Store is the server's state (for tests and the command).
 func (s *Server) Store() Store { return s.store }
 
-// Close fails running builds with "server shut down", stops every sandbox
-// but those that are paused or pause at their end (which it pauses, so that
-// they outlive the server as on E2B they outlive their timeout) and closes
-// the state. ctx bounds the wait for builds to wind down.
+// Close fails running builds with "server shut down", removes the warm
+// pool, stops every sandbox but those that are paused or pause at their
+// end (which it pauses, so that they outlive the server as on E2B they
+// outlive their timeout) and closes the state. ctx bounds the wait for builds to wind down.
 func (s *Server) Close(ctx context.Context) error {
 	// Under mu, so that no build starts between the cancel and the Wait.
 	s.mu.Lock()
@@ -290,6 +303,9 @@ func (s *Server) Close(ctx context.Context) error {
 		if _, err := s.store.FailBuilding(ReasonShutdown); err != nil {
 			s.log.Error("mark builds failed at shutdown", "err", err)
 		}
+	}
+	if n := s.dropPool(ctx, func(pooledSandbox) bool { return true }); n > 0 {
+		s.log.Info("warm pool: containers removed at shutdown", "count", n)
 	}
 	var errs []error
 	sandboxes, err := s.store.Sandboxes()
@@ -443,12 +459,20 @@ func (s *Server) handleTemplateFileOrNamespacedAlias(w http.ResponseWriter, r *h
 	}
 }
 
+// serverStats is the answer of /_local/stats: the store's counts and the
+// warm pool's containers ready to be handed out (store.Stats.Pooled counts
+// those starting too).
+type serverStats struct {
+	store.Stats
+	PoolReady int `json:"poolReady"`
+}
+
 func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) error {
 	st, err := s.store.Stats()
 	if err != nil {
 		return internal(err)
 	}
-	writeJSON(w, http.StatusOK, st)
+	writeJSON(w, http.StatusOK, serverStats{Stats: st, PoolReady: s.poolReady()})
 	return nil
 }
 

@@ -53,6 +53,13 @@ type Store interface {
 	ResumeSandbox(id string, endAt time.Time, autoPause *bool) (store.Sandbox, error)
 	DeleteSandbox(id string) (bool, error)
 	RegisterSnapshot(req store.SnapshotRequest) (store.Snapshot, error)
+
+	// The warm pool's containers, recorded before they are created.
+	AddPooled(p store.Pooled) error
+	IsPooled(id string) (bool, error)
+	PooledSandboxes() ([]store.Pooled, error)
+	DeletePooled(ids ...string) error
+
 	Snapshots(sandboxID, templateID, tag string) ([]store.Snapshot, error)
 
 	Stats() (store.Stats, error)

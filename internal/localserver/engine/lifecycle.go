@@ -14,8 +14,6 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/pkg/stdcopy"
-
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 )
 
 // SandboxMetrics is one sample of a sandbox's resource use
@@ -110,10 +108,9 @@ func (d *Docker) thawedSandbox(ctx context.Context, sandboxID string) error {
 // its envd through a new channel; the agent gets the sandbox's end anew
 // (the container's tmpfs started empty).
 func (d *Docker) reboot(ctx context.Context, containerID string, spec SandboxSpec) error {
-	key := attachKey(kindSandbox, spec.SandboxID)
-	att := d.attachment(key)
-	if att == nil {
-		return errors.New("the sandbox is not attached to this server")
+	rc, att, err := d.attachedSandbox(spec)
+	if err != nil {
+		return err
 	}
 	d.log.Info("booting a stopped sandbox container again", "sandbox", spec.SandboxID, "container", shortID(containerID))
 	if err := d.keepTmp(ctx, containerID); err != nil {
@@ -123,7 +120,6 @@ func (d *Docker) reboot(ctx context.Context, containerID string, spec SandboxSpe
 		return err
 	}
 	att.frozen(false)
-	rc := &runningContainer{id: containerID, kind: kindSandbox, key: key, envd: newEnvdClient(d.dialer(att, envd.Port), spec.AccessToken), token: spec.AccessToken}
 	if err := d.waitEnvd(ctx, containerID, rc.envd); err != nil {
 		return err
 	}

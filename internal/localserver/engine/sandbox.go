@@ -11,12 +11,33 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 )
 
-// StartSandbox runs a build's image with envd, initialises envd with the
-// sandbox's token, user, workdir and env, and starts the template's start
-// command. Docker cannot snapshot a running process the way E2B's VM
-// snapshots do, so the start command is launched anew in every sandbox
-// rather than resumed where the build left it.
+// StartSandbox runs a build's image with envd and initialises it
+// (WarmSandbox, then InitSandbox): a fresh sandbox and one of the server's
+// warm pool are made by the same two steps, only at different times.
+// Docker cannot snapshot a running process the way E2B's VM snapshots do,
+// so the start command is launched anew in every sandbox rather than
+// resumed where the build left it. On error nothing is left behind.
 func (d *Docker) StartSandbox(ctx context.Context, spec SandboxSpec) (*Sandbox, error) {
+	sb, err := d.WarmSandbox(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.InitSandbox(ctx, spec); err != nil {
+		if stopErr := d.StopSandbox(context.WithoutCancel(ctx), spec.SandboxID); stopErr != nil {
+			d.log.Warn("container left behind", "sandbox", spec.SandboxID, "error", stopErr)
+		}
+		return nil, err
+	}
+	return sb, nil
+}
+
+// WarmSandbox creates and starts the container of sandbox spec.SandboxID
+// (its hostname, labels, limits and network fixed from spec, as for any
+// sandbox) and waits until its envd answers, without initialising envd:
+// no token, env, user or start command yet. InitSandbox does that, at
+// once for a fresh sandbox, at hand-out for a pooled one. On error
+// nothing is left behind.
+func (d *Docker) WarmSandbox(ctx context.Context, spec SandboxSpec) (*Sandbox, error) {
 	if spec.SandboxID == "" || spec.Image == "" {
 		return nil, errors.New("start sandbox: sandbox ID and image are required")
 	}
@@ -24,7 +45,6 @@ func (d *Docker) StartSandbox(ctx context.Context, spec SandboxSpec) (*Sandbox, 
 		image:    spec.Image,
 		kind:     kindSandbox,
 		id:       spec.SandboxID,
-		token:    spec.AccessToken,
 		labels:   d.labels(kindSandbox, spec.TemplateID, spec.BuildID, spec.SandboxID),
 		cpuCount: spec.CPUCount,
 		memoryMB: spec.MemoryMB,
@@ -33,11 +53,35 @@ func (d *Docker) StartSandbox(ctx context.Context, spec SandboxSpec) (*Sandbox, 
 	if err != nil {
 		return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
 	}
-	if err := d.initSandbox(ctx, rc, spec); err != nil {
-		d.discard(ctx, rc)
-		return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
-	}
 	return &Sandbox{ID: spec.SandboxID, ContainerID: rc.id, EnvdVersion: envd.Version}, nil
+}
+
+// InitSandbox hands the envd of a sandbox WarmSandbox started its token,
+// user, workdir and env (envd's /init, as E2B's orchestrator does for a
+// resumed sandbox) and starts the template's start command.
+func (d *Docker) InitSandbox(ctx context.Context, spec SandboxSpec) error {
+	rc, _, err := d.attachedSandbox(spec)
+	if err == nil {
+		err = d.initSandbox(ctx, rc, spec)
+	}
+	if err != nil {
+		return fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
+	}
+	return nil
+}
+
+// attachedSandbox is the container of a sandbox this server attached and
+// its attachment, with an envd client that sends spec's access token.
+func (d *Docker) attachedSandbox(spec SandboxSpec) (*runningContainer, *attachment, error) {
+	key := attachKey(kindSandbox, spec.SandboxID)
+	att := d.attachment(key)
+	if att == nil {
+		return nil, nil, errors.New("the sandbox is not attached to this server")
+	}
+	return &runningContainer{
+		id: att.containerID, kind: kindSandbox, key: key,
+		envd: newEnvdClient(d.dialer(att, envd.Port), spec.AccessToken), token: spec.AccessToken,
+	}, att, nil
 }
 
 // initSandbox hands a sandbox's envd, just started, its token, user,

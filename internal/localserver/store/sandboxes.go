@@ -55,7 +55,8 @@ func (sb Sandbox) Live(now time.Time) bool {
 }
 
 // CreateSandbox records a started sandbox and counts the spawn on its
-// template, unless the template was deleted meanwhile.
+// template, unless the template was deleted meanwhile. A pooled container
+// of the same ID, handed out, stops being pooled in the same transaction.
 func (s *Store) CreateSandbox(sb Sandbox) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		templates := tx.Bucket(bucketTemplates)
@@ -71,6 +72,9 @@ func (s *Store) CreateSandbox(sb Sandbox) error {
 		t.LastSpawnedAt = &at
 		t.SpawnCount++
 		if err := putJSON(templates, t.ID, t); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketPool).Delete([]byte(sb.ID)); err != nil {
 			return err
 		}
 		return putJSON(tx.Bucket(bucketSandboxes), sb.ID, sb)

@@ -60,7 +60,8 @@ var (
 	bucketLogs      = []byte("logs")
 	bucketSandboxes = []byte("sandboxes")
 	bucketCounters  = []byte("counters")
-	allBuckets      = [][]byte{bucketTemplates, bucketAliases, bucketBuilds, bucketTags, bucketGrants, bucketArchives, bucketLogs, bucketSandboxes, bucketCounters}
+	bucketPool      = []byte("pool")
+	allBuckets      = [][]byte{bucketTemplates, bucketAliases, bucketBuilds, bucketTags, bucketGrants, bucketArchives, bucketLogs, bucketSandboxes, bucketCounters, bucketPool}
 
 	counterUploads = []byte("uploads")
 )

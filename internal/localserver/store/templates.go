@@ -213,6 +213,9 @@ func (s *Store) DeleteTemplate(ref string) (Template, []Build, error) {
 		if builds, err = templateBuilds(tx, t.ID); err != nil {
 			return err
 		}
+		if err := deleteTemplatePool(tx, t.ID); err != nil {
+			return err
+		}
 		return putJSON(tx.Bucket(bucketTemplates), t.ID, t)
 	})
 	return t, builds, err

@@ -28,6 +28,8 @@ type Stats struct {
 	// Grants counts the upload grants kept (live ones and spent ones
 	// that have not expired yet).
 	Grants int `json:"grants"`
+	// Pooled counts the warm pool's containers, started or starting.
+	Pooled int `json:"pooled"`
 }
 
 // MaxGrantsPerArchive bounds the grants kept for one template and hash:
@@ -184,6 +186,7 @@ func (s *Store) Stats() (Stats, error) {
 		}
 		st.Archives = tx.Bucket(bucketArchives).Stats().KeyN
 		st.Grants = tx.Bucket(bucketGrants).Stats().KeyN
+		st.Pooled = tx.Bucket(bucketPool).Stats().KeyN
 		return nil
 	})
 	return st, err

@@ -1,0 +1,329 @@
+package localserver
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
+)
+
+// The warm pool (design/local-server.md "The warm pool"): started sandbox
+// containers kept for the builds sandboxes were recently created from, as
+// E2B keeps snapshots ready, so that a create only initialises envd
+// (/init) instead of creating and starting a container and waiting for
+// envd.
+
+// PoolConfig bounds the warm pool; PerBuild 0 turns it off.
+type PoolConfig struct {
+	// PerBuild is how many started containers each build keeps ready while
+	// it is recently used.
+	PerBuild int
+	// Max bounds the pool's containers in all.
+	Max int
+	// Idle is how long a pooled container waits to be handed out before it
+	// is removed, and how long after its last create a build counts as
+	// recently used.
+	Idle time.Duration
+}
+
+// on reports whether the pool keeps anything: every bound above 0.
+func (c PoolConfig) on() bool { return c.PerBuild > 0 && c.Max > 0 && c.Idle > 0 }
+
+// Defaults of the server's pool flags.
+const (
+	DefaultPoolSizePerBuild = 2
+	DefaultPoolMax          = 8
+	DefaultPoolIdle         = 5 * time.Minute
+)
+
+// poolRefillDelay is how long a refill waits before it starts containers:
+// the sandbox just handed out runs its first command meanwhile, which a
+// container start beside it would slow on a small machine.
+const poolRefillDelay = 500 * time.Millisecond
+
+// poolEndMargin is how long after its idle end a pooled container ends
+// itself (its envd's deadline), should the server be gone by then; the
+// server removes it first.
+const poolEndMargin = time.Minute
+
+// pooledSandbox is a started container of the pool, under the ID of the
+// sandbox it will become.
+type pooledSandbox struct {
+	id, templateID, buildID string
+	started                 engine.Sandbox
+	expires                 time.Time
+}
+
+// warmPool is the pool's bookkeeping; the store holds a record of every
+// container in it (store.Pooled), written before the container is created.
+type warmPool struct {
+	mu       sync.Mutex
+	ready    map[string][]pooledSandbox // by build ID, oldest first
+	warming  map[string]int             // containers being started, by build ID
+	lastUsed map[string]time.Time       // the last create, by build ID
+}
+
+func newWarmPool() warmPool {
+	return warmPool{ready: map[string][]pooledSandbox{}, warming: map[string]int{}, lastUsed: map[string]time.Time{}}
+}
+
+// size is the number of containers in the pool, started or starting.
+// Callers hold mu.
+func (p *warmPool) size() int {
+	n := 0
+	for _, list := range p.ready {
+		n += len(list)
+	}
+	for _, w := range p.warming {
+		n += w
+	}
+	return n
+}
+
+// takePooled notes a create from the build and hands out its oldest pooled
+// container, when it has one.
+func (s *Server) takePooled(buildID string) (pooledSandbox, bool) {
+	p := &s.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !s.cfg.Pool.on() {
+		return pooledSandbox{}, false
+	}
+	p.lastUsed[buildID] = s.cfg.Now()
+	list := p.ready[buildID]
+	if len(list) == 0 {
+		return pooledSandbox{}, false
+	}
+	ps := list[0]
+	if len(list) == 1 {
+		delete(p.ready, buildID)
+	} else {
+		p.ready[buildID] = list[1:]
+	}
+	return ps, true
+}
+
+// fillPool starts in the background the containers the build lacks, within
+// the bounds, one after another.
+func (s *Server) fillPool(templateID, buildID string) {
+	if !s.cfg.Pool.on() {
+		return
+	}
+	p := &s.pool
+	p.mu.Lock()
+	n := min(s.cfg.Pool.PerBuild-len(p.ready[buildID])-p.warming[buildID], s.cfg.Pool.Max-p.size())
+	if n > 0 {
+		p.warming[buildID] += n
+	}
+	p.mu.Unlock()
+	if n <= 0 {
+		return
+	}
+	// Under mu, as builds start: Close waits for every task it did not
+	// cancel before they started.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx.Err() != nil {
+		s.unreserve(buildID, n)
+		return
+	}
+	s.tasks.Go(func() {
+		select {
+		case <-s.ctx.Done():
+		case <-time.After(poolRefillDelay):
+		}
+		for i := range n {
+			if s.ctx.Err() != nil {
+				s.unreserve(buildID, n-i)
+				return
+			}
+			s.warmPooled(templateID, buildID)
+		}
+	})
+}
+
+// unreserve gives back n reserved places of a build that will not be
+// started.
+func (s *Server) unreserve(buildID string, n int) {
+	p := &s.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.warming[buildID] -= n; p.warming[buildID] <= 0 {
+		delete(p.warming, buildID)
+	}
+}
+
+// warmPooled records, creates and starts one pooled container of a build,
+// by the engine's path for every sandbox (engine.Docker.WarmSandbox), with
+// the ID, labels, limits and network of the sandbox it will become; and
+// adds it to the pool unless its template was deleted meanwhile.
+func (s *Server) warmPooled(templateID, buildID string) {
+	now := s.cfg.Now().UTC()
+	ps := pooledSandbox{id: "i" + store.RandomID(20), templateID: templateID, buildID: buildID, expires: now.Add(s.cfg.Pool.Idle)}
+	b, err := s.store.Build(templateID, buildID)
+	if err == nil {
+		err = s.store.AddPooled(store.Pooled{ID: ps.id, TemplateID: templateID, BuildID: buildID, CreatedAt: now})
+	}
+	if err != nil || b.Result == nil {
+		s.unreserve(buildID, 1)
+		return // the template was deleted meanwhile
+	}
+	sb := store.Sandbox{
+		ID: ps.id, TemplateID: templateID, BuildID: buildID,
+		CPUCount: b.CPUCount, MemoryMB: b.MemoryMB, EndAt: ps.expires.Add(poolEndMargin),
+	}
+	release, err := s.startSlot(s.ctx)
+	var started *engine.Sandbox
+	if err == nil {
+		started, err = s.engine.WarmSandbox(s.ctx, sandboxSpec(sb, b))
+		release()
+	}
+	if err != nil {
+		s.unreserve(buildID, 1)
+		s.forgetPooled(ps.id)
+		if s.ctx.Err() == nil {
+			s.log.Warn("warm pool: start a container", "template", templateID, "build", buildID, "err", err)
+		}
+		return
+	}
+	ps.started = *started
+	p := &s.pool
+	p.mu.Lock()
+	if p.warming[buildID]--; p.warming[buildID] <= 0 {
+		delete(p.warming, buildID)
+	}
+	// Checked under mu: dropTemplatePool forgets the records before it
+	// takes mu.
+	kept, err := s.store.IsPooled(ps.id)
+	if kept && err == nil {
+		p.ready[buildID] = append(p.ready[buildID], ps)
+	}
+	p.mu.Unlock()
+	if !kept || err != nil {
+		s.removePooled(s.ctx, ps)
+		return
+	}
+	s.log.Debug("warm pool: container ready", "sandbox", ps.id, "build", buildID, "pooled", s.poolSize())
+}
+
+func (s *Server) poolSize() int {
+	s.pool.mu.Lock()
+	defer s.pool.mu.Unlock()
+	return s.pool.size()
+}
+
+// poolReady is the number of pooled containers ready to be handed out.
+func (s *Server) poolReady() int {
+	s.pool.mu.Lock()
+	defer s.pool.mu.Unlock()
+	n := 0
+	for _, list := range s.pool.ready {
+		n += len(list)
+	}
+	return n
+}
+
+// removePooled removes a pooled container and its record; a container
+// that could not be removed keeps its record, for the next start's
+// clean-up.
+func (s *Server) removePooled(ctx context.Context, ps pooledSandbox) {
+	if err := s.engine.StopSandbox(context.WithoutCancel(ctx), ps.id); err != nil {
+		s.log.Error("warm pool: remove a container", "sandbox", ps.id, "err", err)
+		return
+	}
+	s.forgetPooled(ps.id)
+}
+
+func (s *Server) forgetPooled(ids ...string) {
+	if err := s.store.DeletePooled(ids...); err != nil {
+		s.log.Error("warm pool: forget containers", "sandboxes", ids, "err", err)
+	}
+}
+
+// dropPool takes out of the pool the containers drop selects and removes
+// them.
+func (s *Server) dropPool(ctx context.Context, drop func(pooledSandbox) bool) int {
+	p := &s.pool
+	var gone []pooledSandbox
+	p.mu.Lock()
+	for buildID, list := range p.ready {
+		var keep []pooledSandbox
+		for _, ps := range list {
+			if drop(ps) {
+				gone = append(gone, ps)
+			} else {
+				keep = append(keep, ps)
+			}
+		}
+		if len(keep) == 0 {
+			delete(p.ready, buildID)
+		} else {
+			p.ready[buildID] = keep
+		}
+	}
+	p.mu.Unlock()
+	for _, ps := range gone {
+		s.removePooled(ctx, ps)
+	}
+	return len(gone)
+}
+
+// dropTemplatePool removes the pooled containers of a template whose
+// deletion forgot their records (store.DeleteTemplate), before its images
+// go.
+func (s *Server) dropTemplatePool(ctx context.Context, templateID string) {
+	if n := s.dropPool(ctx, func(ps pooledSandbox) bool { return ps.templateID == templateID }); n > 0 {
+		s.log.Info("warm pool: containers of a deleted template removed", "template", templateID, "count", n)
+	}
+}
+
+// expirePool removes the pooled containers that waited their idle time
+// out, and starts new ones for builds still recently used; builds unused
+// for that long are no longer.
+func (s *Server) expirePool(ctx context.Context) {
+	now := s.cfg.Now()
+	refill := map[string]string{} // build ID → template ID
+	n := s.dropPool(ctx, func(ps pooledSandbox) bool {
+		if now.Before(ps.expires) {
+			return false
+		}
+		refill[ps.buildID] = ps.templateID
+		return true
+	})
+	p := &s.pool
+	p.mu.Lock()
+	for buildID, at := range p.lastUsed {
+		if now.Sub(at) >= s.cfg.Pool.Idle {
+			delete(p.lastUsed, buildID)
+		}
+	}
+	for buildID := range refill {
+		if _, recent := p.lastUsed[buildID]; !recent {
+			delete(refill, buildID)
+		}
+	}
+	p.mu.Unlock()
+	if n > 0 {
+		s.log.Info("warm pool: idle containers removed", "count", n)
+	}
+	for buildID, templateID := range refill {
+		s.fillPool(templateID, buildID)
+	}
+}
+
+// clearPoolRecords forgets the pooled containers a previous run recorded:
+// nothing claims their containers, which the start-up clean-up removes.
+func (s *Server) clearPoolRecords() error {
+	pooled, err := s.store.PooledSandboxes()
+	if err != nil || len(pooled) == 0 {
+		return err
+	}
+	ids := make([]string, len(pooled))
+	for i, p := range pooled {
+		ids[i] = p.ID
+	}
+	s.log.Info("warm pool: containers of the previous run to remove", "count", len(ids))
+	return s.store.DeletePooled(ids...)
+}
