@@ -43,7 +43,7 @@ scripts/test-image.sh debian
 
 root="$(mktemp -d "${TMPDIR:-/tmp}/e2b-fresh.XXXXXX")"
 # The images are this run's own (below): removed however the run ends.
-trap 'docker image rm "fresh-busybox:$$" "fresh-debian:$$" >/dev/null 2>&1 || true; rm -rf "$root"' EXIT
+trap 'docker image rm "fresh-busybox:$$" "fresh-debian:$$" "fresh-arm64:$$" >/dev/null 2>&1 || true; rm -rf "$root"' EXIT
 clone="$root/${FRESH_PARENT-test}/clone"
 mkdir -p "$(dirname "$clone")" "$root/home" "$root/tmp"
 git clone -q --no-local . "$clone"
@@ -74,7 +74,7 @@ docker run --rm --network host --cap-add SYS_ADMIN \
 	-e DOCKER_HOST="$DOCKER_HOST" \
 	-e HOME="$root/home" -e TMPDIR="$root/tmp" \
 	-e PATH="$goroot/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
-	-e E2B_TEST_BASE_IMAGE="fresh-busybox:$$" -e E2B_TEST_DEBIAN_IMAGE="fresh-debian:$$" \
+	-e E2B_TEST_BASE_IMAGE="fresh-busybox:$$" -e E2B_TEST_DEBIAN_IMAGE="fresh-debian:$$" -e E2B_TEST_ARM64_IMAGE="fresh-arm64:$$" \
 	-e CI=true \
 	-w "$clone" "$image" \
 	bash -c "set -e; t0=\$SECONDS; scripts/quickstart.sh; t1=\$SECONDS

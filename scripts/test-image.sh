@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the two offline base images the tests use, in the Docker engine at
+# Builds the three offline base images the tests use, in the Docker engine at
 # DOCKER_HOST, with no image registry:
 #
 #   E2B_TEST_BASE_IMAGE   (default e2b-test-base:latest) a root file system of
@@ -13,16 +13,26 @@
 #       the tools E2B's base image has that the SDK's ready commands run (ss,
 #       curl, pgrep) and python3, so that the examples' servers and ready
 #       commands run offline.
+#   E2B_TEST_ARM64_IMAGE  (default e2b-test-base-arm64:latest) the busybox
+#       image again with Debian's arm64 busybox-static, its config saying
+#       architecture arm64: what a sandbox of an arm64 image runs on an amd64
+#       engine under emulation (scripts/qemu-binfmt.sh). Built without
+#       emulation: the package is downloaded for arm64 into a private apt
+#       state (this machine's dpkg does not learn the architecture) and the
+#       image loaded as a docker-archive written here, since `docker import
+#       --platform` does not set the architecture on every engine (20.10).
 #
 # Each image carries its recipe's version as a label and is skipped when the
 # engine has it with the same version: bump a RECIPE below when its recipe
-# changes. `scripts/test-image.sh busybox` or `debian` builds only one.
+# changes. `scripts/test-image.sh busybox`, `debian` or `arm64` builds only one.
 set -euo pipefail
 
 BUSYBOX_IMAGE="${E2B_TEST_BASE_IMAGE:-e2b-test-base:latest}"
 BUSYBOX_RECIPE=2
 DEBIAN_IMAGE="${E2B_TEST_DEBIAN_IMAGE:-e2b-test-debian:bookworm}"
 DEBIAN_RECIPE=2
+ARM64_IMAGE="${E2B_TEST_ARM64_IMAGE:-e2b-test-base-arm64:latest}"
+ARM64_RECIPE=1
 # What E2B's base image has that the examples need (DEBIAN_RECIPE 2).
 DEBIAN_INCLUDE=iproute2,curl,procps,python3
 DEBIAN_SUITE=bookworm
@@ -44,20 +54,17 @@ import_root() {
 	log "built $image"
 }
 
-build_busybox() {
-	local busybox=/bin/busybox root
-	# The dynamic busybox of Debian's busybox package would not run without libc.
-	if ! "$busybox" --list >/dev/null 2>&1 || [[ "$(ldd "$busybox" 2>&1 || true)" != *"not a dynamic executable"* ]]; then
-		log "$busybox is not a static busybox; install Debian's busybox-static"
-		return 1
-	fi
-	root="$(mktemp -d)"
+# busybox_root DIR BUSYBOX: a root file system at DIR of the static busybox
+# at BUSYBOX with the applets of this machine's busybox (the same Debian
+# release has the same applets on every architecture, and a foreign one
+# cannot be asked), root's account files and a sticky /tmp.
+busybox_root() {
+	local root="$1" busybox="$2" applet
 	mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,etc,root,home,tmp,var/tmp,dev,proc,sys}
 	chmod 1777 "$root/tmp" "$root/var/tmp"
 	chmod 0700 "$root/root"
 	cp "$busybox" "$root/bin/busybox"
-	local applet
-	for applet in $("$busybox" --list); do
+	for applet in $(/bin/busybox --list); do
 		[[ -e "$root/bin/$applet" ]] || ln -s busybox "$root/bin/$applet"
 	done
 	cat >"$root/etc/passwd" <<'TXT'
@@ -71,8 +78,66 @@ nogroup:x:65534:
 TXT
 	printf '/bin/sh\n' >"$root/etc/shells"
 	printf 'hosts: files dns\n' >"$root/etc/nsswitch.conf"
+}
+
+# static_busybox: this machine's busybox is a static one, whose applets
+# busybox_root lists. The dynamic busybox of Debian's busybox package would
+# not run in an image without libc.
+static_busybox() {
+	if ! /bin/busybox --list >/dev/null 2>&1 || [[ "$(ldd /bin/busybox 2>&1 || true)" != *"not a dynamic executable"* ]]; then
+		log "/bin/busybox is not a static busybox; install Debian's busybox-static"
+		return 1
+	fi
+}
+
+build_busybox() {
+	local root
+	static_busybox || return 1
+	root="$(mktemp -d)"
+	busybox_root "$root" /bin/busybox
 	import_root "$root" "$BUSYBOX_IMAGE" "$BUSYBOX_RECIPE"
 	rm -rf "$root"
+}
+
+# load_root DIR IMAGE RECIPE ARCH: DIR as IMAGE for linux/ARCH, loaded as a
+# docker-archive (one layer, a config naming the architecture).
+load_root() {
+	local root="$1" image="$2" recipe="$3" arch="$4" archive diff config
+	archive="$(mktemp -d)"
+	tar --numeric-owner --owner=0 --group=0 -C "$root" -cf "$archive/layer.tar" .
+	diff="$(sha256sum "$archive/layer.tar" | cut -d' ' -f1)"
+	mkdir "$archive/$diff"
+	mv "$archive/layer.tar" "$archive/$diff/layer.tar"
+	printf '{"architecture":"%s","os":"linux","created":"1970-01-01T00:00:00Z","config":{"Labels":{"e2b-test-image-recipe":"%s"}},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
+		"$arch" "$recipe" "$diff" >"$archive/config.json"
+	config="$(sha256sum "$archive/config.json" | cut -d' ' -f1)"
+	mv "$archive/config.json" "$archive/$config.json"
+	printf '[{"Config":"%s.json","RepoTags":["%s"],"Layers":["%s/layer.tar"]}]' "$config" "$image" "$diff" >"$archive/manifest.json"
+	tar -C "$archive" -c . | docker load -q >/dev/null
+	rm -rf "$archive"
+	log "built $image (linux/$arch)"
+}
+
+# build_arm64: the busybox image with Debian's arm64 busybox-static.
+build_arm64() {
+	local apt root deb
+	static_busybox || return 1
+	apt="$(mktemp -d)"
+	mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial"
+	local opts=(-qq -o APT::Architecture=arm64 -o APT::Architectures::=arm64
+		-o Dir::State::Lists="$apt/lists" -o Dir::Cache="$apt/cache"
+		-o Dir::State::status=/dev/null -o APT::Sandbox::User=root)
+	log "apt-get download busybox-static:arm64 (private apt state)"
+	if ! apt-get "${opts[@]}" update || ! (cd "$apt" && apt-get "${opts[@]}" download busybox-static:arm64); then
+		rm -rf "$apt"
+		return 1
+	fi
+	deb="$(echo "$apt"/busybox-static_*_arm64.deb)"
+	dpkg-deb -x "$deb" "$apt/pkg"
+	root="$(mktemp -d)"
+	busybox_root "$root" "$apt/pkg/bin/busybox"
+	load_root "$root" "$ARM64_IMAGE" "$ARM64_RECIPE" arm64
+	rm -rf "$root" "$apt"
 }
 
 # apt_mirror prints the first Debian mirror of this machine's apt sources
@@ -121,15 +186,18 @@ build_debian() {
 
 which="${1:-all}"
 case "$which" in
-all | busybox | debian) ;;
+all | busybox | debian | arm64) ;;
 *)
-	echo "usage: $0 [all|busybox|debian]" >&2
+	echo "usage: $0 [all|busybox|debian|arm64]" >&2
 	exit 2
 	;;
 esac
-if [[ $which != debian ]] && ! up_to_date "$BUSYBOX_IMAGE" "$BUSYBOX_RECIPE"; then
+if [[ $which == all || $which == busybox ]] && ! up_to_date "$BUSYBOX_IMAGE" "$BUSYBOX_RECIPE"; then
 	build_busybox
 fi
-if [[ $which != busybox ]] && ! up_to_date "$DEBIAN_IMAGE" "$DEBIAN_RECIPE"; then
+if [[ $which == all || $which == debian ]] && ! up_to_date "$DEBIAN_IMAGE" "$DEBIAN_RECIPE"; then
 	build_debian
+fi
+if [[ $which == all || $which == arm64 ]] && ! up_to_date "$ARM64_IMAGE" "$ARM64_RECIPE"; then
+	build_arm64
 fi

@@ -8,7 +8,8 @@
 # It installs what it needs, idempotently and quickly when already done:
 # Debian packages (apt), Terraform, OpenTofu and golangci-lint built from
 # source into the user's cache, a Docker engine of its own (unless
-# DOCKER_HOST already answers) and the offline test images. Then: gofmt,
+# DOCKER_HOST already answers), the offline test images and arm64
+# emulation through binfmt_misc (scripts/qemu-binfmt.sh). Then: gofmt,
 # go vet, golangci-lint, no tracked merge leftovers (*.orig, *.rej, *.bak),
 # generated code and docs up to date, the tests with
 # the race detector and acceptance tests on (TF_ACC=1) with Terraform, and
@@ -219,7 +220,12 @@ wait_tool() {
 start_dockerd
 export E2B_TEST_BASE_IMAGE="${E2B_TEST_BASE_IMAGE:-e2b-test-base:latest}"
 export E2B_TEST_DEBIAN_IMAGE="${E2B_TEST_DEBIAN_IMAGE:-e2b-test-debian:bookworm}"
+export E2B_TEST_ARM64_IMAGE="${E2B_TEST_ARM64_IMAGE:-e2b-test-base-arm64:latest}"
 scripts/test-image.sh
+# arm64 sandboxes on this amd64 engine run under qemu-user. Where the kernel
+# has no binfmt_misc the arm64 sandbox test skips; where registering failed
+# otherwise it reports its prerequisite missing, which fails the run.
+scripts/qemu-binfmt.sh || log "arm64 emulation is not available (scripts/qemu-binfmt.sh exited $?)"
 
 # Terraform must not read a developer's CLI configuration (dev_overrides
 # for this provider would replace the one under test) nor phone home.

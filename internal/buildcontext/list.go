@@ -37,7 +37,7 @@ type ListOptions struct {
 // Walk returns the context's absolute path (symlinks resolved) or the first error, fn's
 // or its own.
 func Walk(contextDir, src string, opts ListOptions, fn func(*Entry) error) (string, error) {
-	pattern, err := cleanSrc(src)
+	pattern, err := CleanSource(contextDir, src)
 	if err != nil {
 		return "", err
 	}
@@ -69,17 +69,34 @@ func Walk(contextDir, src string, opts ListOptions, fn func(*Entry) error) (stri
 	return root, nil
 }
 
-// cleanSrc validates src and returns its cleaned "/"-separated form.
-func cleanSrc(src string) (string, error) {
+// CheckRelative checks what can be told of the COPY source src without a
+// context: it is not empty and not absolute. CleanSource checks the rest.
+func CheckRelative(src string) error {
 	if src == "" {
-		return "", &contextError{"COPY source is empty", ErrInvalidSrc}
+		return &contextError{"COPY source is empty", ErrInvalidSrc}
 	}
 	if path.IsAbs(src) || filepath.IsAbs(src) {
-		return "", &contextError{fmt.Sprintf("COPY source %q is absolute; it must be relative to the build context", src), ErrInvalidSrc}
+		return &contextError{fmt.Sprintf("COPY source %q is absolute; it must be relative to the build context", src), ErrInvalidSrc}
+	}
+	return nil
+}
+
+// CleanSource checks the COPY source src before anything is read (relative,
+// and inside the context once cleaned: "a/../b" is "b", "../x" leaves it)
+// and returns it cleaned, "/"-separated. Errors name the context directory
+// contextDir; "" for a context that is not one here (a server's uploaded
+// archive).
+func CleanSource(contextDir, src string) (string, error) {
+	if err := CheckRelative(src); err != nil {
+		return "", err
 	}
 	cleaned := path.Clean(src)
 	if cleaned == ".." || strings.HasPrefix(cleaned, "../") {
-		return "", &contextError{fmt.Sprintf("COPY source %q escapes the build context", src), ErrInvalidSrc}
+		if contextDir == "" {
+			return "", &contextError{fmt.Sprintf("COPY source %q escapes the build context", src), ErrInvalidSrc}
+		}
+		return "", &contextError{fmt.Sprintf("COPY source %q escapes the context directory %s: sources are paths inside it; "+
+			"move the file into it, or use a context directory that holds both", src, contextDir), ErrInvalidSrc}
 	}
 	return cleaned, nil
 }

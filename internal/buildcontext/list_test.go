@@ -153,9 +153,9 @@ func TestListErrors(t *testing.T) {
 		mention   []string
 	}{
 		{"absolute", "/etc/passwd", ListOptions{}, ErrInvalidSrc, []string{"/etc/passwd", "absolute"}},
-		{"escaping", "../x", ListOptions{}, ErrInvalidSrc, []string{"../x", "escapes"}},
-		{"escaping after cleaning", "sub/../../x", ListOptions{}, ErrInvalidSrc, []string{"sub/../../x", "escapes"}},
-		{"escaping glob", "*/../..", ListOptions{}, ErrInvalidSrc, []string{"escapes"}},
+		{"escaping", "../x", ListOptions{}, ErrInvalidSrc, []string{"../x", "escapes the context directory " + d}},
+		{"escaping after cleaning", "sub/../../x", ListOptions{}, ErrInvalidSrc, []string{"sub/../../x", "escapes the context directory " + d}},
+		{"escaping glob", "*/../..", ListOptions{}, ErrInvalidSrc, []string{"escapes the context directory " + d}},
 		{"fifo", "sub", ListOptions{}, ErrSpecialFile, []string{"sub/pipe", "named pipe"}},
 		{"empty match", "*.none", ListOptions{}, ErrNoMatch, []string{"no files match *.none in " + d}},
 		{"missing path", "nope/x", ListOptions{}, ErrNoMatch, []string{"no files match nope/x"}},
@@ -195,6 +195,35 @@ func TestListErrors(t *testing.T) {
 			t.Errorf("err = %v", err)
 		}
 	})
+}
+
+// A COPY source is checked before anything is read: relative, inside the
+// context once cleaned; the error names the context directory, or the
+// build context where there is none (a server's uploaded archive).
+func TestCleanSource(t *testing.T) {
+	dir := t.TempDir()
+	for src, want := range map[string]string{"a": "a", "a/../b": "b", "**/*.go": "**/*.go", ".": ".", "./a/": "a",
+		"..": "", "../a": "", "a/../../b": "", "/etc": "", "": ""} {
+		got, err := CleanSource(dir, src)
+		if got != want || (err == nil) != (want != "") {
+			t.Errorf("CleanSource(%q) = %q, %v; want %q", src, got, err, want)
+		}
+		if err != nil && !errors.Is(err, ErrInvalidSrc) {
+			t.Errorf("CleanSource(%q) = %v, want ErrInvalidSrc", src, err)
+		}
+		if err != nil && strings.Contains(src, "..") && !strings.Contains(err.Error(), "escapes the context directory "+dir) {
+			t.Errorf("CleanSource(%q) = %v, want the context directory named", src, err)
+		}
+	}
+	if _, err := CleanSource("", "a/../../b"); err == nil || !strings.Contains(err.Error(), `COPY source "a/../../b" escapes the build context`) {
+		t.Errorf("without a directory: %v", err)
+	}
+	if err := CheckRelative("/etc/passwd"); err == nil || !strings.Contains(err.Error(), "absolute") {
+		t.Errorf("CheckRelative(/etc/passwd) = %v", err)
+	}
+	if err := CheckRelative("../x"); err != nil {
+		t.Errorf("CheckRelative(../x) = %v: leaving the context is for CleanSource, which can name it", err)
+	}
 }
 
 func TestResolveLinksInsideContext(t *testing.T) {

@@ -42,7 +42,8 @@ func parseServer(args []string, stderr io.Writer) (localserver.Options, error) {
 	fs.StringVar(&o.DataDir, "data-dir", defaultData, "directory for state, archives and the API key")
 	fs.StringVar(&o.APIKey, "api-key", "", "API key clients must send (e2b_ + hex); generated once and kept in the data dir when empty")
 	fs.StringVar(&o.TeamSlug, "team-slug", localserver.DefaultTeamSlug, "namespace of template names (<team-slug>/<alias>)")
-	fs.StringVar(&o.EnvdBinary, "envd-binary", "", "static linux build of this binary for the Docker engine's architecture, run in containers as envd (default: this executable when it is one, else envd_linux_<arch> beside it)")
+	var envdBinaries string
+	fs.StringVar(&envdBinaries, "envd-binary", "", "comma-separated static linux builds of this binary, at most one per architecture, run in containers as envd: a container gets the build for its image's architecture (default for each architecture: this executable when it is one, else envd_linux_<arch> beside it)")
 	fs.StringVar(&o.Network, "network", "none", "container network: none (a network namespace of its own per container: no host loopback, no other sandbox) or host (UNSAFE for untrusted code: the host's network, loopback services included)")
 	fs.StringVar(&o.Runtime, "runtime", engine.RuntimeAuto, "OCI runtime of sandbox and build containers: auto (gVisor's runsc when the engine offers it and it passes a self-test at start-up, else the engine's default with a warning) or a runtime of the engine by name, e.g. runsc or runc (an error when missing or failing its self-test)")
 	fs.StringVar(&o.Egress, "egress", egress.ModePublic, "outbound access of sandboxes and build steps through the server's HTTP(S) proxy: public (the public internet only: never loopback, private, link-local or other non-public addresses) or none (only --egress-allow)")
@@ -83,6 +84,9 @@ func parseServer(args []string, stderr io.Writer) (localserver.Options, error) {
 			}
 		}
 	})
+	if envdBinaries != "" {
+		o.EnvdBinaries = strings.Split(envdBinaries, ",")
+	}
 	if _, err := egress.NewPolicy(o.Egress, o.EgressAllow); err != nil {
 		errs = append(errs, err)
 	}

@@ -3,6 +3,7 @@ package command
 import (
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,8 +41,13 @@ func TestParseServerFlagsAndEnv(t *testing.T) {
 			t.Errorf("%v accepted", bad)
 		}
 	}
+	t.Setenv("E2B_LOCAL_ENVD_BINARY", "/opt/envd_linux_amd64,/opt/envd_linux_arm64")
+	if o, err := parseServer(nil, io.Discard); err != nil || !slices.Equal(o.EnvdBinaries, []string{"/opt/envd_linux_amd64", "/opt/envd_linux_arm64"}) {
+		t.Errorf("envd builds from the env = %q, %v; want both, in order", o.EnvdBinaries, err)
+	}
+	os.Unsetenv("E2B_LOCAL_ENVD_BINARY")
 	o, err = parseServer(nil, io.Discard)
-	if err != nil || o.Network != "none" || o.Egress != "public" || o.MaxConnections != localserver.DefaultMaxConnections ||
+	if err != nil || o.EnvdBinaries != nil || o.Network != "none" || o.Egress != "public" || o.MaxConnections != localserver.DefaultMaxConnections ||
 		o.MaxLogBytes != localserver.DefaultMaxLogBytes || o.Domain != localserver.DefaultDomain || o.Runtime != "auto" ||
 		o.Pool != (localserver.PoolConfig{PerBuild: localserver.DefaultPoolSizePerBuild, Max: localserver.DefaultPoolMax, Idle: localserver.DefaultPoolIdle}) {
 		t.Errorf("defaults = %+v, %v: want network none, egress public, runtime auto, domain %s, the default pool", o, err, localserver.DefaultDomain)

@@ -73,6 +73,32 @@ func buildEnvdBinary(t *testing.T) string {
 	return envdBinary.path
 }
 
+// testBinary is a static Linux binary built once per test run, beside the
+// envd binary (TestMain removes both).
+type testBinary struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// build builds the package pkg for linux/goarch as name.
+func (b *testBinary) build(t *testing.T, name, pkg, goarch string) string {
+	t.Helper()
+	dir := filepath.Dir(buildEnvdBinary(t))
+	b.once.Do(func() {
+		b.path = filepath.Join(dir, name)
+		cmd := exec.Command("go", "build", "-o", b.path, pkg)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("%w\n%s", err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatalf("build %s: %v", name, b.err)
+	}
+	return b.path
+}
+
 // dockerEngine returns the real Docker runtime, or skips the test when no
 // engine is configured. The engine's containers are this test's own.
 func dockerEngine(t *testing.T) (Engine, string) {
@@ -88,7 +114,7 @@ func dockerEngineWith(t *testing.T, configure func(*engine.DockerOptions)) (Engi
 		testutil.Missing(t, "needs a Docker engine: set DOCKER_HOST and E2B_TEST_BASE_IMAGE (an offline image with /bin/sh)")
 	}
 	opts := engine.DockerOptions{
-		EnvdBinary: buildEnvdBinary(t), Network: "none", Runtime: testutil.Runtime(),
+		EnvdBinaries: []string{buildEnvdBinary(t)}, Network: "none", Runtime: testutil.Runtime(),
 		Instance: "lsd" + strings.ToLower(rand.Text()[:8]),
 	}
 	if configure != nil {

@@ -4,6 +4,7 @@ package localserver
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -45,6 +46,8 @@ type testServer struct {
 	Config Config
 	client *http.Client
 	apiKey string
+	// buildWait bounds waitBuild (default 60 s).
+	buildWait time.Duration
 }
 
 // testClock is a settable clock for expiring grants and sandboxes.
@@ -265,15 +268,17 @@ func (ts *testServer) expectTemplateBuild(templateID, buildID string) {
 // waitBuild polls the status as the SDK does until the build ends.
 func (ts *testServer) waitBuild(reg e2bapi.TemplateRequestResponseV3) e2bapi.TemplateBuildInfo {
 	ts.t.Helper()
-	// Generous: builds under gVisor on a loaded machine take minutes.
-	deadline := time.Now().Add(5 * time.Minute)
+	// Generous by default: builds under gVisor on a loaded machine take
+	// minutes.
+	wait := cmp.Or(ts.buildWait, 5*time.Minute)
+	deadline := time.Now().Add(wait)
 	for {
 		info := ts.status(reg.TemplateID, reg.BuildID, "")
 		if info.Status == e2bapi.BuildReady || info.Status == e2bapi.BuildError {
 			return info
 		}
 		if time.Now().After(deadline) {
-			ts.t.Fatalf("build %s still %s after 5 min", reg.BuildID, info.Status)
+			ts.t.Fatalf("build %s still %s after %v", reg.BuildID, info.Status, wait)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -11,13 +11,12 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -57,29 +56,12 @@ func debianImage(t *testing.T) string {
 	return img
 }
 
-var probeBinary struct {
-	once sync.Once
-	path string
-	err  error
-}
+var probeBinary testBinary
 
-// buildProbe builds testdata/sandboxprobe as a static Linux binary, next
-// to the envd binary (TestMain removes both).
+// buildProbe builds testdata/sandboxprobe as a static Linux binary.
 func buildProbe(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Dir(buildEnvdBinary(t))
-	probeBinary.once.Do(func() {
-		probeBinary.path = filepath.Join(dir, "sandboxprobe")
-		cmd := exec.Command("go", "build", "-o", probeBinary.path, "./testdata/sandboxprobe")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			probeBinary.err = fmt.Errorf("%w\n%s", err, out)
-		}
-	})
-	if probeBinary.err != nil {
-		t.Fatalf("build the probe: %v", probeBinary.err)
-	}
-	return probeBinary.path
+	return probeBinary.build(t, "sandboxprobe", "./testdata/sandboxprobe", runtime.GOARCH)
 }
 
 // deleteTemplateAtEnd deletes the template, and so its images, when the

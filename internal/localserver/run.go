@@ -37,10 +37,9 @@ type Options struct {
 	// and kept in DataDir.
 	APIKey   string
 	TeamSlug string
-	// EnvdBinary is a linux build of this binary for the engine's
-	// architecture, run in containers as envd (default: found by
-	// engine.EnvdBinaryFor).
-	EnvdBinary string
+	// EnvdBinaries are Linux builds of this binary, one per architecture,
+	// run in containers as envd (engine.DockerOptions.EnvdBinaries).
+	EnvdBinaries []string
 	// Network is engine.NetworkNone or engine.NetworkHost.
 	Network string
 	// Runtime is the OCI runtime of sandbox and build containers:
@@ -91,7 +90,7 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, stdout io.Writer) 
 		return err
 	}
 	dockerOpts := engine.DockerOptions{
-		EnvdBinary: o.EnvdBinary, Network: o.Network, Runtime: o.Runtime, PidsLimit: o.PidsLimit,
+		EnvdBinaries: o.EnvdBinaries, Network: o.Network, Runtime: o.Runtime, PidsLimit: o.PidsLimit,
 		LayerCacheSize: o.LayerCacheSize,
 		Instance:       InstanceOf(dataDir), Logger: logger,
 	}

@@ -221,8 +221,9 @@ func Plan(ctx context.Context, spec Spec, log e2bapi.Logger) (*Build, error) {
 		return nil, &PlanError{[]Issue{{Field: "context", Summary: "Invalid context", Detail: err.Error()}}}
 	}
 	b.ContextDir = abs
+	// A source outside the context, named, before the context is read.
 	for _, c := range b.Copies {
-		if err := checkInsideContext(c.Src, abs); err != nil {
+		if _, err := buildcontext.CleanSource(abs, c.Src); err != nil {
 			return nil, &PlanError{[]Issue{{Field: "context", Summary: "COPY source outside the context", Detail: err.Error()}}}
 		}
 	}
@@ -360,25 +361,7 @@ func newestFiles(c Copy) string {
 	return strings.Join(c.newest, ", ")
 }
 
-// CheckCopySource rejects absolute COPY sources, as a configuration can be checked
-// before planning; Plan checks that a source stays inside the context, whose
-// directory it then knows and names.
-func CheckCopySource(src string) error {
-	if filepath.IsAbs(src) || strings.HasPrefix(src, "/") {
-		return fmt.Errorf("COPY source %q is absolute; it must be relative to the context", src)
-	}
-	return nil
-}
-
-// checkInsideContext rejects a COPY source that climbs out of the context directory dir.
-func checkInsideContext(src, dir string) error {
-	if err := CheckCopySource(src); err != nil {
-		return err
-	}
-	clean := filepath.ToSlash(filepath.Clean(src))
-	if clean == ".." || strings.HasPrefix(clean, "../") {
-		return fmt.Errorf("COPY source %q escapes the context directory %s: sources are paths inside it; "+
-			"move the file into it, or set context to a directory that holds both", src, dir)
-	}
-	return nil
-}
+// CheckCopySource rejects empty and absolute COPY sources, as a configuration
+// can be checked before planning; Plan checks that a source stays inside the
+// context, whose directory it then knows and names (buildcontext.CleanSource).
+func CheckCopySource(src string) error { return buildcontext.CheckRelative(src) }

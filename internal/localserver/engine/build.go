@@ -76,6 +76,12 @@ func (b *builder) run(ctx context.Context) (*BuildResult, error) {
 		return nil, b.fail(stepBase, err)
 	}
 	b.base = img
+	// Before any container: an image no envd build can serve fails here,
+	// with one error naming it, its architecture and where envd was
+	// looked for.
+	if _, err := b.d.envdVolumeFor(ctx, b.spec.BaseImage); err != nil {
+		return nil, b.fail(stepBase, err)
+	}
 	defer b.endPhase(ctx)
 
 	// keys[0] is the base phase's (the default user; for fromTemplate the

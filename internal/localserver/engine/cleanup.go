@@ -22,9 +22,8 @@ func (d *Docker) list(ctx context.Context, extra ...filters.KeyValuePair) ([]con
 // containers keep does not claim. The kept sandboxes are attached again:
 // their channel opens when first needed. Then it removes this instance's
 // build images (in ImageRepository, or untagged) that keepImage does not
-// claim, envd volumes of other envd builds and images that no container
-// uses, and
-// prunes the layer cache (PruneLayers). Meant for start-up: builds running
+// claim, envd volumes this server does not use and no container mounts,
+// envd images that no container uses, and prunes the layer cache (PruneLayers). Meant for start-up: builds running
 // at the time are aborted.
 func (d *Docker) RemoveOrphans(ctx context.Context, keep func(sandboxID string) bool, keepImage func(ref string) bool) error {
 	list, err := d.list(ctx)
@@ -50,7 +49,7 @@ func (d *Docker) RemoveOrphans(ctx context.Context, keep func(sandboxID string) 
 		d.detach(attachKey(kind, id))
 		errs = append(errs, d.removeContainer(ctx, c.ID))
 	}
-	errs = append(errs, d.removeOrphanImages(ctx, keepImage), d.removeEnvdVolumes(ctx, d.envdVolume), d.PruneLayers(ctx, d.opts.LayerCacheSize))
+	errs = append(errs, d.removeOrphanImages(ctx, keepImage), d.removeEnvdVolumes(ctx, true), d.PruneLayers(ctx, d.opts.LayerCacheSize))
 	return errors.Join(errs...)
 }
 

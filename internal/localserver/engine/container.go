@@ -79,10 +79,15 @@ func (d *Docker) SetSandboxDeadline(ctx context.Context, sandboxID string, end t
 }
 
 // startContainer creates and starts a container running envd, with envd
-// from the envd volume and nothing of the host mounted, waits for envd's
+// from the envd volume of the image's architecture and nothing of the host
+// mounted, waits for envd's
 // health through the container's channel and returns. On error nothing is
 // left behind.
 func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepare func(ctx context.Context, containerID string) error) (*runningContainer, error) {
+	envdVolume, err := d.envdVolumeFor(ctx, req.image)
+	if err != nil {
+		return nil, err
+	}
 	key := attachKey(req.kind, req.id)
 	labels := maps.Clone(req.labels)
 	labels[d.label("network")] = d.opts.Network
@@ -98,7 +103,7 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 		NetworkMode: container.NetworkMode(d.opts.Network),
 		// The engine's own volume and a tmpfs: no host path, so that any
 		// engine works, local or not.
-		VolumesFrom: []string{d.envdVolume + ":ro"},
+		VolumesFrom: []string{envdVolume + ":ro"},
 		Tmpfs:       map[string]string{containerRunDir: "mode=0700,size=1m"},
 		Resources:   resources(req.cpuCount, req.memoryMB, d.opts.PidsLimit),
 		Init:        boolPtr(true),

@@ -16,11 +16,15 @@ import (
 )
 
 // nonGlobPrefix is the part of a COPY source before its first glob
-// component: "src/*.js" → "src", "app" → "app", "*.txt" → ".".
+// component: "src/*.js" → "src", "app" → "app", "*.txt" → ".". The source
+// is checked again here, by buildcontext's rule: build steps come over the
+// API from any client (E2B's SDKs too), not through a listing of this
+// module, and a source outside the context would reach outside the
+// staging directory.
 func nonGlobPrefix(src string) (string, error) {
-	clean := path.Clean(strings.TrimPrefix(src, "./"))
-	if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
-		return "", fmt.Errorf("source %q is outside the build context", src)
+	clean, err := buildcontext.CleanSource("", src)
+	if err != nil {
+		return "", err
 	}
 	var parts []string
 	for _, part := range strings.Split(clean, "/") {

@@ -25,9 +25,9 @@ func TestNonGlobPrefix(t *testing.T) {
 			t.Errorf("nonGlobPrefix(%q) = %q, %v; want %q", src, got, err, want)
 		}
 	}
-	for _, src := range []string{"../x", "/etc", "a/../../b"} {
-		if got, err := nonGlobPrefix(src); err == nil {
-			t.Errorf("nonGlobPrefix(%q) = %q, want an error", src, got)
+	for src, says := range map[string]string{"../x": "escapes the build context", "/etc": "absolute", "a/../../b": "escapes the build context"} {
+		if got, err := nonGlobPrefix(src); err == nil || !strings.Contains(err.Error(), says) || !strings.Contains(err.Error(), src) {
+			t.Errorf("nonGlobPrefix(%q) = %q, %v; want an error naming it that says %q", src, got, err, says)
 		}
 	}
 }

@@ -16,11 +16,14 @@ import (
 
 // DockerOptions configures NewDocker.
 type DockerOptions struct {
-	// EnvdBinary is the path of a static Linux build of the provider
-	// binary for the engine's architecture; empty: found by EnvdBinaryFor.
-	// It reaches containers through the engine's API (envdimage.go), never
-	// as a host path.
-	EnvdBinary string
+	// EnvdBinaries are static Linux builds of the provider binary, at most
+	// one per architecture (read from each file), run in containers as
+	// envd: a container gets the build for its image's architecture. An
+	// architecture none of them is for gets this executable when it is a
+	// Linux build of it, else EnvdBinaryName(arch) beside it (envdFinder).
+	// They reach containers through the engine's API (envdimage.go), never
+	// as host paths.
+	EnvdBinaries []string
 	// Network is "none" (default: a network namespace of its own for every
 	// container) or "host". Bridge networks are never used.
 	Network string
@@ -105,10 +108,15 @@ type Docker struct {
 
 	// egress serves opts.Egress on the egress streams of every channel.
 	egress *http.Server
-	// envdVolume is the container holding the envd volume that every
-	// container mounts read-only, and envdImage the image it was made from
-	// (envdimage.go).
-	envdVolume, envdImage string
+	// envd finds the envd build of each architecture; engineArch is the
+	// engine's (Go's name), which images that name none are run as.
+	envd       envdFinder
+	engineArch string
+
+	// envdMu guards envdVolumes, the envd volume of every architecture
+	// containers have needed, made when first needed (envdimage.go).
+	envdMu      sync.Mutex
+	envdVolumes map[string]envdVolume
 	// runtime is the runtime every sandbox and build container runs under,
 	// chosen at start (runtime.go).
 	runtime Runtime
@@ -174,8 +182,8 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 		cli.Close()
 		return nil, engineUnreachable(cli.DaemonHost(), err)
 	}
-	d := &Docker{cli: cli, opts: opts, log: opts.Logger, startCmds: map[string]context.CancelFunc{}, attached: map[string]*attachment{}}
-	if d.envdVolume, err = d.ensureEnvdVolume(ctx); err != nil {
+	d := &Docker{cli: cli, opts: opts, log: opts.Logger, startCmds: map[string]context.CancelFunc{}, attached: map[string]*attachment{}, envdVolumes: map[string]envdVolume{}}
+	if err := d.startEnvd(ctx); err != nil {
 		cli.Close()
 		return nil, err
 	}
@@ -198,6 +206,27 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 		d.log.Warn("containers run under "+choice.Name+" and share this machine's kernel: "+choice.fallback+". Install gVisor (runsc) and register it in the engine for a kernel per sandbox (docs/guides/sandbox-security.md).", "runtime", choice.Name)
 	}
 	return d, nil
+}
+
+// startEnvd checks the explicit envd builds and makes the envd volume of
+// the engine's architecture: what cannot serve the engine is an error at
+// start-up. Other architectures' volumes are made when an image needs one.
+func (d *Docker) startEnvd(ctx context.Context) error {
+	var err error
+	if d.envd, err = thisEnvdFinder(d.opts.EnvdBinaries); err != nil {
+		return err
+	}
+	info, err := d.cli.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("docker info: %w", err)
+	}
+	if d.engineArch, err = engineArch(info.Architecture); err != nil {
+		return err
+	}
+	if _, err := d.ensureEnvdVolume(ctx, d.engineArch); err != nil {
+		return fmt.Errorf("the Docker engine runs linux/%s: %w", d.engineArch, err)
+	}
+	return nil
 }
 
 // engineUnreachable is the one error for an engine that does not answer:
@@ -243,24 +272,27 @@ func (d *Docker) Close() error {
 	// then leaves nothing on the engine, and the next start makes it again.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return errors.Join(d.removeEnvdVolumes(ctx, ""), d.cli.Close())
+	return errors.Join(d.removeEnvdVolumes(ctx, false), d.cli.Close())
 }
 
 // Info reports the engine version, the negotiated API version, the runtime
 // of the server's containers, the engine's OS and architecture, and the
-// envd build in use.
+// envd build of the engine's architecture.
 func (d *Docker) Info(ctx context.Context) (EngineInfo, error) {
 	info, err := d.cli.Info(ctx)
 	if err != nil {
 		return EngineInfo{}, fmt.Errorf("docker info: %w", err)
 	}
+	d.envdMu.Lock()
+	envdBinary := d.envdVolumes[d.engineArch].binary
+	d.envdMu.Unlock()
 	return EngineInfo{
 		ServerVersion: info.ServerVersion,
 		APIVersion:    d.cli.ClientVersion(),
 		Runtime:       d.runtime,
 		OS:            info.OperatingSystem,
 		Arch:          info.Architecture,
-		EnvdBinary:    d.opts.EnvdBinary,
+		EnvdBinary:    envdBinary,
 	}, nil
 }
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"crypto/rand"
+	"debug/elf"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -112,7 +113,7 @@ func buildEnvd(dir string) (string, error) {
 // no envd volume behind (its data directory may be deleted next).
 func TestCloseRemovesUnusedEnvdVolume(t *testing.T) {
 	d := newTestDocker(t, "")
-	holder := d.envdVolume
+	holder := d.envdVolumes[d.engineArch].holder
 	cli, err := docker.NewClientWithOpts(docker.FromEnv, docker.WithAPIVersionNegotiation())
 	if err != nil {
 		t.Fatal(err)
@@ -129,21 +130,82 @@ func TestCloseRemovesUnusedEnvdVolume(t *testing.T) {
 	}
 }
 
+// The server holds one envd volume per architecture its images need, made
+// when first needed (an arm64 image on an amd64 engine: emulation runs it,
+// and it needs the arm64 build), keeps them while it runs and removes them
+// all at Close. Nothing runs from the arm64 image here, so the arm64
+// build is an ELF header and no emulation is needed.
+func TestEnvdVolumePerArchitecture(t *testing.T) {
+	arm64Image := os.Getenv("E2B_TEST_ARM64_IMAGE")
+	if arm64Image == "" {
+		testutil.Missing(t, "needs E2B_TEST_ARM64_IMAGE, an offline linux/arm64 image (scripts/test-image.sh arm64)")
+	}
+	arm := filepath.Join(t.TempDir(), "envd-arm64")
+	writeELF(t, arm, elf.EM_AARCH64)
+	d := newTestDockerWith(t, func(o *DockerOptions) { o.EnvdBinaries = append(o.EnvdBinaries, arm) })
+	if d.engineArch != "amd64" {
+		t.Skipf("needs an amd64 engine; this one is %s", d.engineArch)
+	}
+	engineHolder := d.envdVolumes["amd64"].holder
+
+	armHolder, err := d.envdVolumeFor(t.Context(), arm64Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := d.envdVolumeFor(t.Context(), arm64Image); err != nil || again != armHolder {
+		t.Errorf("second arm64 image: %s, %v; want the same volume %s", again, err, armHolder)
+	}
+	if got, err := d.envdVolumeFor(t.Context(), dockerEnv.baseImage); err != nil || got != engineHolder {
+		t.Errorf("amd64 image: %s, %v; want the engine's volume %s", got, err, engineHolder)
+	}
+	if armHolder == engineHolder {
+		t.Fatal("arm64 and amd64 images share one envd volume")
+	}
+	cli, err := docker.NewClientWithOpts(docker.FromEnv, docker.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if err := d.RemoveOrphans(t.Context(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{engineHolder, armHolder} {
+		if _, err := cli.ContainerInspect(t.Context(), h); err != nil {
+			t.Errorf("envd volume %s in use after RemoveOrphans: %v", shortID(h), err)
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	for _, h := range []string{engineHolder, armHolder} {
+		if _, err := cli.ContainerInspect(t.Context(), h); !isNotFound(err) {
+			t.Errorf("envd volume %s after Close: %v, want it removed", shortID(h), err)
+		}
+	}
+}
+
 // newTestDocker connects an engine whose containers only this test sees,
 // with containers on network ("" for the default, none).
 func newTestDocker(t testing.TB, network string) *Docker {
 	t.Helper()
+	return newTestDockerWith(t, func(o *DockerOptions) { o.Network = network })
+}
+
+// newTestDockerWith is newTestDocker with options adjusted by configure.
+func newTestDockerWith(t testing.TB, configure func(*DockerOptions)) *Docker {
+	t.Helper()
 	if dockerEnv.skip != "" {
 		testutil.Missing(t, "%s", dockerEnv.skip)
 	}
-	d, err := NewDocker(t.Context(), DockerOptions{
-		EnvdBinary:    dockerEnv.envdBin,
-		Network:       network,
+	opts := DockerOptions{
+		EnvdBinaries:  []string{dockerEnv.envdBin},
 		Runtime:       testutil.Runtime(),
 		LabelPrefix:   "e2b-runtime-test",
 		Instance:      randomID("inst"),
 		ReadyInterval: 200 * time.Millisecond,
-	})
+	}
+	configure(&opts)
+	d, err := NewDocker(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +217,7 @@ func newTestDocker(t testing.TB, network string) *Docker {
 		if err := d.RemoveOrphans(context.Background(), nil, nil); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
-		if err := d.removeEnvdVolumes(context.Background(), ""); err != nil {
+		if err := d.removeEnvdVolumes(context.Background(), false); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 		d.Close()
@@ -318,7 +380,7 @@ func TestInfoAndMissingEngine(t *testing.T) {
 	}
 
 	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "none.sock"))
-	_, err = NewDocker(t.Context(), DockerOptions{EnvdBinary: dockerEnv.envdBin})
+	_, err = NewDocker(t.Context(), DockerOptions{EnvdBinaries: []string{dockerEnv.envdBin}})
 	if err == nil || !strings.Contains(err.Error(), "no Docker engine answers at unix://") || !strings.Contains(err.Error(), "(DOCKER_HOST)") ||
 		strings.Count(err.Error(), "none.sock") != 1 {
 		t.Fatalf("error %v, want one saying once that no engine answers at DOCKER_HOST", err)

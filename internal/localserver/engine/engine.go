@@ -93,6 +93,7 @@ type EngineInfo struct {
 	OS      string
 	// Arch is the engine's architecture, as the engine names it.
 	Arch string
-	// EnvdBinary is the envd build put into containers.
+	// EnvdBinary is the envd build put into containers of the engine's
+	// architecture (others get theirs when first needed).
 	EnvdBinary string
 }

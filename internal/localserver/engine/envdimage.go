@@ -21,9 +21,38 @@ import (
 // none of the instance's sandbox or build containers.
 const kindEnvd = "envd"
 
+// envdVolume is the envd volume of one architecture: the container that
+// holds it and the build it holds.
+type envdVolume struct {
+	holder, binary string
+}
+
+// envdVolumeFor returns the container holding the envd volume for
+// containers of the image ref: envd must be a build for the image's
+// architecture (an amd64 engine runs arm64 images under emulation), the
+// engine's when the image names none. An architecture without an envd
+// build is one error naming the image, its architecture and where envd
+// builds are looked for.
+func (d *Docker) envdVolumeFor(ctx context.Context, ref string) (string, error) {
+	img, err := d.cli.ImageInspect(ctx, ref)
+	if err != nil {
+		return "", fmt.Errorf("inspect image %s: %w", ref, err)
+	}
+	arch, err := imageEnvdArch(img.Architecture, d.engineArch)
+	if err != nil {
+		return "", fmt.Errorf("image %s: %w", ref, err)
+	}
+	v, err := d.ensureEnvdVolume(ctx, arch)
+	if err != nil {
+		return "", fmt.Errorf("image %s is built for linux/%s: %w", ref, arch, err)
+	}
+	return v.holder, nil
+}
+
 // ensureEnvdVolume makes sure the engine has the envd volume of this
-// server's envd build and returns the container that holds it, which
-// every sandbox and build container mounts (VolumesFrom, read-only).
+// server's envd build for arch and returns it; every sandbox and build
+// container of arch mounts it (VolumesFrom, read-only). Made once per
+// architecture and server, when first needed.
 //
 // The binary reaches the engine through its API only: imported as a
 // one-file image <LabelPrefix>-envd:<digest> (once per envd build and
@@ -32,29 +61,39 @@ const kindEnvd = "envd"
 // engine works (a remote one, Docker Desktop's VM); containers start
 // without a copy of envd each, and commits never hold it (volumes are not
 // part of a container's files).
-func (d *Docker) ensureEnvdVolume(ctx context.Context) (string, error) {
-	info, err := d.cli.Info(ctx)
-	if err != nil {
-		return "", fmt.Errorf("docker info: %w", err)
+func (d *Docker) ensureEnvdVolume(ctx context.Context, arch string) (envdVolume, error) {
+	// Held until the volume is recorded: removeEnvdVolumes, which keeps
+	// what is recorded, holds it too.
+	d.envdMu.Lock()
+	defer d.envdMu.Unlock()
+	if v, ok := d.envdVolumes[arch]; ok {
+		return v, nil
 	}
-	arch, err := engineArch(info.Architecture)
+	bin, err := d.envd.binary(arch)
 	if err != nil {
-		return "", err
+		return envdVolume{}, err
 	}
-	bin, err := EnvdBinaryFor(arch, d.opts.EnvdBinary)
+	holder, err := d.envdHolder(ctx, bin, arch)
 	if err != nil {
-		return "", err
+		return envdVolume{}, err
 	}
+	v := envdVolume{holder: holder, binary: bin}
+	d.envdVolumes[arch] = v
+	return v, nil
+}
+
+// envdHolder imports the envd build bin for arch unless the engine has it
+// and creates this instance's container holding its volume unless it
+// exists; it returns the container's ID.
+func (d *Docker) envdHolder(ctx context.Context, bin, arch string) (string, error) {
 	digest, err := fileDigest(bin)
 	if err != nil {
 		return "", fmt.Errorf("envd binary: %w", err)
 	}
-	d.opts.EnvdBinary = bin
 	// Named after the label prefix its kind label carries, so that whoever
 	// removes it (removeEnvdVolumes) is whoever may have imported it.
 	repo, tag := d.opts.LabelPrefix+"-envd", digest[:16]
 	ref := repo + ":" + tag
-	d.envdImage = ref
 	name := d.envdHolderName(tag)
 	// Another server on the same engine removes envd images that no container
 	// holds (removeEnvdVolumes): one may go between the check and the create
@@ -141,11 +180,17 @@ func (d *Docker) importEnvd(ctx context.Context, bin, repo, tag, arch string) er
 	return nil
 }
 
-// removeEnvdVolumes removes this instance's envd volumes but keep (the
-// current one; empty: none) that no container mounts (kept sandboxes of an
-// earlier version of the server use theirs), then the envd images no
-// container uses.
-func (d *Docker) removeEnvdVolumes(ctx context.Context, keep string) error {
+// removeEnvdVolumes removes this instance's envd volumes that no
+// container mounts (kept sandboxes of an earlier version of the server use
+// theirs), but those this server uses when keepCurrent, then the envd
+// images no container uses.
+func (d *Docker) removeEnvdVolumes(ctx context.Context, keepCurrent bool) error {
+	if keepCurrent {
+		// Held throughout, so that no volume is made between the listing
+		// and the removals, where it would be removed unrecorded.
+		d.envdMu.Lock()
+		defer d.envdMu.Unlock()
+	}
 	holders, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
 		filters.Arg("label", d.label("envd-of")+"="+d.opts.Instance),
 	)})
@@ -156,9 +201,15 @@ func (d *Docker) removeEnvdVolumes(ctx context.Context, keep string) error {
 	if err != nil {
 		return fmt.Errorf("list containers: %w", err)
 	}
+	current := map[string]bool{}
+	if keepCurrent {
+		for _, v := range d.envdVolumes {
+			current[v.holder] = true
+		}
+	}
 	var errs []error
 	for _, h := range holders {
-		if h.ID == keep || mountedElsewhere(h, all) {
+		if current[h.ID] || mountedElsewhere(h, all) {
 			continue
 		}
 		errs = append(errs, d.removeContainer(ctx, h.ID))
@@ -169,9 +220,16 @@ func (d *Docker) removeEnvdVolumes(ctx context.Context, keep string) error {
 	}
 	for _, img := range images {
 		// Another instance's volume still holds it: the engine refuses.
-		if _, err := d.cli.ImageRemove(ctx, img.ID, image.RemoveOptions{}); err != nil && !isNotFound(err) && !cerrdefs.IsConflict(err) {
-			errs = append(errs, fmt.Errorf("remove envd image %s: %w", shortID(img.ID), err))
+		_, err := d.cli.ImageRemove(ctx, img.ID, image.RemoveOptions{})
+		if err == nil || isNotFound(err) || cerrdefs.IsConflict(err) {
+			continue
 		}
+		// Another server removed it meanwhile: Docker 20.10 answers
+		// "unrecognized image ID", an internal error, when it loses that race.
+		if _, ierr := d.cli.ImageInspect(ctx, img.ID); isNotFound(ierr) {
+			continue
+		}
+		errs = append(errs, fmt.Errorf("remove envd image %s: %w", shortID(img.ID), err))
 	}
 	return errors.Join(errs...)
 }

@@ -128,7 +128,7 @@ func RemoveInstanceImages(ctx context.Context, dockerHost, instance string) erro
 		Instance: instance, LabelPrefix: defaultLabelPrefix, ImageRepository: defaultImageRepository,
 	}}
 	// Build images first: the layers under them go with the last tag.
-	return errors.Join(d.removeOrphanImages(ctx, nil), d.PruneLayers(ctx, 0), d.removeEnvdVolumes(ctx, ""))
+	return errors.Join(d.removeOrphanImages(ctx, nil), d.PruneLayers(ctx, 0), d.removeEnvdVolumes(ctx, false))
 }
 
 // PruneLayers removes this instance's layer images beyond the keep most

@@ -145,8 +145,16 @@ const kindSelfTest = "selftest"
 // name, waits for envd's health through the container's channel (what
 // every sandbox and build needs) and removes it.
 func (d *Docker) selfTestRuntime(ctx context.Context, name string) error {
+	v, err := d.ensureEnvdVolume(ctx, d.engineArch)
+	if err != nil {
+		return err
+	}
+	holder, err := d.cli.ContainerInspect(ctx, v.holder)
+	if err != nil {
+		return fmt.Errorf("inspect the envd volume's holder: %w", err)
+	}
 	rc, err := d.startContainer(ctx, containerRequest{
-		image:   d.envdImage,
+		image:   holder.Config.Image,
 		kind:    kindSelfTest,
 		id:      name,
 		labels:  d.labels(kindSelfTest, "", "", ""),

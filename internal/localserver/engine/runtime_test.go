@@ -126,7 +126,7 @@ func TestRuntimeOnTheEngine(t *testing.T) {
 		var log testutil.SyncBuffer
 		instance := randomID("rt")
 		d, err := NewDocker(t.Context(), DockerOptions{
-			EnvdBinary: dockerEnv.envdBin, Network: NetworkNone, Runtime: runtime, EnvdStartTimeout: envdTimeout,
+			EnvdBinaries: []string{dockerEnv.envdBin}, Network: NetworkNone, Runtime: runtime, EnvdStartTimeout: envdTimeout,
 			LabelPrefix: "e2b-runtime-test", Instance: instance, Logger: slog.New(slog.NewTextHandler(&log, nil)),
 		})
 		if err == nil {
