@@ -6,14 +6,44 @@
 # start_isolated_dockerd starts a second engine that shares none of the
 # server's files, reached over a unix socket ($isolated_unix) and over TCP
 # on loopback ($isolated_tcp); stop_isolated_dockerd stops it by its PID.
+# Both engines register gVisor's runsc as the runtime "runsc"
+# (write_engine_config), which servers choose by default (--runtime auto).
 #
 # Needs: $work (a short private directory: it holds a unix socket) and
-# $cache (where the engine keeps its images between runs).
+# $cache (where the engine keeps its images between runs); the repository
+# root as the working directory (scripts/tools.sh).
 
 dockerd_pid=""
 
 docker_answers() {
 	timeout 20 docker version --format '{{.Server.Version}}' >/dev/null 2>&1
+}
+
+# runsc_binary prints the path of gVisor's runsc: the pinned build from the
+# Go module proxy (scripts/tools.sh), else Debian's package (a 2022
+# release, ptrace platform only), else nothing, with a warning.
+runsc_binary() {
+	if scripts/tools.sh runsc 2>"$work/runsc-build.log"; then
+		return 0
+	fi
+	printf '==> building runsc failed (%s): trying Debian'"'"'s runsc package\n' "$(tail -1 "$work/runsc-build.log")" >&2
+	if scripts/install-packages.sh runsc >&2 && command -v runsc; then
+		return 0
+	fi
+	echo "==> WARNING: no gVisor runtime: the engine's containers share the host's kernel" >&2
+}
+
+# write_engine_config FILE RUNSC writes a daemon.json for dockerd
+# --config-file that registers RUNSC (when given) as the runtime "runsc".
+# --network=none: runsc cannot join Docker's none network on this kernel;
+# --overlay2=none: otherwise a container's writes stay in gVisor's memory
+# overlay and docker commit misses them.
+write_engine_config() {
+	if [[ -z "$2" ]]; then
+		echo '{}' >"$1"
+		return 0
+	fi
+	printf '{"runtimes": {"runsc": {"path": "%s", "runtimeArgs": ["--network=none", "--overlay2=none"]}}}\n' "$2" >"$1"
 }
 
 start_dockerd() {
@@ -30,10 +60,11 @@ start_dockerd() {
 	fi
 	ensure_dockremap
 	export DOCKER_HOST="unix://$work/docker.sock"
+	write_engine_config "$work/daemon.json" "$(runsc_binary)"
 	printf '==> starting dockerd at %s\n' "$DOCKER_HOST" >&2
 	dockerd --iptables=false --ip6tables=false --bridge=none --userns-remap=default \
 		-H "$DOCKER_HOST" --data-root "$data" --exec-root "$work/docker-exec" \
-		--pidfile "$work/docker.pid" >"$work/dockerd.log" 2>&1 &
+		--pidfile "$work/docker.pid" --config-file "$work/daemon.json" >"$work/dockerd.log" 2>&1 &
 	dockerd_pid=$!
 	local i
 	for ((i = 0; i < 120; i++)); do
@@ -103,9 +134,17 @@ isolated_tcp=""
 # remote engine or a CI docker-in-docker service look like to the server:
 # none of its paths exist there), its data on that tmpfs, its socket in a
 # directory outside them, and a TCP listener on 127.0.0.1. It gets the
-# test images from the engine at DOCKER_HOST through the API.
+# test images from the engine at DOCKER_HOST through the API. runsc is
+# copied beside its socket, where the engine's namespace still sees it.
 start_isolated_dockerd() {
 	isolated_dir="$(mktemp -d /run/e2b-engine.XXXXXX)"
+	local runsc
+	runsc="$(runsc_binary)"
+	if [[ -n "$runsc" ]]; then
+		cp "$runsc" "$isolated_dir/runsc"
+		runsc="$isolated_dir/runsc"
+	fi
+	write_engine_config "$isolated_dir/daemon.json" "$runsc"
 	local port
 	port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 	isolated_unix="unix://$isolated_dir/docker.sock"
@@ -116,8 +155,8 @@ start_isolated_dockerd() {
 		for d in /tmp "$HOME" "$3"; do mount -t tmpfs -o mode=0755 tmpfs "$d" || exit 1; done
 		exec dockerd --iptables=false --ip6tables=false --bridge=none --tls=false \
 			-H "$1" -H "$2" --data-root /tmp/docker-data --exec-root /tmp/docker-exec \
-			--pidfile /tmp/docker.pid
-	' sh "$isolated_unix" "$isolated_tcp" "$PWD" >"$isolated_dir/dockerd.log" 2>&1 &
+			--pidfile /tmp/docker.pid --config-file "$4"
+	' sh "$isolated_unix" "$isolated_tcp" "$PWD" "$isolated_dir/daemon.json" >"$isolated_dir/dockerd.log" 2>&1 &
 	isolated_pid=$!
 	local i
 	for ((i = 0; i < 120; i++)); do

@@ -129,6 +129,15 @@ if [[ -z "${E2B_API_KEY:-}" ]]; then
 	exit 1
 fi
 log "server at $E2B_API_URL (data in $work/data)"
+# The runtime the server chose (--runtime auto: gVisor when the engine
+# offers it; scripts/dockerd.sh registers runsc in the engine it starts).
+runtime="$(sed -n 's/^ *"runtime": "\(.*\)",$/\1/p' "$work/data/server.json")"
+if grep -q '^ *"gvisor": true' "$work/data/server.json"; then
+	log "sandboxes run under $runtime: gVisor, a kernel of their own"
+else
+	log "sandboxes run under $runtime, on this machine's kernel:"
+	grep 'level=WARN' "$work/server.log" >&2 || true
+fi
 
 cat >"$work/terraformrc" <<RC
 provider_installation {

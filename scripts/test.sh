@@ -16,9 +16,10 @@
 # the acceptance tests again with OpenTofu; buf lint and format of the
 # .proto files; a build of every release target (scripts/cross-build.sh).
 # With every package it then runs the acceptance tests, the E2B SDK interop
-# test and the isolation tests again on a second engine that shares none of
-# this machine's files, and a subset of them over TCP (start_isolated_dockerd
-# in scripts/dockerd.sh). A missing prerequisite fails a
+# test and the isolation tests again under gVisor (runsc) on a second engine
+# that shares none of this machine's files, and a build, a sandbox and the
+# egress proxy under runc over TCP (start_isolated_dockerd in
+# scripts/dockerd.sh). A missing prerequisite fails a
 # test instead of skipping it (E2B_TEST_REQUIRE_ALL). Exits non-zero when
 # any of them fails, after running them all.
 set -euo pipefail
@@ -160,18 +161,24 @@ run_tofu_tests() {
 }
 
 # The tests a server on an engine that shares none of its files must pass
-# (design/engine-channel.md): run again on such an engine, over its unix
-# socket (everything that drives the server end to end: the acceptance
-# tests, the SDK interop test, the isolation tests) and over TCP (the SDK
-# interop test, the isolation tests and a build with a sandbox), which
-# together add about ten minutes to a run.
+# (design/engine-channel.md), and those a server must pass under gVisor:
+# run again on such an engine, over its unix socket under gVisor
+# (everything that drives the server end to end: the acceptance tests, the
+# SDK interop test, the isolation tests; the main pass runs them under
+# runc), and over TCP under runc (a build with a sandbox, and the egress
+# proxy, whose traffic rides the engine channel).
 isolation_tests='^(TestDockerIsolation|TestDockerEgress)$'
-tcp_tests='^(TestOfficialJSSDK|TestDockerIsolation|TestDockerEgress|TestDockerBuildAndSandbox)$'
+tcp_tests='^(TestDockerEgress|TestDockerBuildAndSandbox)$'
 
+# run_isolated_engine_tests NAME HOST RUNTIME RUN PACKAGES...: the tests
+# matching RUN on the engine at HOST, their servers' containers under
+# RUNTIME (E2B_TEST_RUNTIME: an explicit runtime, never a fallback). The
+# provider's acceptance tests under gVisor took 19 minutes on a machine
+# loaded by other work (load 30-40 on 2 cores): 30 minutes per package.
 run_isolated_engine_tests() {
-	local name="$1" host="$2" run="$3"
-	shift 3
-	DOCKER_HOST="$host" go_test "$terraform" "$work/tests-$name.json" -run "$run" -skip "$newer_cli_tests" "$@"
+	local name="$1" host="$2" runtime="$3" run="$4"
+	shift 4
+	DOCKER_HOST="$host" E2B_TEST_RUNTIME="$runtime" go_test "$terraform" "$work/tests-$name.json" -timeout 30m -run "$run" -skip "$newer_cli_tests" "$@"
 }
 
 # --- main --------------------------------------------------------------------
@@ -251,11 +258,11 @@ check "acceptance tests (OpenTofu $("$tofu" version -json | sed -n 's/.*"terrafo
 
 if [[ "${packages[*]}" == "./..." ]]; then
 	if start_isolated_dockerd; then
-		check "acceptance, SDK and isolation tests on an engine that shares no files" \
-			run_isolated_engine_tests isolated "$isolated_unix" "^TestAcc|^TestOfficialJSSDK$|$isolation_tests" \
+		check "acceptance, SDK and isolation tests under gVisor on an engine that shares no files" \
+			run_isolated_engine_tests isolated "$isolated_unix" runsc "^TestAcc|^TestOfficialJSSDK$|$isolation_tests" \
 			./internal/provider/... ./test/sdk/... ./internal/localserver/
-		check "SDK, isolation and sandbox tests on an engine over TCP" \
-			run_isolated_engine_tests tcp "$isolated_tcp" "$tcp_tests" ./test/sdk/... ./internal/localserver/
+		check "build, sandbox and egress tests on an engine over TCP" \
+			run_isolated_engine_tests tcp "$isolated_tcp" runc "$tcp_tests" ./internal/localserver/
 		stop_isolated_dockerd
 	else
 		failed+=("an engine that shares no files")

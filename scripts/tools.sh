@@ -6,6 +6,8 @@
 #   scripts/tools.sh tofu            OpenTofu CLI for acceptance tests (and the
 #                                    ephemeral resource's schema in the docs)
 #   scripts/tools.sh golangci-lint   the linter
+#   scripts/tools.sh runsc           gVisor's OCI runtime, which the scripts'
+#                                    Docker engines register (scripts/dockerd.sh)
 #
 # The cache is ${XDG_CACHE_HOME:-$HOME/.cache}/terraform-provider-e2b, one
 # directory per tool and version, so a version bump builds afresh. The CLIs
@@ -16,6 +18,10 @@ set -euo pipefail
 TERRAFORM_VERSION=1.8.5
 OPENTOFU_VERSION=1.12.6
 GOLANGCI_LINT_VERSION=v2.15.0
+# gVisor publishes no tagged Go module versions: a pseudo-version of its
+# master branch (2026-09-05), which has the systrap platform and runs
+# under Docker 20.10 with --network=none and --overlay2=none.
+RUNSC_VERSION=v0.0.0-20260905035102-160fafc42237
 
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/terraform-provider-e2b"
 
@@ -38,8 +44,14 @@ golangci-lint)
 	ldflags=""
 	dir="$cache/golangci-lint-${GOLANGCI_LINT_VERSION}"
 	;;
+runsc)
+	name=runsc
+	pkg="gvisor.dev/gvisor/runsc@${RUNSC_VERSION}"
+	ldflags=""
+	dir="$cache/runsc-${RUNSC_VERSION}"
+	;;
 *)
-	echo "usage: $0 terraform|tofu|golangci-lint" >&2
+	echo "usage: $0 terraform|tofu|golangci-lint|runsc" >&2
 	exit 2
 	;;
 esac

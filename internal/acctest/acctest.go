@@ -169,7 +169,7 @@ func Start(ctx context.Context, binary, dataDir, dockerHost string) (*Server, er
 		return nil, err
 	}
 	defer logFile.Close()
-	cmd := exec.Command(binary, "server", "--listen", "127.0.0.1:0", "--data-dir", dataDir)
+	cmd := exec.Command(binary, "server", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--runtime", testutil.Runtime())
 	cmd.Env = append(os.Environ(), "DOCKER_HOST="+dockerHost)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {

@@ -45,6 +45,7 @@ func parseServer(args []string, stderr io.Writer) (localserver.Options, error) {
 	var envdBinaries string
 	fs.StringVar(&envdBinaries, "envd-binary", "", "comma-separated static linux builds of this binary, at most one per architecture, run in containers as envd: a container gets the build for its image's architecture (default for each architecture: this executable when it is one, else envd_linux_<arch> beside it)")
 	fs.StringVar(&o.Network, "network", "none", "container network: none (a network namespace of its own per container: no host loopback, no other sandbox) or host (UNSAFE for untrusted code: the host's network, loopback services included)")
+	fs.StringVar(&o.Runtime, "runtime", engine.RuntimeAuto, "OCI runtime of sandbox and build containers: auto (gVisor's runsc when the engine offers it and it passes a self-test at start-up, else the engine's default with a warning) or a runtime of the engine by name, e.g. runsc or runc (an error when missing or failing its self-test)")
 	fs.StringVar(&o.Egress, "egress", egress.ModePublic, "outbound access of sandboxes and build steps through the server's HTTP(S) proxy: public (the public internet only: never loopback, private, link-local or other non-public addresses) or none (only --egress-allow)")
 	fs.StringVar(&o.EgressAllow, "egress-allow", "", "comma-separated extra egress targets, allowed even when private or loopback: CIDR, IP, ip:port or host:port (the server's own port stays refused)")
 	fs.StringVar(&o.Domain, "domain", localserver.DefaultDomain, "domain answered for sandboxes and printed as E2B_DOMAIN, a bare DNS name the provider's domain accepts")
@@ -95,6 +96,9 @@ func parseServer(args []string, stderr io.Writer) (localserver.Options, error) {
 	}
 	if o.Network != engine.NetworkNone && o.Network != engine.NetworkHost {
 		errs = append(errs, fmt.Errorf("--network %q is not one of none, host", o.Network))
+	}
+	if o.Runtime == "" {
+		errs = append(errs, errors.New("--runtime is empty: use auto or a runtime of the Docker engine"))
 	}
 	return o, errors.Join(errs...)
 }

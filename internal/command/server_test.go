@@ -16,12 +16,13 @@ func TestParseServerFlagsAndEnv(t *testing.T) {
 	t.Setenv("E2B_LOCAL_MAX_UPLOAD_BYTES", "1234")
 	t.Setenv("E2B_LOCAL_LISTEN", "127.0.0.1:9")
 	t.Setenv("E2B_LOCAL_MAX_LOG_ENTRIES", "77")
+	t.Setenv("E2B_LOCAL_RUNTIME", "runsc")
 	o, err := parseServer([]string{"--listen", "127.0.0.1:0", "--upload-url-ttl", "5m", "--max-log-bytes", "4096"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o.Listen != "127.0.0.1:0" || o.TeamSlug != "from-env" || o.MaxUploadBytes != 1234 || o.UploadURLTTL != 5*time.Minute ||
-		o.MaxLogEntries != 77 || o.MaxLogBytes != 4096 {
+		o.MaxLogEntries != 77 || o.MaxLogBytes != 4096 || o.Runtime != "runsc" {
 		t.Errorf("options = %+v: flags must win over env, env over defaults", o)
 	}
 	t.Setenv("E2B_LOCAL_MAX_CPU", "many")
@@ -31,9 +32,11 @@ func TestParseServerFlagsAndEnv(t *testing.T) {
 	if _, err := parseServer([]string{"extra"}, io.Discard); err == nil {
 		t.Error("stray arguments accepted")
 	}
-	t.Setenv("E2B_LOCAL_MAX_CPU", "")
-	os.Unsetenv("E2B_LOCAL_MAX_CPU")
-	for _, bad := range [][]string{{"--egress", "all"}, {"--egress-allow", "nope"}, {"--network", "bridge"}, {"--pool-max", "-1"}, {"--pool-idle", "-1s"}} {
+	for _, name := range []string{"E2B_LOCAL_MAX_CPU", "E2B_LOCAL_RUNTIME"} {
+		t.Setenv(name, "")
+		os.Unsetenv(name)
+	}
+	for _, bad := range [][]string{{"--egress", "all"}, {"--egress-allow", "nope"}, {"--network", "bridge"}, {"--runtime", ""}, {"--pool-max", "-1"}, {"--pool-idle", "-1s"}} {
 		if _, err := parseServer(bad, io.Discard); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
@@ -45,9 +48,9 @@ func TestParseServerFlagsAndEnv(t *testing.T) {
 	os.Unsetenv("E2B_LOCAL_ENVD_BINARY")
 	o, err = parseServer(nil, io.Discard)
 	if err != nil || o.EnvdBinaries != nil || o.Network != "none" || o.Egress != "public" || o.MaxConnections != localserver.DefaultMaxConnections ||
-		o.MaxLogBytes != localserver.DefaultMaxLogBytes || o.Domain != localserver.DefaultDomain ||
+		o.MaxLogBytes != localserver.DefaultMaxLogBytes || o.Domain != localserver.DefaultDomain || o.Runtime != "auto" ||
 		o.Pool != (localserver.PoolConfig{PerBuild: localserver.DefaultPoolSizePerBuild, Max: localserver.DefaultPoolMax, Idle: localserver.DefaultPoolIdle}) {
-		t.Errorf("defaults = %+v, %v: want network none, egress public, domain %s, the default pool", o, err, localserver.DefaultDomain)
+		t.Errorf("defaults = %+v, %v: want network none, egress public, runtime auto, domain %s, the default pool", o, err, localserver.DefaultDomain)
 	}
 	t.Setenv("E2B_LOCAL_POOL_SIZE_PER_BUILD", "0")
 	if o, err := parseServer(nil, io.Discard); err != nil || o.Pool.PerBuild != 0 {

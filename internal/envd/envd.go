@@ -18,6 +18,13 @@ const Port = 49983
 // local server's egress proxy to the sandbox's processes (--egress-listen).
 const EgressProxyPort = 49984
 
+// TmpKeepFile is put in an empty /tmp by the local server before it starts
+// a container under gVisor, whose runsc otherwise mounts a tmpfs of the
+// sandbox's own over an empty /tmp: its files would stay out of the
+// container's file system (build images, snapshots, a boot again). envd
+// removes it as it starts, once runsc has looked.
+const TmpKeepFile = "/tmp/.e2b-keep-tmp"
+
 // Version is the envd protocol version our daemon implements; builds record
 // it and sandboxes report it.
 const Version = "0.6.13"

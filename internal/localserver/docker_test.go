@@ -114,7 +114,7 @@ func dockerEngineWith(t *testing.T, configure func(*engine.DockerOptions)) (Engi
 		testutil.Missing(t, "needs a Docker engine: set DOCKER_HOST and E2B_TEST_BASE_IMAGE (an offline image with /bin/sh)")
 	}
 	opts := engine.DockerOptions{
-		EnvdBinaries: []string{buildEnvdBinary(t)}, Network: "none",
+		EnvdBinaries: []string{buildEnvdBinary(t)}, Network: "none", Runtime: testutil.Runtime(),
 		Instance: "lsd" + strings.ToLower(rand.Text()[:8]),
 	}
 	if configure != nil {
@@ -137,6 +137,20 @@ func dockerEngineWith(t *testing.T, configure func(*engine.DockerOptions)) (Engi
 	return docker, baseImage
 }
 
+// runtimeOf is the runtime the engine runs the server's containers under
+// (E2B_TEST_RUNTIME), for checks that differ under gVisor.
+func runtimeOf(t *testing.T, eng Engine) engine.Runtime {
+	t.Helper()
+	info, err := eng.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Runtime.Name != testutil.Runtime() {
+		t.Fatalf("the engine runs containers under %q, want %s (E2B_TEST_RUNTIME)", info.Runtime.Name, testutil.Runtime())
+	}
+	return info.Runtime
+}
+
 // A template built on Docker with COPY, RUN and ENV; a sandbox from it runs a
 // command through the proxy; a failing RUN ends the build with its step.
 func TestDockerBuildAndSandbox(t *testing.T) {
@@ -148,7 +162,8 @@ func TestDockerBuildAndSandbox(t *testing.T) {
 	ts.start(reg, e2bapi.TemplateBuildStartV2{FromImage: baseImage, Steps: []e2bapi.TemplateStep{
 		{Type: "COPY", Args: []string{"app", "/opt/app", "", ""}, FilesHash: hash},
 		{Type: "ENV", Args: []string{"GREETING", "hi"}},
-		run(`echo built > "$HOME/built.txt"`),
+		// /tmp is part of the image under gVisor too (envd.TmpKeepFile).
+		run(`echo built > "$HOME/built.txt"; echo in-tmp > /tmp/kept.txt`),
 	}})
 	if info := ts.waitBuild(reg); info.Status != "ready" {
 		t.Fatalf("build = %+v", info)
@@ -159,11 +174,11 @@ func TestDockerBuildAndSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := client.Run(t.Context(), envdclient.RunRequest{Cmd: "/bin/sh", Args: []string{"-c", `cat /opt/app/hello.txt /home/user/built.txt; echo "$GREETING $K"`}})
+	res, err := client.Run(t.Context(), envdclient.RunRequest{Cmd: "/bin/sh", Args: []string{"-c", `cat /opt/app/hello.txt /home/user/built.txt /tmp/kept.txt; ls -A /tmp; echo "$GREETING $K"`}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "hello from the context\nbuilt\nhi V\n"; string(res.Stdout) != want || res.ExitCode != 0 {
+	if want := "hello from the context\nbuilt\nin-tmp\nkept.txt\nhi V\n"; string(res.Stdout) != want || res.ExitCode != 0 {
 		t.Errorf("run = %q (exit %d, stderr %q), want %q", res.Stdout, res.ExitCode, res.Stderr, want)
 	}
 	ts.call("DELETE", "/sandboxes/"+sb.SandboxID, nil, http.StatusNoContent, nil)
@@ -238,7 +253,7 @@ func startCommand(t *testing.T, binary, dataDir string) (*exec.Cmd, Info) {
 func startCommandLog(t *testing.T, binary, dataDir string, extraArgs ...string) (*exec.Cmd, Info, *testutil.SyncBuffer) {
 	t.Helper()
 	os.Remove(filepath.Join(dataDir, InfoFile))
-	cmd := exec.Command(binary, append([]string{"server", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--network", "none"}, extraArgs...)...)
+	cmd := exec.Command(binary, append([]string{"server", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--network", "none", "--runtime", testutil.Runtime()}, extraArgs...)...)
 	// The instance's images go when the first test of the data dir ends.
 	cleanupsMu.Lock()
 	if !cleanups[dataDir] {
@@ -608,10 +623,20 @@ func TestDockerPauseMetricsAndLogs(t *testing.T) {
 	}
 
 	// A restart of the engine stops the paused container: connect boots it
-	// again from its file system, with its env.
+	// again from its file system, with its env. Under gVisor a frozen
+	// sandbox that is killed leaves runsc's state behind and the engine
+	// cannot start the container again ("id already in use": a limit of
+	// runsc under Docker, in the security guide), so there the container
+	// is thawed before it is killed.
 	ts.call("POST", "/sandboxes/"+sb.SandboxID+"/pause", nil, http.StatusNoContent, nil)
 	docker := testDockerClient(t)
-	if err := docker.ContainerKill(t.Context(), containerOf(t, sb.SandboxID).ID, "KILL"); err != nil {
+	stopped := containerOf(t, sb.SandboxID).ID
+	if runtimeOf(t, eng).GVisor {
+		if err := docker.ContainerUnpause(t.Context(), stopped); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := docker.ContainerKill(t.Context(), stopped, "KILL"); err != nil {
 		t.Fatal(err)
 	}
 	for insp := containerOf(t, sb.SandboxID); insp.State.Running; insp = containerOf(t, sb.SandboxID) {

@@ -268,7 +268,9 @@ func (ts *testServer) expectTemplateBuild(templateID, buildID string) {
 // waitBuild polls the status as the SDK does until the build ends.
 func (ts *testServer) waitBuild(reg e2bapi.TemplateRequestResponseV3) e2bapi.TemplateBuildInfo {
 	ts.t.Helper()
-	wait := cmp.Or(ts.buildWait, 60*time.Second)
+	// Generous by default: builds under gVisor on a loaded machine take
+	// minutes.
+	wait := cmp.Or(ts.buildWait, 5*time.Minute)
 	deadline := time.Now().Add(wait)
 	for {
 		info := ts.status(reg.TemplateID, reg.BuildID, "")
@@ -351,7 +353,7 @@ func newFakeEngine(t *testing.T) *fakeEngine {
 }
 
 func (e *fakeEngine) Info(context.Context) (engine.EngineInfo, error) {
-	return engine.EngineInfo{ServerVersion: "fake", Runtime: "none"}, nil
+	return engine.EngineInfo{ServerVersion: "fake", Runtime: engine.Runtime{Name: "fake"}}, nil
 }
 
 func (e *fakeEngine) Build(ctx context.Context, spec engine.BuildSpec) (*engine.BuildResult, error) {

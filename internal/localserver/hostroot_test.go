@@ -11,16 +11,16 @@ func TestHostRootWarning(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		userns  bool
-		runtime string
+		runtime engine.Runtime
 		warns   bool
 	}{
-		{"runc without a user namespace", false, "runc", true},
-		{"runc with a user namespace", true, "runc", false},
-		{"gVisor", false, "runsc", false},
-		{"gVisor with a user namespace", true, "runsc", false},
+		{"runc without a user namespace", false, engine.Runtime{Name: "runc"}, true},
+		{"runc with a user namespace", true, engine.Runtime{Name: "runc"}, false},
+		{"gVisor", false, engine.Runtime{Name: "runsc", GVisor: true}, false},
+		{"gVisor with a user namespace", true, engine.Runtime{Name: "runsc", GVisor: true}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := hostRootWarning(engine.EngineInfo{UserNamespace: tc.userns}, tc.runtime)
+			got := hostRootWarning(engine.EngineInfo{UserNamespace: tc.userns, Runtime: tc.runtime})
 			if (got != "") != tc.warns {
 				t.Fatalf("warning %q, want one: %v", got, tc.warns)
 			}

@@ -10,6 +10,10 @@ type Info struct {
 	APIKey     string `json:"api_key"`
 	PID        int    `json:"pid"`
 	DataDir    string `json:"data_dir"`
+	// Runtime is the OCI runtime of the server's sandbox and build
+	// containers, and GVisor whether it is gVisor's (a kernel of their own).
+	Runtime string `json:"runtime"`
+	GVisor  bool   `json:"gvisor"`
 }
 
 // InfoFile is the name of the Info file in the data directory.

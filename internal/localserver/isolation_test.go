@@ -258,8 +258,53 @@ const ioUringScript = `python3 -c 'import ctypes, os; libc = ctypes.CDLL(None, u
 // EPERM from the seccomp profile under runc, ENOSYS under gVisor.
 const ioUringRefused = "io_uring_setup: -1 "
 
-// TestDockerIsolation runs the attacks of issues #11 and #23 as root inside
-// a sandbox of a Debian template and checks that each one fails, in fresh
+// pidsSeenInside is the pids limit cgroupScript prints in a container of
+// the runtime: gVisor's own cgroup files show memory and CPU limits but
+// not the pids limit, which the host's cgroup of the sandbox holds
+// (hostPidsMax checks it there).
+func pidsSeenInside(rt engine.Runtime) string {
+	if rt.GVisor {
+		return "max"
+	}
+	return strconv.Itoa(engine.DefaultPidsLimit)
+}
+
+// hostPidsMax reads the pids limit of the running container's cgroup on
+// the host, through its main process (gVisor's sandbox).
+func hostPidsMax(t *testing.T, insp container.InspectResponse) string {
+	t.Helper()
+	if insp.State == nil || insp.State.Pid == 0 {
+		t.Fatalf("container %s has no process", insp.ID)
+	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", insp.State.Pid))
+	if err != nil {
+		testutil.Missing(t, "the container's process is not visible here (an engine on another machine): %v", err)
+	}
+	for line := range strings.Lines(string(raw)) {
+		// cgroup v1 "N:pids:/path", v2 "0::/path".
+		parts := strings.SplitN(strings.TrimSpace(line), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		file := ""
+		switch {
+		case slices.Contains(strings.Split(parts[1], ","), "pids"):
+			file = filepath.Join("/sys/fs/cgroup/pids", parts[2], "pids.max")
+		case parts[1] == "":
+			file = filepath.Join("/sys/fs/cgroup", parts[2], "pids.max")
+		default:
+			continue
+		}
+		if b, err := os.ReadFile(file); err == nil {
+			return strings.TrimSpace(string(b))
+		}
+	}
+	t.Fatalf("no pids cgroup of the container's process in:\n%s", raw)
+	return ""
+}
+
+// TestDockerIsolation runs the attacks of issues #11 and #23 as root inside a
+// sandbox of a Debian template and checks that each one fails, in fresh
 // sandboxes and in sandboxes of the warm pool.
 func TestDockerIsolation(t *testing.T) {
 	forFreshAndPooled(t, testDockerIsolation)
@@ -268,6 +313,7 @@ func TestDockerIsolation(t *testing.T) {
 func testDockerIsolation(t *testing.T, pool PoolConfig) {
 	eng, _ := dockerEngine(t)
 	debian := debianImage(t)
+	rt := runtimeOf(t, eng)
 	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.Pool = pool }})
 
 	// The build itself: least privilege must not break what templates do.
@@ -292,7 +338,7 @@ cat /usr/share/e2bprobe/f; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status
 		t.Fatalf("build = %+v\n%s", info, buildLog)
 	}
 	t.Run("build step limits", func(t *testing.T) {
-		for _, want := range []string{"(probe) gid=", "installed", "NoNewPrivs:\t1", ioUringRefused, "536870912", "100000 100000", "4096"} {
+		for _, want := range []string{"(probe) gid=", "installed", "NoNewPrivs:\t1", ioUringRefused, "536870912", "100000 100000", "\n" + pidsSeenInside(rt) + "\n"} {
 			if !strings.Contains(buildLog, want) {
 				t.Errorf("build log lacks %q:\n%s", want, buildLog)
 			}
@@ -462,8 +508,13 @@ exit 0`, canaryPath)
 			}
 		}
 		out, code := a.sh("root", cgroupScript)
-		if want := "536870912\n100000 100000\n4096\n"; code != 0 || out != want {
-			t.Errorf("cgroup limits seen inside: %q, want %q", out, want)
+		if want := "536870912\n100000 100000\n" + pidsSeenInside(rt) + "\n"; code != 0 || out != want {
+			t.Errorf("cgroup limits seen inside under %s: %q, want %q", rt.Name, out, want)
+		}
+		if rt.GVisor {
+			if got := hostPidsMax(t, insp); got != strconv.Itoa(engine.DefaultPidsLimit) {
+				t.Errorf("pids limit of the gVisor sandbox's cgroup on the host: %s, want %d", got, engine.DefaultPidsLimit)
+			}
 		}
 	})
 }
@@ -604,7 +655,7 @@ func TestDockerUserNamespace(t *testing.T) {
 	}
 	ts := startServer(t, eng)
 	sb := ts.debianProbeSandbox(debian, "userns")
-	if runtime := containerOf(t, sb.id).HostConfig.Runtime; runtime == gVisorRuntime {
+	if runtimeOf(t, eng).GVisor {
 		t.Skip("under gVisor the sandbox sees the uid map of gVisor's own kernel")
 	}
 	out, code := sb.sh("root", "id -u; cat /proc/self/uid_map")
@@ -624,8 +675,8 @@ func TestDockerInotifyIsTheSandboxs(t *testing.T) {
 	debian := debianImage(t)
 	ts := startServer(t, eng)
 	sb := ts.debianProbeSandbox(debian, "inotify")
-	if runtime := containerOf(t, sb.id).HostConfig.Runtime; runtime != gVisorRuntime {
-		t.Skipf("the sandbox runs under %s: the kernel counts a user namespace's inotify instances against the engine's root, which creates it, so only gVisor separates them (docs/guides/sandbox-security.md)", runtime)
+	if rt := runtimeOf(t, eng); !rt.GVisor {
+		t.Skipf("the sandbox runs under %s: the kernel counts a user namespace's inotify instances against the engine's root, which creates it, so only gVisor separates them (docs/guides/sandbox-security.md)", rt.Name)
 	}
 	if os.Geteuid() != 0 {
 		testutil.Missing(t, "the host side of the check must run as root")

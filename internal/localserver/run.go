@@ -42,6 +42,10 @@ type Options struct {
 	EnvdBinaries []string
 	// Network is engine.NetworkNone or engine.NetworkHost.
 	Network string
+	// Runtime is the OCI runtime of sandbox and build containers:
+	// engine.RuntimeAuto, a runtime's name, or empty for the engine's
+	// default (engine.DockerOptions.Runtime).
+	Runtime string
 	// Domain is answered for sandboxes and printed as E2B_DOMAIN (default: DefaultDomain).
 	Domain    string
 	PublicURL string
@@ -89,7 +93,7 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, stdout io.Writer) 
 		return err
 	}
 	dockerOpts := engine.DockerOptions{
-		EnvdBinaries: o.EnvdBinaries, Network: o.Network, PidsLimit: o.PidsLimit, DiskSizeMB: o.DiskSizeMB,
+		EnvdBinaries: o.EnvdBinaries, Network: o.Network, Runtime: o.Runtime, PidsLimit: o.PidsLimit, DiskSizeMB: o.DiskSizeMB,
 		LayerCacheSize: o.LayerCacheSize,
 		Instance:       InstanceOf(dataDir), Logger: logger,
 	}
@@ -111,13 +115,13 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, stdout io.Writer) 
 	if o.Network == engine.NetworkHost {
 		logger.Warn("containers share the host's network (--network host): sandbox code reaches every loopback service of this machine, this server's API included, and its listeners appear on the host; egress is not filtered. Do not run untrusted code this way.")
 	}
-	if warning := hostRootWarning(info, info.Runtime); warning != "" {
+	if warning := hostRootWarning(info); warning != "" {
 		logger.Warn(warning)
 	}
-	logger.Info("doctor", "engine", info.ServerVersion, "api", info.APIVersion, "runtime", info.Runtime, "os", info.OS, "arch", info.Arch,
+	logger.Info("doctor", "engine", info.ServerVersion, "api", info.APIVersion, "runtime", info.Runtime.Name, "gvisor", info.Runtime.GVisor, "os", info.OS, "arch", info.Arch,
 		"user_namespace", info.UserNamespace, "data_dir", dataDir, "network", o.Network, "egress", egressSummary(o.Network, policy),
 		"envd_binary", info.EnvdBinary)
-	return serve(ctx, o, dataDir, apiKey, docker, policy, logger, stdout)
+	return serve(ctx, o, dataDir, apiKey, docker, info.Runtime, policy, logger, stdout)
 }
 
 // InstanceOf is the engine instance of the server with the (absolute)
@@ -136,7 +140,7 @@ func egressSummary(network string, policy *egress.Policy) string {
 
 // serve runs the server on engine until ctx ends. The egress policy, when
 // given, learns the listener so that sandboxes never reach it.
-func serve(ctx context.Context, o Options, dataDir, apiKey string, eng Engine, policy *egress.Policy, logger *slog.Logger, stdout io.Writer) error {
+func serve(ctx context.Context, o Options, dataDir, apiKey string, eng Engine, runtime engine.Runtime, policy *egress.Policy, logger *slog.Logger, stdout io.Writer) error {
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.Listen, err)
@@ -184,7 +188,7 @@ func serve(ctx context.Context, o Options, dataDir, apiKey string, eng Engine, p
 	served := make(chan error, 1)
 	go func() { served <- httpServer.Serve(limited) }()
 
-	info := Info{APIURL: baseURL, SandboxURL: baseURL, Domain: domain, APIKey: apiKey, PID: os.Getpid(), DataDir: dataDir}
+	info := Info{APIURL: baseURL, SandboxURL: baseURL, Domain: domain, APIKey: apiKey, PID: os.Getpid(), DataDir: dataDir, Runtime: runtime.Name, GVisor: runtime.GVisor}
 	infoPath := filepath.Join(dataDir, InfoFile)
 	if err := writeFileAtomic(infoPath, info); err != nil {
 		logger.Error("write server info", "path", infoPath, "err", err)

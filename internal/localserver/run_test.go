@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
 
@@ -59,7 +60,7 @@ func TestServeWritesInfoAndShutsDownCleanly(t *testing.T) {
 	var stdout testutil.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(ctx, opts, dataDir, testAPIKey, eng, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), &stdout)
+		done <- serve(ctx, opts, dataDir, testAPIKey, eng, engine.Runtime{Name: "fake"}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), &stdout)
 	}()
 	infoPath := filepath.Join(dataDir, InfoFile)
 	var info Info
@@ -72,7 +73,7 @@ func TestServeWritesInfoAndShutsDownCleanly(t *testing.T) {
 			t.Fatalf("%s not written within 30 s", infoPath)
 		}
 	}
-	if info.APIKey != testAPIKey || info.PID != os.Getpid() || !strings.HasPrefix(info.APIURL, "http://127.0.0.1:") || info.SandboxURL != info.APIURL {
+	if info.APIKey != testAPIKey || info.PID != os.Getpid() || !strings.HasPrefix(info.APIURL, "http://127.0.0.1:") || info.SandboxURL != info.APIURL || info.Runtime != "fake" {
 		t.Fatalf("info = %+v", info)
 	}
 	if out := stdout.String(); !strings.Contains(out, "E2B_API_URL="+info.APIURL+"\n") || !strings.Contains(out, "E2B_API_KEY="+testAPIKey+"\n") {
@@ -110,7 +111,7 @@ func TestServeBoundsIdleConnections(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(ctx, opts, dataDir, testAPIKey, eng, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
+		done <- serve(ctx, opts, dataDir, testAPIKey, eng, engine.Runtime{Name: "fake"}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
 	}()
 	defer func() { cancel(); <-done }() //nolint:errcheck // shutting down is TestServe's subject; here it only has to end
 	var info Info

@@ -28,10 +28,12 @@ const (
 
 // priorityPrefix is the ionice and nice part of the wrapper, with the
 // helpers the image has: a missing one is left out, not a failed start.
-// nice resets the daemon's own niceness to 0.
+// So is ionice where the kernel refuses I/O priorities (some gVisor
+// releases answer EPERM), which would fail every process. nice resets
+// the daemon's own niceness to 0.
 func priorityPrefix() string {
 	prefix := ""
-	if path, err := exec.LookPath("ionice"); err == nil {
+	if path, err := exec.LookPath("ionice"); err == nil && canSetIOPriority() {
 		prefix += fmt.Sprintf("%s -c %d -n %d ", path, ioClass, ioPriority)
 	}
 	if path, err := exec.LookPath("nice"); err == nil {
@@ -43,4 +45,18 @@ func priorityPrefix() string {
 		prefix += fmt.Sprintf("%s -n %d ", path, -niceness)
 	}
 	return prefix
+}
+
+// ioprioWhoProcess is IOPRIO_WHO_PROCESS of ioprio_set(2).
+const ioprioWhoProcess = 1
+
+// canSetIOPriority tells whether this process may set I/O priorities: it
+// sets its own to what it is.
+func canSetIOPriority() bool {
+	prio, _, errno := syscall.Syscall(syscall.SYS_IOPRIO_GET, ioprioWhoProcess, 0, 0)
+	if errno != 0 {
+		return false
+	}
+	_, _, errno = syscall.Syscall(syscall.SYS_IOPRIO_SET, ioprioWhoProcess, 0, prio)
+	return errno == 0
 }

@@ -4,6 +4,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -54,6 +55,10 @@ func Run(ctx context.Context, o RunOptions) error {
 	// subreaper of what it starts. Either way orphans are its to reap.
 	if err := becomeSubreaper(); err != nil {
 		logger.Warn("cannot become a child subreaper, orphans may stay zombies: " + err.Error())
+	}
+	// Put there only for runsc's look at /tmp, which has happened.
+	if err := os.Remove(envd.TmpKeepFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		logger.Warn("cannot remove " + envd.TmpKeepFile + ": " + err.Error())
 	}
 	if o.DeadlineFile != "" {
 		var stop context.CancelFunc

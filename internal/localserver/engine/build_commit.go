@@ -75,7 +75,7 @@ func (b *builder) commitUnstarted(ctx context.Context, from, ref string) error {
 	created, err := b.d.cli.ContainerCreate(createCtx, &container.Config{
 		Image: from, User: "0:0", Entrypoint: strslice.StrSlice{containerEnvdPath},
 		Labels: b.d.labels(kindBuild, b.spec.TemplateID, b.spec.BuildID, ""),
-	}, b.d.hostConfig(NetworkNone), nil, nil, "")
+	}, b.d.hostConfig(NetworkNone, b.d.runtime.Name), nil, nil, "")
 	cancel()
 	if err != nil {
 		return fmt.Errorf("create a container from %s: %w", from, err)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,6 +32,8 @@ type containerRequest struct {
 	memoryMB int32
 	// end, when set, is when envd ends the container (a sandbox's end).
 	end time.Time
+	// runtime, when set, replaces the server's runtime (a self-test).
+	runtime string
 }
 
 // runningContainer is a started container with envd answering.
@@ -99,7 +102,7 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 		Entrypoint: d.envdCommand(d.opts.Network),
 		Labels:     labels,
 	}
-	hc := d.hostConfig(d.opts.Network)
+	hc := d.hostConfig(d.opts.Network, cmp.Or(req.runtime, d.runtime.Name))
 	// The engine's own volume and a tmpfs: no host path, so that any
 	// engine works, local or not.
 	hc.VolumesFrom = []string{envdVolume + ":ro"}
@@ -136,6 +139,9 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 		if err := prepare(ctx, created.ID); err != nil {
 			return fail(err)
 		}
+	}
+	if err := d.keepTmp(ctx, created.ID); err != nil {
+		return fail(err)
 	}
 	if err := d.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
 		return fail(fmt.Errorf("start container from %s: %w", req.image, err))
@@ -228,8 +234,9 @@ func (d *Docker) discard(ctx context.Context, rc *runningContainer) {
 // engine's own log of its output (json-file, what SandboxLogs reads)
 // bounded, so that a container printing forever cannot fill the engine's
 // disk.
-func (d *Docker) hostConfig(network string) *container.HostConfig {
+func (d *Docker) hostConfig(network, runtime string) *container.HostConfig {
 	hc := &container.HostConfig{
+		Runtime:     runtime,
 		NetworkMode: container.NetworkMode(network),
 		SecurityOpt: []string{"no-new-privileges", d.seccompOpt},
 		LogConfig: container.LogConfig{Type: "json-file", Config: map[string]string{

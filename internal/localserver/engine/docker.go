@@ -30,6 +30,12 @@ type DockerOptions struct {
 	// Network is "none" (default: a network namespace of its own for every
 	// container) or "host". Bridge networks are never used.
 	Network string
+	// Runtime is the OCI runtime of every sandbox and build container:
+	// RuntimeAuto (gVisor when the engine offers one that passes a
+	// self-test, else the engine's default with a warning), a runtime's
+	// name (an error when the engine lacks it or its self-test fails), or
+	// empty: the engine's default, unchecked (runtime.go).
+	Runtime string
 	// Egress serves the HTTP(S) proxy offered inside containers of network
 	// "none" (CONNECT and absolute-URI requests); nil offers none.
 	Egress http.Handler
@@ -121,6 +127,9 @@ type Docker struct {
 	envdVolumes map[string]envdVolume
 	// seccompOpt hands the engine the seccomp profile (seccomp.go).
 	seccompOpt string
+	// runtime is the runtime every sandbox and build container runs under,
+	// chosen at start (runtime.go).
+	runtime Runtime
 
 	mu sync.Mutex
 	// startCmds cancels the streams that keep sandbox start commands
@@ -207,6 +216,15 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 			ErrorLog:          slog.NewLogLogger(opts.Logger.Handler(), slog.LevelDebug),
 		}
 	}
+	choice, err := d.chooseRuntime(ctx)
+	if err != nil {
+		d.Close() //nolint:contextcheck // Close bounds its clean-up with a context of its own
+		return nil, err
+	}
+	d.runtime = choice.Runtime
+	if choice.fallback != "" {
+		d.log.Warn("containers run under "+choice.Name+" and share this machine's kernel: "+choice.fallback+". Install gVisor (runsc) and register it in the engine for a kernel per sandbox (docs/guides/sandbox-security.md).", "runtime", choice.Name)
+	}
 	return d, nil
 }
 
@@ -277,9 +295,9 @@ func (d *Docker) Close() error {
 	return errors.Join(d.removeEnvdVolumes(ctx, false), d.cli.Close())
 }
 
-// Info reports the engine version, the negotiated API version, the default
-// runtime, the engine's OS and architecture, and the envd build of the
-// engine's architecture.
+// Info reports the engine version, the negotiated API version, the runtime
+// of the server's containers, the engine's OS and architecture, and the
+// envd build of the engine's architecture.
 func (d *Docker) Info(ctx context.Context) (EngineInfo, error) {
 	info, err := d.cli.Info(ctx)
 	if err != nil {
@@ -295,7 +313,7 @@ func (d *Docker) Info(ctx context.Context) (EngineInfo, error) {
 	return EngineInfo{
 		ServerVersion: info.ServerVersion,
 		APIVersion:    d.cli.ClientVersion(),
-		Runtime:       info.DefaultRuntime,
+		Runtime:       d.runtime,
 		OS:            info.OperatingSystem,
 		Arch:          info.Architecture,
 		EnvdBinary:    envdBinary,

@@ -199,6 +199,7 @@ func newTestDockerWith(t testing.TB, configure func(*DockerOptions)) *Docker {
 	}
 	opts := DockerOptions{
 		EnvdBinaries:  []string{dockerEnv.envdBin},
+		Runtime:       testutil.Runtime(),
 		LabelPrefix:   "e2b-runtime-test",
 		Instance:      randomID("inst"),
 		ReadyInterval: 200 * time.Millisecond,
@@ -374,7 +375,7 @@ func TestInfoAndMissingEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.ServerVersion == "" || info.APIVersion == "" || info.Runtime == "" {
+	if info.ServerVersion == "" || info.APIVersion == "" || info.Runtime.Name != testutil.Runtime() {
 		t.Errorf("incomplete engine info %+v", info)
 	}
 

@@ -88,8 +88,9 @@ type Sandbox struct {
 type EngineInfo struct {
 	ServerVersion string
 	APIVersion    string
-	Runtime       string
-	OS            string
+	// Runtime is the runtime of the server's sandbox and build containers.
+	Runtime Runtime
+	OS      string
 	// Arch is the engine's architecture, as the engine names it.
 	Arch string
 	// EnvdBinary is the envd build put into containers of the engine's

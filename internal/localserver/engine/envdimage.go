@@ -116,7 +116,7 @@ func (d *Docker) envdHolder(ctx context.Context, bin, arch string) (string, erro
 			Entrypoint: []string{containerEnvdPath},
 			Volumes:    map[string]struct{}{containerEnvdDir: {}},
 			Labels:     map[string]string{d.label("envd-of"): d.opts.Instance},
-		}, d.hostConfig(NetworkNone), nil, nil, name)
+		}, d.hostConfig(NetworkNone, ""), nil, nil, name)
 		switch {
 		case cerrdefs.IsConflict(err): // another start of this instance made it
 			insp, ierr := d.cli.ContainerInspect(ctx, name)

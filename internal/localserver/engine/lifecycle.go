@@ -113,6 +113,9 @@ func (d *Docker) reboot(ctx context.Context, containerID string, spec SandboxSpe
 		return err
 	}
 	d.log.Info("booting a stopped sandbox container again", "sandbox", spec.SandboxID, "container", shortID(containerID))
+	if err := d.keepTmp(ctx, containerID); err != nil {
+		return err
+	}
 	if err := d.cli.ContainerStart(ctx, containerID, container.StartOptions{}); err != nil {
 		return err
 	}

@@ -52,7 +52,7 @@ func TestHostConfigHardening(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := &Docker{seccompOpt: opt}
-	hc := d.hostConfig(NetworkNone)
+	hc := d.hostConfig(NetworkNone, "")
 	if !slices.Contains(hc.SecurityOpt, "no-new-privileges") {
 		t.Errorf("security options %q lack no-new-privileges", hc.SecurityOpt)
 	}
