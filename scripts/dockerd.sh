@@ -9,8 +9,8 @@
 # Both engines register gVisor's runsc as the runtime "runsc"
 # (write_engine_config), which servers choose by default (--runtime auto).
 #
-# Needs: $work (a short private directory: it holds a unix socket) and
-# $cache (where the engine keeps its images between runs); the repository
+# Needs: $work (a short private directory: it holds a unix socket); the
+# repository
 # root as the working directory (scripts/tools.sh).
 
 dockerd_pid=""
@@ -51,11 +51,18 @@ start_dockerd() {
 		printf '==> using the Docker engine at %s\n' "$DOCKER_HOST" >&2
 		return 0
 	fi
-	# A second run at the same time gets a data directory of its own rather
-	# than sharing a locked one.
-	local data="$cache/docker-data"
-	exec {docker_lock}>"$cache/docker-data.lock"
+	# The engine's remapped root must reach its data root: dockerd refuses
+	# one below a directory others cannot enter (a home of mode 0700,
+	# mktemp's 0700), so the data lives under /var/lib. A second run at the
+	# same time gets a data directory of its own rather than sharing a
+	# locked one.
+	local state=/var/lib/terraform-provider-e2b data
+	mkdir -p "$state"
+	chmod 0711 "$state"
+	data="$state/docker-data"
+	exec {docker_lock}>"$state/docker-data.lock"
 	if ! flock -n "$docker_lock"; then
+		chmod 0711 "$work"
 		data="$work/docker-data"
 	fi
 	ensure_dockremap
