@@ -159,7 +159,12 @@ start_isolated_dockerd() {
 	printf '==> starting an engine that shares no files at %s and %s\n' "$isolated_unix" "$isolated_tcp" >&2
 	# unshare and sh exec: $! is dockerd's PID.
 	unshare --mount --propagation private -- sh -c '
-		for d in /tmp "$HOME" "$3"; do mount -t tmpfs -o mode=0755 tmpfs "$d" || exit 1; done
+		for d in /tmp "$HOME" "$3"; do
+			# One below /tmp (a CI runner'"'"'s HOME, a checkout in /tmp) is
+			# already hidden by the tmpfs over /tmp, and no longer exists.
+			[ -d "$d" ] || continue
+			mount -t tmpfs -o mode=0755 tmpfs "$d" || exit 1
+		done
 		exec dockerd --iptables=false --ip6tables=false --bridge=none --tls=false \
 			-H "$1" -H "$2" --data-root /tmp/docker-data --exec-root /tmp/docker-exec \
 			--pidfile /tmp/docker.pid --config-file "$4"
