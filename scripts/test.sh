@@ -181,6 +181,25 @@ run_isolated_engine_tests() {
 	DOCKER_HOST="$host" E2B_TEST_RUNTIME="$runtime" go_test "$terraform" "$work/tests-$name.json" -timeout 30m -run "$run" -skip "$newer_cli_tests" "$@"
 }
 
+# isolated_runtime prints the runtime of the second engine's unix-socket
+# pass: runsc, unless gVisor cannot run a container on this machine; then
+# runc, so that the engine that shares no files is still tested; "none"
+# when no runtime can (inside an unprivileged container, such as
+# scripts/fresh-machine.sh's, cgroups are read-only). Said here and in the
+# summary.
+isolated_runtime() {
+	local rt out
+	for rt in runsc runc; do
+		if out="$(DOCKER_HOST="$isolated_unix" timeout 120 docker run --rm --runtime "$rt" --network none "$E2B_TEST_BASE_IMAGE" true 2>&1)"; then
+			echo "$rt"
+			return 0
+		fi
+		echo "test.sh: the second engine cannot run a container under $rt: ${out##*$'\n'}" >&2
+	done
+	echo none
+}
+not_run=()
+
 # --- main --------------------------------------------------------------------
 
 # gcc and libc6-dev: the race detector needs cgo. busybox-static and
@@ -258,11 +277,19 @@ check "acceptance tests (OpenTofu $("$tofu" version -json | sed -n 's/.*"terrafo
 
 if [[ "${packages[*]}" == "./..." ]]; then
 	if start_isolated_dockerd; then
-		check "acceptance, SDK and isolation tests under gVisor on an engine that shares no files" \
-			run_isolated_engine_tests isolated "$isolated_unix" runsc "^TestAcc|^TestOfficialJSSDK$|$isolation_tests" \
-			./internal/provider/... ./test/sdk/... ./internal/localserver/
-		check "build, sandbox and egress tests on an engine over TCP" \
-			run_isolated_engine_tests tcp "$isolated_tcp" runc "$tcp_tests" ./internal/localserver/
+		isolated_rt="$(isolated_runtime)"
+		if [[ $isolated_rt != runsc ]]; then
+			not_run+=("the tests under gVisor (runsc cannot run a container here)")
+		fi
+		if [[ $isolated_rt == none ]]; then
+			not_run+=("the tests on an engine that shares no files (it cannot run a container here)")
+		else
+			check "acceptance, SDK and isolation tests under $isolated_rt on an engine that shares no files" \
+				run_isolated_engine_tests isolated "$isolated_unix" "$isolated_rt" "^TestAcc|^TestOfficialJSSDK$|$isolation_tests" \
+				./internal/provider/... ./test/sdk/... ./internal/localserver/
+			check "build, sandbox and egress tests on an engine over TCP" \
+				run_isolated_engine_tests tcp "$isolated_tcp" runc "$tcp_tests" ./internal/localserver/
+		fi
 		stop_isolated_dockerd
 	else
 		failed+=("an engine that shares no files")
@@ -282,6 +309,7 @@ tests_skipped="$(count skip)"
 echo
 echo "checks passed: ${passed[*]:-none}"
 echo "checks failed: ${failed[*]:-none}"
+echo "not run on this machine: ${not_run[*]:-none}"
 echo "time: $((SECONDS - started))s"
 echo "tests: $tests_passed passed, $tests_failed failed, $tests_skipped skipped"
 ((${#failed[@]} == 0))
