@@ -19,7 +19,9 @@
 # test and the isolation tests again under gVisor (runsc) on a second engine
 # that shares none of this machine's files, and a build, a sandbox and the
 # egress proxy under runc over TCP (start_isolated_dockerd in
-# scripts/dockerd.sh). A missing prerequisite fails a
+# scripts/dockerd.sh); where that engine cannot run gVisor, or no container
+# at all (an unprivileged container), the summary lists what was not run.
+# A missing prerequisite fails a
 # test instead of skipping it (E2B_TEST_REQUIRE_ALL). Exits non-zero when
 # any of them fails, after running them all.
 set -euo pipefail
