@@ -69,13 +69,20 @@ func newWarmPool() warmPool {
 	return warmPool{ready: map[string][]pooledSandbox{}, warming: map[string]int{}, lastUsed: map[string]time.Time{}}
 }
 
-// size is the number of containers in the pool, started or starting.
+// readyCount is the number of pooled containers ready to be handed out.
 // Callers hold mu.
-func (p *warmPool) size() int {
+func (p *warmPool) readyCount() int {
 	n := 0
 	for _, list := range p.ready {
 		n += len(list)
 	}
+	return n
+}
+
+// size is the number of containers in the pool, started or starting.
+// Callers hold mu.
+func (p *warmPool) size() int {
+	n := p.readyCount()
 	for _, w := range p.warming {
 		n += w
 	}
@@ -218,11 +225,7 @@ func (s *Server) poolSize() int {
 func (s *Server) poolReady() int {
 	s.pool.mu.Lock()
 	defer s.pool.mu.Unlock()
-	n := 0
-	for _, list := range s.pool.ready {
-		n += len(list)
-	}
-	return n
+	return s.pool.readyCount()
 }
 
 // removePooled removes a pooled container and its record; a container
