@@ -73,11 +73,13 @@ func (d *Docker) EnforceDiskLimits(ctx context.Context) ([]DiskOverrun, error) {
 			errs = append(errs, fmt.Errorf("stop container %s past its disk limit: %w", shortID(c.ID), err))
 			continue
 		}
-		d.log.Warn("container stopped: its files grew past its disk limit", "container", shortID(c.ID), "kind", kind,
-			"sandbox", o.SandboxID, "build", o.BuildID, "used_mib", o.Used>>20, "limit_mib", o.Limit>>20)
 		if kind == kindSandbox {
+			// The server stops the sandbox and logs why.
 			stopped = append(stopped, o)
+			continue
 		}
+		d.log.Warn("container stopped: its files grew past its disk limit", "container", shortID(c.ID), "kind", kind,
+			"build", o.BuildID, "used_mib", o.Used>>20, "limit_mib", o.Limit>>20)
 	}
 	return stopped, errors.Join(errs...)
 }
