@@ -5,6 +5,9 @@
 #   scripts/tools.sh terraform       Terraform CLI for acceptance tests and docs
 #   scripts/tools.sh tofu            OpenTofu CLI for acceptance tests (and the
 #                                    ephemeral resource's schema in the docs)
+#   scripts/tools.sh terraform-oldest  the oldest Terraform and OpenTofu the
+#   scripts/tools.sh tofu-oldest       provider supports, on which test.sh
+#                                    runs the outside-change and upgrade tests
 #   scripts/tools.sh golangci-lint   the linter
 #   scripts/tools.sh runsc           gVisor's OCI runtime, which the scripts'
 #                                    Docker engines register (scripts/dockerd.sh)
@@ -17,6 +20,10 @@ set -euo pipefail
 
 TERRAFORM_VERSION=1.8.5
 OPENTOFU_VERSION=1.12.6
+# The oldest CLIs of the README's version table: Terraform 1.5.7, the last
+# release under the MPL, and the last patch of OpenTofu 1.8.
+TERRAFORM_OLDEST_VERSION=1.5.7
+OPENTOFU_OLDEST_VERSION=1.8.11
 GOLANGCI_LINT_VERSION=v2.15.0
 # gVisor publishes no tagged Go module versions: a pseudo-version of its
 # master branch (2026-09-05), which has the systrap platform and runs
@@ -26,17 +33,21 @@ RUNSC_VERSION=v0.0.0-20260905035102-160fafc42237
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/terraform-provider-e2b"
 
 case "${1:-}" in
-terraform)
+terraform | terraform-oldest)
 	name=terraform
-	pkg="github.com/hashicorp/terraform@v${TERRAFORM_VERSION}"
+	version=$TERRAFORM_VERSION
+	[[ $1 == terraform-oldest ]] && version=$TERRAFORM_OLDEST_VERSION
+	pkg="github.com/hashicorp/terraform@v${version}"
 	ldflags="-s -w -X github.com/hashicorp/terraform/version.dev=no"
-	dir="$cache/terraform-v${TERRAFORM_VERSION}-release"
+	dir="$cache/terraform-v${version}-release"
 	;;
-tofu)
+tofu | tofu-oldest)
 	name=tofu
-	pkg="github.com/opentofu/opentofu@v${OPENTOFU_VERSION}"
+	version=$OPENTOFU_VERSION
+	[[ $1 == tofu-oldest ]] && version=$OPENTOFU_OLDEST_VERSION
+	pkg="github.com/opentofu/opentofu@v${version}"
 	ldflags="-s -w -X github.com/opentofu/opentofu/version.dev=no"
-	dir="$cache/tofu-v${OPENTOFU_VERSION}-release"
+	dir="$cache/tofu-v${version}-release"
 	;;
 golangci-lint)
 	name=golangci-lint
@@ -51,7 +62,7 @@ runsc)
 	dir="$cache/runsc-${RUNSC_VERSION}"
 	;;
 *)
-	echo "usage: $0 terraform|tofu|golangci-lint|runsc" >&2
+	echo "usage: $0 terraform|terraform-oldest|tofu|tofu-oldest|golangci-lint|runsc" >&2
 	exit 2
 	;;
 esac
