@@ -21,7 +21,11 @@
 # egress proxy under runc over TCP (start_isolated_dockerd in
 # scripts/dockerd.sh); where that engine cannot run gVisor, or no container
 # at all (an unprivileged container), the summary lists what was not run.
-# A missing prerequisite fails a
+# The tests of what happens outside Terraform and of earlier releases'
+# states (-run '_outside|_upgrade') run again on the rest of the CLI
+# matrix: the oldest Terraform and OpenTofu supported (built from source
+# like the others) and a newer Terraform found on PATH, if any; the summary
+# gives each such pass's time. A missing prerequisite fails a
 # test instead of skipping it (E2B_TEST_REQUIRE_ALL). Exits non-zero when
 # any of them fails, after running them all.
 set -euo pipefail
@@ -154,12 +158,48 @@ run_tests() {
 # resolves unqualified provider names in its own registry's namespace.
 run_tofu_tests() {
 	local cli_packages
-	cli_packages="$(go list "${packages[@]}" | grep -x 'github.com/e2b-terraform/terraform-provider-e2b/internal/provider' || true)"
+	cli_packages="$(provider_package)"
 	if [[ -z "$cli_packages" ]]; then
 		log "no package of ${packages[*]} drives a CLI: OpenTofu pass skipped"
 		return 0
 	fi
 	TF_ACC_PROVIDER_HOST=registry.opentofu.org go_test "$tofu" "$work/tests-tofu.json" -skip "$older_cli_tests" "$cli_packages"
+}
+
+# provider_package prints the provider's package when it is among those
+# tested: the one whose tests drive a CLI.
+provider_package() {
+	go list "${packages[@]}" | grep -x 'github.com/e2b-terraform/terraform-provider-e2b/internal/provider' || true
+}
+
+# The tests of what happens outside Terraform and of states earlier releases
+# wrote run on every CLI of the matrix (README.md, "Supported Terraform and
+# OpenTofu versions"): the two passes above cover the pinned CLIs, extra
+# passes of only these tests the others.
+matrix_tests='_outside|_upgrade'
+
+# run_matrix_tests KIND CLI NAME: the matrix tests with the CLI at CLI, of
+# KIND terraform or tofu, its results in tests-NAME.json.
+run_matrix_tests() {
+	local kind="$1" cli="$2" name="$3" provider_host=registry.terraform.io
+	[[ $kind == tofu ]] && provider_host=registry.opentofu.org
+	TF_ACC_PROVIDER_HOST="$provider_host" go_test "$cli" "$work/tests-$name.json" -run "$matrix_tests" "$(provider_package)"
+}
+
+# cli_version CLI prints the version a Terraform or OpenTofu CLI reports.
+cli_version() {
+	"$1" version -json | sed -n 's/.*"terraform_version": *"\([^"]*\)".*/\1/p'
+}
+
+# newer_terraform prints the path of a Terraform on PATH newer than the
+# pinned one, if there is one: tested when present, never required.
+newer_terraform() {
+	local path version
+	path="$(command -v terraform)" || return 0
+	version="$(cli_version "$path")" || return 0
+	if [[ -n $version && $(printf '%s\n%s\n' "$version" "$(cli_version "$terraform")" | sort -V | tail -n 1) == "$version" && $version != "$(cli_version "$terraform")" ]]; then
+		echo "$path"
+	fi
 }
 
 # The tests a server on an engine that shares none of its files must pass
@@ -218,7 +258,7 @@ scripts/install-packages.sh docker.io busybox-static debootstrap git make \
 
 # The slow builds (Terraform and OpenTofu take minutes the first time) run
 # in the background while the rest is set up and checked.
-for tool in terraform tofu golangci-lint; do
+for tool in terraform tofu terraform-oldest tofu-oldest golangci-lint; do
 	scripts/tools.sh "$tool" >"$work/$tool.path" 2>"$work/$tool.log" &
 	eval "${tool//-/_}_job=\$!"
 done
@@ -274,8 +314,33 @@ else
 	log "generated files and release target checks skipped: they cover the whole repository"
 fi
 
-check "go test (Terraform $("$terraform" version -json | sed -n 's/.*"terraform_version": *"\([^"]*\)".*/\1/p'))" run_tests
-check "acceptance tests (OpenTofu $("$tofu" version -json | sed -n 's/.*"terraform_version": *"\([^"]*\)".*/\1/p'))" run_tofu_tests
+check "go test (Terraform $(cli_version "$terraform"))" run_tests
+check "acceptance tests (OpenTofu $(cli_version "$tofu"))" run_tofu_tests
+
+# The CLI matrix: the outside-change and upgrade tests on the oldest
+# Terraform and OpenTofu supported and on a newer Terraform found on PATH.
+# Each pass's time is in the summary (they should stay a few minutes).
+wait_tool "$terraform_oldest_job" terraform-oldest
+wait_tool "$tofu_oldest_job" tofu-oldest
+matrix=("terraform $(cat "$work/terraform-oldest.path")" "tofu $(cat "$work/tofu-oldest.path")")
+newer="$(newer_terraform)"
+if [[ -n $newer ]]; then
+	matrix+=("terraform $newer")
+else
+	log "no Terraform newer than $(cli_version "$terraform") on PATH: its matrix pass is not run"
+fi
+matrix_times=()
+if [[ -n "$(provider_package)" ]]; then
+	for entry in "${matrix[@]}"; do
+		read -r kind cli <<<"$entry"
+		version="$(cli_version "$cli")"
+		pass_started=$SECONDS
+		check "outside-change and upgrade tests ($kind $version)" run_matrix_tests "$kind" "$cli" "matrix-$kind-$version"
+		matrix_times+=("$kind $version: $((SECONDS - pass_started))s;")
+	done
+else
+	log "no package of ${packages[*]} drives a CLI: the CLI matrix is skipped"
+fi
 
 if [[ "${packages[*]}" == "./..." ]]; then
 	if start_isolated_dockerd; then
@@ -312,6 +377,6 @@ echo
 echo "checks passed: ${passed[*]:-none}"
 echo "checks failed: ${failed[*]:-none}"
 echo "not run on this machine: ${not_run[*]:-none}"
-echo "time: $((SECONDS - started))s"
+echo "time: $((SECONDS - started))s (CLI matrix passes: ${matrix_times[*]:-none})"
 echo "tests: $tests_passed passed, $tests_failed failed, $tests_skipped skipped"
 ((${#failed[@]} == 0))
