@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -48,30 +47,25 @@ func loadUpgradeFixture(t *testing.T, commit, fixtureCase string) upgradeFixture
 	return upgradeFixture{config: strings.ReplaceAll(string(config), fixtureName, name), state: state, name: name}
 }
 
-// upgradeConfig is srv's provider and the fixture's configuration, its state
-// kept at statePath, the provider under the address the fixture's state names
+// upgradeWorkspace makes terraform-plugin-testing serve the provider under
+// the namespace of its released address, the one the fixtures' states name
 // (registry.terraform.io/e2b-terraform/e2b; OpenTofu reads that address as its
-// own registry's, as it does for any state Terraform wrote). The test must
-// serve the provider there: see serveAsReleased.
-func upgradeConfig(srv *acctest.Server, statePath, config string) string {
-	return fmt.Sprintf(`
-terraform {
-  backend "local" {
-    path = %q
-  }
-  required_providers {
-    e2b = {
-      source = "e2b-terraform/e2b"
-    }
-  }
-}
-`, statePath) + srv.ProviderConfig() + config
-}
-
-// serveAsReleased makes terraform-plugin-testing serve the provider under the
-// namespace of its released address, the one the fixtures' states name.
-func serveAsReleased(t *testing.T) {
+// own registry's, as it does in any state Terraform wrote), and keep its
+// working directory under a directory of the test's. It returns the path of
+// the state file there, which is known once the first step ran.
+func upgradeWorkspace(t *testing.T) func() string {
 	t.Setenv(tfresource.EnvTfAccProviderNamespace, "e2b-terraform")
+	dir := t.TempDir()
+	t.Setenv("TF_ACC_TEMP_DIR", dir)
+	return func() string {
+		t.Helper()
+		found, err := filepath.Glob(filepath.Join(dir, "plugintest*", "work*", "terraform.tfstate"))
+		acctest.Must(t, err)
+		if len(found) != 1 {
+			t.Fatalf("want one state file of the test's working directory under %s, found %q", dir, found)
+		}
+		return found[0]
+	}
 }
 
 // serverAssigned are the attributes whose values the server chose: the only
@@ -129,13 +123,13 @@ func installFixture(t *testing.T, f upgradeFixture, statePath string) {
 // exist begins with: the fixture's configuration applied with this provider
 // (the objects made anew), then its state installed in place of the one that
 // apply wrote, and a plan of it: nothing to change.
-func upgradeSteps(t *testing.T, srv *acctest.Server, f upgradeFixture, statePath string) []tfresource.TestStep {
+func upgradeSteps(t *testing.T, srv *acctest.Server, f upgradeFixture, statePath func() string) []tfresource.TestStep {
 	t.Helper()
-	config := upgradeConfig(srv, statePath, f.config)
+	config := srv.ProviderConfig() + f.config
 	return []tfresource.TestStep{
 		{Config: config},
 		{
-			PreConfig: func() { installFixture(t, f, statePath) },
+			PreConfig: func() { installFixture(t, f, statePath()) },
 			Config:    config,
 			PlanOnly:  true,
 		},
@@ -160,15 +154,14 @@ func recreated(addresses ...string) tfresource.ConfigPlanChecks {
 // Terraform: the plan creates all three again, and the apply converges.
 func TestAccTemplate_upgradeDeleted(t *testing.T) {
 	srv := localServer(t)
-	serveAsReleased(t)
+	statePath := upgradeWorkspace(t)
 	f := loadUpgradeFixture(t, "61e4dda", "ready")
-	statePath := filepath.Join(t.TempDir(), "terraform.tfstate")
 	api := testAPI(t, srv)
 	tfresource.Test(t, tfresource.TestCase{
 		ProtoV6ProviderFactories: factories(),
 		Steps: append(upgradeSteps(t, srv, f, statePath), tfresource.TestStep{
 			PreConfig:        func() { acctest.Must(t, api.DeleteTemplate(context.Background(), f.name)) },
-			Config:           upgradeConfig(srv, statePath, f.config),
+			Config:           srv.ProviderConfig() + f.config,
 			ConfigPlanChecks: recreated("e2b_template.t", "e2b_template_build.b", "e2b_alias.prod"),
 		}),
 	})
@@ -179,15 +172,14 @@ func TestAccTemplate_upgradeDeleted(t *testing.T) {
 // the alias again, and the apply converges.
 func TestAccAlias_upgradeDeleted(t *testing.T) {
 	srv := localServer(t)
-	serveAsReleased(t)
+	statePath := upgradeWorkspace(t)
 	f := loadUpgradeFixture(t, "61e4dda", "ready")
-	statePath := filepath.Join(t.TempDir(), "terraform.tfstate")
 	api := testAPI(t, srv)
 	tfresource.Test(t, tfresource.TestCase{
 		ProtoV6ProviderFactories: factories(),
 		Steps: append(upgradeSteps(t, srv, f, statePath), tfresource.TestStep{
 			PreConfig:        func() { acctest.Must(t, api.DeleteTags(context.Background(), f.name, []string{"prod"})) },
-			Config:           upgradeConfig(srv, statePath, f.config),
+			Config:           srv.ProviderConfig() + f.config,
 			ConfigPlanChecks: recreated("e2b_alias.prod"),
 		}),
 	})
@@ -199,9 +191,8 @@ func TestAccAlias_upgradeDeleted(t *testing.T) {
 // apply, and the next plan is empty.
 func TestAccTemplateBuild_upgradeFailed(t *testing.T) {
 	srv := localServer(t)
-	serveAsReleased(t)
+	statePath := upgradeWorkspace(t)
 	f := loadUpgradeFixture(t, "61e4dda", "failed")
-	statePath := filepath.Join(t.TempDir(), "terraform.tfstate")
 	fixed := strings.Replace(f.config, `"exit 3"`, `"echo fixed"`, 1)
 	if fixed == f.config {
 		t.Fatal(`the failed fixture's main.tf has no step "exit 3" to fix`)
@@ -211,12 +202,12 @@ func TestAccTemplateBuild_upgradeFailed(t *testing.T) {
 		Steps: []tfresource.TestStep{
 			{
 				// The failed build made anew, with the state the apply writes on failure.
-				Config:      upgradeConfig(srv, statePath, f.config),
+				Config:      srv.ProviderConfig() + f.config,
 				ExpectError: regexp.MustCompile(`(?s)Build failed.*exit 3`),
 			},
 			{
-				PreConfig: func() { installFixture(t, f, statePath) },
-				Config:    upgradeConfig(srv, statePath, fixed),
+				PreConfig: func() { installFixture(t, f, statePath()) },
+				Config:    srv.ProviderConfig() + fixed,
 				ConfigPlanChecks: tfresource.ConfigPlanChecks{
 					PreApply:             []plancheck.PlanCheck{plancheck.ExpectResourceAction("e2b_template_build.b", plancheck.ResourceActionCreate)},
 					PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
