@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
 // The upgrade tests start from a state an earlier build of the provider wrote
@@ -119,70 +120,59 @@ func installFixture(t *testing.T, f upgradeFixture, statePath string) {
 	acctest.Must(t, os.WriteFile(statePath, []byte(strings.NewReplacer(pairs...).Replace(string(f.state))), 0o600))
 }
 
-// upgradeSteps are the steps every upgrade test of a fixture whose objects
-// exist begins with: the fixture's configuration applied with this provider
-// (the objects made anew), then its state installed in place of the one that
-// apply wrote, and a plan of it: nothing to change.
-func upgradeSteps(t *testing.T, srv *acctest.Server, f upgradeFixture, statePath func() string) []tfresource.TestStep {
-	t.Helper()
+// testUpgradeDeleted starts from the ready fixture of commit: the fixture's
+// configuration applied with this provider (the objects made anew), its state
+// installed in place of the one that apply wrote, and a plan of it: nothing to
+// change. Then deleteOutside deletes objects outside Terraform (the API
+// client, the test's template name): the plan creates those at addresses
+// again, and the apply converges.
+func testUpgradeDeleted(t *testing.T, commit string, deleteOutside func(*e2bapi.Client, string) error, addresses ...string) {
+	srv := localServer(t)
+	statePath := upgradeWorkspace(t)
+	f := loadUpgradeFixture(t, commit, "ready")
+	api := testAPI(t, srv)
 	config := srv.ProviderConfig() + f.config
-	return []tfresource.TestStep{
-		{Config: config},
-		{
-			PreConfig: func() { installFixture(t, f, statePath()) },
-			Config:    config,
-			PlanOnly:  true,
-		},
-	}
-}
-
-// recreated is the plan after everything the fixture made was deleted outside
-// Terraform: each of them created again.
-func recreated(addresses ...string) tfresource.ConfigPlanChecks {
-	var checks []plancheck.PlanCheck
+	var afterDelete []plancheck.PlanCheck
 	for _, a := range addresses {
-		checks = append(checks, plancheck.ExpectResourceAction(a, plancheck.ResourceActionCreate))
+		afterDelete = append(afterDelete, plancheck.ExpectResourceAction(a, plancheck.ResourceActionCreate))
 	}
-	return tfresource.ConfigPlanChecks{
-		PreApply:             checks,
-		PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
-	}
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{
+			{Config: config},
+			{
+				PreConfig: func() { installFixture(t, f, statePath()) },
+				Config:    config,
+				PlanOnly:  true,
+			},
+			{
+				PreConfig: func() { acctest.Must(t, deleteOutside(api, f.name)) },
+				Config:    config,
+				ConfigPlanChecks: tfresource.ConfigPlanChecks{
+					PreApply:             afterDelete,
+					PostApplyPostRefresh: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
+				},
+			},
+		},
+	})
 }
 
 // TestAccTemplate_upgradeDeleted plans a template, its build and an alias from
 // the release before resource identity, then deletes the template outside
-// Terraform: the plan creates all three again, and the apply converges.
+// Terraform: the plan creates all three again.
 func TestAccTemplate_upgradeDeleted(t *testing.T) {
-	srv := localServer(t)
-	statePath := upgradeWorkspace(t)
-	f := loadUpgradeFixture(t, "61e4dda", "ready")
-	api := testAPI(t, srv)
-	tfresource.Test(t, tfresource.TestCase{
-		ProtoV6ProviderFactories: factories(),
-		Steps: append(upgradeSteps(t, srv, f, statePath), tfresource.TestStep{
-			PreConfig:        func() { acctest.Must(t, api.DeleteTemplate(context.Background(), f.name)) },
-			Config:           srv.ProviderConfig() + f.config,
-			ConfigPlanChecks: recreated("e2b_template.t", "e2b_template_build.b", "e2b_alias.prod"),
-		}),
-	})
+	testUpgradeDeleted(t, "61e4dda", func(api *e2bapi.Client, name string) error {
+		return api.DeleteTemplate(context.Background(), name)
+	}, "e2b_template.t", "e2b_template_build.b", "e2b_alias.prod")
 }
 
 // TestAccAlias_upgradeDeleted plans the state of the release before resource
 // identity, then deletes the alias's tag outside Terraform: the plan creates
-// the alias again, and the apply converges.
+// the alias again.
 func TestAccAlias_upgradeDeleted(t *testing.T) {
-	srv := localServer(t)
-	statePath := upgradeWorkspace(t)
-	f := loadUpgradeFixture(t, "61e4dda", "ready")
-	api := testAPI(t, srv)
-	tfresource.Test(t, tfresource.TestCase{
-		ProtoV6ProviderFactories: factories(),
-		Steps: append(upgradeSteps(t, srv, f, statePath), tfresource.TestStep{
-			PreConfig:        func() { acctest.Must(t, api.DeleteTags(context.Background(), f.name, []string{"prod"})) },
-			Config:           srv.ProviderConfig() + f.config,
-			ConfigPlanChecks: recreated("e2b_alias.prod"),
-		}),
-	})
+	testUpgradeDeleted(t, "61e4dda", func(api *e2bapi.Client, name string) error {
+		return api.DeleteTags(context.Background(), name, []string{"prod"})
+	}, "e2b_alias.prod")
 }
 
 // TestAccTemplateBuild_upgradeFailed starts from the state the release before
