@@ -361,8 +361,7 @@ func (r *templateBuildResource) Create(ctx context.Context, req resource.CreateR
 	ctx = r.data.logContext(ctx)
 	timeout, d := plan.Timeouts.Create(ctx, defaultBuildTimeout)
 	resp.Diagnostics.Append(d...)
-	// Planned again: the tree must be the one the plan showed.
-	b := planBuild(ctx, &plan, &resp.Diagnostics)
+	b := applyBuild(ctx, &plan, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -372,14 +371,6 @@ func (r *templateBuildResource) Create(ctx context.Context, req resource.CreateR
 	}
 	if resp.Diagnostics.Append(addWriteOnlySecrets(ctx, req.Config, b.Start.FromImageRegistry)...); resp.Diagnostics.HasError() {
 		return
-	}
-	if !plan.CopyHashes.IsUnknown() {
-		var planned []string
-		resp.Diagnostics.Append(plan.CopyHashes.ElementsAs(ctx, &planned, false)...)
-		addIssues(&resp.Diagnostics, b.CheckHashes(planned))
-		if resp.Diagnostics.HasError() {
-			return
-		}
 	}
 	plan.CopyHashes, d = types.ListValueFrom(ctx, types.StringType, b.Hashes())
 	resp.Diagnostics.Append(d...)

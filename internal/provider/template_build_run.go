@@ -88,8 +88,12 @@ func addRunError(diags *diag.Diagnostics, err error, templateID, buildID string)
 	var failed *templatebuild.FailedError
 	var timeout *templatebuild.TimeoutError
 	var runErr *templatebuild.Error
+	var changed *templatebuild.PlanError
 	switch {
 	case err == nil:
+	case errors.As(err, &changed):
+		// COPY files changed since the plan, found as their archives were spooled.
+		addIssues(diags, changed)
 	case errors.As(err, &failed):
 		diags.AddError("Build failed", failed.Error())
 	case errors.As(err, &timeout):

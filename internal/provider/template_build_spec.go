@@ -345,14 +345,39 @@ func stepFromModel(ctx context.Context, s stepModel) (step templatebuild.Step, k
 	return step, true, nil
 }
 
-// planBuild plans the build the model configures: nil when a value is not known yet.
+// planBuild plans the build the model configures, hashing its COPY sources: nil when a
+// value is not known yet.
 func planBuild(ctx context.Context, m *templateBuildModel, diags *diag.Diagnostics) *templatebuild.Build {
+	return resolveBuild(ctx, m, diags, func(spec templatebuild.Spec) (*templatebuild.Build, error) {
+		return templatebuild.Plan(ctx, spec, tflogLogger{})
+	})
+}
+
+// applyBuild is the build an apply runs: the one the plan showed, from its copy_hashes
+// (templatebuild.Planned walks no context: the upload's walk checks the files against
+// them), or planned now when the plan could not hash the files.
+func applyBuild(ctx context.Context, m *templateBuildModel, diags *diag.Diagnostics) *templatebuild.Build {
+	if m.CopyHashes.IsUnknown() || m.CopyHashes.IsNull() {
+		return planBuild(ctx, m, diags)
+	}
+	var hashes []string
+	diags.Append(m.CopyHashes.ElementsAs(ctx, &hashes, false)...)
+	return resolveBuild(ctx, m, diags, func(spec templatebuild.Spec) (*templatebuild.Build, error) {
+		return templatebuild.Planned(ctx, spec, hashes, tflogLogger{})
+	})
+}
+
+// resolveBuild resolves the build the model configures with resolve: nil when a value is
+// not known yet.
+func resolveBuild(ctx context.Context, m *templateBuildModel, diags *diag.Diagnostics,
+	resolve func(templatebuild.Spec) (*templatebuild.Build, error),
+) *templatebuild.Build {
 	spec, known, d := buildSpec(ctx, m)
 	diags.Append(d...)
 	if !known || diags.HasError() {
 		return nil
 	}
-	b, err := templatebuild.Plan(ctx, spec, tflogLogger{})
+	b, err := resolve(spec)
 	addIssues(diags, err)
 	if b != nil {
 		for _, w := range b.Warnings {
