@@ -11,7 +11,7 @@ import (
 )
 
 // planChange plans an e2b_template_build that has a state: an imported build is adopted
-// or replaced (common_build_import.go), a build whose content changed is replaced, and
+// or replaced (template_build_import.go), a build whose content changed is replaced, and
 // the same content at another path plans nothing.
 func planChange(ctx context.Context, plan, state *templateBuildModel, hashes types.List, dockerfileHash, specHash types.String,
 	private privateState, resp *resource.ModifyPlanResponse,

@@ -1,26 +1,19 @@
 package provider
 
-// The configured build of e2b_template_build: the nested schemas and models of its
-// steps and registry credentials, and the configuration as the templatebuild.Spec that
-// package templatebuild plans and runs.
+// The configured build of e2b_template_build: the models of its steps and registry
+// credentials, and the configuration as the templatebuild.Spec that package
+// templatebuild plans, or resolves from the plan's hashes for an apply.
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 
-	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -67,124 +60,6 @@ type copyStepModel struct {
 	Mode            types.String `tfsdk:"mode"`
 	ResolveSymlinks types.Bool   `tfsdk:"resolve_symlinks"`
 	ForceUpload     types.Bool   `tfsdk:"force_upload"`
-}
-
-var modePattern = regexp.MustCompile(`^0?[0-7]{3}$`)
-
-// stepsAttribute is the schema of steps: one nested object per step model.
-func stepsAttribute() schema.ListNestedAttribute {
-	return schema.ListNestedAttribute{
-		MarkdownDescription: "Build steps, run in order (after a `dockerfile`'s own). Each step sets exactly one of " +
-			"`run`, `copy`, `env`, `workdir` and `user`, and may set `skip_cache`.",
-		Optional: true,
-		NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-			"run": schema.SingleNestedAttribute{
-				MarkdownDescription: "Run a shell command (`bash -l -c`); a non-zero exit fails the build. " +
-					"Exactly one of `command` and `commands` is required.",
-				Optional: true,
-				Attributes: map[string]schema.Attribute{
-					"command": schema.StringAttribute{
-						MarkdownDescription: "The command.",
-						Optional:            true,
-					},
-					"commands": schema.ListAttribute{
-						MarkdownDescription: "Commands joined with ` && ` into one step, as the SDK's `runCmd([...])`: the first to fail stops the step.",
-						ElementType:         types.StringType,
-						Optional:            true,
-						Validators:          []validator.List{listvalidator.SizeAtLeast(1), listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
-					},
-					"user": schema.StringAttribute{MarkdownDescription: "User to run it as, for this step only.", Optional: true},
-				},
-			},
-			"copy": schema.SingleNestedAttribute{
-				MarkdownDescription: "Copy files from `context` into the template, with Docker's COPY semantics.",
-				Optional:            true,
-				Attributes: map[string]schema.Attribute{
-					"src": schema.StringAttribute{
-						MarkdownDescription: "Source relative to `context`: a file, a directory or a glob (`*`, `?`, `[...]`, `**`). It must stay inside the context.",
-						Required:            true,
-						Validators:          []validator.String{stringCheck{"must be a relative path inside the context", templatebuild.CheckCopySource}},
-					},
-					"dest": schema.StringAttribute{MarkdownDescription: "Destination; a trailing `/` copies into that directory.", Required: true},
-					"user": schema.StringAttribute{MarkdownDescription: "Owner (`user` or `user:group`) of the copied files; defaults to the current user.", Optional: true},
-					"mode": schema.StringAttribute{
-						MarkdownDescription: "Octal permissions applied to the copied files, such as `0755`.",
-						Optional:            true,
-						Validators:          []validator.String{stringvalidator.RegexMatches(modePattern, "must be octal permissions such as 0755")},
-					},
-					"resolve_symlinks": schema.BoolAttribute{
-						MarkdownDescription: "Copy what symlinks inside the context point to instead of the links. Defaults to `false`.",
-						Optional:            true,
-					},
-					"force_upload": schema.BoolAttribute{
-						MarkdownDescription: "Upload the files even when E2B already has an archive with their files hash, and " +
-							"run this step without the layer cache (the SDK's `forceUpload`; E2B then rebuilds every later " +
-							"step too, as after any uncached one). Defaults to `false`.",
-						Optional: true,
-					},
-				},
-			},
-			"env": schema.MapAttribute{
-				MarkdownDescription: "Environment variables for later steps and for sandboxes (`$VAR` is expanded).",
-				ElementType:         types.StringType,
-				Optional:            true,
-			},
-			"workdir": schema.StringAttribute{MarkdownDescription: "Working directory for later steps and sandboxes; created when missing.", Optional: true},
-			"user":    schema.StringAttribute{MarkdownDescription: "User for later steps and sandboxes; created when missing.", Optional: true},
-			"skip_cache": schema.BoolAttribute{
-				MarkdownDescription: "Run this step and every later one without E2B's layer cache (the SDK's " +
-					"`skipCache()`), such as to fetch the newest packages again. Defaults to `false`.",
-				Optional: true,
-			},
-		}},
-		Validators:    []validator.List{listvalidator.SizeAtLeast(1), oneStepKind{}},
-		PlanModifiers: []planmodifier.List{replaceUnlessImported{}},
-	}
-}
-
-// registryAttributes are the attributes of from_image_registry: each secret is either a
-// plain attribute (kept in the state) or a write-only one with the version that makes a
-// change of it plannable.
-func registryAttributes() map[string]schema.Attribute {
-	attrs := map[string]schema.Attribute{
-		"type": schema.StringAttribute{
-			MarkdownDescription: "`registry`, `aws` or `gcp`.",
-			Required:            true,
-			Validators:          []validator.String{stringvalidator.OneOf("registry", "aws", "gcp")},
-		},
-		"username":          schema.StringAttribute{MarkdownDescription: "Registry user (`registry`).", Optional: true},
-		"aws_access_key_id": schema.StringAttribute{MarkdownDescription: "AWS access key ID (`aws`).", Optional: true},
-		"aws_region":        schema.StringAttribute{MarkdownDescription: "AWS region (`aws`).", Optional: true},
-	}
-	for _, secret := range []struct{ name, what string }{
-		{"password", "Registry password (`registry`)"},
-		{"aws_secret_access_key", "AWS secret access key (`aws`)"},
-		{"service_account_json", "GCP service account key as JSON (`gcp`)"},
-	} {
-		plain, wo, version := secret.name, secret.name+"_wo", secret.name+"_wo_version"
-		sibling := func(name string) path.Expression { return path.MatchRelative().AtParent().AtName(name) }
-		attrs[plain] = schema.StringAttribute{
-			MarkdownDescription: secret.what + ". Kept in the state; prefer `" + wo + "`.",
-			Optional:            true,
-			Sensitive:           true,
-			Validators:          []validator.String{stringvalidator.ConflictsWith(sibling(wo))},
-		}
-		attrs[wo] = schema.StringAttribute{
-			MarkdownDescription: secret.what + ", write-only (Terraform/OpenTofu 1.11+): sent to E2B, never stored. " +
-				"Requires `" + version + "`.",
-			Optional:   true,
-			Sensitive:  true,
-			WriteOnly:  true,
-			Validators: []validator.String{stringvalidator.AlsoRequires(sibling(version))},
-		}
-		attrs[version] = schema.Int64Attribute{
-			MarkdownDescription: "Version of `" + wo + "`: the secret itself is not stored, so changing this number " +
-				"is what makes a new build with a changed secret.",
-			Optional:   true,
-			Validators: []validator.Int64{int64validator.AlsoRequires(sibling(wo))},
-		}
-	}
-	return attrs
 }
 
 // buildSpec turns the configuration into the build templatebuild plans and runs. known
