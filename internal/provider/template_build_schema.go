@@ -34,9 +34,9 @@ const templateBuildDescription = "One build of an E2B template: a base (`from_im
 	"**Planning** hashes every COPY source (see the hashing guide): the hashes are shown in `copy_hashes`, " +
 	"and a changed hash, like any changed argument, replaces the build. An unchanged context plans nothing, " +
 	"also from a fresh clone with other modification times and umask. Nothing is uploaded during a plan.\n\n" +
-	"**Apply** checks that the context still has the planned hashes, uploads only the COPY archives E2B " +
-	"does not have yet, starts the build and follows it to the end, logging every build log line. The " +
-	"build ID is saved in the state before waiting, so a build whose apply timed out is still tracked: " +
+	"**Apply** uploads only the COPY archives E2B does not have yet, each checked against its planned hash " +
+	"as it is written (one read of the context; an archive E2B has is the one the plan hashed), starts " +
+	"the build and follows it to the end, logging every build log line. The build ID is saved in the state before waiting, so a build whose apply timed out is still tracked: " +
 	"the apply fails (a CI run does not pass on an unfinished build), the build goes on, and the next " +
 	"apply waits for that build instead of building again (see `timeouts`).\n\n" +
 	"**Reuse** (`reuse = true`): a build whose `spec_hash` a ready build of the template already carries " +
