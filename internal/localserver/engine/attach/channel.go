@@ -1,45 +1,86 @@
-package engine
+package attach
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	docker "github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/relay"
 )
 
-// ErrPortNotRelayed is the answer for a port other than envd's in a
-// host-network container: there the sandbox's loopback is the host's, and
-// relaying to it would open every host loopback service to whoever can
-// reach the sandbox proxy.
-var ErrPortNotRelayed = errors.New("with host networking only envd's port is relayed; the sandbox's ports are the host's own")
+// Channels holds the server's end of every container it runs, by Key: the
+// attachments, their channels and the egress proxy served on them.
+type Channels struct {
+	cli *docker.Client
+	log *slog.Logger
+	// egress serves the egress proxy on the egress streams of every channel
+	// of a container of network none; nil when there is none.
+	egress *http.Server
 
-// attachment is the server's end of one container: its channel (package
+	mu       sync.Mutex
+	attached map[string]*Attachment
+}
+
+// NewChannels returns the attachments of a server reaching its containers
+// through cli; egress, when not nil, is the proxy offered inside containers
+// of network none (CONNECT and absolute-URI requests).
+func NewChannels(cli *docker.Client, egress http.Handler, log *slog.Logger) *Channels {
+	c := &Channels{cli: cli, log: log, attached: map[string]*Attachment{}}
+	if egress != nil {
+		c.egress = &http.Server{
+			Handler:           egress,
+			ReadHeaderTimeout: 30 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+			MaxHeaderBytes:    64 << 10,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		}
+	}
+	return c
+}
+
+// Egress tells whether containers of network none are offered the egress
+// proxy (envd then listens for it: EnvdCommand).
+func (c *Channels) Egress() bool { return c.egress != nil }
+
+// Key names the attachment of a container: its kind and the build or
+// sandbox ID it runs.
+func Key(kind, id string) string { return kind + "/" + id }
+
+// Attachment is the server's end of one container: its channel (package
 // relay), opened through the engine's exec API when first needed and again
 // whenever it ended (a server restart, a killed agent, a rebooted
-// container), and the sandbox's end, handed to the agent on every new
-// channel.
-type attachment struct {
+// container), the sandbox's end, handed to the agent on every new
+// channel, and the one envd client of the container.
+type Attachment struct {
+	owner       *Channels
 	containerID string
 	network     string
+	envd        *client.Client
 
 	mu      sync.Mutex
 	ch      *relay.Channel // nil or ended: open a new one
+	token   string         // the access token every envd request carries
 	end     time.Time      // the sandbox's end as last set; zero: none
 	endSet  bool
 	paused  bool // frozen: no channel can be opened, ends wait for the thaw
 	closing bool
-	// overrun is set when EnforceDiskLimits stopped the container.
-	overrun *DiskOverrun
+	// overrun is set when the engine stopped the container for its disk
+	// limit.
+	overrun *engine.DiskOverrun
 }
 
 // maxEgressConns bounds one container's open egress connections.
@@ -48,30 +89,66 @@ const maxEgressConns = 256
 // openTimeout bounds starting a channel agent and its hello.
 const openTimeout = 30 * time.Second
 
-func attachKey(kind, id string) string { return kind + "/" + id }
-
-// attach records the container of key as this server's to reach.
-func (d *Docker) attach(key, containerID, network string) *attachment {
-	a := &attachment{containerID: containerID, network: network}
-	d.mu.Lock()
-	old := d.attached[key]
-	d.attached[key] = a
-	d.mu.Unlock()
+// Attach records the container of key as this server's to reach, ending
+// the channel of a container it replaces. A non-zero end is the sandbox's,
+// handed to the agent of its first channel.
+func (c *Channels) Attach(key, containerID, network string, end time.Time) *Attachment {
+	a := &Attachment{owner: c, containerID: containerID, network: network}
+	if !end.IsZero() {
+		a.end, a.endSet = end, true
+	}
+	a.envd = newEnvdClient(a)
+	c.mu.Lock()
+	old := c.attached[key]
+	c.attached[key] = a
+	c.mu.Unlock()
 	if old != nil {
 		old.close()
 	}
 	return a
 }
 
-func (d *Docker) attachment(key string) *attachment {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.attached[key]
+// Get is the attachment of key; nil when there is none.
+func (c *Channels) Get(key string) *Attachment {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.attached[key]
 }
+
+// Detach forgets the container of key and ends its channel.
+func (c *Channels) Detach(key string) {
+	c.mu.Lock()
+	a := c.attached[key]
+	delete(c.attached, key)
+	c.mu.Unlock()
+	if a != nil {
+		a.close()
+	}
+}
+
+// Close ends every channel and the egress proxy.
+func (c *Channels) Close() {
+	c.mu.Lock()
+	atts := c.attached
+	c.attached = map[string]*Attachment{}
+	c.mu.Unlock()
+	for _, a := range atts {
+		a.close()
+	}
+	if c.egress != nil {
+		c.egress.Close()
+	}
+}
+
+// ContainerID is the attached container's.
+func (a *Attachment) ContainerID() string { return a.containerID }
+
+// Network is the attached container's network mode.
+func (a *Attachment) Network() string { return a.network }
 
 // channel returns the container's open channel, opening one when there is
 // none (or it ended).
-func (d *Docker) channel(ctx context.Context, a *attachment) (*relay.Channel, error) {
+func (a *Attachment) channel(ctx context.Context) (*relay.Channel, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closing {
@@ -91,7 +168,7 @@ func (d *Docker) channel(ctx context.Context, a *attachment) (*relay.Channel, er
 	// starts slowly on a busy engine would be started again and again.
 	openCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), openTimeout)
 	defer cancel()
-	ch, err := d.openChannel(openCtx, a.containerID, a.network)
+	ch, err := a.owner.open(openCtx, a.containerID, a.network)
 	if err != nil {
 		return nil, err
 	}
@@ -101,27 +178,27 @@ func (d *Docker) channel(ctx context.Context, a *attachment) (*relay.Channel, er
 			return nil, fmt.Errorf("hand the sandbox's end to its channel: %w", err)
 		}
 	}
-	if d.egress != nil && a.network == NetworkNone {
-		go func() { _ = d.egress.Serve(relay.LimitListener(ch.Egress(), maxEgressConns)) }()
+	if egress := a.owner.egress; egress != nil && a.network == engine.NetworkNone {
+		go func() { _ = egress.Serve(relay.LimitListener(ch.Egress(), maxEgressConns)) }()
 	}
 	a.ch = ch
 	return ch, nil
 }
 
-// openChannel starts `envd ... --channel` in the container through the
-// engine's exec API, as root, and opens the channel on its standard
-// streams. Only the engine holds them: no other process of the container
-// can speak for the agent.
-func (d *Docker) openChannel(ctx context.Context, containerID, network string) (*relay.Channel, error) {
-	exec, err := d.cli.ContainerExecCreate(ctx, containerID, container.ExecOptions{
+// open starts `envd ... --channel` in the container through the engine's
+// exec API, as root, and opens the channel on its standard streams. Only
+// the engine holds them: no other process of the container can speak for
+// the agent.
+func (c *Channels) open(ctx context.Context, containerID, network string) (*relay.Channel, error) {
+	exec, err := c.cli.ContainerExecCreate(ctx, containerID, container.ExecOptions{
 		User: "0:0", AttachStdin: true, AttachStdout: true, AttachStderr: true,
-		Cmd: append(d.envdCommand(network), "--channel"),
+		Cmd: append(EnvdCommand(network, c.Egress()), "--channel"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start the channel agent: %w", err)
 	}
 	// Not on ctx: the channel outlives the request that opened it.
-	hj, err := d.cli.ContainerExecAttach(context.WithoutCancel(ctx), exec.ID, container.ExecAttachOptions{})
+	hj, err := c.cli.ContainerExecAttach(context.WithoutCancel(ctx), exec.ID, container.ExecAttachOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("start the channel agent: %w", err)
 	}
@@ -129,13 +206,13 @@ func (d *Docker) openChannel(ctx context.Context, containerID, network string) (
 	go func() {
 		// Non-TTY exec output is framed (stdout and stderr apart); the
 		// agent's stderr is only its error messages.
-		_, err := stdcopy.StdCopy(outW, logWriter{d, containerID}, hj.Reader)
+		_, err := stdcopy.StdCopy(outW, logWriter{c.log, containerID}, hj.Reader)
 		outW.CloseWithError(err)
 	}()
 	rwc := execConn{out: out, hj: hj.Conn, close: hj.Close}
 	ch, err := relay.Open(ctx, rwc)
 	if err != nil {
-		return nil, fmt.Errorf("container %s: %w", shortID(containerID), err)
+		return nil, fmt.Errorf("container %s: %w", ShortID(containerID), err)
 	}
 	return ch, nil
 }
@@ -156,29 +233,33 @@ func (c execConn) Close() error {
 
 // logWriter logs what the agent writes to its stderr.
 type logWriter struct {
-	d           *Docker
+	log         *slog.Logger
 	containerID string
 }
 
 func (w logWriter) Write(p []byte) (int, error) {
-	w.d.log.Warn("channel agent", "container", shortID(w.containerID), "output", strings.TrimSpace(string(p)))
+	w.log.Warn("channel agent", "container", ShortID(w.containerID), "output", strings.TrimSpace(string(p)))
 	return len(p), nil
 }
 
-// dialer returns a dial function for port through the container's channel.
-func (d *Docker) dialer(a *attachment, port int) func(ctx context.Context) (net.Conn, error) {
-	return func(ctx context.Context) (net.Conn, error) {
-		ch, err := d.channel(ctx, a)
-		if err != nil {
-			return nil, err
-		}
-		return ch.Dial(ctx, port)
+// Dial opens a stream to port inside the container's network namespace
+// through its channel. A port nothing listens on gives a
+// *relay.RefusedError; in a host-network container only envd's port is
+// relayed (engine.ErrPortNotRelayed).
+func (a *Attachment) Dial(ctx context.Context, port int) (net.Conn, error) {
+	if a.network == engine.NetworkHost && port != envd.Port {
+		return nil, engine.ErrPortNotRelayed
 	}
+	ch, err := a.channel(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return ch.Dial(ctx, port)
 }
 
-// setEnd records the sandbox's end and hands it to the agent unless the
-// container is frozen (then the thaw hands it over, see thawed).
-func (d *Docker) setEnd(ctx context.Context, a *attachment, end time.Time) error {
+// SetEnd records the sandbox's end and hands it to the agent unless the
+// container is frozen (then the thaw hands it over, see Thaw).
+func (a *Attachment) SetEnd(ctx context.Context, end time.Time) error {
 	a.mu.Lock()
 	a.end, a.endSet = end, true
 	paused := a.paused
@@ -186,30 +267,55 @@ func (d *Docker) setEnd(ctx context.Context, a *attachment, end time.Time) error
 	if paused {
 		return nil
 	}
-	ch, err := d.channel(ctx, a)
+	ch, err := a.channel(ctx)
 	if err != nil {
 		return err
 	}
 	return ch.SetDeadline(ctx, end)
 }
 
-// frozen and thawed follow pause and resume: no exec is possible in a
+// Freeze and Thaw follow pause and resume: no exec is possible in a
 // frozen container, and ends set meanwhile are handed over at the thaw.
-func (a *attachment) frozen(paused bool) {
+func (a *Attachment) Freeze() { a.setPaused(true) }
+
+// Thaw marks the container running again and hands its agent the end set
+// while it was frozen.
+func (a *Attachment) Thaw(ctx context.Context) error {
+	a.setPaused(false)
+	a.mu.Lock()
+	end, endSet := a.end, a.endSet
+	a.mu.Unlock()
+	if !endSet {
+		return nil
+	}
+	ch, err := a.channel(ctx)
+	if err != nil {
+		return err
+	}
+	return ch.SetDeadline(ctx, end)
+}
+
+// Restarted marks a container started again (a stopped sandbox booted
+// anew): its first channel gets the sandbox's end, as any new channel does.
+func (a *Attachment) Restarted() { a.setPaused(false) }
+
+func (a *Attachment) setPaused(paused bool) {
 	a.mu.Lock()
 	a.paused = paused
 	a.mu.Unlock()
 }
 
-func (a *attachment) setOverrun(o *DiskOverrun) {
+// SetOverrun records that the engine stopped the container for its disk
+// limit, before it does, so that the step it ends finds the reason.
+func (a *Attachment) SetOverrun(o *engine.DiskOverrun) {
 	a.mu.Lock()
 	a.overrun = o
 	a.mu.Unlock()
 }
 
-// diskOverrun is why EnforceDiskLimits stopped the container; nil when it
-// did not (or a is nil).
-func (a *attachment) diskOverrun() *DiskOverrun {
+// Overrun is why the engine stopped the container; nil when it did not (or
+// a is nil).
+func (a *Attachment) Overrun() *engine.DiskOverrun {
 	if a == nil {
 		return nil
 	}
@@ -218,22 +324,7 @@ func (a *attachment) diskOverrun() *DiskOverrun {
 	return a.overrun
 }
 
-func (d *Docker) thawed(ctx context.Context, a *attachment) error {
-	a.frozen(false)
-	a.mu.Lock()
-	end, endSet := a.end, a.endSet
-	a.mu.Unlock()
-	if !endSet {
-		return nil
-	}
-	ch, err := d.channel(ctx, a)
-	if err != nil {
-		return err
-	}
-	return ch.SetDeadline(ctx, end)
-}
-
-func (a *attachment) close() {
+func (a *Attachment) close() {
 	a.mu.Lock()
 	a.closing = true
 	ch := a.ch
@@ -244,38 +335,10 @@ func (a *attachment) close() {
 	}
 }
 
-// detach forgets the container of key and ends its channel.
-func (d *Docker) detach(key string) {
-	d.mu.Lock()
-	a := d.attached[key]
-	delete(d.attached, key)
-	d.mu.Unlock()
-	if a != nil {
-		a.close()
+// ShortID is the short form of a container or image ID, for messages.
+func ShortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
 	}
-}
-
-// reattach gives a sandbox container kept from an earlier run of the
-// server its attachment again; the channel opens when first needed.
-func (d *Docker) reattach(c container.Summary, sandboxID string) {
-	network := c.Labels[d.label("network")]
-	if network == "" {
-		network = NetworkHost // containers of servers before the label
-	}
-	a := d.attach(attachKey(kindSandbox, sandboxID), c.ID, network)
-	a.frozen(c.State == "paused")
-}
-
-// DialSandbox opens a stream to port inside the sandbox's network
-// namespace through its channel. A port nothing listens on gives a
-// *relay.RefusedError.
-func (d *Docker) DialSandbox(ctx context.Context, sandboxID string, port int) (net.Conn, error) {
-	a := d.attachment(attachKey(kindSandbox, sandboxID))
-	if a == nil {
-		return nil, fmt.Errorf("sandbox %s is not running on this server", sandboxID)
-	}
-	if a.network == NetworkHost && port != envd.Port {
-		return nil, ErrPortNotRelayed
-	}
-	return d.dialer(a, port)(ctx)
+	return id
 }

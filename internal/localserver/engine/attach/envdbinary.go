@@ -1,4 +1,4 @@
-package engine
+package attach
 
 import (
 	"debug/elf"

@@ -1,28 +1,14 @@
-package engine
+package attach
 
 import (
 	"debug/elf"
-	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// writeELF writes the header of a Linux executable for machine at path.
-func writeELF(t *testing.T, path string, machine elf.Machine) {
-	t.Helper()
-	h := make([]byte, 64)
-	copy(h, elf.ELFMAG)
-	h[elf.EI_CLASS], h[elf.EI_DATA], h[elf.EI_VERSION] = byte(elf.ELFCLASS64), byte(elf.ELFDATA2LSB), byte(elf.EV_CURRENT)
-	binary.LittleEndian.PutUint16(h[16:], uint16(elf.ET_EXEC))
-	binary.LittleEndian.PutUint16(h[18:], uint16(machine))
-	binary.LittleEndian.PutUint32(h[20:], uint32(elf.EV_CURRENT))
-	binary.LittleEndian.PutUint16(h[52:], 64) // e_ehsize
-	if err := os.WriteFile(path, h, 0o755); err != nil {
-		t.Fatal(err)
-	}
-}
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
+)
 
 func TestEngineArch(t *testing.T) {
 	for in, want := range map[string]string{"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"} {
@@ -61,8 +47,8 @@ func TestImageEnvdArch(t *testing.T) {
 func TestEnvdFinderBeside(t *testing.T) {
 	dir := t.TempDir()
 	self := filepath.Join(dir, "terraform-provider-e2b_v1.2.3")
-	writeELF(t, filepath.Join(dir, EnvdBinaryName("arm64")), elf.EM_AARCH64)
-	writeELF(t, filepath.Join(dir, EnvdBinaryName("amd64")), elf.EM_AARCH64) // misnamed
+	testutil.WriteELF(t, filepath.Join(dir, EnvdBinaryName("arm64")), elf.EM_AARCH64)
+	testutil.WriteELF(t, filepath.Join(dir, EnvdBinaryName("amd64")), elf.EM_AARCH64) // misnamed
 	find := func(goos, goarch, arch string) (string, error) {
 		t.Helper()
 		f, err := newEnvdFinder(nil, self, goos, goarch)
@@ -99,8 +85,8 @@ func TestEnvdFinderBeside(t *testing.T) {
 func TestEnvdFinderExplicit(t *testing.T) {
 	dir := t.TempDir()
 	arm, amd := filepath.Join(dir, "arm"), filepath.Join(dir, "amd")
-	writeELF(t, arm, elf.EM_AARCH64)
-	writeELF(t, amd, elf.EM_X86_64)
+	testutil.WriteELF(t, arm, elf.EM_AARCH64)
+	testutil.WriteELF(t, amd, elf.EM_X86_64)
 	self := filepath.Join(t.TempDir(), "terraform-provider-e2b")
 
 	f, err := newEnvdFinder([]string{amd, arm}, self, "linux", "amd64")
@@ -131,12 +117,12 @@ func TestEnvdFinderExplicit(t *testing.T) {
 	}
 
 	other := filepath.Join(dir, "arm-too")
-	writeELF(t, other, elf.EM_AARCH64)
+	testutil.WriteELF(t, other, elf.EM_AARCH64)
 	if _, err := newEnvdFinder([]string{arm, other}, self, "linux", "amd64"); err == nil || !strings.Contains(err.Error(), "two linux/arm64 builds") {
 		t.Errorf("two arm64 builds: %v", err)
 	}
 	i386 := filepath.Join(dir, "i386")
-	writeELF(t, i386, elf.EM_386)
+	testutil.WriteELF(t, i386, elf.EM_386)
 	if _, err := newEnvdFinder([]string{i386}, self, "linux", "amd64"); err == nil || !strings.Contains(err.Error(), "EM_386") || !strings.Contains(err.Error(), i386) {
 		t.Errorf("a 386 build: %v", err)
 	}

@@ -1,32 +1,36 @@
-package engine
+package attach
 
 import (
 	"context"
 	"fmt"
+
+	cerrdefs "github.com/containerd/errdefs"
+	docker "github.com/docker/docker/client"
 )
 
-// shell is how commands run: bash as a login shell as E2B does, or sh in
-// images without bash.
-type shell struct {
-	path  string
-	login bool
+// Shell is how commands run in a container: bash as a login shell as E2B
+// does, or sh in images without bash.
+type Shell struct {
+	Path  string
+	Login bool
 }
 
-func (s shell) command(cmd string) (string, []string) {
-	if s.login {
-		return s.path, []string{"-l", "-c", cmd}
+// Command is the command line that runs cmd with the shell.
+func (s Shell) Command(cmd string) (string, []string) {
+	if s.Login {
+		return s.Path, []string{"-l", "-c", cmd}
 	}
-	return s.path, []string{"-c", cmd}
+	return s.Path, []string{"-c", cmd}
 }
 
-// shellOf looks for /bin/bash in the container.
-func (d *Docker) shellOf(ctx context.Context, containerID string) (shell, error) {
-	_, err := d.cli.ContainerStatPath(ctx, containerID, "/bin/bash")
+// FindShell looks for /bin/bash in the container, started or not.
+func FindShell(ctx context.Context, cli *docker.Client, containerID string) (Shell, error) {
+	_, err := cli.ContainerStatPath(ctx, containerID, "/bin/bash")
 	switch {
 	case err == nil:
-		return shell{path: "/bin/bash", login: true}, nil
-	case isNotFound(err):
-		return shell{path: "/bin/sh"}, nil
+		return Shell{Path: "/bin/bash", Login: true}, nil
+	case cerrdefs.IsNotFound(err):
+		return Shell{Path: "/bin/sh"}, nil
 	}
-	return shell{}, fmt.Errorf("looking for /bin/bash: %w", err)
+	return Shell{}, fmt.Errorf("looking for /bin/bash: %w", err)
 }

@@ -1,4 +1,4 @@
-package engine
+package attach
 
 import (
 	"archive/tar"
@@ -9,11 +9,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
+	docker "github.com/docker/docker/client"
 )
 
 // kindEnvd marks the envd image. The container that holds the envd volume
@@ -27,29 +29,93 @@ type envdVolume struct {
 	holder, binary string
 }
 
-// envdVolumeFor returns the container holding the envd volume for
+// Volumes are the envd volumes of one server on its engine, one per
+// architecture its containers have needed, made when first needed: every
+// sandbox and build container mounts the one of its image's architecture
+// (VolumesFrom, read-only) at EnvdDir.
+type Volumes struct {
+	cli *docker.Client
+	// labelPrefix and instance are the server's (the labels of its
+	// containers); hostConfig is what the holder containers are created
+	// with (never started).
+	labelPrefix, instance string
+	hostConfig            *container.HostConfig
+	// envd finds the envd build of each architecture; engineArch is the
+	// engine's (Go's name), which images that name none are run as.
+	envd       envdFinder
+	engineArch string
+
+	// mu guards volumes, by architecture.
+	mu      sync.Mutex
+	volumes map[string]envdVolume
+}
+
+// VolumesOptions configures NewVolumes.
+type VolumesOptions struct {
+	// EnvdBinaries are the explicit envd builds (--envd-binary), at most
+	// one per architecture (envdFinder).
+	EnvdBinaries []string
+	LabelPrefix  string
+	Instance     string
+	// HostConfig is the host configuration of the containers that hold the
+	// volumes, which never start.
+	HostConfig *container.HostConfig
+}
+
+// NewVolumes checks the explicit envd builds and makes the envd volume of
+// the engine's architecture: what cannot serve the engine is an error at
+// start-up. Other architectures' volumes are made when an image needs one.
+func NewVolumes(ctx context.Context, cli *docker.Client, opts VolumesOptions) (*Volumes, error) {
+	v := &Volumes{cli: cli, labelPrefix: opts.LabelPrefix, instance: opts.Instance, hostConfig: opts.HostConfig, volumes: map[string]envdVolume{}}
+	var err error
+	if v.envd, err = thisEnvdFinder(opts.EnvdBinaries); err != nil {
+		return nil, err
+	}
+	info, err := cli.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("docker info: %w", err)
+	}
+	if v.engineArch, err = engineArch(info.Architecture); err != nil {
+		return nil, err
+	}
+	if _, err := v.ensure(ctx, v.engineArch); err != nil {
+		return nil, fmt.Errorf("the Docker engine runs linux/%s: %w", v.engineArch, err)
+	}
+	return v, nil
+}
+
+// ForEngine returns the holder of the volume of the engine's own
+// architecture and the envd build it holds.
+func (v *Volumes) ForEngine(ctx context.Context) (holder, binary string, err error) {
+	vol, err := v.ensure(ctx, v.engineArch)
+	return vol.holder, vol.binary, err
+}
+
+func (v *Volumes) label(name string) string { return v.labelPrefix + "." + name }
+
+// For returns the container holding the envd volume for
 // containers of the image ref: envd must be a build for the image's
 // architecture (an amd64 engine runs arm64 images under emulation), the
 // engine's when the image names none. An architecture without an envd
 // build is one error naming the image, its architecture and where envd
 // builds are looked for.
-func (d *Docker) envdVolumeFor(ctx context.Context, ref string) (string, error) {
-	img, err := d.cli.ImageInspect(ctx, ref)
+func (v *Volumes) For(ctx context.Context, ref string) (string, error) {
+	img, err := v.cli.ImageInspect(ctx, ref)
 	if err != nil {
 		return "", fmt.Errorf("inspect image %s: %w", ref, err)
 	}
-	arch, err := imageEnvdArch(img.Architecture, d.engineArch)
+	arch, err := imageEnvdArch(img.Architecture, v.engineArch)
 	if err != nil {
 		return "", fmt.Errorf("image %s: %w", ref, err)
 	}
-	v, err := d.ensureEnvdVolume(ctx, arch)
+	vol, err := v.ensure(ctx, arch)
 	if err != nil {
 		return "", fmt.Errorf("image %s is built for linux/%s: %w", ref, arch, err)
 	}
-	return v.holder, nil
+	return vol.holder, nil
 }
 
-// ensureEnvdVolume makes sure the engine has the envd volume of this
+// ensure makes sure the engine has the envd volume of this
 // server's envd build for arch and returns it; every sandbox and build
 // container of arch mounts it (VolumesFrom, read-only). Made once per
 // architecture and server, when first needed.
@@ -61,70 +127,70 @@ func (d *Docker) envdVolumeFor(ctx context.Context, ref string) (string, error) 
 // engine works (a remote one, Docker Desktop's VM); containers start
 // without a copy of envd each, and commits never hold it (volumes are not
 // part of a container's files).
-func (d *Docker) ensureEnvdVolume(ctx context.Context, arch string) (envdVolume, error) {
-	// Held until the volume is recorded: removeEnvdVolumes, which keeps
-	// what is recorded, holds it too.
-	d.envdMu.Lock()
-	defer d.envdMu.Unlock()
-	if v, ok := d.envdVolumes[arch]; ok {
-		return v, nil
+func (v *Volumes) ensure(ctx context.Context, arch string) (envdVolume, error) {
+	// Held until the volume is recorded: Remove, which keeps what is
+	// recorded, holds it too.
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if vol, ok := v.volumes[arch]; ok {
+		return vol, nil
 	}
-	bin, err := d.envd.binary(arch)
+	bin, err := v.envd.binary(arch)
 	if err != nil {
 		return envdVolume{}, err
 	}
-	holder, err := d.envdHolder(ctx, bin, arch)
+	holder, err := v.holder(ctx, bin, arch)
 	if err != nil {
 		return envdVolume{}, err
 	}
-	v := envdVolume{holder: holder, binary: bin}
-	d.envdVolumes[arch] = v
-	return v, nil
+	vol := envdVolume{holder: holder, binary: bin}
+	v.volumes[arch] = vol
+	return vol, nil
 }
 
-// envdHolder imports the envd build bin for arch unless the engine has it
+// holder imports the envd build bin for arch unless the engine has it
 // and creates this instance's container holding its volume unless it
 // exists; it returns the container's ID.
-func (d *Docker) envdHolder(ctx context.Context, bin, arch string) (string, error) {
+func (v *Volumes) holder(ctx context.Context, bin, arch string) (string, error) {
 	digest, err := fileDigest(bin)
 	if err != nil {
 		return "", fmt.Errorf("envd binary: %w", err)
 	}
 	// Named after the label prefix its kind label carries, so that whoever
-	// removes it (removeEnvdVolumes) is whoever may have imported it.
-	repo, tag := d.opts.LabelPrefix+"-envd", digest[:16]
+	// removes it (Remove) is whoever may have imported it.
+	repo, tag := v.labelPrefix+"-envd", digest[:16]
 	ref := repo + ":" + tag
-	name := d.envdHolderName(tag)
+	name := v.holderName(tag)
 	// Another server on the same engine removes envd images that no container
-	// holds (removeEnvdVolumes): one may go between the check and the create
+	// holds (Remove): one may go between the check and the create
 	// below, so a create that finds no image imports it again.
 	for attempt := 1; ; attempt++ {
-		if _, err := d.cli.ImageInspect(ctx, ref); isNotFound(err) {
-			if err := d.importEnvd(ctx, bin, repo, tag, arch); err != nil {
+		if _, err := v.cli.ImageInspect(ctx, ref); cerrdefs.IsNotFound(err) {
+			if err := v.importEnvd(ctx, bin, repo, tag, arch); err != nil {
 				return "", err
 			}
 		} else if err != nil {
 			return "", fmt.Errorf("inspect image %s: %w", ref, err)
 		}
-		if insp, err := d.cli.ContainerInspect(ctx, name); err == nil {
+		if insp, err := v.cli.ContainerInspect(ctx, name); err == nil {
 			return insp.ID, nil
-		} else if !isNotFound(err) {
+		} else if !cerrdefs.IsNotFound(err) {
 			return "", fmt.Errorf("inspect container %s: %w", name, err)
 		}
-		created, err := d.cli.ContainerCreate(ctx, &container.Config{
+		created, err := v.cli.ContainerCreate(ctx, &container.Config{
 			Image:      ref,
-			Entrypoint: []string{containerEnvdPath},
-			Volumes:    map[string]struct{}{containerEnvdDir: {}},
-			Labels:     map[string]string{d.label("envd-of"): d.opts.Instance},
-		}, d.hostConfig(NetworkNone, ""), nil, nil, name)
+			Entrypoint: []string{EnvdPath},
+			Volumes:    map[string]struct{}{EnvdDir: {}},
+			Labels:     map[string]string{v.label("envd-of"): v.instance},
+		}, v.hostConfig, nil, nil, name)
 		switch {
 		case cerrdefs.IsConflict(err): // another start of this instance made it
-			insp, ierr := d.cli.ContainerInspect(ctx, name)
+			insp, ierr := v.cli.ContainerInspect(ctx, name)
 			if ierr != nil {
 				return "", fmt.Errorf("inspect container %s: %w", name, ierr)
 			}
 			return insp.ID, nil
-		case isNotFound(err) && attempt < 3:
+		case cerrdefs.IsNotFound(err) && attempt < 3:
 			continue
 		case err != nil:
 			return "", fmt.Errorf("create the envd volume from %s: %w", ref, err)
@@ -133,13 +199,13 @@ func (d *Docker) envdHolder(ctx context.Context, bin, arch string) (string, erro
 	}
 }
 
-func (d *Docker) envdHolderName(tag string) string {
-	return d.opts.LabelPrefix + "-envd-" + d.opts.Instance + "-" + tag
+func (v *Volumes) holderName(tag string) string {
+	return v.labelPrefix + "-envd-" + v.instance + "-" + tag
 }
 
 // importEnvd imports the binary at bin as the image repo:tag holding
 // /.e2b/envd, owned by root and not writable by anyone.
-func (d *Docker) importEnvd(ctx context.Context, bin, repo, tag, arch string) error {
+func (v *Volumes) importEnvd(ctx context.Context, bin, repo, tag, arch string) error {
 	f, err := os.Open(bin)
 	if err != nil {
 		return fmt.Errorf("envd binary: %w", err)
@@ -152,9 +218,9 @@ func (d *Docker) importEnvd(ctx context.Context, bin, repo, tag, arch string) er
 	pr, pw := io.Pipe()
 	go func() {
 		tw := tar.NewWriter(pw)
-		err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: containerEnvdDir[1:] + "/", Mode: 0o755})
+		err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: EnvdDir[1:] + "/", Mode: 0o755})
 		if err == nil {
-			err = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: containerEnvdPath[1:], Mode: 0o555, Size: fi.Size()})
+			err = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: EnvdPath[1:], Mode: 0o555, Size: fi.Size()})
 		}
 		if err == nil {
 			_, err = io.Copy(tw, f)
@@ -164,47 +230,49 @@ func (d *Docker) importEnvd(ctx context.Context, bin, repo, tag, arch string) er
 		}
 		pw.CloseWithError(err)
 	}()
-	rc, err := d.cli.ImageImport(ctx, image.ImportSource{Source: pr, SourceName: "-"}, repo, image.ImportOptions{
+	rc, err := v.cli.ImageImport(ctx, image.ImportSource{Source: pr, SourceName: "-"}, repo, image.ImportOptions{
 		Tag:      tag,
 		Platform: "linux/" + arch,
-		Changes:  []string{"LABEL " + d.label("kind") + "=" + kindEnvd},
+		Changes:  []string{"LABEL " + v.label("kind") + "=" + kindEnvd},
 	})
 	if err != nil {
 		pr.CloseWithError(err)
 		return fmt.Errorf("import envd into the engine: %w", err)
 	}
 	defer rc.Close()
-	if err := readPullProgress(rc); err != nil {
+	if err := ReadProgress(rc); err != nil {
 		return fmt.Errorf("import envd into the engine: %w", err)
 	}
 	return nil
 }
 
-// removeEnvdVolumes removes this instance's envd volumes that no
+// Remove removes this instance's envd volumes that no
 // container mounts (kept sandboxes of an earlier version of the server use
 // theirs), but those this server uses when keepCurrent, then the envd
 // images no container uses.
-func (d *Docker) removeEnvdVolumes(ctx context.Context, keepCurrent bool) error {
+func (v *Volumes) Remove(ctx context.Context, keepCurrent bool) error {
 	if keepCurrent {
 		// Held throughout, so that no volume is made between the listing
 		// and the removals, where it would be removed unrecorded.
-		d.envdMu.Lock()
-		defer d.envdMu.Unlock()
+		v.mu.Lock()
+		defer v.mu.Unlock()
 	}
-	holders, err := d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
-		filters.Arg("label", d.label("envd-of")+"="+d.opts.Instance),
+	holders, err := v.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
+		filters.Arg("label", v.label("envd-of")+"="+v.instance),
 	)})
 	if err != nil {
 		return fmt.Errorf("list envd volumes: %w", err)
 	}
-	all, err := d.list(ctx)
+	all, err := v.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
+		filters.Arg("label", v.label("instance")+"="+v.instance),
+	)})
 	if err != nil {
 		return fmt.Errorf("list containers: %w", err)
 	}
 	current := map[string]bool{}
 	if keepCurrent {
-		for _, v := range d.envdVolumes {
-			current[v.holder] = true
+		for _, vol := range v.volumes {
+			current[vol.holder] = true
 		}
 	}
 	var errs []error
@@ -212,24 +280,26 @@ func (d *Docker) removeEnvdVolumes(ctx context.Context, keepCurrent bool) error 
 		if current[h.ID] || mountedElsewhere(h, all) {
 			continue
 		}
-		errs = append(errs, d.removeContainer(ctx, h.ID))
+		if err := v.cli.ContainerRemove(ctx, h.ID, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove container %s: %w", ShortID(h.ID), err))
+		}
 	}
-	images, err := d.cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", d.label("kind")+"="+kindEnvd))})
+	images, err := v.cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("label", v.label("kind")+"="+kindEnvd))})
 	if err != nil {
 		return errors.Join(append(errs, fmt.Errorf("list envd images: %w", err))...)
 	}
 	for _, img := range images {
 		// Another instance's volume still holds it: the engine refuses.
-		_, err := d.cli.ImageRemove(ctx, img.ID, image.RemoveOptions{})
-		if err == nil || isNotFound(err) || cerrdefs.IsConflict(err) {
+		_, err := v.cli.ImageRemove(ctx, img.ID, image.RemoveOptions{})
+		if err == nil || cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err) {
 			continue
 		}
 		// Another server removed it meanwhile: Docker 20.10 answers
 		// "unrecognized image ID", an internal error, when it loses that race.
-		if _, ierr := d.cli.ImageInspect(ctx, img.ID); isNotFound(ierr) {
+		if _, ierr := v.cli.ImageInspect(ctx, img.ID); cerrdefs.IsNotFound(ierr) {
 			continue
 		}
-		errs = append(errs, fmt.Errorf("remove envd image %s: %w", shortID(img.ID), err))
+		errs = append(errs, fmt.Errorf("remove envd image %s: %w", ShortID(img.ID), err))
 	}
 	return errors.Join(errs...)
 }
@@ -264,3 +334,14 @@ func fileDigest(path string) (string, error) {
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
+
+// RemovableVolumes are the envd volumes of the server instance on the
+// engine cli, for Remove only: what tests remove when their server's data
+// directory goes.
+func RemovableVolumes(cli *docker.Client, labelPrefix, instance string) *Volumes {
+	return &Volumes{cli: cli, labelPrefix: labelPrefix, instance: instance, volumes: map[string]envdVolume{}}
+}
+
+// EngineArch is the engine's architecture (Go's name), which images that
+// name none are run as.
+func (v *Volumes) EngineArch() string { return v.engineArch }

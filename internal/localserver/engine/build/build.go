@@ -1,19 +1,17 @@
-package engine
+package build
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"strconv"
 	"sync"
 	"time"
 
-	"github.com/docker/docker/api/types/image"
-
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine/attach"
 )
 
 // Step labels of the phases around the numbered steps.
@@ -32,16 +30,15 @@ const failureLines = 5
 
 // builder is the state of one running build.
 type builder struct {
-	d    *Docker
-	spec BuildSpec
-	// base is the image the build starts from, whose configuration every
-	// image of the build keeps.
-	base image.InspectResponse
+	eng  Engine
+	opts Options
+	spec engine.BuildSpec
+	// base is the image the build starts from.
+	base Image
 	// c is the build container, which phases share until a commit grows
-	// past restartAfter; fromSize is the size of the image it started from.
-	c        *runningContainer
-	fromSize int64
-	sh       shell
+	// past restartAfter.
+	c  Container
+	sh attach.Shell
 
 	// What later steps and sandboxes inherit.
 	user    string
@@ -51,43 +48,37 @@ type builder struct {
 	logMu sync.Mutex
 }
 
-// Build runs spec phase by phase, committing each as a layer image
+// Run runs spec on eng phase by phase, committing each as a layer image
 // (reusing cached ones, see layers.go), and commits the result as an
 // image. No build container outlives it.
-func (d *Docker) Build(ctx context.Context, spec BuildSpec) (*BuildResult, error) {
+func Run(ctx context.Context, eng Engine, opts Options, spec engine.BuildSpec) (*engine.BuildResult, error) {
 	if spec.TemplateID == "" || spec.BuildID == "" || spec.BaseImage == "" {
 		return nil, errors.New("build: template ID, build ID and base image are required")
 	}
-	b := &builder{d: d, spec: spec}
+	b := &builder{eng: eng, opts: opts, spec: spec}
 	res, err := b.run(ctx)
 	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 		err = fmt.Errorf("%w (build cancelled: %w)", err, ctx.Err())
 	}
-	if perr := d.PruneLayers(ctx, d.opts.LayerCacheSize); perr != nil {
-		d.log.Warn("prune the layer cache", "error", perr)
-	}
 	return res, err
 }
 
-func (b *builder) run(ctx context.Context) (*BuildResult, error) {
+func (b *builder) run(ctx context.Context) (*engine.BuildResult, error) {
 	b.logf(stepBase, e2bapi.LogInfo, "Building from %s", b.spec.BaseImage)
-	img, err := b.d.ensureImage(ctx, b.spec, func(format string, args ...any) { b.logf(stepBase, e2bapi.LogInfo, format, args...) })
+	// Before any container: an image no envd build can serve fails here,
+	// with one error naming it, its architecture and where envd was
+	// looked for.
+	img, err := b.eng.BaseImage(ctx, b.spec, func(format string, args ...any) { b.logf(stepBase, e2bapi.LogInfo, format, args...) })
 	if err != nil {
 		return nil, b.fail(stepBase, err)
 	}
 	b.base = img
-	// Before any container: an image no envd build can serve fails here,
-	// with one error naming it, its architecture and where envd was
-	// looked for.
-	if _, err := b.d.envdVolumeFor(ctx, b.spec.BaseImage); err != nil {
-		return nil, b.fail(stepBase, err)
-	}
 	defer b.endPhase(ctx)
 
 	// keys[0] is the base phase's (the default user; for fromTemplate the
 	// base image itself), keys[i] step i's.
 	n := len(b.spec.Steps)
-	baseKey := b.d.baseKey(img.ID)
+	baseKey := baseKey(b.eng.CacheScope(), img.ID)
 	keys := make([]string, n+1)
 	keys[0] = baseKey
 	if b.spec.FromBuild == nil {
@@ -108,7 +99,7 @@ func (b *builder) run(ctx context.Context) (*BuildResult, error) {
 			if err := b.basePhase(ctx, keys[0]); err != nil {
 				return nil, b.fail(stepBase, err)
 			}
-			from = b.d.layerRef(keys[0])
+			from = b.eng.LayerRef(keys[0])
 		} else {
 			b.emit(stepBase, e2bapi.LogInfo, layerLine(true, "base", "DEFAULT USER "+defaultUser, keys[0]))
 		}
@@ -123,7 +114,7 @@ func (b *builder) run(ctx context.Context) (*BuildResult, error) {
 		if err := b.stepPhase(ctx, step, from, keys[i+1], st); err != nil {
 			return nil, b.fail(step, err)
 		}
-		from = b.d.layerRef(keys[i+1])
+		from = b.eng.LayerRef(keys[i+1])
 	}
 
 	ref, err := b.finalize(ctx, from)
@@ -131,7 +122,7 @@ func (b *builder) run(ctx context.Context) (*BuildResult, error) {
 		return nil, b.fail(stepFinalize, err)
 	}
 	b.logf(stepFinalize, e2bapi.LogInfo, "Build finished: image %s", ref)
-	return &BuildResult{
+	return &engine.BuildResult{
 		Image:       ref,
 		User:        b.user,
 		Workdir:     b.workdir,
@@ -166,7 +157,7 @@ func (b *builder) resumePoint(ctx context.Context, keys []string) (int, string, 
 			b.user, b.workdir, b.env = from.User, from.Workdir, copyEnv(from.Env)
 			return 0, b.spec.BaseImage, nil
 		}
-		st, ok, err := b.d.cachedLayer(ctx, keys[i])
+		st, ok, err := b.cachedLayer(ctx, keys[i])
 		if err != nil {
 			return 0, "", err
 		}
@@ -174,11 +165,11 @@ func (b *builder) resumePoint(ctx context.Context, keys []string) (int, string, 
 			continue
 		}
 		b.user, b.workdir, b.env = st.User, st.Workdir, copyEnv(st.Env)
-		b.sh = shell{path: st.Shell, login: st.Login}
+		b.sh = attach.Shell{Path: st.Shell, Login: st.Login}
 		for _, k := range keys[:i+1] {
-			b.d.touchLayer(ctx, k)
+			b.eng.TouchLayer(ctx, k)
 		}
-		return i, b.d.layerRef(keys[i]), nil
+		return i, b.eng.LayerRef(keys[i]), nil
 	}
 	return -1, b.spec.BaseImage, nil
 }
@@ -201,13 +192,10 @@ func (b *builder) basePhase(ctx context.Context, key string) error {
 	if err := b.ensureContainer(ctx, b.spec.BaseImage, b.ensureAccountFiles); err != nil {
 		return err
 	}
-	if !b.sh.login {
-		b.logf(stepBase, e2bapi.LogInfo, "The image has no /bin/bash: commands run with %s -c", b.sh.path)
+	if !b.sh.Login {
+		b.logf(stepBase, e2bapi.LogInfo, "The image has no /bin/bash: commands run with %s -c", b.sh.Path)
 	}
-	b.user, b.env = "root", imageEnv(b.base)
-	if b.base.Config != nil {
-		b.workdir = b.base.Config.WorkingDir
-	}
+	b.user, b.env, b.workdir = "root", copyEnv(b.base.Env), b.base.Workdir
 	if err := b.setUser(ctx, stepBase, defaultUser, true); err != nil {
 		return err
 	}
@@ -228,33 +216,17 @@ func (b *builder) stepPhase(ctx context.Context, step, from, key string, st e2ba
 
 // ensureContainer starts a build container from the image from unless the
 // phase before left one, and learns the shell when the chain has none yet.
-func (b *builder) ensureContainer(ctx context.Context, from string, prepare func(context.Context, string) error) error {
+func (b *builder) ensureContainer(ctx context.Context, from string, prepare func(context.Context, Container) error) error {
 	if b.c != nil {
 		return nil
 	}
-	insp, err := b.d.cli.ImageInspect(ctx, from)
-	if err != nil {
-		return fmt.Errorf("inspect image %s: %w", from, err)
-	}
-	c, err := b.d.startContainer(ctx, containerRequest{
-		image:    from,
-		kind:     kindBuild,
-		id:       b.spec.BuildID,
-		token:    rand.Text(),
-		labels:   b.d.labels(kindBuild, b.spec.TemplateID, b.spec.BuildID, ""),
-		cpuCount: b.spec.CPUCount,
-		memoryMB: b.spec.MemoryMB,
-	}, prepare)
+	c, err := b.eng.Start(ctx, b.spec, from, prepare)
 	if err != nil {
 		return err
 	}
-	b.c, b.fromSize = c, insp.Size
-	if err := c.envd.Init(ctx, client.InitRequest{AccessToken: c.token, DefaultUser: "root"}); err != nil {
-		b.endPhase(ctx)
-		return err
-	}
-	if b.sh.path == "" {
-		if b.sh, err = b.d.shellOf(ctx, c.id); err != nil {
+	b.c = c
+	if b.sh.Path == "" {
+		if b.sh, err = c.Shell(ctx); err != nil {
 			b.endPhase(ctx)
 			return err
 		}
@@ -265,7 +237,7 @@ func (b *builder) ensureContainer(ctx context.Context, from string, prepare func
 // endPhase removes the build container.
 func (b *builder) endPhase(ctx context.Context) {
 	if b.c != nil {
-		b.d.discard(ctx, b.c)
+		b.c.Remove(ctx)
 		b.c = nil
 	}
 }
@@ -275,12 +247,12 @@ func (b *builder) endPhase(ctx context.Context) {
 // not with the broken connection it left.
 func (b *builder) fail(step string, err error) error {
 	if b.c != nil {
-		if o := b.d.attachment(b.c.key).diskOverrun(); o != nil {
+		if o := b.c.Overrun(); o != nil {
 			err = o
 		}
 	}
 	b.logf(step, e2bapi.LogError, "%v", err)
-	return &StepError{Step: step, Err: err}
+	return &engine.StepError{Step: step, Err: err}
 }
 
 func (b *builder) logf(step, level, format string, args ...any) {

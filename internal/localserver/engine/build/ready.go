@@ -1,9 +1,8 @@
-package engine
+package build
 
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
@@ -16,10 +15,10 @@ import (
 // there are any; without them, the image is committed from a container of
 // from that never starts.
 func (b *builder) finalize(ctx context.Context, from string) (string, error) {
-	ref := fmt.Sprintf("%s/%s:%s", b.d.opts.ImageRepository, strings.ToLower(b.spec.TemplateID), strings.ToLower(b.spec.BuildID))
+	ref := b.eng.ImageRef(b.spec.TemplateID, b.spec.BuildID)
 	if b.spec.StartCmd == "" && b.spec.ReadyCmd == "" {
 		b.logf(stepFinalize, e2bapi.LogInfo, "Saving the image")
-		return ref, b.commitUnstarted(ctx, from, ref)
+		return ref, b.eng.CommitUnstarted(ctx, b.spec, from, ref)
 	}
 	if err := b.ensureContainer(ctx, from, nil); err != nil {
 		return "", err
@@ -29,7 +28,7 @@ func (b *builder) finalize(ctx context.Context, from string) (string, error) {
 		return "", err
 	}
 	b.logf(stepFinalize, e2bapi.LogInfo, "Saving the image")
-	err = b.commit(ctx, b.c.id, ref, b.imageConfig(kindImage, "", nil))
+	err = b.c.CommitImage(ctx, ref)
 	if stopStart != nil {
 		stopStart() // only after the snapshot, which keeps its files
 	}
@@ -75,8 +74,8 @@ func (b *builder) startInBackground(ctx context.Context, command string) (<-chan
 	go func() {
 		defer close(finished)
 		out := newLineLog(func(line string) { b.emit(stepFinalize, e2bapi.LogInfo, line) })
-		cmd, args := b.sh.command(command)
-		res, err := b.c.envd.Run(ctx, client.RunRequest{
+		cmd, args := b.sh.Command(command)
+		res, err := b.c.Envd().Run(ctx, client.RunRequest{
 			Cmd: cmd, Args: args, Env: b.env, Cwd: b.workdir, User: b.user,
 			MaxOutputBytes: 1, OnOutput: out.write,
 		})
@@ -90,12 +89,12 @@ func (b *builder) startInBackground(ctx context.Context, command string) (<-chan
 // the start command fails, or ReadyTimeout passes.
 func (b *builder) waitReady(ctx context.Context, ready string, startDone <-chan startResult) error {
 	b.logf(stepFinalize, e2bapi.LogInfo, "Waiting for the ready command: %s", ready)
-	deadline := time.Now().Add(b.d.opts.ReadyTimeout)
+	deadline := time.Now().Add(b.opts.ReadyTimeout)
 	readyCtx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	cmd, args := b.sh.command(ready)
+	cmd, args := b.sh.Command(ready)
 	for {
-		res, err := b.c.envd.Run(readyCtx, client.RunRequest{
+		res, err := b.c.Envd().Run(readyCtx, client.RunRequest{
 			Cmd: cmd, Args: args, Env: b.env, Cwd: b.workdir, User: b.user,
 		})
 		switch {
@@ -105,7 +104,7 @@ func (b *builder) waitReady(ctx context.Context, ready string, startDone <-chan 
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case readyCtx.Err() != nil:
-			return fmt.Errorf("ready command timed out after %s", b.d.opts.ReadyTimeout)
+			return fmt.Errorf("ready command timed out after %s", b.opts.ReadyTimeout)
 		case err != nil:
 			return fmt.Errorf("ready command: %w", err)
 		}
@@ -122,8 +121,8 @@ func (b *builder) waitReady(ctx context.Context, ready string, startDone <-chan 
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return fmt.Errorf("ready command timed out after %s", b.d.opts.ReadyTimeout)
-		case <-time.After(b.d.opts.ReadyInterval):
+			return fmt.Errorf("ready command timed out after %s", b.opts.ReadyTimeout)
+		case <-time.After(b.opts.ReadyInterval):
 		}
 	}
 }

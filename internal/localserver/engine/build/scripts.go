@@ -1,4 +1,4 @@
-package engine
+package build
 
 // Helper scripts the build runs as root with /bin/sh through envd. They use
 // only POSIX sh and tools busybox has too, because images range from
@@ -55,65 +55,4 @@ p="$d"
 while [ ! -e "$p" ] && [ ! -L "$p" ]; do first="$p"; p=$(dirname "$p"); done
 mkdir -p "$d"
 if [ -n "$first" ]; then chown -R "$u:$(id -g "$u")" "$first"; fi
-`
-
-// placeScript puts extracted files where a COPY step says, as Docker does:
-// $1 source (file, symlink or directory), $2 absolute destination, $3 "1"
-// when the destination is a directory to copy into (trailing slash), $4
-// owner (user or user:group), $5 mode (octal, may be empty), $6 the
-// source as the template wrote it, for messages.
-//   - A directory's contents are merged into the destination (moved there,
-//     one rename, when it does not exist): the destination keeps its owner
-//     and mode, files are overwritten, symlinks stay links.
-//   - A file or symlink goes to the destination, or into it when it is a
-//     directory or $3 says so.
-//
-// What was copied (and directories created for it) gets the owner and,
-// when given, the mode; symlinks keep their mode.
-const placeScript = `set -e
-src="$1"; dest="$2"; into="$3"; owner="$4"; mode="$5"
-case "$owner" in
-*:*) ;;
-*) owner="$owner:$(id -g "$owner")" ;;
-esac
-if [ ! -e "$src" ] && [ ! -L "$src" ]; then
-	echo "no uploaded files match $6" >&2
-	exit 1
-fi
-if [ -d "$src" ] && [ ! -L "$src" ]; then
-	chown -hR "$owner" "$src"
-	[ -z "$mode" ] || find "$src" ! -type l -exec chmod "$mode" {} +
-	if [ ! -e "$dest" ] && [ ! -L "$dest" ]; then
-		mkdir -p "$(dirname "$dest")"
-		mv "$src" "$dest"
-		exit 0
-	fi
-	if [ ! -d "$dest" ]; then
-		echo "$dest exists and is not a directory" >&2
-		exit 1
-	fi
-	keep=$(stat -L -c '%u:%g %a' "$dest")
-	(cd "$src" && tar -cf - .) | (cd "$dest" && tar -xf -)
-	chown "${keep% *}" "$dest"
-	chmod "${keep#* }" "$dest"
-	exit 0
-fi
-if [ "$into" = 1 ] || [ -d "$dest" ]; then
-	if [ ! -e "$dest" ]; then
-		mkdir -p "$dest"
-		chown "$owner" "$dest"
-	fi
-	target="$dest/$(basename "$src")"
-else
-	mkdir -p "$(dirname "$dest")"
-	target="$dest"
-fi
-if [ -d "$target" ] && [ ! -L "$target" ]; then
-	echo "cannot overwrite the directory $target with a file" >&2
-	exit 1
-fi
-rm -f "$target"
-mv "$src" "$target"
-chown -h "$owner" "$target"
-if [ -n "$mode" ] && [ ! -L "$target" ]; then chmod "$mode" "$target"; fi
 `

@@ -1,4 +1,4 @@
-package engine
+package build
 
 import (
 	"context"
@@ -58,8 +58,8 @@ func (b *builder) step(ctx context.Context, step string, st e2bapi.TemplateStep)
 // into the log, and fails on a non-zero exit with its last lines.
 func (b *builder) runCommand(ctx context.Context, step, command, user, cwd string) error {
 	out := newLineLog(func(line string) { b.emit(step, e2bapi.LogInfo, line) })
-	cmd, args := b.sh.command(command)
-	res, err := b.c.envd.Run(ctx, client.RunRequest{
+	cmd, args := b.sh.Command(command)
+	res, err := b.c.Envd().Run(ctx, client.RunRequest{
 		Cmd: cmd, Args: args, Env: b.env, Cwd: cwd, User: user,
 		MaxOutputBytes: 1, // the log gets everything through OnOutput
 		OnOutput:       out.write,
@@ -77,7 +77,7 @@ func (b *builder) runCommand(ctx context.Context, step, command, user, cwd strin
 // root runs a helper script as root with /bin/sh (every image has it) and
 // returns its standard output; a failure carries its standard error.
 func (b *builder) root(ctx context.Context, what, script string, args ...string) (string, error) {
-	res, err := b.c.envd.Run(ctx, client.RunRequest{
+	res, err := b.c.Envd().Run(ctx, client.RunRequest{
 		Cmd:  "/bin/sh",
 		Args: append([]string{"-c", script, "e2b"}, args...),
 		User: "root",
@@ -104,8 +104,8 @@ func (b *builder) setEnv(ctx context.Context, key, value string) error {
 	if key == "" {
 		return errors.New("ENV has an empty name")
 	}
-	cmd, args := b.sh.command(`printf "%s" "` + escapeEnvValue(value) + `"`)
-	res, err := b.c.envd.Run(ctx, client.RunRequest{Cmd: cmd, Args: args, Env: b.env, User: "root", Cwd: "/"})
+	cmd, args := b.sh.Command(`printf "%s" "` + escapeEnvValue(value) + `"`)
+	res, err := b.c.Envd().Run(ctx, client.RunRequest{Cmd: cmd, Args: args, Env: b.env, User: "root", Cwd: "/"})
 	if err != nil {
 		return fmt.Errorf("expanding %s: %w", key, err)
 	}
@@ -144,7 +144,7 @@ func (b *builder) resolve(ctx context.Context, p string) (string, error) {
 	}
 	base := b.workdir
 	if base == "" {
-		entry, err := b.c.envd.Stat(ctx, "~", b.user)
+		entry, err := b.c.Envd().Stat(ctx, "~", b.user)
 		if err != nil {
 			return "", fmt.Errorf("home directory of %s: %w", b.user, err)
 		}

@@ -1,4 +1,4 @@
-package engine
+package docker
 
 import (
 	"os"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 )
 
 // BenchmarkBuildLayerCache builds `COPY . /bench` of the tree in
@@ -26,7 +28,7 @@ func BenchmarkBuildLayerCache(b *testing.B) {
 		build := func(run string) (time.Duration, *buildLog) {
 			log := &buildLog{}
 			start := time.Now()
-			res, err := d.Build(b.Context(), BuildSpec{
+			res, err := d.Build(b.Context(), engine.BuildSpec{
 				TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: dockerEnv.baseImage,
 				Steps: []e2bapi.TemplateStep{
 					{Type: "COPY", Args: []string{".", "/bench/", "", ""}, FilesHash: "tree"},

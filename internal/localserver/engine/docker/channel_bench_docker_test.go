@@ -1,10 +1,12 @@
-package engine
+package docker
 
 import (
 	"bytes"
 	"context"
 	"crypto/rand"
 	"testing"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 )
 
 // BenchmarkSandboxStart starts a sandbox of the base image until envd
@@ -15,7 +17,7 @@ import (
 func BenchmarkSandboxStart(b *testing.B) {
 	d := newTestDocker(b, "")
 	for range b.N {
-		sb, err := d.StartSandbox(b.Context(), SandboxSpec{SandboxID: randomID("bench"), Image: dockerEnv.baseImage, User: "root", AccessToken: rand.Text()})
+		sb, err := d.StartSandbox(b.Context(), engine.SandboxSpec{SandboxID: randomID("bench"), Image: dockerEnv.baseImage, User: "root", AccessToken: rand.Text()})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -32,7 +34,7 @@ func BenchmarkSandboxStart(b *testing.B) {
 func BenchmarkUpload(b *testing.B) {
 	d := newTestDocker(b, "")
 	token := rand.Text()
-	sb, err := d.StartSandbox(b.Context(), SandboxSpec{SandboxID: randomID("bench"), Image: dockerEnv.baseImage, User: "root", AccessToken: token})
+	sb, err := d.StartSandbox(b.Context(), engine.SandboxSpec{SandboxID: randomID("bench"), Image: dockerEnv.baseImage, User: "root", AccessToken: token})
 	if err != nil {
 		b.Fatal(err)
 	}

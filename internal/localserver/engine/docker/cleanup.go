@@ -1,22 +1,22 @@
-package engine
+package docker
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
-)
+	docker "github.com/docker/docker/client"
 
-// list returns this instance's containers matching extra filters.
-func (d *Docker) list(ctx context.Context, extra ...filters.KeyValuePair) ([]container.Summary, error) {
-	args := filters.NewArgs(append(extra, filters.Arg("label", d.label("instance")+"="+d.opts.Instance))...)
-	return d.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: args})
-}
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine/attach"
+)
 
 // RemoveOrphans removes this instance's build containers and the sandbox
 // containers keep does not claim. The kept sandboxes are attached again:
@@ -26,18 +26,18 @@ func (d *Docker) list(ctx context.Context, extra ...filters.KeyValuePair) ([]con
 // envd images that no container uses, and prunes the layer cache (PruneLayers). Meant for start-up: builds running
 // at the time are aborted.
 func (d *Docker) RemoveOrphans(ctx context.Context, keep func(sandboxID string) bool, keepImage func(ref string) bool) error {
-	list, err := d.list(ctx)
+	list, err := d.labels.list(ctx, d.cli)
 	if err != nil {
 		return fmt.Errorf("list containers: %w", err)
 	}
 	var errs []error
 	for _, c := range list {
-		kind, id := c.Labels[d.label("kind")], ""
+		kind, id := c.Labels[d.labels.key("kind")], ""
 		switch kind {
 		case kindBuild:
-			id = c.Labels[d.label("build-id")]
+			id = c.Labels[d.labels.key("build-id")]
 		case kindSandbox:
-			id = c.Labels[d.label("sandbox-id")]
+			id = c.Labels[d.labels.key("sandbox-id")]
 		default:
 			continue // the envd volume's, or started by hand from a build's image
 		}
@@ -45,11 +45,11 @@ func (d *Docker) RemoveOrphans(ctx context.Context, keep func(sandboxID string) 
 			d.reattach(c, id)
 			continue
 		}
-		d.log.Info("removing orphaned container", "container", shortID(c.ID), "kind", kind, "id", id)
-		d.detach(attachKey(kind, id))
-		errs = append(errs, d.removeContainer(ctx, c.ID))
+		d.log.Info("removing orphaned container", "container", attach.ShortID(c.ID), "kind", kind, "id", id)
+		d.channels.Detach(attach.Key(kind, id))
+		errs = append(errs, removeContainer(ctx, d.cli, c.ID))
 	}
-	errs = append(errs, d.removeOrphanImages(ctx, keepImage), d.removeEnvdVolumes(ctx, true), d.PruneLayers(ctx, d.opts.LayerCacheSize))
+	errs = append(errs, removeOrphanImages(ctx, d.cli, d.labels, d.opts.ImageRepository, d.log, keepImage), d.envd.Remove(ctx, true), d.layers.prune(ctx, d.opts.LayerCacheSize))
 	return errors.Join(errs...)
 }
 
@@ -57,10 +57,10 @@ func (d *Docker) RemoveOrphans(ctx context.Context, keep func(sandboxID string) 
 // labels say so) that keep does not claim: by tag within ImageRepository
 // (other tags someone gave them are left alone), by ID when untagged. An
 // image that child images still need loses its tag and stays for them.
-func (d *Docker) removeOrphanImages(ctx context.Context, keep func(ref string) bool) error {
-	images, err := d.cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(
-		filters.Arg("label", d.label("instance")+"="+d.opts.Instance),
-		filters.Arg("label", d.label("kind")+"="+kindImage),
+func removeOrphanImages(ctx context.Context, cli *docker.Client, l labels, repository string, log *slog.Logger, keep func(ref string) bool) error {
+	images, err := cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(
+		filters.Arg("label", l.key("instance")+"="+l.instance),
+		filters.Arg("label", l.key("kind")+"="+kindImage),
 	)})
 	if err != nil {
 		return fmt.Errorf("list images: %w", err)
@@ -72,12 +72,12 @@ func (d *Docker) removeOrphanImages(ctx context.Context, keep func(ref string) b
 			refs = []string{img.ID}
 		}
 		for _, ref := range refs {
-			ours := ref == img.ID || strings.HasPrefix(ref, d.opts.ImageRepository+"/")
+			ours := ref == img.ID || strings.HasPrefix(ref, repository+"/")
 			if !ours || (keep != nil && keep(ref)) {
 				continue
 			}
-			d.log.Info("removing orphaned image", "image", ref)
-			if err := d.RemoveImage(ctx, ref); err != nil && !cerrdefs.IsConflict(err) {
+			log.Info("removing orphaned image", "image", ref)
+			if err := removeImage(ctx, cli, ref); err != nil && !cerrdefs.IsConflict(err) {
 				errs = append(errs, err)
 			}
 		}
@@ -87,9 +87,26 @@ func (d *Docker) removeOrphanImages(ctx context.Context, keep func(ref string) b
 
 // RemoveImage removes a build's image; a missing image is not an error.
 func (d *Docker) RemoveImage(ctx context.Context, ref string) error {
-	_, err := d.cli.ImageRemove(ctx, ref, image.RemoveOptions{PruneChildren: true})
+	return removeImage(ctx, d.cli, ref)
+}
+
+func removeImage(ctx context.Context, cli *docker.Client, ref string) error {
+	_, err := cli.ImageRemove(ctx, ref, image.RemoveOptions{PruneChildren: true})
 	if err != nil && !isNotFound(err) {
 		return fmt.Errorf("remove image %s: %w", ref, err)
 	}
 	return nil
+}
+
+// reattach gives a sandbox container kept from an earlier run of the
+// server its attachment again; the channel opens when first needed.
+func (d *Docker) reattach(c container.Summary, sandboxID string) {
+	network := c.Labels[d.labels.key("network")]
+	if network == "" {
+		network = engine.NetworkHost // containers of servers before the label
+	}
+	a := d.channels.Attach(attach.Key(kindSandbox, sandboxID), c.ID, network, time.Time{})
+	if c.State == "paused" {
+		a.Freeze()
+	}
 }

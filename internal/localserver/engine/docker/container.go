@@ -1,4 +1,4 @@
-package engine
+package docker
 
 import (
 	"bytes"
@@ -15,10 +15,12 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
+	docker "github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine/attach"
 )
 
 // containerRequest is what differs between build and sandbox containers.
@@ -26,7 +28,7 @@ type containerRequest struct {
 	image    string
 	kind     string
 	id       string // build or sandbox ID, names its attachment
-	token    string // envd access token; empty leaves envd open
+	token    string // envd access token; empty leaves envd open until Init
 	labels   map[string]string
 	cpuCount int32
 	memoryMB int32
@@ -38,42 +40,19 @@ type containerRequest struct {
 
 // runningContainer is a started container with envd answering.
 type runningContainer struct {
-	id   string
-	kind string
-	key  string // attachKey of its channel
-	envd *client.Client
-	// token is the access token envd's Init is given, the one envd sends.
-	token string
-}
-
-// envdCommand is the container's entrypoint: envd on TCP 49983 of the
-// container's own network namespace (as on E2B), reached by the server
-// only through the container's channel, and offering the egress proxy
-// when there is one. With host networking it listens on a socket of the
-// container's own file system instead, so that containers do not fight
-// over the host's port 49983. The channel agent is started with the same
-// flags and --channel.
-func (d *Docker) envdCommand(network string) []string {
-	var cmd []string
-	if network == NetworkHost {
-		cmd = []string{containerEnvdPath, "envd", "--listen", "unix://" + hostNetEnvdSocket}
-	} else {
-		cmd = []string{containerEnvdPath, "envd", "--listen", fmt.Sprintf("0.0.0.0:%d", envd.Port)}
-		if d.egress != nil {
-			cmd = append(cmd, "--egress", "unix://"+egressSocketPath, "--egress-listen", fmt.Sprintf("127.0.0.1:%d", envd.EgressProxyPort))
-		}
-	}
-	return append(cmd, "--deadline-file", deadlineFilePath)
+	id  string
+	key string // attach.Key of its attachment
+	att *attach.Attachment
 }
 
 // SetSandboxDeadline moves the end of the sandbox's container: envd stops
 // it then, with or without the server. A zero end clears it.
 func (d *Docker) SetSandboxDeadline(ctx context.Context, sandboxID string, end time.Time) error {
-	a := d.attachment(attachKey(kindSandbox, sandboxID))
+	a := d.channels.Get(attach.Key(kindSandbox, sandboxID))
 	if a == nil {
 		return fmt.Errorf("sandbox %s is not running on this server", sandboxID)
 	}
-	if err := d.setEnd(ctx, a, end); err != nil {
+	if err := a.SetEnd(ctx, end); err != nil {
 		return fmt.Errorf("set the end of sandbox %s: %w", sandboxID, err)
 	}
 	return nil
@@ -85,28 +64,28 @@ func (d *Docker) SetSandboxDeadline(ctx context.Context, sandboxID string, end t
 // health through the container's channel and returns. On error nothing is
 // left behind.
 func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepare func(ctx context.Context, containerID string) error) (*runningContainer, error) {
-	envdVolume, err := d.envdVolumeFor(ctx, req.image)
+	envdVolume, err := d.envd.For(ctx, req.image)
 	if err != nil {
 		return nil, err
 	}
-	key := attachKey(req.kind, req.id)
+	key := attach.Key(req.kind, req.id)
 	labels := maps.Clone(req.labels)
-	labels[d.label("network")] = d.opts.Network
+	labels[d.labels.key("network")] = d.opts.Network
 	if d.opts.DiskSizeMB > 0 {
-		labels[d.label(diskLimitLabel)] = strconv.Itoa(d.opts.DiskSizeMB)
+		labels[d.labels.key(diskLimitLabel)] = strconv.Itoa(d.opts.DiskSizeMB)
 	}
 	cfg := &container.Config{
 		Image: req.image,
 		// envd must run as root to run processes as any user.
 		User:       "0:0",
-		Entrypoint: d.envdCommand(d.opts.Network),
+		Entrypoint: attach.EnvdCommand(d.opts.Network, d.channels.Egress()),
 		Labels:     labels,
 	}
-	hc := d.hostConfig(d.opts.Network, cmp.Or(req.runtime, d.runtime.Name))
+	hc := hostConfig(d.opts.Network, cmp.Or(req.runtime, d.runtime.Name), d.seccompOpt)
 	// The engine's own volume and a tmpfs: no host path, so that any
 	// engine works, local or not.
 	hc.VolumesFrom = []string{envdVolume + ":ro"}
-	hc.Tmpfs = map[string]string{containerRunDir: "mode=0700,size=1m"}
+	hc.Tmpfs = map[string]string{attach.RunDir: "mode=0700,size=1m"}
 	hc.Resources = resources(req.cpuCount, req.memoryMB, d.opts.PidsLimit)
 	hc.Init = boolPtr(true)
 	// Docker's default set minus NET_RAW (raw and packet sockets) and
@@ -123,11 +102,9 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 	if err != nil {
 		return nil, fmt.Errorf("create container from %s: %w", req.image, err)
 	}
-	att := d.attach(key, created.ID, d.opts.Network)
-	if !req.end.IsZero() {
-		att.end, att.endSet = req.end, true
-	}
-	rc := &runningContainer{id: created.ID, kind: req.kind, key: key}
+	att := d.channels.Attach(key, created.ID, d.opts.Network, req.end)
+	att.SetToken(req.token)
+	rc := &runningContainer{id: created.ID, key: key, att: att}
 	fail := func(err error) (*runningContainer, error) {
 		d.discard(ctx, rc)
 		return nil, err
@@ -140,14 +117,13 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 			return fail(err)
 		}
 	}
-	if err := d.keepTmp(ctx, created.ID); err != nil {
+	if err := keepTmp(ctx, d.cli, d.runtime, created.ID); err != nil {
 		return fail(err)
 	}
 	if err := d.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
 		return fail(fmt.Errorf("start container from %s: %w", req.image, err))
 	}
-	rc.envd, rc.token = newEnvdClient(d.dialer(att, envd.Port), req.token), req.token
-	if err := d.waitEnvd(ctx, created.ID, rc.envd); err != nil {
+	if err := d.waitEnvd(ctx, created.ID, att.Envd()); err != nil {
 		return fail(err)
 	}
 	return rc, nil
@@ -171,13 +147,13 @@ func (d *Docker) waitEnvd(ctx context.Context, containerID string, conn *client.
 		// Every second, see whether the container died instead of starting.
 		if polls%20 == 19 {
 			if insp, ierr := d.cli.ContainerInspect(ctx, containerID); ierr == nil && insp.State != nil && !insp.State.Running {
-				return fmt.Errorf("envd did not start: container exited with code %d: %s", insp.State.ExitCode, d.logsTail(ctx, containerID))
+				return fmt.Errorf("envd did not start: container exited with code %d: %s", insp.State.ExitCode, logsTail(ctx, d.cli, containerID))
 			}
 		}
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("envd did not answer through the container's channel within %s: %v; container output: %s", d.opts.EnvdStartTimeout, err, d.logsTail(ctx, containerID))
+				return fmt.Errorf("envd did not answer through the container's channel within %s: %v; container output: %s", d.opts.EnvdStartTimeout, err, logsTail(ctx, d.cli, containerID))
 			}
 			return ctx.Err()
 		case <-tick.C:
@@ -186,10 +162,10 @@ func (d *Docker) waitEnvd(ctx context.Context, containerID string, conn *client.
 }
 
 // logsTail returns the last lines a container wrote, for error messages.
-func (d *Docker) logsTail(ctx context.Context, containerID string) string {
+func logsTail(ctx context.Context, cli *docker.Client, containerID string) string {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	rc, err := d.cli.ContainerLogs(ctx, containerID, container.LogsOptions{ShowStdout: true, ShowStderr: true, Tail: "20"})
+	rc, err := cli.ContainerLogs(ctx, containerID, container.LogsOptions{ShowStdout: true, ShowStderr: true, Tail: "20"})
 	if err != nil {
 		return "(no logs: " + err.Error() + ")"
 	}
@@ -203,15 +179,15 @@ func (d *Docker) logsTail(ctx context.Context, containerID string) string {
 
 // removeContainer force-removes a container. It is not cancelled with ctx:
 // cleanup must happen even when the caller's context was cancelled.
-func (d *Docker) removeContainer(ctx context.Context, containerID string) error {
+func removeContainer(ctx context.Context, cli *docker.Client, containerID string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	err := d.cli.ContainerRemove(ctx, containerID, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	err := cli.ContainerRemove(ctx, containerID, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	if isNotFound(err) {
 		err = nil
 	}
 	if err != nil {
-		err = fmt.Errorf("remove container %s: %w", shortID(containerID), err)
+		err = fmt.Errorf("remove container %s: %w", attach.ShortID(containerID), err)
 	}
 	return err
 }
@@ -221,9 +197,9 @@ func (d *Docker) removeContainer(ctx context.Context, containerID string) error 
 // caller's own outcome stands, and RemoveOrphans removes the container at
 // the next start.
 func (d *Docker) discard(ctx context.Context, rc *runningContainer) {
-	d.detach(rc.key)
-	if err := d.removeContainer(ctx, rc.id); err != nil {
-		d.log.Warn("container left behind", "container", shortID(rc.id), "error", err)
+	d.channels.Detach(rc.key)
+	if err := removeContainer(ctx, d.cli, rc.id); err != nil {
+		d.log.Warn("container left behind", "container", attach.ShortID(rc.id), "error", err)
 	}
 }
 
@@ -234,17 +210,17 @@ func (d *Docker) discard(ctx context.Context, rc *runningContainer) {
 // engine's own log of its output (json-file, what SandboxLogs reads)
 // bounded, so that a container printing forever cannot fill the engine's
 // disk.
-func (d *Docker) hostConfig(network, runtime string) *container.HostConfig {
+func hostConfig(network, runtime, seccompOpt string) *container.HostConfig {
 	hc := &container.HostConfig{
 		Runtime:     runtime,
 		NetworkMode: container.NetworkMode(network),
-		SecurityOpt: []string{"no-new-privileges", d.seccompOpt},
+		SecurityOpt: []string{"no-new-privileges", seccompOpt},
 		LogConfig: container.LogConfig{Type: "json-file", Config: map[string]string{
 			"max-size": containerLogFileSize,
 			"max-file": strconv.Itoa(containerLogFiles),
 		}},
 	}
-	if network == NetworkHost {
+	if network == engine.NetworkHost {
 		// An engine with --userns-remap refuses the host's network to a
 		// remapped container; host networking, unsafe for untrusted code
 		// anyway, then runs in the host's user namespace.
@@ -260,9 +236,6 @@ const (
 	containerLogFileSize = "10m"
 	containerLogFiles    = 2
 )
-
-// DefaultPidsLimit is the default cap on a container's processes.
-const DefaultPidsLimit = 4096
 
 // containerCaps are the capabilities of sandbox and build containers:
 // what package managers (apt drops to _apt: SETUID, SETGID), useradd,
@@ -296,10 +269,3 @@ func resources(cpuCount, memoryMB int32, pidsLimit int64) container.Resources {
 func boolPtr(b bool) *bool { return &b }
 
 func isNotFound(err error) bool { return err != nil && cerrdefs.IsNotFound(err) }
-
-func shortID(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
-}

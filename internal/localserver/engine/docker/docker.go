@@ -1,4 +1,11 @@
-package engine
+// Package docker runs the local server's template builds and sandboxes as
+// containers of a Docker engine with envd inside: the containers, their
+// runtime, seccomp profile, limits and disk watchdog, the images and the
+// layer cache, and the clean-up after a crash. E2B's build steps are
+// package build's, run over this package's containers; the channel to
+// each container's envd is package attach's. The server decides what to
+// run and records results; this package only knows how to run it.
+package docker
 
 import (
 	"context"
@@ -13,8 +20,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/system"
 	docker "github.com/docker/docker/client"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine/attach"
 )
 
 // DockerOptions configures NewDocker.
@@ -23,9 +35,9 @@ type DockerOptions struct {
 	// one per architecture (read from each file), run in containers as
 	// envd: a container gets the build for its image's architecture. An
 	// architecture none of them is for gets this executable when it is a
-	// Linux build of it, else EnvdBinaryName(arch) beside it (envdFinder).
-	// They reach containers through the engine's API (envdimage.go), never
-	// as host paths.
+	// Linux build of it, else attach.EnvdBinaryName(arch) beside it. They
+	// reach containers through the engine's API (attach.Volumes), never as
+	// host paths.
 	EnvdBinaries []string
 	// Network is "none" (default: a network namespace of its own for every
 	// container) or "host". Bridge networks are never used.
@@ -51,15 +63,15 @@ type DockerOptions struct {
 	ImageRepository string
 	// LayerCacheSize is how many layer images (one per build phase, see
 	// layers.go) are kept for later builds, the most recently used (default
-	// DefaultLayerCacheSize; negative: none outlive their build).
+	// engine.DefaultLayerCacheSize; negative: none outlive their build).
 	LayerCacheSize int
 	// PidsLimit caps the processes (threads included) of every container
-	// (default 4096; negative: no limit).
+	// (default engine.DefaultPidsLimit; negative: no limit).
 	PidsLimit int64
 	// DiskSizeMB is the disk limit of every sandbox and build container:
 	// the most its file system (image and changes) may grow to before
-	// EnforceDiskLimits stops it (default DefaultDiskSizeMB; negative:
-	// none).
+	// EnforceDiskLimits stops it (default engine.DefaultDiskSizeMB;
+	// negative: none).
 	DiskSizeMB int
 	// EnvdStartTimeout bounds the wait for envd's /health (default 30 s).
 	EnvdStartTimeout time.Duration
@@ -71,31 +83,10 @@ type DockerOptions struct {
 	Logger        *slog.Logger
 }
 
-// Paths inside every container.
-const (
-	// containerEnvdDir is the envd volume (envdimage.go), mounted
-	// read-only: nothing in the container can replace envd.
-	containerEnvdDir  = "/.e2b"
-	containerEnvdPath = containerEnvdDir + "/envd"
-	// containerRunDir is a tmpfs only root may enter, where the channel
-	// agent keeps the egress socket and the sandbox's end for envd. Not
-	// committed with the container's files.
-	containerRunDir   = "/run/e2b"
-	egressSocketPath  = containerRunDir + "/egress.sock"
-	deadlineFilePath  = containerRunDir + "/deadline"
-	hostNetEnvdSocket = containerRunDir + "/envd.sock"
-)
-
 // Defaults of DockerOptions.
 const (
 	defaultLabelPrefix     = "e2b-local"
 	defaultImageRepository = "e2b-local"
-)
-
-// Network modes.
-const (
-	NetworkNone = "none"
-	NetworkHost = "host"
 )
 
 // Kinds of containers, the value of the <prefix>.kind label. Build images
@@ -108,39 +99,29 @@ const (
 	kindLayer   = "layer"
 )
 
-// Docker is the Engine backed by a Docker Engine.
+// Docker is the engine backed by a Docker Engine.
 type Docker struct {
-	cli  *docker.Client
-	opts DockerOptions
-	log  *slog.Logger
+	cli    *docker.Client
+	opts   DockerOptions
+	log    *slog.Logger
+	labels labels
 
-	// egress serves opts.Egress on the egress streams of every channel.
-	egress *http.Server
-	// envd finds the envd build of each architecture; engineArch is the
-	// engine's (Go's name), which images that name none are run as.
-	envd       envdFinder
-	engineArch string
-
-	// envdMu guards envdVolumes, the envd volume of every architecture
-	// containers have needed, made when first needed (envdimage.go).
-	envdMu      sync.Mutex
-	envdVolumes map[string]envdVolume
+	// channels are the server's ends of its containers.
+	channels *attach.Channels
+	// envd holds the envd volume of every architecture containers have
+	// needed.
+	envd *attach.Volumes
 	// seccompOpt hands the engine the seccomp profile (seccomp.go).
 	seccompOpt string
 	// runtime is the runtime every sandbox and build container runs under,
 	// chosen at start (runtime.go).
-	runtime Runtime
+	runtime engine.Runtime
+	layers  *layerStore
 
 	mu sync.Mutex
 	// startCmds cancels the streams that keep sandbox start commands
 	// attached, by sandbox ID.
 	startCmds map[string]context.CancelFunc
-	// attached holds the channel of every container this server runs, by
-	// attachKey.
-	attached map[string]*attachment
-
-	// pruneMu serialises PruneLayers.
-	pruneMu sync.Mutex
 }
 
 // NewDocker connects to the engine named by DOCKER_HOST (or the default
@@ -149,8 +130,8 @@ type Docker struct {
 func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 	switch opts.Network {
 	case "":
-		opts.Network = NetworkNone
-	case NetworkHost, NetworkNone:
+		opts.Network = engine.NetworkNone
+	case engine.NetworkHost, engine.NetworkNone:
 	default:
 		return nil, fmt.Errorf("docker runtime: network %q is not supported (use none or host)", opts.Network)
 	}
@@ -164,14 +145,14 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 		opts.ImageRepository = defaultImageRepository
 	}
 	if opts.LayerCacheSize == 0 {
-		opts.LayerCacheSize = DefaultLayerCacheSize
+		opts.LayerCacheSize = engine.DefaultLayerCacheSize
 	}
 	if opts.PidsLimit == 0 {
-		opts.PidsLimit = DefaultPidsLimit
+		opts.PidsLimit = engine.DefaultPidsLimit
 	}
 	switch {
 	case opts.DiskSizeMB == 0:
-		opts.DiskSizeMB = DefaultDiskSizeMB
+		opts.DiskSizeMB = engine.DefaultDiskSizeMB
 	case opts.DiskSizeMB > math.MaxInt32:
 		return nil, fmt.Errorf("docker runtime: a disk size of %d MiB is beyond any disk", opts.DiskSizeMB)
 	}
@@ -198,25 +179,31 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 		cli.Close()
 		return nil, engineUnreachable(cli.DaemonHost(), err)
 	}
-	d := &Docker{cli: cli, opts: opts, log: opts.Logger, startCmds: map[string]context.CancelFunc{}, attached: map[string]*attachment{}, envdVolumes: map[string]envdVolume{}}
+	l := labels{prefix: opts.LabelPrefix, instance: opts.Instance}
+	d := &Docker{
+		cli: cli, opts: opts, log: opts.Logger, labels: l,
+		channels:  attach.NewChannels(cli, opts.Egress, opts.Logger),
+		layers:    &layerStore{cli: cli, labels: l, repository: opts.ImageRepository, log: opts.Logger},
+		startCmds: map[string]context.CancelFunc{},
+	}
 	if d.seccompOpt, err = seccompOpt(); err != nil {
 		cli.Close()
 		return nil, fmt.Errorf("the seccomp profile: %w", err)
 	}
-	if err := d.startEnvd(ctx); err != nil {
+	d.envd, err = attach.NewVolumes(ctx, cli, attach.VolumesOptions{
+		EnvdBinaries: opts.EnvdBinaries, LabelPrefix: opts.LabelPrefix, Instance: opts.Instance,
+		HostConfig: hostConfig(engine.NetworkNone, "", d.seccompOpt),
+	})
+	if err != nil {
 		cli.Close()
 		return nil, err
 	}
-	if opts.Egress != nil {
-		d.egress = &http.Server{
-			Handler:           opts.Egress,
-			ReadHeaderTimeout: 30 * time.Second,
-			IdleTimeout:       2 * time.Minute,
-			MaxHeaderBytes:    64 << 10,
-			ErrorLog:          slog.NewLogLogger(opts.Logger.Handler(), slog.LevelDebug),
-		}
+	info, err := cli.Info(ctx)
+	if err != nil {
+		d.Close() //nolint:contextcheck // Close bounds its clean-up with a context of its own
+		return nil, fmt.Errorf("docker info: %w", err)
 	}
-	choice, err := d.chooseRuntime(ctx)
+	choice, err := chooseRuntime(ctx, d.opts.Runtime, info.DefaultRuntime, offeredRuntimes(info.Runtimes), d.selfTestRuntime)
 	if err != nil {
 		d.Close() //nolint:contextcheck // Close bounds its clean-up with a context of its own
 		return nil, err
@@ -226,27 +213,6 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 		d.log.Warn("containers run under "+choice.Name+" and share this machine's kernel: "+choice.fallback+". Install gVisor (runsc) and register it in the engine for a kernel per sandbox (docs/guides/sandbox-security.md).", "runtime", choice.Name)
 	}
 	return d, nil
-}
-
-// startEnvd checks the explicit envd builds and makes the envd volume of
-// the engine's architecture: what cannot serve the engine is an error at
-// start-up. Other architectures' volumes are made when an image needs one.
-func (d *Docker) startEnvd(ctx context.Context) error {
-	var err error
-	if d.envd, err = thisEnvdFinder(d.opts.EnvdBinaries); err != nil {
-		return err
-	}
-	info, err := d.cli.Info(ctx)
-	if err != nil {
-		return fmt.Errorf("docker info: %w", err)
-	}
-	if d.engineArch, err = engineArch(info.Architecture); err != nil {
-		return err
-	}
-	if _, err := d.ensureEnvdVolume(ctx, d.engineArch); err != nil {
-		return fmt.Errorf("the Docker engine runs linux/%s: %w", d.engineArch, err)
-	}
-	return nil
 }
 
 // engineUnreachable is the one error for an engine that does not answer:
@@ -278,39 +244,37 @@ func (d *Docker) Close() error {
 		cancel()
 		delete(d.startCmds, id)
 	}
-	atts := d.attached
-	d.attached = map[string]*attachment{}
 	d.mu.Unlock()
-	for _, a := range atts {
-		a.close()
-	}
-	if d.egress != nil {
-		d.egress.Close()
-	}
+	d.channels.Close()
 	// The envd volume goes with the server unless a container of it (a kept
 	// sandbox) still mounts it: a server whose data directory is deleted
 	// then leaves nothing on the engine, and the next start makes it again.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return errors.Join(d.removeEnvdVolumes(ctx, false), d.cli.Close())
+	var err error
+	if d.envd != nil {
+		err = d.envd.Remove(ctx, false)
+	}
+	return errors.Join(err, d.cli.Close())
 }
 
 // Info reports the engine version, the negotiated API version, the runtime
 // of the server's containers, the engine's OS and architecture, and the
 // envd build of the engine's architecture.
-func (d *Docker) Info(ctx context.Context) (EngineInfo, error) {
+func (d *Docker) Info(ctx context.Context) (engine.EngineInfo, error) {
 	info, err := d.cli.Info(ctx)
 	if err != nil {
-		return EngineInfo{}, fmt.Errorf("docker info: %w", err)
+		return engine.EngineInfo{}, fmt.Errorf("docker info: %w", err)
 	}
-	d.envdMu.Lock()
-	envdBinary := d.envdVolumes[d.engineArch].binary
-	d.envdMu.Unlock()
+	_, envdBinary, err := d.envd.ForEngine(ctx)
+	if err != nil {
+		return engine.EngineInfo{}, err
+	}
 	secOpts, err := system.DecodeSecurityOptions(info.SecurityOptions)
 	if err != nil {
-		return EngineInfo{}, fmt.Errorf("docker info: security options: %w", err)
+		return engine.EngineInfo{}, fmt.Errorf("docker info: security options: %w", err)
 	}
-	return EngineInfo{
+	return engine.EngineInfo{
 		ServerVersion: info.ServerVersion,
 		APIVersion:    d.cli.ClientVersion(),
 		Runtime:       d.runtime,
@@ -321,18 +285,30 @@ func (d *Docker) Info(ctx context.Context) (EngineInfo, error) {
 	}, nil
 }
 
-func (d *Docker) label(name string) string { return d.opts.LabelPrefix + "." + name }
+// labels are the labels that mark a server's containers and images: the
+// server's label prefix and instance.
+type labels struct {
+	prefix, instance string
+}
 
-// labels marks a container as ours: its kind and the IDs it belongs to.
-func (d *Docker) labels(kind, templateID, buildID, sandboxID string) map[string]string {
-	l := map[string]string{
-		d.label("instance"):    d.opts.Instance,
-		d.label("kind"):        kind,
-		d.label("template-id"): templateID,
-		d.label("build-id"):    buildID,
+func (l labels) key(name string) string { return l.prefix + "." + name }
+
+// of marks a container as ours: its kind and the IDs it belongs to.
+func (l labels) of(kind, templateID, buildID, sandboxID string) map[string]string {
+	m := map[string]string{
+		l.key("instance"):    l.instance,
+		l.key("kind"):        kind,
+		l.key("template-id"): templateID,
+		l.key("build-id"):    buildID,
 	}
 	if sandboxID != "" {
-		l[d.label("sandbox-id")] = sandboxID
+		m[l.key("sandbox-id")] = sandboxID
 	}
-	return l
+	return m
+}
+
+// list returns the instance's containers matching extra filters.
+func (l labels) list(ctx context.Context, cli *docker.Client, extra ...filters.KeyValuePair) ([]container.Summary, error) {
+	args := filters.NewArgs(append(extra, filters.Arg("label", l.key("instance")+"="+l.instance))...)
+	return cli.ContainerList(ctx, container.ListOptions{All: true, Filters: args})
 }

@@ -1,4 +1,4 @@
-package engine
+package docker
 
 import (
 	"context"
@@ -27,6 +27,8 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine/attach"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
 
@@ -113,7 +115,10 @@ func buildEnvd(dir string) (string, error) {
 // no envd volume behind (its data directory may be deleted next).
 func TestCloseRemovesUnusedEnvdVolume(t *testing.T) {
 	d := newTestDocker(t, "")
-	holder := d.envdVolumes[d.engineArch].holder
+	holder, _, err := d.envd.ForEngine(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
 	cli, err := docker.NewClientWithOpts(docker.FromEnv, docker.WithAPIVersionNegotiation())
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +131,7 @@ func TestCloseRemovesUnusedEnvdVolume(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 	if _, err := cli.ContainerInspect(t.Context(), holder); !isNotFound(err) {
-		t.Errorf("envd volume holder %s after Close: %v, want it removed", shortID(holder), err)
+		t.Errorf("envd volume holder %s after Close: %v, want it removed", attach.ShortID(holder), err)
 	}
 }
 
@@ -141,21 +146,24 @@ func TestEnvdVolumePerArchitecture(t *testing.T) {
 		testutil.Missing(t, "needs E2B_TEST_ARM64_IMAGE, an offline linux/arm64 image (scripts/test-image.sh arm64)")
 	}
 	arm := filepath.Join(t.TempDir(), "envd-arm64")
-	writeELF(t, arm, elf.EM_AARCH64)
+	testutil.WriteELF(t, arm, elf.EM_AARCH64)
 	d := newTestDockerWith(t, func(o *DockerOptions) { o.EnvdBinaries = append(o.EnvdBinaries, arm) })
-	if d.engineArch != "amd64" {
-		t.Skipf("needs an amd64 engine; this one is %s", d.engineArch)
+	if d.envd.EngineArch() != "amd64" {
+		t.Skipf("needs an amd64 engine; this one is %s", d.envd.EngineArch())
 	}
-	engineHolder := d.envdVolumes["amd64"].holder
-
-	armHolder, err := d.envdVolumeFor(t.Context(), arm64Image)
+	engineHolder, _, err := d.envd.ForEngine(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, err := d.envdVolumeFor(t.Context(), arm64Image); err != nil || again != armHolder {
+
+	armHolder, err := d.envd.For(t.Context(), arm64Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := d.envd.For(t.Context(), arm64Image); err != nil || again != armHolder {
 		t.Errorf("second arm64 image: %s, %v; want the same volume %s", again, err, armHolder)
 	}
-	if got, err := d.envdVolumeFor(t.Context(), dockerEnv.baseImage); err != nil || got != engineHolder {
+	if got, err := d.envd.For(t.Context(), dockerEnv.baseImage); err != nil || got != engineHolder {
 		t.Errorf("amd64 image: %s, %v; want the engine's volume %s", got, err, engineHolder)
 	}
 	if armHolder == engineHolder {
@@ -171,7 +179,7 @@ func TestEnvdVolumePerArchitecture(t *testing.T) {
 	}
 	for _, h := range []string{engineHolder, armHolder} {
 		if _, err := cli.ContainerInspect(t.Context(), h); err != nil {
-			t.Errorf("envd volume %s in use after RemoveOrphans: %v", shortID(h), err)
+			t.Errorf("envd volume %s in use after RemoveOrphans: %v", attach.ShortID(h), err)
 		}
 	}
 	if err := d.Close(); err != nil {
@@ -179,7 +187,7 @@ func TestEnvdVolumePerArchitecture(t *testing.T) {
 	}
 	for _, h := range []string{engineHolder, armHolder} {
 		if _, err := cli.ContainerInspect(t.Context(), h); !isNotFound(err) {
-			t.Errorf("envd volume %s after Close: %v, want it removed", shortID(h), err)
+			t.Errorf("envd volume %s after Close: %v, want it removed", attach.ShortID(h), err)
 		}
 	}
 }
@@ -217,7 +225,7 @@ func newTestDockerWith(t testing.TB, configure func(*DockerOptions)) *Docker {
 		if err := d.RemoveOrphans(context.Background(), nil, nil); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
-		if err := d.removeEnvdVolumes(context.Background(), false); err != nil {
+		if err := d.envd.Remove(context.Background(), false); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 		d.Close()
@@ -237,7 +245,7 @@ func removeImageAtEnd(t *testing.T, d *Docker, image string) {
 // removeContainerAtEnd removes the container when the test ends.
 func removeContainerAtEnd(t *testing.T, d *Docker, containerID string) {
 	t.Cleanup(func() {
-		if err := d.removeContainer(t.Context(), containerID); err != nil {
+		if err := removeContainer(t.Context(), d.cli, containerID); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
@@ -329,7 +337,7 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 // containers lists the test instance's containers.
 func containers(t *testing.T, d *Docker) []container.Summary {
 	t.Helper()
-	list, err := d.list(context.Background())
+	list, err := d.labels.list(context.Background(), d.cli)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,8 +345,17 @@ func containers(t *testing.T, d *Docker) []container.Summary {
 }
 
 // sandboxClient talks to a sandbox's envd through its channel with token.
-func sandboxClient(d *Docker, sb *Sandbox, token string) *client.Client {
-	return newEnvdClient(func(ctx context.Context) (net.Conn, error) { return d.DialSandbox(ctx, sb.ID, envd.Port) }, token)
+func sandboxClient(d *Docker, sb *engine.Sandbox, token string) *client.Client {
+	// The host name is never resolved: every connection goes through the
+	// channel.
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return d.DialSandbox(ctx, sb.ID, envd.Port)
+	}}}
+	c, err := client.New(client.Config{BaseURL: "http://localhost", AccessToken: token, HTTPClient: hc})
+	if err != nil {
+		panic(err) // a fixed loopback URL
+	}
+	return c
 }
 
 // noBindMounts fails the test when the container mounts a host path.
@@ -350,11 +367,11 @@ func noBindMounts(t *testing.T, d *Docker, containerID string) {
 	}
 	for _, m := range insp.Mounts {
 		if m.Type == mount.TypeBind {
-			t.Errorf("container %s bind-mounts %s at %s", shortID(containerID), m.Source, m.Destination)
+			t.Errorf("container %s bind-mounts %s at %s", attach.ShortID(containerID), m.Source, m.Destination)
 		}
 	}
 	if len(insp.HostConfig.Binds) > 0 {
-		t.Errorf("container %s has binds %v", shortID(containerID), insp.HostConfig.Binds)
+		t.Errorf("container %s has binds %v", attach.ShortID(containerID), insp.HostConfig.Binds)
 	}
 }
 
@@ -412,7 +429,7 @@ func TestBuildAndSandbox(t *testing.T) {
 		return e2bapi.TemplateStep{Type: "COPY", Args: []string{src, dest, user, mode}, FilesHash: hash}
 	}
 	var log buildLog
-	spec := BuildSpec{
+	spec := engine.BuildSpec{
 		TemplateID: randomID("tpl"),
 		BuildID:    randomID("build"),
 		BaseImage:  dockerEnv.baseImage,
@@ -472,12 +489,12 @@ func TestBuildAndSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if img.Config == nil || len(img.Config.Entrypoint) > 0 || len(img.Config.Cmd) > 0 || img.Config.Labels[d.label("kind")] != kindImage {
+	if img.Config == nil || len(img.Config.Entrypoint) > 0 || len(img.Config.Cmd) > 0 || img.Config.Labels[d.labels.key("kind")] != kindImage {
 		t.Errorf("image config %+v: want no command and kind %q", img.Config, kindImage)
 	}
 
 	token := rand.Text()
-	sb, err := d.StartSandbox(t.Context(), SandboxSpec{
+	sb, err := d.StartSandbox(t.Context(), engine.SandboxSpec{
 		SandboxID: randomID("sbx"), TemplateID: spec.TemplateID, BuildID: spec.BuildID,
 		Image: res.Image, User: res.User, Workdir: res.Workdir, Env: res.Env, StartCmd: res.StartCmd,
 		AccessToken: token,
@@ -534,7 +551,7 @@ func TestBuildAndSandbox(t *testing.T) {
 	if err := d.StopSandbox(t.Context(), sb.ID); err != nil {
 		t.Fatal(err)
 	}
-	if d.attachment(attachKey(kindSandbox, sb.ID)) != nil {
+	if d.channels.Get(attach.Key(kindSandbox, sb.ID)) != nil {
 		t.Error("the sandbox's channel is still attached after StopSandbox")
 	}
 	if n := len(containers(t, d)); n != 0 {
@@ -546,7 +563,7 @@ func TestBuildAndSandbox(t *testing.T) {
 
 	// A build from this one continues with its user, workdir and env.
 	var log2 buildLog
-	res2, err := d.Build(t.Context(), BuildSpec{
+	res2, err := d.Build(t.Context(), engine.BuildSpec{
 		TemplateID: spec.TemplateID, BuildID: randomID("build"), BaseImage: res.Image,
 		FromBuild: res,
 		Steps:     []e2bapi.TemplateStep{{Type: "RUN", Args: []string{`echo "continued as $(id -un) in $(pwd) with $NAME"`}}},
@@ -568,7 +585,7 @@ func TestBuildFailingRun(t *testing.T) {
 	t.Parallel()
 	d := newTestDocker(t, "")
 	var log buildLog
-	_, err := d.Build(t.Context(), BuildSpec{
+	_, err := d.Build(t.Context(), engine.BuildSpec{
 		TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: dockerEnv.baseImage,
 		Steps: []e2bapi.TemplateStep{
 			{Type: "ENV", Args: []string{"A", "1"}},
@@ -577,9 +594,9 @@ func TestBuildFailingRun(t *testing.T) {
 		},
 		Log: log.add,
 	})
-	var se *StepError
+	var se *engine.StepError
 	if !errors.As(err, &se) || se.Step != "2" {
-		t.Fatalf("error %v, want a StepError for step 2", err)
+		t.Fatalf("error %v, want a engine.StepError for step 2", err)
 	}
 	if msg := err.Error(); !strings.Contains(msg, "exited with code 3") || !strings.Contains(msg, "second-line") {
 		t.Errorf("error %q should give the exit code and the last output", msg)
@@ -600,7 +617,7 @@ func TestBuildRunWaitsForBackgroundOutput(t *testing.T) {
 	t.Parallel()
 	d := newTestDocker(t, "")
 	var log buildLog
-	_, err := d.Build(t.Context(), BuildSpec{
+	_, err := d.Build(t.Context(), engine.BuildSpec{
 		TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: dockerEnv.baseImage,
 		Steps: []e2bapi.TemplateStep{
 			{Type: "RUN", Args: []string{"(sleep 2; echo child-line) & echo parent-line"}},
@@ -609,7 +626,7 @@ func TestBuildRunWaitsForBackgroundOutput(t *testing.T) {
 		},
 		Log: log.add,
 	})
-	var se *StepError
+	var se *engine.StepError
 	if !errors.As(err, &se) || se.Step != "3" || !strings.Contains(err.Error(), "exited with code 127") {
 		t.Fatalf("error %v, want step 3 to exit 127\nlog:\n%s", err, &log)
 	}
@@ -625,12 +642,12 @@ func TestBuildRejectsTraversalArchive(t *testing.T) {
 	if err := os.WriteFile(evil, testutil.Tarball(t, true, testutil.File("ok.txt", "ok"), testutil.File("../evil", "x")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := d.Build(t.Context(), BuildSpec{
+	_, err := d.Build(t.Context(), engine.BuildSpec{
 		TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: dockerEnv.baseImage,
 		Steps:    []e2bapi.TemplateStep{{Type: "COPY", Args: []string{"ok.txt", "/", "", ""}, FilesHash: "h"}},
 		Archives: map[string]string{"h": evil},
 	})
-	var se *StepError
+	var se *engine.StepError
 	if !errors.As(err, &se) || se.Step != "1" || !strings.Contains(err.Error(), `"../evil"`) {
 		t.Fatalf("error %v, want step 1 naming the entry", err)
 	}
@@ -639,12 +656,12 @@ func TestBuildRejectsTraversalArchive(t *testing.T) {
 func TestBuildMissingImageFailsBase(t *testing.T) {
 	t.Parallel()
 	d := newTestDocker(t, "")
-	_, err := d.Build(t.Context(), BuildSpec{
+	_, err := d.Build(t.Context(), engine.BuildSpec{
 		TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: "e2b-test-absent:" + randomID("v"),
 	})
-	var se *StepError
+	var se *engine.StepError
 	if !errors.As(err, &se) || se.Step != "base" || !strings.Contains(err.Error(), "not present") {
-		t.Fatalf("error %v, want a base StepError", err)
+		t.Fatalf("error %v, want a base engine.StepError", err)
 	}
 }
 
@@ -660,7 +677,7 @@ func TestBuildCancelRemovesContainer(t *testing.T) {
 	}}
 	done := make(chan error, 1)
 	go func() {
-		_, err := d.Build(ctx, BuildSpec{
+		_, err := d.Build(ctx, engine.BuildSpec{
 			TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: dockerEnv.baseImage,
 			Steps: []e2bapi.TemplateStep{{Type: "RUN", Args: []string{"echo started; sleep 300"}}},
 			Log:   log.add,
@@ -684,8 +701,8 @@ func TestRemoveOrphans(t *testing.T) {
 	t.Parallel()
 	d := newTestDocker(t, "none")
 	token := rand.Text()
-	start := func(id string) *Sandbox {
-		sb, err := d.StartSandbox(t.Context(), SandboxSpec{SandboxID: id, Image: dockerEnv.baseImage, User: "root", AccessToken: token})
+	start := func(id string) *engine.Sandbox {
+		sb, err := d.StartSandbox(t.Context(), engine.SandboxSpec{SandboxID: id, Image: dockerEnv.baseImage, User: "root", AccessToken: token})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -700,19 +717,19 @@ func TestRemoveOrphans(t *testing.T) {
 		}
 		return c.ID
 	}
-	create(d.labels(kindBuild, "tpl", randomID("build"), ""))
-	other := d.labels(kindSandbox, "tpl", "b", "x")
-	other[d.label("instance")] = "another-server"
+	create(d.labels.of(kindBuild, "tpl", randomID("build"), ""))
+	other := d.labels.of(kindSandbox, "tpl", "b", "x")
+	other[d.labels.key("instance")] = "another-server"
 	otherID := create(other)
 	removeContainerAtEnd(t, d, otherID)
 	// A container started by hand from a build's image carries its labels.
-	byHandID := create(d.labels(kindImage, "tpl", "b", ""))
+	byHandID := create(d.labels.of(kindImage, "tpl", "b", ""))
 	removeContainerAtEnd(t, d, byHandID)
 
 	// A server that restarts knows none of its containers' channels, and
 	// the agent of the old channel is gone.
-	d.detach(attachKey(kindSandbox, kept.ID))
-	d.detach(attachKey(kindSandbox, orphan.ID))
+	d.channels.Detach(attach.Key(kindSandbox, kept.ID))
+	d.channels.Detach(attach.Key(kindSandbox, orphan.ID))
 
 	if err := d.RemoveOrphans(t.Context(), func(id string) bool { return id == kept.ID }, nil); err != nil {
 		t.Fatal(err)
@@ -749,13 +766,13 @@ func TestBuildFinalizeFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d.opts.ReadyTimeout = tc.timeout // subtests run one after the other
 			var log buildLog
-			_, err := d.Build(t.Context(), BuildSpec{
+			_, err := d.Build(t.Context(), engine.BuildSpec{
 				TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: dockerEnv.baseImage,
 				StartCmd: tc.start, ReadyCmd: tc.ready, Log: log.add,
 			})
-			var se *StepError
+			var se *engine.StepError
 			if !errors.As(err, &se) || se.Step != "finalize" || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %v, want a finalize StepError with %q\nlog:\n%s", err, tc.want, &log)
+				t.Fatalf("error %v, want a finalize engine.StepError with %q\nlog:\n%s", err, tc.want, &log)
 			}
 		})
 	}
@@ -793,7 +810,7 @@ func TestBuildUsesBashWhenPresent(t *testing.T) {
 	removeImageAtEnd(t, d, withBash)
 
 	var log buildLog
-	res, err := d.Build(t.Context(), BuildSpec{
+	res, err := d.Build(t.Context(), engine.BuildSpec{
 		TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: withBash,
 		Steps: []e2bapi.TemplateStep{{Type: "RUN", Args: []string{"echo ran"}}},
 		Log:   log.add,
@@ -813,9 +830,9 @@ func TestBuildUsesBashWhenPresent(t *testing.T) {
 // loopback is the host's.
 func TestHostNetworkRelaysOnlyEnvd(t *testing.T) {
 	t.Parallel()
-	d := newTestDocker(t, NetworkHost)
+	d := newTestDocker(t, engine.NetworkHost)
 	token := rand.Text()
-	sb, err := d.StartSandbox(t.Context(), SandboxSpec{SandboxID: randomID("host"), Image: dockerEnv.baseImage, User: "root", AccessToken: token})
+	sb, err := d.StartSandbox(t.Context(), engine.SandboxSpec{SandboxID: randomID("host"), Image: dockerEnv.baseImage, User: "root", AccessToken: token})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -827,8 +844,8 @@ func TestHostNetworkRelaysOnlyEnvd(t *testing.T) {
 	if out, code := sh(t, sandboxClient(d, sb, token), "", "echo up"); code != 0 || out != "up\n" {
 		t.Errorf("envd in a host-network sandbox: %q (exit %d)", out, code)
 	}
-	if _, err := d.DialSandbox(t.Context(), sb.ID, 8080); !errors.Is(err, ErrPortNotRelayed) {
-		t.Errorf("dial port 8080 of a host-network sandbox: %v, want ErrPortNotRelayed", err)
+	if _, err := d.DialSandbox(t.Context(), sb.ID, 8080); !errors.Is(err, engine.ErrPortNotRelayed) {
+		t.Errorf("dial port 8080 of a host-network sandbox: %v, want engine.ErrPortNotRelayed", err)
 	}
 }
 
@@ -879,7 +896,7 @@ func TestCancelDuringCreateLeavesNoContainer(t *testing.T) {
 	defer cancel()
 	t.Setenv("DOCKER_HOST", cancellingEngine(t, cancel))
 	d := newTestDocker(t, "none")
-	_, err := d.StartSandbox(ctx, SandboxSpec{SandboxID: randomID("cancel"), Image: dockerEnv.baseImage, User: "root", AccessToken: rand.Text()})
+	_, err := d.StartSandbox(ctx, engine.SandboxSpec{SandboxID: randomID("cancel"), Image: dockerEnv.baseImage, User: "root", AccessToken: rand.Text()})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("error %v, want context.Canceled", err)
 	}

@@ -1,15 +1,19 @@
-package engine
+package docker
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/docker/docker/api/types/image"
+	docker "github.com/docker/docker/client"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine/attach"
 )
 
 // ensureImage makes sure ref exists locally, pulling it when allowed.
-func (d *Docker) ensureImage(ctx context.Context, spec BuildSpec, logf func(string, ...any)) (image.InspectResponse, error) {
-	insp, err := d.cli.ImageInspect(ctx, spec.BaseImage)
+func ensureImage(ctx context.Context, cli *docker.Client, spec engine.BuildSpec, logf func(string, ...any)) (image.InspectResponse, error) {
+	insp, err := cli.ImageInspect(ctx, spec.BaseImage)
 	if err == nil {
 		return insp, nil
 	}
@@ -24,16 +28,16 @@ func (d *Docker) ensureImage(ctx context.Context, spec BuildSpec, logf func(stri
 	if err != nil {
 		return insp, err
 	}
-	rc, err := d.cli.ImagePull(ctx, spec.BaseImage, image.PullOptions{RegistryAuth: auth})
+	rc, err := cli.ImagePull(ctx, spec.BaseImage, image.PullOptions{RegistryAuth: auth})
 	if err != nil {
 		return insp, fmt.Errorf("pull image %s: %w", spec.BaseImage, err)
 	}
-	err = readPullProgress(rc)
+	err = attach.ReadProgress(rc)
 	rc.Close()
 	if err != nil {
 		return insp, fmt.Errorf("pull image %s: %w", spec.BaseImage, err)
 	}
-	insp, err = d.cli.ImageInspect(ctx, spec.BaseImage)
+	insp, err = cli.ImageInspect(ctx, spec.BaseImage)
 	if err != nil {
 		return insp, fmt.Errorf("inspect image %s after pull: %w", spec.BaseImage, err)
 	}

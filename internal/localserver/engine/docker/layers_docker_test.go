@@ -1,10 +1,9 @@
-package engine
+package docker
 
 import (
 	"archive/tar"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
+	"encoding/json"
 	"io"
 	"maps"
 	"strings"
@@ -15,28 +14,9 @@ import (
 	"github.com/docker/docker/api/types/image"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
-)
 
-func TestHashKeysIsE2BsFormula(t *testing.T) {
-	sum := sha256.Sum256([]byte("base;RUN;x"))
-	if got := hashKeys("base", "RUN", "x"); got != hex.EncodeToString(sum[:]) {
-		t.Errorf("hashKeys = %s, want sha256 of the keys joined by ';'", got)
-	}
-	// The same command as another user must not share a key with a
-	// command that has the user's name in it.
-	a := stepKey("k", e2bapi.TemplateStep{Type: "RUN", Args: []string{"echo a b"}})
-	b := stepKey("k", e2bapi.TemplateStep{Type: "RUN", Args: []string{"echo a", "b"}})
-	if a == b {
-		t.Error("RUN [echo a b] and RUN [echo a] as b share a key")
-	}
-	if stepKey("k", e2bapi.TemplateStep{Type: "COPY", Args: []string{"a", "/a"}, FilesHash: "1"}) ==
-		stepKey("k", e2bapi.TemplateStep{Type: "COPY", Args: []string{"a", "/a"}, FilesHash: "2"}) {
-		t.Error("COPY steps with different files share a key")
-	}
-	if got, want := layerLine(true, "builder 1/2", "RUN x", "abc"), "CACHED [builder 1/2] RUN x [abc]"; got != want {
-		t.Errorf("layerLine = %q, want %q", got, want)
-	}
-}
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+)
 
 // imageFile reads one file of an image through a container that never starts.
 func imageFile(t *testing.T, d *Docker, ref, name string) string {
@@ -46,7 +26,7 @@ func imageFile(t *testing.T, d *Docker, ref, name string) string {
 		t.Fatal(err)
 	}
 	defer func() {
-		if err := d.removeContainer(context.Background(), c.ID); err != nil {
+		if err := removeContainer(context.Background(), d.cli, c.ID); err != nil {
 			t.Error(err)
 		}
 	}()
@@ -90,14 +70,14 @@ func TestBuildLayerCache(t *testing.T) {
 	archives := map[string]string{"first": first, "second": second}
 	templateID := randomID("tpl")
 	type built struct {
-		res   *BuildResult
+		res   *engine.BuildResult
 		log   *buildLog
 		files map[string]string
 	}
 	build := func(force bool, st []e2bapi.TemplateStep) built {
 		t.Helper()
 		log := &buildLog{}
-		res, err := d.Build(t.Context(), BuildSpec{
+		res, err := d.Build(t.Context(), engine.BuildSpec{
 			TemplateID: templateID, BuildID: randomID("build"), BaseImage: dockerEnv.baseImage,
 			Force: force, Steps: st, Archives: archives, Log: log.add,
 		})
@@ -196,7 +176,7 @@ func TestPruneLayers(t *testing.T) {
 	t.Parallel()
 	d := newTestDocker(t, "")
 	d.opts.LayerCacheSize = 2
-	spec := BuildSpec{
+	spec := engine.BuildSpec{
 		TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: dockerEnv.baseImage,
 		Steps: []e2bapi.TemplateStep{
 			{Type: "RUN", Args: []string{"echo 1 > /one", "root"}},
@@ -210,9 +190,9 @@ func TestPruneLayers(t *testing.T) {
 	}
 	ours := func(kind string, all bool) []image.Summary {
 		t.Helper()
-		args := filters.NewArgs(filters.Arg("label", d.label("instance")+"="+d.opts.Instance))
+		args := filters.NewArgs(filters.Arg("label", d.labels.key("instance")+"="+d.labels.instance))
 		if kind != "" {
-			args.Add("label", d.label("kind")+"="+kind)
+			args.Add("label", d.labels.key("kind")+"="+kind)
 		}
 		list, err := d.cli.ImageList(t.Context(), image.ListOptions{All: all, Filters: args})
 		if err != nil {
@@ -241,7 +221,7 @@ func TestPruneLayers(t *testing.T) {
 	}
 	removeContainerAtEnd(t, d, c.ID)
 	if _, err := d.cli.ContainerCommit(t.Context(), c.ID, container.CommitOptions{Config: &container.Config{Labels: map[string]string{
-		d.label("instance"): d.opts.Instance, d.label("kind"): kindLayer,
+		d.labels.key("instance"): d.labels.instance, d.labels.key("kind"): kindLayer,
 	}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +233,7 @@ func TestPruneLayers(t *testing.T) {
 		t.Errorf("%d layers left after pruning to 0", n)
 	}
 	// The builds' images stand on the pruned layers and still work.
-	for _, r := range []*BuildResult{res, res2} {
+	for _, r := range []*engine.BuildResult{res, res2} {
 		if got := imageFile(t, d, r.Image, "/three"); got != "3" {
 			t.Errorf("%s: /three = %q", r.Image, got)
 		}
@@ -271,7 +251,7 @@ func TestPruneLayers(t *testing.T) {
 func TestLayerStateKeepsShell(t *testing.T) {
 	t.Parallel()
 	d := newTestDocker(t, "")
-	spec := BuildSpec{
+	spec := engine.BuildSpec{
 		TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: dockerEnv.baseImage,
 		Steps: []e2bapi.TemplateStep{{Type: "RUN", Args: []string{"true"}}},
 	}
@@ -280,13 +260,27 @@ func TestLayerStateKeepsShell(t *testing.T) {
 		t.Fatal(err)
 	}
 	removeImageAtEnd(t, d, res.Image)
-	key := stepKey(defaultUserKey(d.baseKey(mustImageID(t, d, dockerEnv.baseImage))), spec.Steps[0])
-	st, ok, err := d.cachedLayer(t.Context(), key)
-	if err != nil || !ok {
-		t.Fatalf("layer of step 1: %v, %v", ok, err)
+	layers, err := d.cli.ImageList(t.Context(), image.ListOptions{Filters: filters.NewArgs(
+		filters.Arg("label", d.labels.key("instance")+"="+d.labels.instance),
+		filters.Arg("label", d.labels.key("kind")+"="+kindLayer),
+	)})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if st.Shell != "/bin/sh" || st.Login || st.User != defaultUser {
-		t.Errorf("layer state %+v, want /bin/sh without login and user %s", st, defaultUser)
+	if len(layers) != 2 {
+		t.Fatalf("%d layers, want 2 (the default user and step 1)", len(layers))
+	}
+	for _, l := range layers {
+		var st struct {
+			User, Shell string
+			Login       bool
+		}
+		if err := json.Unmarshal([]byte(l.Labels[d.labels.key("layer-state")]), &st); err != nil {
+			t.Fatalf("layer %v: state %v", l.RepoTags, err)
+		}
+		if st.Shell != "/bin/sh" || st.Login || st.User != "user" {
+			t.Errorf("layer %v state %+v, want /bin/sh without login and user user", l.RepoTags, st)
+		}
 	}
 }
 

@@ -1,4 +1,4 @@
-package engine
+package docker
 
 import (
 	"bufio"
@@ -14,36 +14,19 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine/attach"
 )
-
-// SandboxMetrics is one sample of a sandbox's resource use
-// (design/e2b-api.md, "Metrics and logs").
-type SandboxMetrics struct {
-	Time       time.Time
-	CPUCount   int32
-	CPUUsedPct float64
-	// Memory in bytes: used excludes the page cache, as `free` does.
-	MemUsed, MemTotal, MemCache int64
-	// DiskUsed is the size of the sandbox's file system (image and
-	// changes); DiskTotal its disk limit, 0 when it has none.
-	DiskUsed, DiskTotal int64
-}
-
-// LogLine is one line a sandbox's container wrote, with the time the
-// engine received it.
-type LogLine struct {
-	Time time.Time
-	Text string
-}
 
 // sandboxContainer is the ID of the sandbox's container.
 func (d *Docker) sandboxContainer(ctx context.Context, sandboxID string) (string, error) {
-	list, err := d.list(ctx, filters.Arg("label", d.label("sandbox-id")+"="+sandboxID))
+	list, err := d.labels.list(ctx, d.cli, filters.Arg("label", d.labels.key("sandbox-id")+"="+sandboxID))
 	if err != nil {
 		return "", err
 	}
 	for _, c := range list {
-		if c.Labels[d.label("kind")] == kindSandbox {
+		if c.Labels[d.labels.key("kind")] == kindSandbox {
 			return c.ID, nil
 		}
 	}
@@ -54,7 +37,7 @@ func (d *Docker) sandboxContainer(ctx context.Context, sandboxID string) (string
 // cgroup freezer): their memory stays as it is while the engine runs, and
 // the container keeps its file system.
 func (d *Docker) PauseSandbox(ctx context.Context, sandboxID string) error {
-	a := d.attachment(attachKey(kindSandbox, sandboxID))
+	a := d.channels.Get(attach.Key(kindSandbox, sandboxID))
 	id, err := d.sandboxContainer(ctx, sandboxID)
 	if err == nil {
 		err = d.cli.ContainerPause(ctx, id)
@@ -63,7 +46,7 @@ func (d *Docker) PauseSandbox(ctx context.Context, sandboxID string) error {
 		return fmt.Errorf("pause sandbox %s: %w", sandboxID, err)
 	}
 	if a != nil {
-		a.frozen(true)
+		a.Freeze()
 	}
 	return nil
 }
@@ -72,7 +55,7 @@ func (d *Docker) PauseSandbox(ctx context.Context, sandboxID string) error {
 // were. A sandbox whose container stopped (the engine restarted) is booted
 // again from its file system: envd and the start command start afresh,
 // initialised from spec, as E2B resumes a sandbox without its memory.
-func (d *Docker) ResumeSandbox(ctx context.Context, spec SandboxSpec) error {
+func (d *Docker) ResumeSandbox(ctx context.Context, spec engine.SandboxSpec) error {
 	id, err := d.sandboxContainer(ctx, spec.SandboxID)
 	if err == nil {
 		var insp container.InspectResponse
@@ -98,8 +81,8 @@ func (d *Docker) ResumeSandbox(ctx context.Context, spec SandboxSpec) error {
 // thawedSandbox hands a thawed sandbox's agent the end set while it was
 // frozen.
 func (d *Docker) thawedSandbox(ctx context.Context, sandboxID string) error {
-	if a := d.attachment(attachKey(kindSandbox, sandboxID)); a != nil {
-		return d.thawed(ctx, a)
+	if a := d.channels.Get(attach.Key(kindSandbox, sandboxID)); a != nil {
+		return a.Thaw(ctx)
 	}
 	return nil
 }
@@ -107,49 +90,49 @@ func (d *Docker) thawedSandbox(ctx context.Context, sandboxID string) error {
 // reboot starts the stopped container of a sandbox again and initialises
 // its envd through a new channel; the agent gets the sandbox's end anew
 // (the container's tmpfs started empty).
-func (d *Docker) reboot(ctx context.Context, containerID string, spec SandboxSpec) error {
-	rc, att, err := d.attachedSandbox(spec)
-	if err != nil {
-		return err
+func (d *Docker) reboot(ctx context.Context, containerID string, spec engine.SandboxSpec) error {
+	a := d.channels.Get(attach.Key(kindSandbox, spec.SandboxID))
+	if a == nil {
+		return errors.New("the sandbox is not attached to this server")
 	}
-	d.log.Info("booting a stopped sandbox container again", "sandbox", spec.SandboxID, "container", shortID(containerID))
-	if err := d.keepTmp(ctx, containerID); err != nil {
+	d.log.Info("booting a stopped sandbox container again", "sandbox", spec.SandboxID, "container", attach.ShortID(containerID))
+	if err := keepTmp(ctx, d.cli, d.runtime, containerID); err != nil {
 		return err
 	}
 	if err := d.cli.ContainerStart(ctx, containerID, container.StartOptions{}); err != nil {
 		return err
 	}
-	att.frozen(false)
-	if err := d.waitEnvd(ctx, containerID, rc.envd); err != nil {
+	a.Restarted()
+	if err := d.waitEnvd(ctx, containerID, a.Envd()); err != nil {
 		return err
 	}
-	return d.initSandbox(ctx, rc, spec)
+	return d.initSandbox(ctx, a, spec)
 }
 
 // SandboxMetrics samples the container's CPU and memory from the engine's
 // stats (two readings a second apart, for the CPU share) and its file
 // system's size. The CPU share is of the sandbox's CPUs, as on E2B.
-func (d *Docker) SandboxMetrics(ctx context.Context, sandboxID string) (SandboxMetrics, error) {
+func (d *Docker) SandboxMetrics(ctx context.Context, sandboxID string) (engine.SandboxMetrics, error) {
 	id, err := d.sandboxContainer(ctx, sandboxID)
 	if err != nil {
-		return SandboxMetrics{}, err
+		return engine.SandboxMetrics{}, err
 	}
 	insp, _, err := d.cli.ContainerInspectWithRaw(ctx, id, true)
 	if err != nil {
-		return SandboxMetrics{}, fmt.Errorf("inspect sandbox %s: %w", sandboxID, err)
+		return engine.SandboxMetrics{}, fmt.Errorf("inspect sandbox %s: %w", sandboxID, err)
 	}
 	rd, err := d.cli.ContainerStats(ctx, id, false)
 	if err != nil {
-		return SandboxMetrics{}, fmt.Errorf("stats of sandbox %s: %w", sandboxID, err)
+		return engine.SandboxMetrics{}, fmt.Errorf("stats of sandbox %s: %w", sandboxID, err)
 	}
 	defer rd.Body.Close()
 	var st container.StatsResponse
 	if err := json.NewDecoder(io.LimitReader(rd.Body, 1<<20)).Decode(&st); err != nil {
-		return SandboxMetrics{}, fmt.Errorf("stats of sandbox %s: %w", sandboxID, err)
+		return engine.SandboxMetrics{}, fmt.Errorf("stats of sandbox %s: %w", sandboxID, err)
 	}
 	m := metricsOf(st, insp)
 	if insp.Config != nil {
-		m.DiskTotal = diskLimit(insp.Config.Labels[d.label(diskLimitLabel)])
+		m.DiskTotal = diskLimit(insp.Config.Labels[d.labels.key(diskLimitLabel)])
 	}
 	if m.Time.IsZero() {
 		m.Time = time.Now()
@@ -159,8 +142,8 @@ func (d *Docker) SandboxMetrics(ctx context.Context, sandboxID string) (SandboxM
 
 // metricsOf turns the engine's stats and inspection of a container into a
 // sample.
-func metricsOf(st container.StatsResponse, insp container.InspectResponse) SandboxMetrics {
-	m := SandboxMetrics{Time: st.Read}
+func metricsOf(st container.StatsResponse, insp container.InspectResponse) engine.SandboxMetrics {
+	m := engine.SandboxMetrics{Time: st.Read}
 	cpus := float64(st.CPUStats.OnlineCPUs)
 	if insp.HostConfig != nil && insp.HostConfig.NanoCPUs > 0 {
 		cpus = float64(insp.HostConfig.NanoCPUs) / 1e9
@@ -190,14 +173,18 @@ func metricsOf(st container.StatsResponse, insp container.InspectResponse) Sandb
 	return m
 }
 
-// maxLogBytes bounds what SandboxLogs reads of a container's output.
-const maxLogBytes = 16 << 20
+// maxLogBytes bounds what SandboxLogs reads of a container's output, and
+// maxLogLine one line of it.
+const (
+	maxLogBytes = 16 << 20
+	maxLogLine  = 16 << 10
+)
 
 // SandboxLogs returns what the sandbox's container wrote (envd's own log
 // lines) at or after since (the zero time: all), oldest first, as the
 // engine keeps it: while the container exists. last > 0 reads only the
 // last lines of the log, which Docker finds from the end of its file.
-func (d *Docker) SandboxLogs(ctx context.Context, sandboxID string, since time.Time, last int) ([]LogLine, error) {
+func (d *Docker) SandboxLogs(ctx context.Context, sandboxID string, since time.Time, last int) ([]engine.LogLine, error) {
 	id, err := d.sandboxContainer(ctx, sandboxID)
 	if err != nil {
 		return nil, err
@@ -220,7 +207,7 @@ func (d *Docker) SandboxLogs(ctx context.Context, sandboxID string, since time.T
 		pw.CloseWithError(err)
 	}()
 	defer pr.Close()
-	var out []LogLine
+	var out []engine.LogLine
 	sc := bufio.NewScanner(pr)
 	sc.Buffer(make([]byte, 64<<10), maxLogLine)
 	for sc.Scan() {
@@ -229,7 +216,7 @@ func (d *Docker) SandboxLogs(ctx context.Context, sandboxID string, since time.T
 		if err != nil {
 			continue
 		}
-		out = append(out, LogLine{Time: at, Text: strings.TrimRight(text, "\r")})
+		out = append(out, engine.LogLine{Time: at, Text: strings.TrimRight(text, "\r")})
 	}
 	if err := sc.Err(); err != nil && !errors.Is(err, io.ErrClosedPipe) {
 		return out, fmt.Errorf("logs of sandbox %s: %w", sandboxID, err)

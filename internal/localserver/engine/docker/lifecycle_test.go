@@ -1,10 +1,12 @@
-package engine
+package docker
 
 import (
 	"testing"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 )
 
 func TestMetricsOf(t *testing.T) {
@@ -25,7 +27,7 @@ func TestMetricsOf(t *testing.T) {
 	}
 	m := metricsOf(st, insp)
 	// One CPU-second of the sandbox's two over a one-second interval: 50 %.
-	want := SandboxMetrics{Time: read, CPUCount: 2, CPUUsedPct: 50, MemUsed: 150 << 20, MemTotal: 1 << 30, MemCache: 50 << 20, DiskUsed: size}
+	want := engine.SandboxMetrics{Time: read, CPUCount: 2, CPUUsedPct: 50, MemUsed: 150 << 20, MemTotal: 1 << 30, MemCache: 50 << 20, DiskUsed: size}
 	if m != want {
 		t.Errorf("metricsOf = %+v, want %+v", m, want)
 	}

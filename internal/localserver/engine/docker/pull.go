@@ -1,10 +1,7 @@
-package engine
+package docker
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 
 	"github.com/docker/docker/api/types/registry"
 
@@ -28,29 +25,4 @@ func registryAuth(r *e2bapi.FromImageRegistry) (string, error) {
 		return "", fmt.Errorf("registry credentials of type %q are not supported by the local server", r.Type)
 	}
 	return registry.EncodeAuthConfig(auth)
-}
-
-// readPullProgress drains an image pull's JSON progress stream and
-// returns the error the engine reports in it, if any.
-func readPullProgress(r io.Reader) error {
-	dec := json.NewDecoder(r)
-	for {
-		var msg struct {
-			Error       string `json:"error"`
-			ErrorDetail struct {
-				Message string `json:"message"`
-			} `json:"errorDetail"`
-		}
-		if err := dec.Decode(&msg); errors.Is(err, io.EOF) {
-			return nil
-		} else if err != nil {
-			return err
-		}
-		if msg.ErrorDetail.Message != "" {
-			return errors.New(msg.ErrorDetail.Message)
-		}
-		if msg.Error != "" {
-			return errors.New(msg.Error)
-		}
-	}
 }

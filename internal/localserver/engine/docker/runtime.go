@@ -1,4 +1,4 @@
-package engine
+package docker
 
 import (
 	"archive/tar"
@@ -12,22 +12,11 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/system"
+	docker "github.com/docker/docker/client"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 )
-
-// RuntimeAuto chooses gVisor when the engine offers a gVisor runtime that
-// passes the self-test, else the engine's default runtime (with a warning).
-const RuntimeAuto = "auto"
-
-// Runtime is the OCI runtime every sandbox and build container runs under.
-type Runtime struct {
-	// Name is the engine's name of the runtime ("runc", "runsc").
-	Name string
-	// GVisor tells whether it is gVisor's runsc: containers then have a
-	// kernel of their own (design/local-server.md, "Runtimes").
-	GVisor bool
-}
 
 // offeredRuntime is what chooseRuntime knows of one runtime of the engine.
 type offeredRuntime struct {
@@ -37,7 +26,7 @@ type offeredRuntime struct {
 // runtimeChoice is chooseRuntime's answer: the runtime and, when auto fell
 // back to the engine's default, why (the server warns with it).
 type runtimeChoice struct {
-	Runtime
+	engine.Runtime
 	fallback string
 }
 
@@ -71,7 +60,7 @@ func offeredRuntimes(runtimes map[string]system.RuntimeWithStatus) map[string]of
 //   - a name: that runtime; one the engine lacks or that fails its
 //     self-test is an error naming it, never a fallback.
 func chooseRuntime(ctx context.Context, requested, defaultName string, offered map[string]offeredRuntime, selfTest func(ctx context.Context, name string) error) (runtimeChoice, error) {
-	named := func(name string) Runtime { return Runtime{Name: name, GVisor: offered[name].gvisor} }
+	named := func(name string) engine.Runtime { return engine.Runtime{Name: name, GVisor: offered[name].gvisor} }
 	test := func(name string) error {
 		if name == defaultName {
 			return nil
@@ -81,7 +70,7 @@ func chooseRuntime(ctx context.Context, requested, defaultName string, offered m
 	switch requested {
 	case "":
 		return runtimeChoice{Runtime: named(defaultName)}, nil
-	case RuntimeAuto:
+	case engine.RuntimeAuto:
 		candidates := gvisorRuntimes(defaultName, offered)
 		if len(candidates) == 0 {
 			return runtimeChoice{Runtime: named(defaultName), fallback: fmt.Sprintf("the Docker engine offers no gVisor runtime (runsc; it offers %s)", offeredList(offered))}, nil
@@ -145,11 +134,11 @@ const kindSelfTest = "selftest"
 // name, waits for envd's health through the container's channel (what
 // every sandbox and build needs) and removes it.
 func (d *Docker) selfTestRuntime(ctx context.Context, name string) error {
-	v, err := d.ensureEnvdVolume(ctx, d.engineArch)
+	holderID, _, err := d.envd.ForEngine(ctx)
 	if err != nil {
 		return err
 	}
-	holder, err := d.cli.ContainerInspect(ctx, v.holder)
+	holder, err := d.cli.ContainerInspect(ctx, holderID)
 	if err != nil {
 		return fmt.Errorf("inspect the envd volume's holder: %w", err)
 	}
@@ -157,7 +146,7 @@ func (d *Docker) selfTestRuntime(ctx context.Context, name string) error {
 		image:   holder.Config.Image,
 		kind:    kindSelfTest,
 		id:      name,
-		labels:  d.labels(kindSelfTest, "", "", ""),
+		labels:  d.labels.of(kindSelfTest, "", "", ""),
 		runtime: name,
 	}, nil)
 	if err != nil {
@@ -167,24 +156,15 @@ func (d *Docker) selfTestRuntime(ctx context.Context, name string) error {
 	return nil
 }
 
-// chooseRuntime resolves opts.Runtime on the engine (see chooseRuntime).
-func (d *Docker) chooseRuntime(ctx context.Context) (runtimeChoice, error) {
-	info, err := d.cli.Info(ctx)
-	if err != nil {
-		return runtimeChoice{}, fmt.Errorf("docker info: %w", err)
-	}
-	return chooseRuntime(ctx, d.opts.Runtime, info.DefaultRuntime, offeredRuntimes(info.Runtimes), d.selfTestRuntime)
-}
-
 // keepTmp puts envd.TmpKeepFile in the container's /tmp before a start
 // under gVisor, so that /tmp stays part of the container's file system as
 // under runc (envd removes it as it starts). An image without /tmp is left
 // as it is.
-func (d *Docker) keepTmp(ctx context.Context, containerID string) error {
-	if !d.runtime.GVisor {
+func keepTmp(ctx context.Context, cli *docker.Client, runtime engine.Runtime, containerID string) error {
+	if !runtime.GVisor {
 		return nil
 	}
-	if st, err := d.cli.ContainerStatPath(ctx, containerID, path.Dir(envd.TmpKeepFile)); err != nil || !st.Mode.IsDir() {
+	if st, err := cli.ContainerStatPath(ctx, containerID, path.Dir(envd.TmpKeepFile)); err != nil || !st.Mode.IsDir() {
 		return nil //nolint:nilerr // no /tmp: nothing of it to keep
 	}
 	var buf bytes.Buffer
@@ -195,7 +175,7 @@ func (d *Docker) keepTmp(ctx context.Context, containerID string) error {
 	if err := tw.Close(); err != nil {
 		return err
 	}
-	if err := d.cli.CopyToContainer(ctx, containerID, path.Dir(envd.TmpKeepFile), &buf, container.CopyToContainerOptions{}); err != nil {
+	if err := cli.CopyToContainer(ctx, containerID, path.Dir(envd.TmpKeepFile), &buf, container.CopyToContainerOptions{}); err != nil {
 		return fmt.Errorf("keep /tmp in the container's files under gVisor: %w", err)
 	}
 	return nil

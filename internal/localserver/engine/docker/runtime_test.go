@@ -1,4 +1,4 @@
-package engine
+package docker
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	docker "github.com/docker/docker/client"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 )
 
 func TestIsGVisor(t *testing.T) {
@@ -46,26 +48,26 @@ func TestChooseRuntime(t *testing.T) {
 		name, requested, defaultName string
 		offered                      map[string]offeredRuntime
 		failing                      []string // runtimes whose self-test fails
-		want                         Runtime
+		want                         engine.Runtime
 		wantTested                   []string
 		wantFallback, wantErr        string
 	}{
-		{name: "engine default", requested: "", defaultName: "runc", offered: withGVisor, want: Runtime{Name: "runc"}},
-		{name: "engine default is gVisor", requested: "", defaultName: "runsc", offered: withGVisor, want: Runtime{Name: "runsc", GVisor: true}},
-		{name: "auto without gVisor", requested: RuntimeAuto, defaultName: "runc", offered: plain, want: Runtime{Name: "runc"},
+		{name: "engine default", requested: "", defaultName: "runc", offered: withGVisor, want: engine.Runtime{Name: "runc"}},
+		{name: "engine default is gVisor", requested: "", defaultName: "runsc", offered: withGVisor, want: engine.Runtime{Name: "runsc", GVisor: true}},
+		{name: "auto without gVisor", requested: engine.RuntimeAuto, defaultName: "runc", offered: plain, want: engine.Runtime{Name: "runc"},
 			wantFallback: "the Docker engine offers no gVisor runtime (runsc; it offers io.containerd.runc.v2, runc)"},
-		{name: "auto with gVisor", requested: RuntimeAuto, defaultName: "runc", offered: withGVisor,
-			want: Runtime{Name: "runsc", GVisor: true}, wantTested: []string{"runsc"}},
-		{name: "auto, the default is gVisor", requested: RuntimeAuto, defaultName: "gvisor-kvm", offered: withGVisor,
-			want: Runtime{Name: "gvisor-kvm", GVisor: true}},
-		{name: "auto, runsc fails, another gVisor passes", requested: RuntimeAuto, defaultName: "runc", offered: withGVisor, failing: []string{"runsc"},
-			want: Runtime{Name: "gvisor-kvm", GVisor: true}, wantTested: []string{"runsc", "gvisor-kvm"}},
-		{name: "auto, every gVisor fails", requested: RuntimeAuto, defaultName: "runc", offered: withGVisor, failing: []string{"runsc", "gvisor-kvm"},
-			want: Runtime{Name: "runc"}, wantTested: []string{"runsc", "gvisor-kvm"},
+		{name: "auto with gVisor", requested: engine.RuntimeAuto, defaultName: "runc", offered: withGVisor,
+			want: engine.Runtime{Name: "runsc", GVisor: true}, wantTested: []string{"runsc"}},
+		{name: "auto, the default is gVisor", requested: engine.RuntimeAuto, defaultName: "gvisor-kvm", offered: withGVisor,
+			want: engine.Runtime{Name: "gvisor-kvm", GVisor: true}},
+		{name: "auto, runsc fails, another gVisor passes", requested: engine.RuntimeAuto, defaultName: "runc", offered: withGVisor, failing: []string{"runsc"},
+			want: engine.Runtime{Name: "gvisor-kvm", GVisor: true}, wantTested: []string{"runsc", "gvisor-kvm"}},
+		{name: "auto, every gVisor fails", requested: engine.RuntimeAuto, defaultName: "runc", offered: withGVisor, failing: []string{"runsc", "gvisor-kvm"},
+			want: engine.Runtime{Name: "runc"}, wantTested: []string{"runsc", "gvisor-kvm"},
 			wantFallback: "gVisor runtime runsc failed its self-test: sandbox did not start; gVisor runtime gvisor-kvm failed its self-test: sandbox did not start"},
 		{name: "explicit gVisor", requested: "runsc", defaultName: "runc", offered: withGVisor,
-			want: Runtime{Name: "runsc", GVisor: true}, wantTested: []string{"runsc"}},
-		{name: "explicit default, not tested", requested: "runc", defaultName: "runc", offered: withGVisor, want: Runtime{Name: "runc"}},
+			want: engine.Runtime{Name: "runsc", GVisor: true}, wantTested: []string{"runsc"}},
+		{name: "explicit default, not tested", requested: "runc", defaultName: "runc", offered: withGVisor, want: engine.Runtime{Name: "runc"}},
 		{name: "explicit gVisor fails its self-test", requested: "runsc", defaultName: "runc", offered: withGVisor, failing: []string{"runsc"},
 			wantTested: []string{"runsc"}, wantErr: `runtime "runsc" failed its self-test (a container of envd that answers through the server's channel): sandbox did not start`},
 		{name: "explicit, missing", requested: "runsc", defaultName: "runc", offered: plain,
@@ -126,7 +128,7 @@ func TestRuntimeOnTheEngine(t *testing.T) {
 		var log testutil.SyncBuffer
 		instance := randomID("rt")
 		d, err := NewDocker(t.Context(), DockerOptions{
-			EnvdBinaries: []string{dockerEnv.envdBin}, Network: NetworkNone, Runtime: runtime, EnvdStartTimeout: envdTimeout,
+			EnvdBinaries: []string{dockerEnv.envdBin}, Network: engine.NetworkNone, Runtime: runtime, EnvdStartTimeout: envdTimeout,
 			LabelPrefix: "e2b-runtime-test", Instance: instance, Logger: slog.New(slog.NewTextHandler(&log, nil)),
 		})
 		if err == nil {
@@ -143,7 +145,7 @@ func TestRuntimeOnTheEngine(t *testing.T) {
 		}
 		return nil, log.String(), err
 	}
-	runtimeOf := func(t *testing.T, d *Docker) Runtime {
+	runtimeOf := func(t *testing.T, d *Docker) engine.Runtime {
 		t.Helper()
 		info, err := d.Info(t.Context())
 		if err != nil {
@@ -153,13 +155,13 @@ func TestRuntimeOnTheEngine(t *testing.T) {
 	}
 
 	t.Run("auto", func(t *testing.T) {
-		d, log, err := start(t, RuntimeAuto, 0)
+		d, log, err := start(t, engine.RuntimeAuto, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := runtimeOf(t, d)
 		if len(gvisor) > 0 {
-			if got != (Runtime{Name: gvisor[0], GVisor: true}) || strings.Contains(log, "level=WARN") {
+			if got != (engine.Runtime{Name: gvisor[0], GVisor: true}) || strings.Contains(log, "level=WARN") {
 				t.Errorf("auto on an engine with %v chose %+v; log:\n%s", gvisor, got, log)
 			}
 			return
@@ -186,12 +188,12 @@ func TestRuntimeOnTheEngine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := runtimeOf(t, d); got != (Runtime{Name: gvisor[0], GVisor: true}) {
+		if got := runtimeOf(t, d); got != (engine.Runtime{Name: gvisor[0], GVisor: true}) {
 			t.Errorf("chose %+v", got)
 		}
 	})
 	t.Run("gVisor failing its self-test", func(t *testing.T) {
-		d, log, err := start(t, RuntimeAuto, time.Millisecond)
+		d, log, err := start(t, engine.RuntimeAuto, time.Millisecond)
 		if err != nil {
 			t.Fatal(err)
 		}

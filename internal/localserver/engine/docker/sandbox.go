@@ -1,14 +1,17 @@
-package engine
+package docker
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 
 	"github.com/docker/docker/api/types/filters"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine/attach"
 )
 
 // StartSandbox runs a build's image with envd and initialises it
@@ -17,7 +20,7 @@ import (
 // Docker cannot snapshot a running process the way E2B's VM snapshots do,
 // so the start command is launched anew in every sandbox rather than
 // resumed where the build left it. On error nothing is left behind.
-func (d *Docker) StartSandbox(ctx context.Context, spec SandboxSpec) (*Sandbox, error) {
+func (d *Docker) StartSandbox(ctx context.Context, spec engine.SandboxSpec) (*engine.Sandbox, error) {
 	sb, err := d.WarmSandbox(ctx, spec)
 	if err != nil {
 		return nil, err
@@ -37,7 +40,7 @@ func (d *Docker) StartSandbox(ctx context.Context, spec SandboxSpec) (*Sandbox, 
 // no token, env, user or start command yet. InitSandbox does that, at
 // once for a fresh sandbox, at hand-out for a pooled one. On error
 // nothing is left behind.
-func (d *Docker) WarmSandbox(ctx context.Context, spec SandboxSpec) (*Sandbox, error) {
+func (d *Docker) WarmSandbox(ctx context.Context, spec engine.SandboxSpec) (*engine.Sandbox, error) {
 	if spec.SandboxID == "" || spec.Image == "" {
 		return nil, errors.New("start sandbox: sandbox ID and image are required")
 	}
@@ -45,7 +48,7 @@ func (d *Docker) WarmSandbox(ctx context.Context, spec SandboxSpec) (*Sandbox, e
 		image:    spec.Image,
 		kind:     kindSandbox,
 		id:       spec.SandboxID,
-		labels:   d.labels(kindSandbox, spec.TemplateID, spec.BuildID, spec.SandboxID),
+		labels:   d.labels.of(kindSandbox, spec.TemplateID, spec.BuildID, spec.SandboxID),
 		cpuCount: spec.CPUCount,
 		memoryMB: spec.MemoryMB,
 		end:      spec.EndAt,
@@ -53,16 +56,16 @@ func (d *Docker) WarmSandbox(ctx context.Context, spec SandboxSpec) (*Sandbox, e
 	if err != nil {
 		return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
 	}
-	return &Sandbox{ID: spec.SandboxID, ContainerID: rc.id, EnvdVersion: envd.Version}, nil
+	return &engine.Sandbox{ID: spec.SandboxID, ContainerID: rc.id, EnvdVersion: envd.Version}, nil
 }
 
 // InitSandbox hands the envd of a sandbox WarmSandbox started its token,
 // user, workdir and env (envd's /init, as E2B's orchestrator does for a
 // resumed sandbox) and starts the template's start command.
-func (d *Docker) InitSandbox(ctx context.Context, spec SandboxSpec) error {
-	rc, _, err := d.attachedSandbox(spec)
-	if err == nil {
-		err = d.initSandbox(ctx, rc, spec)
+func (d *Docker) InitSandbox(ctx context.Context, spec engine.SandboxSpec) error {
+	err := errors.New("the sandbox is not attached to this server")
+	if a := d.channels.Get(attach.Key(kindSandbox, spec.SandboxID)); a != nil {
+		err = d.initSandbox(ctx, a, spec)
 	}
 	if err != nil {
 		return fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
@@ -70,32 +73,18 @@ func (d *Docker) InitSandbox(ctx context.Context, spec SandboxSpec) error {
 	return nil
 }
 
-// attachedSandbox is the container of a sandbox this server attached and
-// its attachment, with an envd client that sends spec's access token.
-func (d *Docker) attachedSandbox(spec SandboxSpec) (*runningContainer, *attachment, error) {
-	key := attachKey(kindSandbox, spec.SandboxID)
-	att := d.attachment(key)
-	if att == nil {
-		return nil, nil, errors.New("the sandbox is not attached to this server")
-	}
-	return &runningContainer{
-		id: att.containerID, kind: kindSandbox, key: key,
-		envd: newEnvdClient(d.dialer(att, envd.Port), spec.AccessToken), token: spec.AccessToken,
-	}, att, nil
-}
-
 // initSandbox hands a sandbox's envd, just started, its token, user,
 // workdir and env, and starts the template's start command.
-func (d *Docker) initSandbox(ctx context.Context, rc *runningContainer, spec SandboxSpec) error {
-	if err := rc.envd.Init(ctx, client.InitRequest{EnvVars: spec.Env, AccessToken: rc.token, DefaultUser: spec.User, DefaultWorkdir: spec.Workdir}); err != nil {
+func (d *Docker) initSandbox(ctx context.Context, a *attach.Attachment, spec engine.SandboxSpec) error {
+	if err := a.Init(ctx, client.InitRequest{EnvVars: spec.Env, AccessToken: spec.AccessToken, DefaultUser: spec.User, DefaultWorkdir: spec.Workdir}); err != nil {
 		return err
 	}
 	if spec.StartCmd != "" {
-		sh, err := d.shellOf(ctx, rc.id)
+		sh, err := attach.FindShell(ctx, d.cli, a.ContainerID())
 		if err != nil {
 			return err
 		}
-		d.startCommand(ctx, rc, spec, sh)
+		d.startCommand(ctx, a.Envd(), spec, sh)
 	}
 	return nil
 }
@@ -104,15 +93,15 @@ func (d *Docker) initSandbox(ctx context.Context, rc *runningContainer, spec San
 // default user in the default workdir. The stream stays attached for the
 // sandbox's life, its output discarded; ending it (StopSandbox, Close)
 // kills the command.
-func (d *Docker) startCommand(ctx context.Context, rc *runningContainer, spec SandboxSpec, sh shell) {
+func (d *Docker) startCommand(ctx context.Context, conn *client.Client, spec engine.SandboxSpec, sh attach.Shell) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	d.mu.Lock()
 	d.startCmds[spec.SandboxID] = cancel
 	d.mu.Unlock()
 	go func() {
 		defer cancel()
-		cmd, args := sh.command(spec.StartCmd)
-		res, err := rc.envd.Run(ctx, client.RunRequest{Cmd: cmd, Args: args, MaxOutputBytes: 1})
+		cmd, args := sh.Command(spec.StartCmd)
+		res, err := conn.Run(ctx, client.RunRequest{Cmd: cmd, Args: args, MaxOutputBytes: 1})
 		switch {
 		case ctx.Err() != nil:
 		case err != nil:
@@ -131,17 +120,29 @@ func (d *Docker) StopSandbox(ctx context.Context, sandboxID string) error {
 		delete(d.startCmds, sandboxID)
 	}
 	d.mu.Unlock()
-	list, err := d.list(ctx, filters.Arg("label", d.label("sandbox-id")+"="+sandboxID))
+	list, err := d.labels.list(ctx, d.cli, filters.Arg("label", d.labels.key("sandbox-id")+"="+sandboxID))
 	if err != nil {
 		return fmt.Errorf("stop sandbox %s: %w", sandboxID, err)
 	}
-	d.detach(attachKey(kindSandbox, sandboxID))
+	d.channels.Detach(attach.Key(kindSandbox, sandboxID))
 	var errs []error
 	for _, c := range list {
-		errs = append(errs, d.removeContainer(ctx, c.ID))
+		errs = append(errs, removeContainer(ctx, d.cli, c.ID))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("stop sandbox %s: %w", sandboxID, err)
 	}
 	return nil
+}
+
+// DialSandbox opens a stream to port inside the sandbox's network
+// namespace through its channel. A port nothing listens on gives a
+// *relay.RefusedError; with host networking only envd's port is relayed
+// (engine.ErrPortNotRelayed).
+func (d *Docker) DialSandbox(ctx context.Context, sandboxID string, port int) (net.Conn, error) {
+	a := d.channels.Get(attach.Key(kindSandbox, sandboxID))
+	if a == nil {
+		return nil, fmt.Errorf("sandbox %s is not running on this server", sandboxID)
+	}
+	return a.Dial(ctx, port)
 }

@@ -1,4 +1,4 @@
-package engine
+package docker
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 // committed. The engine gets it with each container, so that its own
 // default (Docker 20.10's allows io_uring) cannot widen it.
 //
-//go:generate go -C ../../../tools run ./seccompgen -o ../internal/localserver/engine/seccomp.json
+//go:generate go -C ../../../../tools run ./seccompgen -o ../internal/localserver/engine/docker/seccomp.json
 //go:embed seccomp.json
 var seccompJSON []byte
 

@@ -1,10 +1,12 @@
-package engine
+package docker
 
 import (
 	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 )
 
 // seccompProfile is the part of the profile's JSON the tests read.
@@ -51,8 +53,7 @@ func TestHostConfigHardening(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &Docker{seccompOpt: opt}
-	hc := d.hostConfig(NetworkNone, "")
+	hc := hostConfig(engine.NetworkNone, "", opt)
 	if !slices.Contains(hc.SecurityOpt, "no-new-privileges") {
 		t.Errorf("security options %q lack no-new-privileges", hc.SecurityOpt)
 	}

@@ -1,4 +1,4 @@
-package engine
+package docker
 
 import (
 	"context"
@@ -9,21 +9,13 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/strslice"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 )
 
-// SnapshotSpec names a sandbox to commit as a build of a template.
-type SnapshotSpec struct {
-	SandboxID  string
-	TemplateID string
-	BuildID    string
-	// Image is the image the sandbox runs (its build's), whose user,
-	// command and entrypoint the snapshot keeps.
-	Image string
-}
-
 // imageRef is the image of a template's build: <repo>/<templateID>:<buildID>.
-func (d *Docker) imageRef(templateID, buildID string) string {
-	return fmt.Sprintf("%s/%s:%s", d.opts.ImageRepository, strings.ToLower(templateID), strings.ToLower(buildID))
+func imageRef(repository, templateID, buildID string) string {
+	return fmt.Sprintf("%s/%s:%s", repository, strings.ToLower(templateID), strings.ToLower(buildID))
 }
 
 // commitConfig is the configuration of an image committed from one of our
@@ -52,7 +44,7 @@ func commitConfig(base image.InspectResponse, labels map[string]string) *contain
 // the image of a template's build and returns its reference. The image
 // says it is ours and whose build it is, and belongs to no sandbox: a
 // container started from it must not pass for the source sandbox's.
-func (d *Docker) CommitSandbox(ctx context.Context, spec SnapshotSpec) (string, error) {
+func (d *Docker) CommitSandbox(ctx context.Context, spec engine.SnapshotSpec) (string, error) {
 	id, err := d.sandboxContainer(ctx, spec.SandboxID)
 	if err != nil {
 		return "", err
@@ -61,12 +53,12 @@ func (d *Docker) CommitSandbox(ctx context.Context, spec SnapshotSpec) (string, 
 	if err != nil {
 		return "", fmt.Errorf("inspect image %s: %w", spec.Image, err)
 	}
-	ref := d.imageRef(spec.TemplateID, spec.BuildID)
+	ref := imageRef(d.opts.ImageRepository, spec.TemplateID, spec.BuildID)
 	cfg := commitConfig(base, map[string]string{
-		d.label("kind"):        kindImage,
-		d.label("template-id"): spec.TemplateID,
-		d.label("build-id"):    spec.BuildID,
-		d.label("sandbox-id"):  "",
+		d.labels.key("kind"):        kindImage,
+		d.labels.key("template-id"): spec.TemplateID,
+		d.labels.key("build-id"):    spec.BuildID,
+		d.labels.key("sandbox-id"):  "",
 	})
 	if _, err := d.cli.ContainerCommit(ctx, id, container.CommitOptions{Reference: ref, Config: cfg, Pause: true}); err != nil {
 		return "", fmt.Errorf("commit sandbox %s as %s: %w", spec.SandboxID, ref, err)
