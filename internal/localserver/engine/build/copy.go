@@ -93,22 +93,14 @@ func (b *builder) copy(ctx context.Context, step string, st e2bapi.TemplateStep)
 	pr, pw := io.Pipe()
 	rewritten := make(chan error, 1)
 	go func() {
-		err := buildcontext.Rewrite(pw, f, func(h *tar.Header) ([]*tar.Header, error) {
-			out, err := p.place(h)
-			p.err = err
-			return out, err
-		})
+		err := buildcontext.Rewrite(pw, f, p.place)
 		pw.CloseWithError(err)
 		rewritten <- err
 	}()
 	err = b.c.CopyTo(ctx, "/", pr)
-	pr.CloseWithError(errors.New("extraction ended")) // stops Rewrite when the engine gave up early
-	rerr := <-rewritten
-	switch {
-	case p.err != nil:
-		err = p.err // the engine's error is then only the broken stream
-	case err == nil:
-		err = rerr
+	pr.CloseWithError(errExtractionEnded) // stops Rewrite when the engine gave up early
+	if rerr := <-rewritten; rerr != nil && !errors.Is(rerr, errExtractionEnded) {
+		err = rerr // the archive's fault: the engine's error is only the broken stream
 	}
 	if err != nil {
 		return fmt.Errorf("copying %s to %s: %w", src, target, err)
@@ -118,6 +110,9 @@ func (b *builder) copy(ctx context.Context, step string, st e2bapi.TemplateStep)
 	}
 	return nil
 }
+
+// errExtractionEnded ends a rewrite whose extraction ended.
+var errExtractionEnded = errors.New("extraction ended")
 
 // placeScript asks the container, as root, what placement needs: the
 // numeric user and group of owner $1 (user or user:group, names or IDs)
@@ -167,8 +162,6 @@ type placement struct {
 	dest, destKind, inDestKind string
 
 	kind sourceKind
-	// err is why place refused an entry.
-	err error
 	// target is where the source itself goes; made holds the directories
 	// below it written so far.
 	target string

@@ -77,3 +77,27 @@ func (b *builder) cachedLayer(ctx context.Context, key string) (layerState, bool
 	}
 	return st, true, nil
 }
+
+// commitLayer commits the phase's container as the layer of key, with
+// what the next phase inherits.
+func (b *builder) commitLayer(ctx context.Context, key string) error {
+	state, err := json.Marshal(layerState{User: b.user, Workdir: b.workdir, Env: b.env, Shell: b.sh.Path, Login: b.sh.Login})
+	if err != nil {
+		return err
+	}
+	grown, err := b.c.CommitLayer(ctx, key, state)
+	if err != nil {
+		return err
+	}
+	if grown > restartAfter {
+		b.endPhase(ctx) // the next phase starts from this layer
+	}
+	return nil
+}
+
+// restartAfter is how far a build container's changes may grow before the
+// next phase gets a fresh container from the last layer: a commit holds
+// everything the container changed since it started, so small phases
+// share a container (a commit and no start each) while a large one is
+// committed once.
+const restartAfter = 64 << 20

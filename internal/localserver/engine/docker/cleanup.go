@@ -110,3 +110,21 @@ func (d *Docker) reattach(c container.Summary, sandboxID string) {
 		a.Freeze()
 	}
 }
+
+// RemoveInstanceImages removes every image of the server instance on the
+// engine at dockerHost, its layer cache and envd volume included: what
+// tests do when their server's data dir goes (a server keeps its cache
+// across restarts).
+func RemoveInstanceImages(ctx context.Context, dockerHost, instance string) error {
+	cli, err := docker.NewClientWithOpts(docker.WithHost(dockerHost), docker.WithAPIVersionNegotiation())
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	l := labels{prefix: defaultLabelPrefix, instance: instance}
+	log := slog.New(slog.DiscardHandler)
+	layers := &layerStore{cli: cli, labels: l, repository: defaultImageRepository, log: log}
+	envdVolumes := attach.RemovableVolumes(cli, defaultLabelPrefix, instance)
+	// Build images first: the layers under them go with the last tag.
+	return errors.Join(removeOrphanImages(ctx, cli, l, defaultImageRepository, log, nil), layers.prune(ctx, 0), envdVolumes.Remove(ctx, false))
+}

@@ -45,19 +45,6 @@ type runningContainer struct {
 	att *attach.Attachment
 }
 
-// SetSandboxDeadline moves the end of the sandbox's container: envd stops
-// it then, with or without the server. A zero end clears it.
-func (d *Docker) SetSandboxDeadline(ctx context.Context, sandboxID string, end time.Time) error {
-	a := d.channels.Get(attach.Key(kindSandbox, sandboxID))
-	if a == nil {
-		return fmt.Errorf("sandbox %s is not running on this server", sandboxID)
-	}
-	if err := a.SetEnd(ctx, end); err != nil {
-		return fmt.Errorf("set the end of sandbox %s: %w", sandboxID, err)
-	}
-	return nil
-}
-
 // startContainer creates and starts a container running envd, with envd
 // from the envd volume of the image's architecture and nothing of the host
 // mounted, waits for envd's

@@ -20,8 +20,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/system"
 	docker "github.com/docker/docker/client"
 
@@ -87,16 +85,6 @@ type DockerOptions struct {
 const (
 	defaultLabelPrefix     = "e2b-local"
 	defaultImageRepository = "e2b-local"
-)
-
-// Kinds of containers, the value of the <prefix>.kind label. Build images
-// carry kindImage and the layer cache's images kindLayer, which containers
-// we create override.
-const (
-	kindBuild   = "build"
-	kindSandbox = "sandbox"
-	kindImage   = "image"
-	kindLayer   = "layer"
 )
 
 // Docker is the engine backed by a Docker Engine.
@@ -283,32 +271,4 @@ func (d *Docker) Info(ctx context.Context) (engine.EngineInfo, error) {
 		EnvdBinary:    envdBinary,
 		UserNamespace: slices.ContainsFunc(secOpts, func(o system.SecurityOpt) bool { return o.Name == "userns" }),
 	}, nil
-}
-
-// labels are the labels that mark a server's containers and images: the
-// server's label prefix and instance.
-type labels struct {
-	prefix, instance string
-}
-
-func (l labels) key(name string) string { return l.prefix + "." + name }
-
-// of marks a container as ours: its kind and the IDs it belongs to.
-func (l labels) of(kind, templateID, buildID, sandboxID string) map[string]string {
-	m := map[string]string{
-		l.key("instance"):    l.instance,
-		l.key("kind"):        kind,
-		l.key("template-id"): templateID,
-		l.key("build-id"):    buildID,
-	}
-	if sandboxID != "" {
-		m[l.key("sandbox-id")] = sandboxID
-	}
-	return m
-}
-
-// list returns the instance's containers matching extra filters.
-func (l labels) list(ctx context.Context, cli *docker.Client, extra ...filters.KeyValuePair) ([]container.Summary, error) {
-	args := filters.NewArgs(append(extra, filters.Arg("label", l.key("instance")+"="+l.instance))...)
-	return cli.ContainerList(ctx, container.ListOptions{All: true, Filters: args})
 }

@@ -15,8 +15,6 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	docker "github.com/docker/docker/client"
-
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine/attach"
 )
 
 // layerStore keeps the layer cache's images (design/local-server.md,
@@ -74,24 +72,6 @@ func (s *layerStore) touch(ctx context.Context, key string) {
 	if err := s.cli.ImageTag(ctx, s.ref(key), s.ref(key)); err != nil && !isNotFound(err) {
 		s.log.Warn("touch layer", "key", key, "error", err)
 	}
-}
-
-// RemoveInstanceImages removes every image of the server instance on the
-// engine at dockerHost, its layer cache and envd volume included: what
-// tests do when their server's data dir goes (a server keeps its cache
-// across restarts).
-func RemoveInstanceImages(ctx context.Context, dockerHost, instance string) error {
-	cli, err := docker.NewClientWithOpts(docker.WithHost(dockerHost), docker.WithAPIVersionNegotiation())
-	if err != nil {
-		return err
-	}
-	defer cli.Close()
-	l := labels{prefix: defaultLabelPrefix, instance: instance}
-	log := slog.New(slog.DiscardHandler)
-	layers := &layerStore{cli: cli, labels: l, repository: defaultImageRepository, log: log}
-	envdVolumes := attach.RemovableVolumes(cli, defaultLabelPrefix, instance)
-	// Build images first: the layers under them go with the last tag.
-	return errors.Join(removeOrphanImages(ctx, cli, l, defaultImageRepository, log, nil), layers.prune(ctx, 0), envdVolumes.Remove(ctx, false))
 }
 
 // prune removes this instance's layer images beyond the keep most

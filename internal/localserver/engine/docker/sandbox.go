@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/docker/docker/api/types/filters"
 
@@ -145,4 +146,17 @@ func (d *Docker) DialSandbox(ctx context.Context, sandboxID string, port int) (n
 		return nil, fmt.Errorf("sandbox %s is not running on this server", sandboxID)
 	}
 	return a.Dial(ctx, port)
+}
+
+// SetSandboxDeadline moves the end of the sandbox's container: envd stops
+// it then, with or without the server. A zero end clears it.
+func (d *Docker) SetSandboxDeadline(ctx context.Context, sandboxID string, end time.Time) error {
+	a := d.channels.Get(attach.Key(kindSandbox, sandboxID))
+	if a == nil {
+		return fmt.Errorf("sandbox %s is not running on this server", sandboxID)
+	}
+	if err := a.SetEnd(ctx, end); err != nil {
+		return fmt.Errorf("set the end of sandbox %s: %w", sandboxID, err)
+	}
+	return nil
 }
