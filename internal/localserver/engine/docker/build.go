@@ -61,9 +61,11 @@ func (e buildEngine) Start(ctx context.Context, spec engine.BuildSpec, from stri
 	if err != nil {
 		return nil, fmt.Errorf("inspect image %s: %w", spec.BaseImage, err)
 	}
-	fromImage, err := d.cli.ImageInspect(ctx, from)
-	if err != nil {
-		return nil, fmt.Errorf("inspect image %s: %w", from, err)
+	fromImage := base
+	if from != spec.BaseImage {
+		if fromImage, err = d.cli.ImageInspect(ctx, from); err != nil {
+			return nil, fmt.Errorf("inspect image %s: %w", from, err)
+		}
 	}
 	c := &buildContainer{d: d, base: base, fromSize: fromImage.Size}
 	var hook func(context.Context, string) error
