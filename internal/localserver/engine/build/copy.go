@@ -49,7 +49,7 @@ func nonGlobPrefix(src string) (string, error) {
 // A layer tar of our own registered with ImageLoad would spare the
 // commit but costs about as much on Docker 20.10 (design/performance.md,
 // "Local builds").
-func (b *builder) copy(ctx context.Context, step string, st e2bapi.TemplateStep) error {
+func (b *builder) copy(ctx context.Context, st e2bapi.TemplateStep) error {
 	args := st.CopyArgs()
 	src, dest, owner, mode := args.Src, args.Dest, args.User, args.Mode
 	if src == "" {
@@ -203,7 +203,8 @@ func (p *placement) place(h *tar.Header) ([]*tar.Header, error) {
 		return nil, nil
 	}
 	var out []*tar.Header
-	if p.kind == sourceNone {
+	switch p.kind {
+	case sourceNone:
 		if err := p.start(rel, h); err != nil {
 			return nil, err
 		}
@@ -214,8 +215,9 @@ func (p *placement) place(h *tar.Header) ([]*tar.Header, error) {
 		if p.kind == sourceFile && p.into && p.destKind == "none" {
 			out = append(out, p.dir(p.dest, false))
 		}
-	} else if p.kind == sourceFile {
+	case sourceFile:
 		return nil, fmt.Errorf("the archive holds %s below the file %s", h.Name, p.prefix)
+	case sourceDir:
 	}
 	name := p.target
 	if rel != "." {

@@ -27,7 +27,7 @@ func (b *builder) step(ctx context.Context, step string, st e2bapi.TemplateStep)
 		}
 		return b.runCommand(ctx, step, run.Command, user, b.workdir)
 	case steps.Copy:
-		return b.copy(ctx, step, st)
+		return b.copy(ctx, st)
 	case steps.Env:
 		vars, err := st.EnvVars()
 		if err != nil {

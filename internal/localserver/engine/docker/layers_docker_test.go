@@ -283,12 +283,3 @@ func TestLayerStateKeepsShell(t *testing.T) {
 		}
 	}
 }
-
-func mustImageID(t *testing.T, d *Docker, ref string) string {
-	t.Helper()
-	insp, err := d.cli.ImageInspect(t.Context(), ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return insp.ID
-}
