@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -31,27 +30,12 @@ type listServer struct {
 
 func newListServer(t *testing.T, ctx context.Context, srv *acctest.Server) *listServer {
 	t.Helper()
-	server, err := providerserver.NewProtocol6WithError(New("test")())()
-	acctest.Must(t, err)
+	server, schemas, identities := configuredServer(t, ctx, srv)
 	lister, ok := server.(tfprotov6.ListResourceServer)
 	if !ok {
 		t.Fatalf("the provider server %T serves no list resources", server)
 	}
-	s := &listServer{ListResourceServer: lister}
-	s.schemas, err = server.GetProviderSchema(ctx, &tfprotov6.GetProviderSchemaRequest{})
-	acctest.Must(t, err)
-	s.identities, err = server.GetResourceIdentitySchemas(ctx, &tfprotov6.GetResourceIdentitySchemasRequest{})
-	acctest.Must(t, err)
-	config := dynamicValue(t, s.schemas.Provider.ValueType(), map[string]tftypes.Value{
-		"api_url": tftypes.NewValue(tftypes.String, srv.APIURL),
-		"api_key": tftypes.NewValue(tftypes.String, srv.APIKey),
-	})
-	resp, err := server.ConfigureProvider(ctx, &tfprotov6.ConfigureProviderRequest{Config: config})
-	acctest.Must(t, err)
-	for _, d := range resp.Diagnostics {
-		t.Fatalf("configuring the provider: %s: %s", d.Summary, d.Detail)
-	}
-	return s
+	return &listServer{ListResourceServer: lister, schemas: schemas, identities: identities}
 }
 
 // listed is one list result, decoded: its display name, identity and resource
