@@ -44,26 +44,12 @@ func TestResourceIdentity_namesStateAttributes(t *testing.T) {
 	}
 }
 
-// identityServer is the provider served over tfprotov6 in process, configured for a
-// local server, called as a CLI without identities calls it.
-type identityServer struct {
-	tfprotov6.ProviderServer
-	schemas    *tfprotov6.GetProviderSchemaResponse
-	identities *tfprotov6.GetResourceIdentitySchemasResponse
-}
-
-func newIdentityServer(t *testing.T, ctx context.Context, srv *acctest.Server) *identityServer {
-	t.Helper()
-	server, schemas, identities := configuredServer(t, ctx, srv)
-	return &identityServer{ProviderServer: server, schemas: schemas, identities: identities}
-}
-
 // stateType and identityType are the object types of typeName's state and identity.
-func (s *identityServer) stateType(typeName string) tftypes.Type {
+func (s *servedProvider) stateType(typeName string) tftypes.Type {
 	return s.schemas.ResourceSchemas[typeName].ValueType()
 }
 
-func (s *identityServer) identityType(typeName string) tftypes.Type {
+func (s *servedProvider) identityType(typeName string) tftypes.Type {
 	return s.identities.IdentitySchemas[typeName].ValueType()
 }
 
@@ -111,7 +97,7 @@ func failOnErrors(t *testing.T, what string, diags []*tfprotov6.Diagnostic) {
 // read reads typeName from a state of state's attributes (the rest null) without an
 // identity and returns the new state's strings (nil when Read removed it) and the
 // identity's.
-func (s *identityServer) read(t *testing.T, ctx context.Context, typeName string, state map[string]string) (map[string]string, map[string]string) {
+func (s *servedProvider) read(t *testing.T, ctx context.Context, typeName string, state map[string]string) (map[string]string, map[string]string) {
 	t.Helper()
 	resp, err := s.ReadResource(ctx, &tfprotov6.ReadResourceRequest{
 		TypeName:     typeName,
@@ -129,7 +115,7 @@ func (s *identityServer) read(t *testing.T, ctx context.Context, typeName string
 
 // importByID imports typeName by id, as `terraform import` does, and returns the
 // identity of the imported object.
-func (s *identityServer) importByID(t *testing.T, ctx context.Context, typeName, id string) map[string]string {
+func (s *servedProvider) importByID(t *testing.T, ctx context.Context, typeName, id string) map[string]string {
 	t.Helper()
 	resp, err := s.ImportResourceState(ctx, &tfprotov6.ImportResourceStateRequest{TypeName: typeName, ID: id})
 	acctest.Must(t, err)
@@ -143,7 +129,7 @@ func (s *identityServer) importByID(t *testing.T, ctx context.Context, typeName,
 
 // apply plans and applies config over prior (nil: a create) without identities and
 // returns the new state's strings and the identity's.
-func (s *identityServer) apply(t *testing.T, ctx context.Context, typeName string, prior, config map[string]tftypes.Value) (map[string]string, map[string]string) {
+func (s *servedProvider) apply(t *testing.T, ctx context.Context, typeName string, prior, config map[string]tftypes.Value) (map[string]string, map[string]string) {
 	t.Helper()
 	typ := s.stateType(typeName)
 	priorValue := dynamicValue(t, typ, prior)
@@ -192,7 +178,7 @@ func TestResourceIdentity_oldCLI(t *testing.T) {
 	srv := localServer(t)
 	ctx := t.Context()
 	out := outsideOf(t, srv)
-	s := newIdentityServer(t, ctx, srv)
+	s := configuredServer(t, ctx, srv)
 
 	name, goneName := uniqueName("identity"), uniqueName("identity-gone")
 	templateID := builtTemplate(t, out.api, name)

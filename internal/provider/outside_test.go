@@ -139,42 +139,47 @@ func differs(old *string) knownvalue.Check {
 	}}
 }
 
+// outsideSteps are the steps of one change outside Terraform: config applied (first
+// checks), the change made, then a plan of actions whose apply converges (then checks),
+// and the change made again (again, or change when nil) before destroy.
+func outsideSteps(config string, first []statecheck.StateCheck, change, again func(), actions map[string]plancheck.ResourceActionType, then []statecheck.StateCheck) []tfresource.TestStep {
+	if again == nil {
+		again = change
+	}
+	var planned []plancheck.PlanCheck
+	for address, action := range actions {
+		planned = append(planned, plancheck.ExpectResourceAction(address, action))
+	}
+	return []tfresource.TestStep{
+		{Config: config, ConfigStateChecks: first},
+		{
+			PreConfig:         change,
+			Config:            config,
+			ConfigPlanChecks:  tfresource.ConfigPlanChecks{PreApply: planned},
+			ConfigStateChecks: then,
+		},
+		{PreConfig: again, Config: config, Destroy: true},
+	}
+}
+
 // TestAccTemplate_outsideDeleted deletes the template outside Terraform: the plan creates
 // it again, the apply converges with a new ID and identity, and destroy after a second
 // deletion finds nothing to destroy.
 func TestAccTemplate_outsideDeleted(t *testing.T) {
 	srv := localServer(t)
 	out := outsideOf(t, srv)
-	name := uniqueName("acc-outside-template")
-	config := templateConfig(srv.ProviderConfig(), name, false)
 	var id string
 	tfresource.Test(t, tfresource.TestCase{
 		ProtoV6ProviderFactories: factories(),
-		Steps: []tfresource.TestStep{
-			{
-				Config: config,
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue("e2b_template.t", tfjsonpath.New("id"), capture(&id)),
-				},
-			},
-			{
-				PreConfig: out.deleteTemplate(&id),
-				Config:    config,
-				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction("e2b_template.t", plancheck.ResourceActionCreate),
-				}},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue("e2b_template.t", tfjsonpath.New("id"), differs(&id)),
-					identityOnCLIs(t, "e2b_template.t", map[string]knownvalue.Check{"id": differs(&id)}),
-					statecheck.ExpectKnownValue("e2b_template.t", tfjsonpath.New("id"), capture(&id)),
-				},
-			},
-			{
-				PreConfig: out.deleteTemplate(&id),
-				Config:    config,
-				Destroy:   true,
-			},
-		},
+		Steps: outsideSteps(templateConfig(srv.ProviderConfig(), uniqueName("acc-outside-template"), false),
+			[]statecheck.StateCheck{statecheck.ExpectKnownValue("e2b_template.t", tfjsonpath.New("id"), capture(&id))},
+			out.deleteTemplate(&id), nil,
+			map[string]plancheck.ResourceActionType{"e2b_template.t": plancheck.ResourceActionCreate},
+			[]statecheck.StateCheck{
+				statecheck.ExpectKnownValue("e2b_template.t", tfjsonpath.New("id"), differs(&id)),
+				identityOnCLIs(t, "e2b_template.t", map[string]knownvalue.Check{"id": differs(&id)}),
+				statecheck.ExpectKnownValue("e2b_template.t", tfjsonpath.New("id"), capture(&id)),
+			}),
 	})
 }
 
@@ -196,36 +201,23 @@ func TestAccAlias_outsideTagDeleted(t *testing.T) {
 	srv := localServer(t)
 	out := outsideOf(t, srv)
 	name := uniqueName("acc-outside-tag")
-	config := aliasOutsideConfig(srv, name)
 	var buildID string
 	aliasIdentity := identityOnCLIs(t, "e2b_alias.prod", map[string]knownvalue.Check{
 		"template": knownvalue.StringExact(name), "tag": knownvalue.StringExact("prod"),
 	})
 	tfresource.Test(t, tfresource.TestCase{
 		ProtoV6ProviderFactories: factories(),
-		Steps: []tfresource.TestStep{
-			{
-				Config: config,
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("build_id"), capture(&buildID)),
-					aliasIdentity,
-				},
+		Steps: outsideSteps(aliasOutsideConfig(srv, name),
+			[]statecheck.StateCheck{
+				statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("build_id"), capture(&buildID)),
+				aliasIdentity,
 			},
-			{
-				PreConfig: out.deleteTag(name, "prod"),
-				Config:    config,
-				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction("e2b_alias.prod", plancheck.ResourceActionCreate),
-					plancheck.ExpectResourceAction("e2b_template_build.b", plancheck.ResourceActionNoop),
-				}},
-				ConfigStateChecks: []statecheck.StateCheck{tagOn(out.api, name, "prod", &buildID), aliasIdentity},
+			out.deleteTag(name, "prod"), nil,
+			map[string]plancheck.ResourceActionType{
+				"e2b_alias.prod":       plancheck.ResourceActionCreate,
+				"e2b_template_build.b": plancheck.ResourceActionNoop,
 			},
-			{
-				PreConfig: out.deleteTag(name, "prod"),
-				Config:    config,
-				Destroy:   true,
-			},
-		},
+			[]statecheck.StateCheck{tagOn(out.api, name, "prod", &buildID), aliasIdentity}),
 	})
 }
 
@@ -236,43 +228,29 @@ func TestAccAlias_outsideTagMoved(t *testing.T) {
 	srv := localServer(t)
 	out := outsideOf(t, srv)
 	name := uniqueName("acc-outside-move")
-	config := aliasOutsideConfig(srv, name)
 	var templateID, buildID, other string
 	tfresource.Test(t, tfresource.TestCase{
 		ProtoV6ProviderFactories: factories(),
-		Steps: []tfresource.TestStep{
-			{
-				Config: config,
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue("e2b_template.t", tfjsonpath.New("id"), capture(&templateID)),
-					statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("build_id"), capture(&buildID)),
-				},
+		Steps: outsideSteps(aliasOutsideConfig(srv, name),
+			[]statecheck.StateCheck{
+				statecheck.ExpectKnownValue("e2b_template.t", tfjsonpath.New("id"), capture(&templateID)),
+				statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("build_id"), capture(&buildID)),
 			},
-			{
-				PreConfig: func() {
-					var failed bool
-					if other, failed = out.build(&templateID, srv.BaseImage, "true", "other"); failed {
-						t.Fatal("the other build failed")
-					}
-					out.moveTag(name, "prod", &other)()
-				},
-				Config: config,
-				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction("e2b_alias.prod", plancheck.ResourceActionUpdate),
-				}},
-				ConfigStateChecks: []statecheck.StateCheck{
-					tagOn(out.api, name, "prod", &buildID),
-					identityOnCLIs(t, "e2b_alias.prod", map[string]knownvalue.Check{
-						"template": knownvalue.StringExact(name), "tag": knownvalue.StringExact("prod"),
-					}),
-				},
+			func() {
+				var failed bool
+				if other, failed = out.build(&templateID, srv.BaseImage, "true", "other"); failed {
+					t.Fatal("the other build failed")
+				}
+				out.moveTag(name, "prod", &other)()
 			},
-			{
-				PreConfig: out.moveTag(name, "prod", &other),
-				Config:    config,
-				Destroy:   true,
-			},
-		},
+			out.moveTag(name, "prod", &other),
+			map[string]plancheck.ResourceActionType{"e2b_alias.prod": plancheck.ResourceActionUpdate},
+			[]statecheck.StateCheck{
+				tagOn(out.api, name, "prod", &buildID),
+				identityOnCLIs(t, "e2b_alias.prod", map[string]knownvalue.Check{
+					"template": knownvalue.StringExact(name), "tag": knownvalue.StringExact("prod"),
+				}),
+			}),
 	})
 }
 
@@ -282,37 +260,22 @@ func TestAccAlias_outsideTemplateDeleted(t *testing.T) {
 	srv := localServer(t)
 	out := outsideOf(t, srv)
 	name := uniqueName("acc-outside-alias-template")
-	config := aliasOutsideConfig(srv, name)
 	var templateID, buildID string
 	tfresource.Test(t, tfresource.TestCase{
 		ProtoV6ProviderFactories: factories(),
-		Steps: []tfresource.TestStep{
-			{
-				Config: config,
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue("e2b_template.t", tfjsonpath.New("id"), capture(&templateID)),
-				},
+		Steps: outsideSteps(aliasOutsideConfig(srv, name),
+			[]statecheck.StateCheck{statecheck.ExpectKnownValue("e2b_template.t", tfjsonpath.New("id"), capture(&templateID))},
+			out.deleteTemplate(&templateID), nil,
+			map[string]plancheck.ResourceActionType{
+				"e2b_template.t":       plancheck.ResourceActionCreate,
+				"e2b_template_build.b": plancheck.ResourceActionCreate,
+				"e2b_alias.prod":       plancheck.ResourceActionCreate,
 			},
-			{
-				PreConfig: out.deleteTemplate(&templateID),
-				Config:    config,
-				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction("e2b_template.t", plancheck.ResourceActionCreate),
-					plancheck.ExpectResourceAction("e2b_template_build.b", plancheck.ResourceActionCreate),
-					plancheck.ExpectResourceAction("e2b_alias.prod", plancheck.ResourceActionCreate),
-				}},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue("e2b_template.t", tfjsonpath.New("id"), capture(&templateID)),
-					statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("build_id"), capture(&buildID)),
-					tagOn(out.api, name, "prod", &buildID),
-				},
-			},
-			{
-				PreConfig: out.deleteTemplate(&templateID),
-				Config:    config,
-				Destroy:   true,
-			},
-		},
+			[]statecheck.StateCheck{
+				statecheck.ExpectKnownValue("e2b_template.t", tfjsonpath.New("id"), capture(&templateID)),
+				statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("build_id"), capture(&buildID)),
+				tagOn(out.api, name, "prod", &buildID),
+			}),
 	})
 }
 
@@ -321,40 +284,27 @@ func TestAccAlias_outsideTemplateDeleted(t *testing.T) {
 func TestAccTemplateBuild_outsideTemplateDeleted(t *testing.T) {
 	srv := localServer(t)
 	out := outsideOf(t, srv)
-	config := templateBuild(srv, uniqueName("acc-outside-build"), "b", srv.BaseImage, "")
 	var templateID, buildID string
 	tfresource.Test(t, tfresource.TestCase{
 		ProtoV6ProviderFactories: factories(),
-		Steps: []tfresource.TestStep{
-			{
-				Config: config,
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue("e2b_template.t", tfjsonpath.New("id"), capture(&templateID)),
-					statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("build_id"), capture(&buildID)),
-				},
+		Steps: outsideSteps(templateBuild(srv, uniqueName("acc-outside-build"), "b", srv.BaseImage, ""),
+			[]statecheck.StateCheck{
+				statecheck.ExpectKnownValue("e2b_template.t", tfjsonpath.New("id"), capture(&templateID)),
+				statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("build_id"), capture(&buildID)),
 			},
-			{
-				PreConfig: out.deleteTemplate(&templateID),
-				Config:    config,
-				ConfigPlanChecks: tfresource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction("e2b_template.t", plancheck.ResourceActionCreate),
-					plancheck.ExpectResourceAction("e2b_template_build.b", plancheck.ResourceActionCreate),
-				}},
-				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("status"), knownvalue.StringExact(e2bapi.BuildReady)),
-					statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("build_id"), differs(&buildID)),
-					identityOnCLIs(t, "e2b_template_build.b", map[string]knownvalue.Check{
-						"template_id": differs(&templateID), "build_id": differs(&buildID),
-					}),
-					statecheck.ExpectKnownValue("e2b_template.t", tfjsonpath.New("id"), capture(&templateID)),
-				},
+			out.deleteTemplate(&templateID), nil,
+			map[string]plancheck.ResourceActionType{
+				"e2b_template.t":       plancheck.ResourceActionCreate,
+				"e2b_template_build.b": plancheck.ResourceActionCreate,
 			},
-			{
-				PreConfig: out.deleteTemplate(&templateID),
-				Config:    config,
-				Destroy:   true,
-			},
-		},
+			[]statecheck.StateCheck{
+				statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("status"), knownvalue.StringExact(e2bapi.BuildReady)),
+				statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("build_id"), differs(&buildID)),
+				identityOnCLIs(t, "e2b_template_build.b", map[string]knownvalue.Check{
+					"template_id": differs(&templateID), "build_id": differs(&buildID),
+				}),
+				statecheck.ExpectKnownValue("e2b_template.t", tfjsonpath.New("id"), capture(&templateID)),
+			}),
 	})
 }
 

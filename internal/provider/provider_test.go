@@ -165,17 +165,25 @@ func localServer(t *testing.T) *acctest.Server {
 	return acctest.Shared(t)
 }
 
-// configuredServer is the provider served over tfprotov6 in process and configured for
-// srv, with its schemas and identity schemas, for tests that call it as a CLI does.
-func configuredServer(t *testing.T, ctx context.Context, srv *acctest.Server) (tfprotov6.ProviderServer, *tfprotov6.GetProviderSchemaResponse, *tfprotov6.GetResourceIdentitySchemasResponse) {
+// servedProvider is the provider served over tfprotov6 in process, with its schemas and
+// identity schemas, for tests that call it as a CLI does.
+type servedProvider struct {
+	tfprotov6.ProviderServer
+	schemas    *tfprotov6.GetProviderSchemaResponse
+	identities *tfprotov6.GetResourceIdentitySchemasResponse
+}
+
+// configuredServer serves the provider configured for srv.
+func configuredServer(t *testing.T, ctx context.Context, srv *acctest.Server) *servedProvider {
 	t.Helper()
 	server, err := providerserver.NewProtocol6WithError(New("test")())()
 	acctest.Must(t, err)
-	schemas, err := server.GetProviderSchema(ctx, &tfprotov6.GetProviderSchemaRequest{})
+	s := &servedProvider{ProviderServer: server}
+	s.schemas, err = server.GetProviderSchema(ctx, &tfprotov6.GetProviderSchemaRequest{})
 	acctest.Must(t, err)
-	identities, err := server.GetResourceIdentitySchemas(ctx, &tfprotov6.GetResourceIdentitySchemasRequest{})
+	s.identities, err = server.GetResourceIdentitySchemas(ctx, &tfprotov6.GetResourceIdentitySchemasRequest{})
 	acctest.Must(t, err)
-	config := dynamicValue(t, schemas.Provider.ValueType(), map[string]tftypes.Value{
+	config := dynamicValue(t, s.schemas.Provider.ValueType(), map[string]tftypes.Value{
 		"api_url": tftypes.NewValue(tftypes.String, srv.APIURL),
 		"api_key": tftypes.NewValue(tftypes.String, srv.APIKey),
 	})
@@ -184,7 +192,7 @@ func configuredServer(t *testing.T, ctx context.Context, srv *acctest.Server) (t
 	for _, d := range resp.Diagnostics {
 		t.Fatalf("configuring the provider: %s: %s", d.Summary, d.Detail)
 	}
-	return server, schemas, identities
+	return s
 }
 
 // testAPI is a client of the local server for checks and for changes made

@@ -24,18 +24,17 @@ import (
 // which cannot be built here.
 type listServer struct {
 	tfprotov6.ListResourceServer
-	schemas    *tfprotov6.GetProviderSchemaResponse
-	identities *tfprotov6.GetResourceIdentitySchemasResponse
+	*servedProvider
 }
 
 func newListServer(t *testing.T, ctx context.Context, srv *acctest.Server) *listServer {
 	t.Helper()
-	server, schemas, identities := configuredServer(t, ctx, srv)
-	lister, ok := server.(tfprotov6.ListResourceServer)
+	server := configuredServer(t, ctx, srv)
+	lister, ok := server.ProviderServer.(tfprotov6.ListResourceServer)
 	if !ok {
-		t.Fatalf("the provider server %T serves no list resources", server)
+		t.Fatalf("the provider server %T serves no list resources", server.ProviderServer)
 	}
-	return &listServer{ListResourceServer: lister, schemas: schemas, identities: identities}
+	return &listServer{ListResourceServer: lister, servedProvider: server}
 }
 
 // listed is one list result, decoded: its display name, identity and resource
