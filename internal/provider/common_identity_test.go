@@ -175,7 +175,7 @@ func expectIdentity(t *testing.T, what string, got, want map[string]string) {
 // identities: each answers the identity of the object, and a read of the removed object
 // the identity of the prior state.
 func TestResourceIdentity_oldCLI(t *testing.T) {
-	srv := localServer(t)
+	srv := outsideServer(t)
 	ctx := t.Context()
 	out := outsideOf(t, srv)
 	s := configuredServer(t, ctx, srv)

@@ -4,7 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,13 +23,14 @@ import (
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/openapitest"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/templatebuild"
 )
 
 // What happens outside Terraform: objects deleted, tags moved, builds that failed, and
 // then plan, apply and destroy, on every CLI (scripts select these tests with -run
-// '_outside'). Each test's last step destroys right after a change outside, and
+// '_outside'), against the local server through E2B's OpenAPI spec (outsideServer). Each test's last step destroys right after a change outside, and
 // terraform-plugin-testing checks that every apply leaves an empty plan.
 
 // outside changes objects on the local server as a user or another tool would. Its
@@ -33,6 +39,22 @@ import (
 type outside struct {
 	t   *testing.T
 	api *e2bapi.Client
+}
+
+// outsideServer is the shared local server behind a proxy that checks every API request
+// and answer against E2B's OpenAPI spec (openapitest), so that the outside cases run
+// against answers E2B could give, the 404s of deleted objects included.
+func outsideServer(t *testing.T) *acctest.Server {
+	t.Helper()
+	srv := localServer(t)
+	target, err := url.Parse(srv.APIURL)
+	acctest.Must(t, err)
+	checked := httptest.NewServer(openapitest.E2B(t).Middleware(t, httputil.NewSingleHostReverseProxy(target),
+		openapitest.SkipRequests(func(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/_local/") })))
+	t.Cleanup(checked.Close)
+	proxied := *srv
+	proxied.APIURL = checked.URL
+	return &proxied
 }
 
 func outsideOf(t *testing.T, srv *acctest.Server) outside {
@@ -166,7 +188,7 @@ func outsideSteps(config string, first []statecheck.StateCheck, change, again fu
 // it again, the apply converges with a new ID and identity, and destroy after a second
 // deletion finds nothing to destroy.
 func TestAccTemplate_outsideDeleted(t *testing.T) {
-	srv := localServer(t)
+	srv := outsideServer(t)
 	out := outsideOf(t, srv)
 	var id string
 	tfresource.Test(t, tfresource.TestCase{
@@ -198,7 +220,7 @@ resource "e2b_alias" "prod" {
 // creates the alias again, the apply puts the tag back, and destroy after a second
 // deletion finds no tag to remove.
 func TestAccAlias_outsideTagDeleted(t *testing.T) {
-	srv := localServer(t)
+	srv := outsideServer(t)
 	out := outsideOf(t, srv)
 	name := uniqueName("acc-outside-tag")
 	var buildID string
@@ -225,7 +247,7 @@ func TestAccAlias_outsideTagDeleted(t *testing.T) {
 // the plan shows the move back as a change (drift), the apply makes it, and destroy after
 // a second move removes the tag.
 func TestAccAlias_outsideTagMoved(t *testing.T) {
-	srv := localServer(t)
+	srv := outsideServer(t)
 	out := outsideOf(t, srv)
 	name := uniqueName("acc-outside-move")
 	var templateID, buildID, other string
@@ -257,7 +279,7 @@ func TestAccAlias_outsideTagMoved(t *testing.T) {
 // TestAccAlias_outsideTemplateDeleted deletes the template under the alias outside
 // Terraform: the plan creates the template, its build and the alias again.
 func TestAccAlias_outsideTemplateDeleted(t *testing.T) {
-	srv := localServer(t)
+	srv := outsideServer(t)
 	out := outsideOf(t, srv)
 	name := uniqueName("acc-outside-alias-template")
 	var templateID, buildID string
@@ -282,7 +304,7 @@ func TestAccAlias_outsideTemplateDeleted(t *testing.T) {
 // TestAccTemplateBuild_outsideTemplateDeleted deletes the template of a ready build
 // outside Terraform, which takes the build with it: the plan creates both again.
 func TestAccTemplateBuild_outsideTemplateDeleted(t *testing.T) {
-	srv := localServer(t)
+	srv := outsideServer(t)
 	out := outsideOf(t, srv)
 	var templateID, buildID string
 	tfresource.Test(t, tfresource.TestCase{
@@ -321,7 +343,7 @@ func failingThenFixed(srv *acctest.Server, name string, fixed bool) string {
 // the fixed configuration: the failed build leaves the state at refresh, the apply builds
 // the fixed one and the next plan is empty; after a second failure, destroy works.
 func TestAccTemplateBuild_outsideFailedThenFixed(t *testing.T) {
-	srv := localServer(t)
+	srv := outsideServer(t)
 	name := uniqueName("acc-outside-failed")
 	failed := regexp.MustCompile(`(?s)Build failed.*exit 3`)
 	var templateID string
@@ -363,7 +385,7 @@ func TestAccTemplateBuild_outsideFailedThenFixed(t *testing.T) {
 // the next plan creates the build again rather than replacing it, the apply converges,
 // and destroy after a second such failure works.
 func TestAccTemplateBuild_outsideFailedWhileBuilding(t *testing.T) {
-	srv := localServer(t)
+	srv := outsideServer(t)
 	out := outsideOf(t, srv)
 	name := uniqueName("acc-outside-building")
 	slowFailing := templateBuild(srv, name, "b", srv.BaseImage, fmt.Sprintf(`  steps    = [{ run = { command = "sleep 12; exit 3 # %s" } }]
