@@ -235,6 +235,25 @@ func TestResourceIdentity_oldCLI(t *testing.T) {
 		expectIdentity(t, "read "+c.what, identity, c.identity)
 	}
 
+	// Every resource with an identity, also one added later: a read of its object after
+	// the template was deleted removes it and answers the prior state's identity.
+	deleted := map[string]string{"id": gone.TemplateID, "template_id": gone.TemplateID, "build_id": goneBuild, "template": goneName, "tag": "prod"}
+	for typeName, schema := range s.identities.IdentitySchemas {
+		state := map[string]string{}
+		for _, a := range schema.IdentityAttributes {
+			v, ok := deleted[a.Name]
+			if !ok {
+				t.Fatalf("%s: give identity attribute %q a value naming a deleted object here", typeName, a.Name)
+			}
+			state[a.Name] = v
+		}
+		newState, identity := s.read(t, ctx, typeName, state)
+		if newState != nil {
+			t.Errorf("read %s of a deleted template: state %v, want it removed", typeName, newState)
+		}
+		expectIdentity(t, "read "+typeName+" of a deleted template", identity, state)
+	}
+
 	expectIdentity(t, "import template by name", s.importByID(t, ctx, "e2b_template", name), template(templateID))
 	expectIdentity(t, "import build", s.importByID(t, ctx, "e2b_template_build", templateID+"/"+ready), build(templateID, ready))
 	expectIdentity(t, "import alias", s.importByID(t, ctx, "e2b_alias", name+":prod"), alias(name, "prod"))
