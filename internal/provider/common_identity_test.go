@@ -53,16 +53,17 @@ func (s *servedProvider) identityType(typeName string) tftypes.Type {
 	return s.identities.IdentitySchemas[typeName].ValueType()
 }
 
-// strings are the string attributes of an object value; other attributes are left out.
-func stringsOf(t *testing.T, typ tftypes.Type, dv *tfprotov6.DynamicValue) (map[string]string, bool) {
+// stringsOf is the string attributes of an object value (other attributes left out), nil
+// for a null or missing value.
+func stringsOf(t *testing.T, typ tftypes.Type, dv *tfprotov6.DynamicValue) map[string]string {
 	t.Helper()
 	if dv == nil {
-		return nil, false
+		return nil
 	}
 	v, err := dv.Unmarshal(typ)
 	acctest.Must(t, err)
 	if v.IsNull() {
-		return nil, false
+		return nil
 	}
 	var attrs map[string]tftypes.Value
 	acctest.Must(t, v.As(&attrs))
@@ -74,7 +75,7 @@ func stringsOf(t *testing.T, typ tftypes.Type, dv *tfprotov6.DynamicValue) (map[
 			out[name] = s
 		}
 	}
-	return out, true
+	return out
 }
 
 func stringValues(attrs map[string]string) map[string]tftypes.Value {
@@ -105,10 +106,10 @@ func (s *servedProvider) read(t *testing.T, ctx context.Context, typeName string
 	})
 	acctest.Must(t, err)
 	failOnErrors(t, "read "+typeName, resp.Diagnostics)
-	newState, _ := stringsOf(t, s.stateType(typeName), resp.NewState)
+	newState := stringsOf(t, s.stateType(typeName), resp.NewState)
 	var identity map[string]string
 	if resp.NewIdentity != nil {
-		identity, _ = stringsOf(t, s.identityType(typeName), resp.NewIdentity.IdentityData)
+		identity = stringsOf(t, s.identityType(typeName), resp.NewIdentity.IdentityData)
 	}
 	return newState, identity
 }
@@ -123,7 +124,7 @@ func (s *servedProvider) importByID(t *testing.T, ctx context.Context, typeName,
 	if len(resp.ImportedResources) != 1 || resp.ImportedResources[0].Identity == nil {
 		t.Fatalf("import %s %s: %d objects, want one with an identity", typeName, id, len(resp.ImportedResources))
 	}
-	identity, _ := stringsOf(t, s.identityType(typeName), resp.ImportedResources[0].Identity.IdentityData)
+	identity := stringsOf(t, s.identityType(typeName), resp.ImportedResources[0].Identity.IdentityData)
 	return identity
 }
 
@@ -154,10 +155,10 @@ func (s *servedProvider) apply(t *testing.T, ctx context.Context, typeName strin
 	})
 	acctest.Must(t, err)
 	failOnErrors(t, "apply "+typeName, resp.Diagnostics)
-	newState, _ := stringsOf(t, typ, resp.NewState)
+	newState := stringsOf(t, typ, resp.NewState)
 	var identity map[string]string
 	if resp.NewIdentity != nil {
-		identity, _ = stringsOf(t, s.identityType(typeName), resp.NewIdentity.IdentityData)
+		identity = stringsOf(t, s.identityType(typeName), resp.NewIdentity.IdentityData)
 	}
 	return newState, identity
 }
