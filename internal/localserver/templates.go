@@ -135,9 +135,10 @@ func (s *Server) handleGetTemplate(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	t, err := s.store.TemplateByID(r.PathValue("templateID"))
+	id := r.PathValue("templateID")
+	t, err := s.store.TemplateByID(id)
 	if err != nil {
-		return err
+		return notFoundAs(err, http.StatusNotFound, "Template %s not found", id) // E2B's words here
 	}
 	if t.SnapshotOf != "" {
 		return answer(http.StatusNotFound, "template '%s' not found: it is a snapshot", t.ID)

@@ -154,6 +154,7 @@ func (r *aliasResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 }
 
 func (r *aliasResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	defer identityAfterCreate(ctx, resp)
 	var plan aliasModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	if resp.Diagnostics.HasError() {
@@ -163,11 +164,11 @@ func (r *aliasResource) Create(ctx context.Context, req resource.CreateRequest, 
 	resp.Diagnostics.Append(d...)
 	if r.promote(ctx, &plan, "create", timeout, &resp.Diagnostics) {
 		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-		resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, aliasIdentity{Template: plan.Template, Tag: plan.Tag})...)
 	}
 }
 
 func (r *aliasResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	defer identityAfterRead(ctx, req, resp)
 	var state aliasModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	api := apiOrError(r.data, &resp.Diagnostics)
@@ -209,12 +210,12 @@ func (r *aliasResource) Read(ctx context.Context, req resource.ReadRequest, resp
 	}
 	state.ID = types.StringValue(state.Template.ValueString() + ":" + state.Tag.ValueString())
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
-	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, aliasIdentity{Template: state.Template, Tag: state.Tag})...)
 }
 
 // Update moves the tag, after the gate, when build_id changed; a change of the gate or
 // the timeouts alone is only recorded.
 func (r *aliasResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	defer identityAfterUpdate(ctx, resp)
 	var plan, state aliasModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -229,8 +230,6 @@ func (r *aliasResource) Update(ctx context.Context, req resource.UpdateRequest, 
 		}
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	// Also for a state a CLI without identities (before 1.12) keeps.
-	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, aliasIdentity{Template: plan.Template, Tag: plan.Tag})...)
 }
 
 // promote points the tag at the planned build, after its gate (sandboxrun.Promote),
@@ -308,6 +307,7 @@ func (r *aliasResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 
 // ImportState takes "template:tag", or the identity's template and tag.
 func (r *aliasResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	defer identityAfterImport(ctx, resp)
 	var identity aliasIdentity
 	if !importedIdentity(ctx, req, &identity, &resp.Diagnostics) {
 		i := strings.LastIndex(req.ID, ":")
@@ -323,5 +323,4 @@ func (r *aliasResource) ImportState(ctx context.Context, req resource.ImportStat
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("template"), identity.Template)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("tag"), identity.Tag)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), identity.Template.ValueString()+":"+identity.Tag.ValueString())...)
-	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, identity)...)
 }

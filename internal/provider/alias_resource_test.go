@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -19,8 +18,6 @@ import (
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/templatebuild"
 )
 
 // aliasConfig is a template with two builds, v1 and then v2, each writing its name to
@@ -93,41 +90,6 @@ func TestAccAlias_move(t *testing.T) {
 				ImportState:       true,
 				ImportStateId:     name + ":prod",
 				ImportStateVerify: true,
-			},
-		},
-	})
-}
-
-// TestAccAlias_drift moves the tag outside Terraform: the plan shows it, the apply moves
-// it back.
-func TestAccAlias_drift(t *testing.T) {
-	srv := localServer(t)
-	api := testAPI(t, srv)
-	name := uniqueName("acc-drift")
-	var v1Build string
-	tfresource.Test(t, tfresource.TestCase{
-		ProtoV6ProviderFactories: factories(),
-		Steps: []tfresource.TestStep{
-			{
-				Config: aliasConfig(srv, name, "v2"),
-				ConfigStateChecks: append(aliasOn("v2", "v2"),
-					statecheck.ExpectKnownValue("e2b_template_build.v1", tfjsonpath.New("build_id"), capture(&v1Build))),
-			},
-			{
-				PreConfig: func() {
-					_, err := api.AssignTags(context.Background(), name+":"+v1Build, []string{"prod"})
-					acctest.Must(t, err)
-				},
-				Config:             aliasConfig(srv, name, "v2"),
-				PlanOnly:           true,
-				ExpectNonEmptyPlan: true,
-				ConfigPlanChecks: tfresource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction("e2b_alias.prod", plancheck.ResourceActionUpdate),
-				}},
-			},
-			{
-				Config:            aliasConfig(srv, name, "v2"),
-				ConfigStateChecks: aliasOn("v2", "v2"),
 			},
 		},
 	})
@@ -500,7 +462,6 @@ resource "e2b_alias" "prod" {
 // build a sandbox runs, say so instead of naming the failed build.
 func TestAccAlias_tagOnFailedBuild(t *testing.T) {
 	srv := localServer(t)
-	api := testAPI(t, srv)
 	name := uniqueName("acc-failed-tag")
 	var templateID string
 	aliasData := `
@@ -531,12 +492,8 @@ data "e2b_template" "prod" {
 			},
 			{
 				PreConfig: func() {
-					b, err := templatebuild.Plan(context.Background(), templatebuild.Spec{TemplateID: templateID, FromImage: srv.BaseImage,
-						Tags: []string{"prod"}, Steps: []templatebuild.Step{{Step: steps.NewRun(steps.RunArgs{Command: "exit 3"})}}}, tflogLogger{})
-					acctest.Must(t, err)
-					var failed *templatebuild.FailedError
-					if _, err := templatebuild.NewRunner(api).Run(context.Background(), b, templatebuild.Options{}); !errors.As(err, &failed) {
-						t.Fatalf("the build under prod: %v, want it failed", err)
+					if _, failed := outsideOf(t, srv).build(&templateID, srv.BaseImage, "exit 3", "prod"); !failed {
+						t.Fatal("the build under prod did not fail")
 					}
 				},
 				Config:   failedTagConfig(srv, name, ""),

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/identityschema"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
@@ -69,11 +70,59 @@ func importedIdentity(ctx context.Context, req resource.ImportStateRequest, into
 	return true
 }
 
-// setIdentity records v as a resource's identity; identity is nil for a CLI that has
-// none (before 1.12).
-func setIdentity(ctx context.Context, identity *tfsdk.ResourceIdentity, v any) diag.Diagnostics {
-	if identity == nil {
+// The identity of every object, on every path: each identity attribute is the
+// string state attribute of the same name (TestResourceIdentity_namesStateAttributes),
+// so the identity is taken from the state, and each Create, Read, Update and
+// ImportState defers one of the functions below as its first statement. The framework
+// fails an operation that ends without errors and with a null identity, whatever the
+// CLI: one before 1.12 never sends an identity, nor does one holding a state an earlier
+// release wrote, so a Read that removes the object (deleted or failed outside
+// Terraform) takes it from the prior state.
+
+// identityAfterCreate sets the identity of what Create saved, also of a build saved
+// before it failed (tainted, then read and replaced).
+func identityAfterCreate(ctx context.Context, resp *resource.CreateResponse) {
+	resp.Diagnostics.Append(identityFromState(ctx, resp.State, resp.Identity)...)
+}
+
+// identityAfterRead keeps the identity the CLI sent, which must not change; without
+// one it takes it from the new state or, when Read removed the object, the prior one.
+func identityAfterRead(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	if resp.Identity == nil || !resp.Identity.Raw.IsFullyNull() {
+		return
+	}
+	state := resp.State
+	if state.Raw.IsNull() {
+		state = req.State
+	}
+	resp.Diagnostics.Append(identityFromState(ctx, state, resp.Identity)...)
+}
+
+// identityAfterUpdate keeps the planned identity (the prior state's); without one (a
+// CLI before 1.12, a state an earlier release wrote) it takes it from the new state.
+func identityAfterUpdate(ctx context.Context, resp *resource.UpdateResponse) {
+	if resp.Identity == nil || !resp.Identity.Raw.IsFullyNull() {
+		return
+	}
+	resp.Diagnostics.Append(identityFromState(ctx, resp.State, resp.Identity)...)
+}
+
+// identityAfterImport sets the identity of the imported state: an import by a
+// template's name ends with the template's ID in both.
+func identityAfterImport(ctx context.Context, resp *resource.ImportStateResponse) {
+	resp.Diagnostics.Append(identityFromState(ctx, resp.State, resp.Identity)...)
+}
+
+// identityFromState sets identity's attributes to state's of the same names; a null
+// state (nothing saved) leaves it as it is.
+func identityFromState(ctx context.Context, state tfsdk.State, identity *tfsdk.ResourceIdentity) (diags diag.Diagnostics) {
+	if identity == nil || state.Raw.IsNull() {
 		return nil
 	}
-	return identity.Set(ctx, v)
+	for name := range identity.Schema.GetAttributes() {
+		var v types.String
+		diags.Append(state.GetAttribute(ctx, path.Root(name), &v)...)
+		diags.Append(identity.SetAttribute(ctx, path.Root(name), v)...)
+	}
+	return diags
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -167,6 +168,36 @@ func localServer(t *testing.T) *acctest.Server {
 	t.Helper()
 	accPreCheck(t)
 	return acctest.Shared(t)
+}
+
+// servedProvider is the provider served over tfprotov6 in process, with its schemas and
+// identity schemas, for tests that call it as a CLI does.
+type servedProvider struct {
+	tfprotov6.ProviderServer
+	schemas    *tfprotov6.GetProviderSchemaResponse
+	identities *tfprotov6.GetResourceIdentitySchemasResponse
+}
+
+// configuredServer serves the provider configured for srv.
+func configuredServer(t *testing.T, ctx context.Context, srv *acctest.Server) *servedProvider {
+	t.Helper()
+	server, err := providerserver.NewProtocol6WithError(New("test")())()
+	acctest.Must(t, err)
+	s := &servedProvider{ProviderServer: server}
+	s.schemas, err = server.GetProviderSchema(ctx, &tfprotov6.GetProviderSchemaRequest{})
+	acctest.Must(t, err)
+	s.identities, err = server.GetResourceIdentitySchemas(ctx, &tfprotov6.GetResourceIdentitySchemasRequest{})
+	acctest.Must(t, err)
+	config := dynamicValue(t, s.schemas.Provider.ValueType(), map[string]tftypes.Value{
+		"api_url": tftypes.NewValue(tftypes.String, srv.APIURL),
+		"api_key": tftypes.NewValue(tftypes.String, srv.APIKey),
+	})
+	resp, err := server.ConfigureProvider(ctx, &tfprotov6.ConfigureProviderRequest{Config: config})
+	acctest.Must(t, err)
+	for _, d := range resp.Diagnostics {
+		t.Fatalf("configuring the provider: %s: %s", d.Summary, d.Detail)
+	}
+	return s
 }
 
 // testAPI is a client of the local server for checks and for changes made

@@ -159,6 +159,7 @@ func (r *templateBuildResource) ModifyPlan(ctx context.Context, req resource.Mod
 var errStateNotSaved = errors.New("the build ID could not be saved in the state")
 
 func (r *templateBuildResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	defer identityAfterCreate(ctx, resp)
 	var plan templateBuildModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	runner := runnerOrError(r.data, &resp.Diagnostics)
@@ -187,8 +188,7 @@ func (r *templateBuildResource) Create(ctx context.Context, req resource.CreateR
 	opts := runOptions(ctx, timeout, func(buildID string) error {
 		plan.ID, plan.BuildID, plan.Status = types.StringValue(buildID), types.StringValue(buildID), types.StringValue(e2bapi.BuildBuilding)
 		// Saved before waiting: an apply that stops now still tracks the build.
-		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-		if resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, buildIdentity{TemplateID: plan.TemplateID, BuildID: plan.BuildID})...); resp.Diagnostics.HasError() {
+		if resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...); resp.Diagnostics.HasError() {
 			return errStateNotSaved
 		}
 		return nil
@@ -220,10 +220,10 @@ func (r *templateBuildResource) Create(ctx context.Context, req resource.CreateR
 	}
 	plan.ID, plan.BuildID, plan.Status = types.StringValue(res.BuildID), types.StringValue(res.BuildID), types.StringValue(res.Status)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, buildIdentity{TemplateID: plan.TemplateID, BuildID: plan.BuildID})...)
 }
 
 func (r *templateBuildResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	defer identityAfterRead(ctx, req, resp)
 	var state templateBuildModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	api := apiOrError(r.data, &resp.Diagnostics)
@@ -266,7 +266,6 @@ func (r *templateBuildResource) Read(ctx context.Context, req resource.ReadReque
 		state.DockerfileHash = types.StringNull()
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
-	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, buildIdentity{TemplateID: state.TemplateID, BuildID: state.BuildID})...)
 }
 
 // Update changes nothing on E2B but the tags (every other argument replaces the build):
@@ -274,6 +273,7 @@ func (r *templateBuildResource) Read(ctx context.Context, req resource.ReadReque
 // with its spec tag, which it lacks when reuse was turned on later, and gives an imported
 // build the plan adopted its tags and its planned hashes.
 func (r *templateBuildResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	defer identityAfterUpdate(ctx, resp)
 	var plan, state templateBuildModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -316,8 +316,6 @@ func (r *templateBuildResource) Update(ctx context.Context, req resource.UpdateR
 		addRunError(&resp.Diagnostics, err, templateID, buildID)
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	// Also for a state a CLI without identities (before 1.12) keeps.
-	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, buildIdentity{TemplateID: plan.TemplateID, BuildID: plan.BuildID})...)
 }
 
 // Delete forgets the build: E2B has no way to delete one build. It removes no tag either:
@@ -337,6 +335,7 @@ func (r *templateBuildResource) Delete(ctx context.Context, req resource.DeleteR
 // ImportState takes "template_id/build_id", or the identity's template_id and build_id,
 // and marks the build for its first plan (template_build_import.go).
 func (r *templateBuildResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	defer identityAfterImport(ctx, resp)
 	templateID, buildID, ok := strings.Cut(req.ID, "/")
 	var identity buildIdentity
 	if importedIdentity(ctx, req, &identity, &resp.Diagnostics) {
@@ -358,5 +357,4 @@ func (r *templateBuildResource) ImportState(ctx context.Context, req resource.Im
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("files_hash"), templatebuild.HashPortable)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("force"), false)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("reuse"), false)...)
-	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, buildIdentity{TemplateID: types.StringValue(templateID), BuildID: types.StringValue(buildID)})...)
 }

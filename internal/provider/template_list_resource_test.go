@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -25,33 +24,17 @@ import (
 // which cannot be built here.
 type listServer struct {
 	tfprotov6.ListResourceServer
-	schemas    *tfprotov6.GetProviderSchemaResponse
-	identities *tfprotov6.GetResourceIdentitySchemasResponse
+	*servedProvider
 }
 
 func newListServer(t *testing.T, ctx context.Context, srv *acctest.Server) *listServer {
 	t.Helper()
-	server, err := providerserver.NewProtocol6WithError(New("test")())()
-	acctest.Must(t, err)
-	lister, ok := server.(tfprotov6.ListResourceServer)
+	server := configuredServer(t, ctx, srv)
+	lister, ok := server.ProviderServer.(tfprotov6.ListResourceServer)
 	if !ok {
-		t.Fatalf("the provider server %T serves no list resources", server)
+		t.Fatalf("the provider server %T serves no list resources", server.ProviderServer)
 	}
-	s := &listServer{ListResourceServer: lister}
-	s.schemas, err = server.GetProviderSchema(ctx, &tfprotov6.GetProviderSchemaRequest{})
-	acctest.Must(t, err)
-	s.identities, err = server.GetResourceIdentitySchemas(ctx, &tfprotov6.GetResourceIdentitySchemasRequest{})
-	acctest.Must(t, err)
-	config := dynamicValue(t, s.schemas.Provider.ValueType(), map[string]tftypes.Value{
-		"api_url": tftypes.NewValue(tftypes.String, srv.APIURL),
-		"api_key": tftypes.NewValue(tftypes.String, srv.APIKey),
-	})
-	resp, err := server.ConfigureProvider(ctx, &tfprotov6.ConfigureProviderRequest{Config: config})
-	acctest.Must(t, err)
-	for _, d := range resp.Diagnostics {
-		t.Fatalf("configuring the provider: %s: %s", d.Summary, d.Detail)
-	}
-	return s
+	return &listServer{ListResourceServer: lister, servedProvider: server}
 }
 
 // listed is one list result, decoded: its display name, identity and resource

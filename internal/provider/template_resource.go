@@ -108,6 +108,7 @@ func (r *templateResource) ModifyPlan(ctx context.Context, req resource.ModifyPl
 }
 
 func (r *templateResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	defer identityAfterCreate(ctx, resp)
 	var plan templateModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	api := apiOrError(r.data, &resp.Diagnostics)
@@ -140,7 +141,6 @@ func (r *templateResource) Create(ctx context.Context, req resource.CreateReques
 	// Keep the ID even if what follows fails, so the template is not lost.
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), reg.TemplateID)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
-	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, templateIdentity{ID: plan.ID})...)
 
 	if plan.Public.ValueBool() != reg.Public {
 		public := plan.Public.ValueBool()
@@ -197,6 +197,7 @@ func nameMatches(name string, names []string) bool {
 }
 
 func (r *templateResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	defer identityAfterRead(ctx, req, resp)
 	var state templateModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	api := apiOrError(r.data, &resp.Diagnostics)
@@ -214,10 +215,10 @@ func (r *templateResource) Read(ctx context.Context, req resource.ReadRequest, r
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
-	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, templateIdentity{ID: state.ID})...)
 }
 
 func (r *templateResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	defer identityAfterUpdate(ctx, resp)
 	var plan, state templateModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -243,8 +244,6 @@ func (r *templateResource) Update(ctx context.Context, req resource.UpdateReques
 		return
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
-	// Also for a state a CLI without identities (before 1.12) keeps.
-	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, templateIdentity{ID: plan.ID})...)
 }
 
 func (r *templateResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
@@ -269,6 +268,7 @@ func (r *templateResource) Delete(ctx context.Context, req resource.DeleteReques
 
 // ImportState takes a template ID or name, as the import ID or the identity's id.
 func (r *templateResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	defer identityAfterImport(ctx, resp)
 	ref := req.ID
 	var identity templateIdentity
 	if importedIdentity(ctx, req, &identity, &resp.Diagnostics) {
@@ -296,7 +296,6 @@ func (r *templateResource) ImportState(ctx context.Context, req resource.ImportS
 	}
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), id)...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("name"), name)...)
-	resp.Diagnostics.Append(setIdentity(ctx, resp.Identity, templateIdentity{ID: types.StringValue(id)})...)
 }
 
 // resolveTemplateID turns a template ID or name into the ID: a string

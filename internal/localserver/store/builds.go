@@ -230,14 +230,19 @@ func templateBuilds(tx *bolt.Tx, templateID string) ([]Build, error) {
 	return out, err
 }
 
-// Build returns one build of a template; a missing pair is KindNotFound.
+// Build returns one build of a live template; a missing pair, or a build of a deleted
+// template, is KindNotFound, as on E2B, which finds builds among its active templates.
 func (s *Store) Build(templateID, buildID string) (Build, error) {
 	var b Build
 	err := s.db.View(func(tx *bolt.Tx) error {
+		var t Template
+		if _, err := getJSON(tx.Bucket(bucketTemplates), templateID, &t); err != nil {
+			return err
+		}
 		var found bool
 		var err error
 		b, found, err = getBuild(tx, templateID, buildID)
-		if err == nil && !found {
+		if err == nil && (!found || t.Deleted) {
 			return errorf(KindNotFound, "Build '%s' not found", buildID)
 		}
 		return err

@@ -168,6 +168,10 @@ func TestRegisterNameRules(t *testing.T) {
 	if want := fmt.Sprintf("Template '%s' has been deleted and cannot be rebuilt", r.Template.ID); KindOf(err) != KindNotFound || err.Error() != want {
 		t.Fatalf("rebuild of a deleted ID: %v, want %q", err, want)
 	}
+	// As on E2B, which finds builds among its active templates.
+	if _, err := s.Build(r.Template.ID, r.Build.ID); KindOf(err) != KindNotFound {
+		t.Fatalf("a build of a deleted template: %v, want not found", err)
+	}
 	again := register(t, s, "app")
 	if again.Template.ID == r.Template.ID {
 		t.Fatal("a deleted template's alias came back with its ID")
@@ -201,6 +205,9 @@ func TestTagsAssignDeleteList(t *testing.T) {
 	}
 	if err := s.DeleteTags("app", []string{"prod"}); err != nil {
 		t.Fatal(err)
+	}
+	if err := s.DeleteTags("app", []string{"prod"}); err != nil {
+		t.Fatalf("deleting a tag the template lacks: %v, want nothing deleted and no error, as on E2B", err)
 	}
 	if _, _, err := s.Resolve("app:prod"); KindOf(err) != KindNotFound {
 		t.Fatalf("deleted tag still resolves: %v", err)

@@ -178,9 +178,7 @@ func (s *Store) DeleteTags(ref string, tags []string) error {
 			if err != nil {
 				return err
 			}
-			if len(keys) == 0 {
-				return errorf(KindNotFound, "tag '%s' of template '%s' not found", tag, name.Identifier())
-			}
+			// A tag the template lacks deletes nothing and is no error, as on E2B.
 			for _, k := range keys {
 				if err := tagsBucket.Delete(k); err != nil {
 					return err
