@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/datasourcevalidator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	dschema "github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -164,7 +163,7 @@ func (d *processDataSource) Schema(_ context.Context, _ datasource.SchemaRequest
 			"max_output_bytes": dschema.Int64Attribute{
 				MarkdownDescription: processMaxOutputDescription,
 				Optional:            true,
-				Validators:          []validator.Int64{int64validator.Between(1, 64<<20)},
+				Validators:          []validator.Int64{int64Between(1, 64<<20)},
 			},
 			"allow_non_zero_exit": dschema.BoolAttribute{MarkdownDescription: processAllowNonZeroDescription, Optional: true},
 			"exit_code":           dschema.Int64Attribute{MarkdownDescription: "Exit code of the command.", Computed: true},

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/ephemeralvalidator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
 	eschema "github.com/hashicorp/terraform-plugin-framework/ephemeral/schema"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
@@ -55,7 +54,7 @@ func (r *processEphemeralResource) Schema(_ context.Context, _ ephemeral.SchemaR
 			"max_output_bytes": eschema.Int64Attribute{
 				MarkdownDescription: processMaxOutputDescription,
 				Optional:            true,
-				Validators:          []validator.Int64{int64validator.Between(1, 64<<20)},
+				Validators:          []validator.Int64{int64Between(1, 64<<20)},
 			},
 			"allow_non_zero_exit": eschema.BoolAttribute{MarkdownDescription: processAllowNonZeroDescription, Optional: true},
 			"exit_code":           eschema.Int64Attribute{MarkdownDescription: "Exit code of the command.", Computed: true},

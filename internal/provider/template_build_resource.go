@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
-	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
@@ -192,13 +191,13 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 			"cpu_count": schema.Int64Attribute{
 				MarkdownDescription: "vCPUs of sandboxes from this build: 1 or an even number up to 32 (and your team's limit). E2B's default is 2.",
 				Optional:            true,
-				Validators:          []validator.Int64{cpuCountValidator{}},
+				Validators:          []validator.Int64{cpuCountValidator()},
 				PlanModifiers:       []planmodifier.Int64{replaceUnlessImported{}},
 			},
 			"memory_mb": schema.Int64Attribute{
 				MarkdownDescription: "Memory of sandboxes from this build in MiB: an even number of at least 128 (and within your team's limit). E2B's default is 1024.",
 				Optional:            true,
-				Validators:          []validator.Int64{int64validator.AtLeast(128), evenValidator{}},
+				Validators:          []validator.Int64{memoryMBValidator()},
 				PlanModifiers:       []planmodifier.Int64{replaceUnlessImported{}},
 			},
 			"tags": schema.SetAttribute{
