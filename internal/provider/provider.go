@@ -135,7 +135,9 @@ func (p *e2bProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *
 				MarkdownDescription: "E2B API key (`e2b_` followed by hex digits), sent as `X-API-Key`. " +
 					"Defaults to the `" + EnvAPIKey + "` environment variable. The provider starts without one; " +
 					"resources and data sources that call the API fail with a clear error when it is missing. " +
-					"A key of another format is accepted with a warning.",
+					"A key of another format is accepted with a warning. When the key and the API's address are known, " +
+					"the plan asks the API once whether it accepts the key, and a refused key fails the plan naming where " +
+					"it came from; an API that does not answer within 10 seconds (or `request_timeout`) skips the check.",
 				Optional:  true,
 				Sensitive: true,
 			},

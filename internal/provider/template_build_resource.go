@@ -85,7 +85,7 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "One build of an E2B template: a base (`from_image`, `from_template` or a `dockerfile`) " +
 			"and ordered build steps, run by E2B (or the local server) into a snapshot that sandboxes start from.\n\n" +
-			"**Planning** hashes every COPY source (see the hashing guide): the hashes are shown in `copy_hashes`, " +
+			"**Planning** hashes every COPY source (see [the hashing guide](../guides/hashing.md)): the hashes are shown in `copy_hashes`, " +
 			"and a changed hash, like any changed argument, replaces the build. An unchanged context plans nothing, " +
 			"also from a fresh clone with other modification times and umask. Nothing is uploaded during a plan.\n\n" +
 			"**Apply** checks that the context still has the planned hashes, uploads only the COPY archives E2B " +
@@ -257,7 +257,7 @@ func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaReq
 				MarkdownDescription: "SHA-256 (hex) of everything that defines the build: its base, every step with the " +
 					"files hash of each COPY, the start and ready commands, `cpu_count`, `memory_mb` and `triggers`; " +
 					"not the tags, `force`, credentials or where the files are. Known at plan time whenever `copy_hashes` " +
-					"is, and the same on every machine and checkout path (see the hashing guide).",
+					"is, and the same on every machine and checkout path (see [the hashing guide](../guides/hashing.md)).",
 				Computed: true,
 			},
 			"status": schema.StringAttribute{
