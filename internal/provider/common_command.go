@@ -68,7 +68,7 @@ func (m *commandModel) runRequest(ctx context.Context, at path.Path) (envd.RunRe
 	}
 	if !m.Args.IsNull() && m.Cmd.IsNull() {
 		addInvalid(&diags, at.AtName("args"), "set without cmd", "must come with cmd: args are the arguments of cmd",
-			errors.New("With command, write them into the shell string"))
+			errors.New("with command, write them into the shell string"))
 	}
 	return req, diags
 }

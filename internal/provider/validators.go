@@ -132,9 +132,9 @@ func checkTemplateName(s string) error {
 	// the alias "my app" where the configuration says "My App".
 	if suggested := strings.Join(strings.Fields(strings.ToLower(s)), "-"); suggested != s {
 		if _, err := e2bapi.ParseName(suggested); err == nil && !strings.Contains(suggested, ":") {
-			return fmt.Errorf("It has spaces or upper-case letters: write %q", suggested)
+			return fmt.Errorf("it has spaces or upper-case letters: write %q", suggested)
 		}
-		return errors.New("It has spaces or upper-case letters")
+		return errors.New("it has spaces or upper-case letters")
 	}
 	n, err := e2bapi.ParseName(s)
 	if err != nil {

@@ -19,8 +19,12 @@ func TestValidatorMessages(t *testing.T) {
 	ctx := context.Background()
 	var s resource.SchemaResponse
 	NewTemplateBuildResource().Schema(ctx, resource.SchemaRequest{}, &s)
+	memoryMB, ok := s.Schema.Attributes["memory_mb"].(schema.Int64Attribute)
+	if !ok {
+		t.Fatalf("memory_mb is a %T", s.Schema.Attributes["memory_mb"])
+	}
 	var memory validator.Int64Response
-	for _, v := range s.Schema.Attributes["memory_mb"].(schema.Int64Attribute).Validators {
+	for _, v := range memoryMB.Validators {
 		v.ValidateInt64(ctx, validator.Int64Request{Path: path.Root("memory_mb"), ConfigValue: types.Int64Value(1)}, &memory)
 	}
 	if errs := memory.Diagnostics.Errors(); len(errs) != 1 || errs[0].Summary() != "Invalid memory_mb" ||
