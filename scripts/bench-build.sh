@@ -19,7 +19,7 @@ mkdir -p "$tree"
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "docker: $(docker version --format '{{.Server.Version}} {{.Server.APIVersion}}' 2>/dev/null || echo unknown)"
-E2B_BENCH_TREE=$tree go test ./internal/localserver/engine/ -run XXX -bench BenchmarkBuildLayerCache -benchtime 1x -count "${COUNT:-1}" -timeout 30m |
+E2B_BENCH_TREE=$tree go test ./internal/localserver/engine/docker/ -run XXX -bench BenchmarkBuildLayerCache -benchtime 1x -count "${COUNT:-1}" -timeout 30m |
 	grep -E '^Benchmark|^(ok|FAIL)' |
 	awk '/^Benchmark/ { for (i = 3; i < NF; i += 2) printf "%-14s %10.2f\n", $(i + 1), $i; next } { print }'
 echo "targets: copy_MB/s >= 200; rebuild/first <= 0.20"

@@ -25,7 +25,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine/docker"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
@@ -131,7 +131,7 @@ func (s *Server) Stop() error {
 func (s *Server) RemoveImages() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	return engine.RemoveInstanceImages(ctx, s.dockerHost, localserver.InstanceOf(s.DataDir))
+	return docker.RemoveInstanceImages(ctx, s.dockerHost, localserver.InstanceOf(s.DataDir))
 }
 
 // ModuleRoot is the repository root (the directory of go.mod).

@@ -5,6 +5,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -18,31 +19,45 @@ import (
 // archiveModTime is the one mtime every archive entry carries (2000-01-01T00:00:00Z).
 var archiveModTime = time.Unix(946684800, 0).UTC()
 
-// ArchiveCheck is what WriteStepArchive checks the files it archived against: what the
-// hash of the step found, in the step's hash mode.
+// ArchiveCheck is the files hash a plan found for a step, in the step's hash mode, which
+// WriteStepArchive checks the files it archives against.
 type ArchiveCheck struct {
 	// PortableHash is the portable hash (StreamPortableHash), in the portable mode.
 	PortableHash string
-	// SDKFingerprint is StreamSummary.Fingerprint of StreamSDKHash, in the e2b-sdk mode:
-	// it names the files by digest, which the archive computes as it writes them, where
-	// the SDK's hash would read them a second time.
-	SDKFingerprint string
+	// SDKHash is the SDK-compatible hash (StreamSDKHash), in the e2b-sdk mode. That hash
+	// reads the files' bytes in the SDK's order, not the archive's, so the archive digests
+	// what it wrote by file digest (the fingerprint) and takes the hash the plan's
+	// StreamSDKHash cached under that fingerprint in Cache. Only when Cache (nil: none)
+	// lacks it, as on another machine than the plan's, is the step hashed again.
+	SDKHash string
+	Cache   *StatCache
 }
 
-// stepDigest digests a step's entries fed in the walk's order with their file digests:
-// the portable hash (portableHasher) or the fingerprint of the SDK-compatible hash
-// (sdkWalkFingerprint), in hex.
-type stepDigest interface {
-	add(*Entry)
-	sum() string
+// ChangedError is WriteStepArchive's finding that the files it archived do not have the
+// hash planned. It matches ErrChanged.
+type ChangedError struct {
+	Src string
+	// Planned and Found are the files hashes planned and found.
+	Planned, Found string
+	// Newest are the files modified last (absolute paths, newest first, at most
+	// NewestKept): the likely culprits.
+	Newest []string
 }
 
-// WriteStepArchive writes the archive of the step (src, dest) (design/hashing.md "Archive") over what Walk lists, without
-// holding the listing: it walks the context again and checks that what it archived is
-// what was planned (ArchiveCheck: SDKFingerprint when set, else PortableHash). A file
-// whose size changed fails naming it; other changes, which only the hash or fingerprint
-// shows, fail naming the files modified last. Both are ErrChanged, after which what was
-// written to w must be discarded.
+func (e *ChangedError) Error() string {
+	return fmt.Sprintf("build context changed since plan: the files of %s hash to %s, planned %s "+
+		"(most recently modified: %s); run plan again", e.Src, e.Found, e.Planned, strings.Join(e.Newest, ", "))
+}
+
+// Is makes a ChangedError match ErrChanged.
+func (e *ChangedError) Is(target error) bool { return target == ErrChanged }
+
+// WriteStepArchive writes the archive of the step (src, dest) (design/hashing.md "Archive")
+// over what Walk lists, without holding the listing: the walk of the context that an apply
+// makes, which checks that what it archived has the hash planned (ArchiveCheck). A file
+// whose size changed fails naming it; other changes, which only the hash shows, fail with
+// a *ChangedError naming the files modified last. Both are ErrChanged, after which what
+// was written to w must be discarded.
 func WriteStepArchive(ctx context.Context, w io.Writer, contextDir, src, dest string, lo ListOptions, planned ArchiveCheck) error {
 	root, err := contextRoot(contextDir)
 	if err != nil {
@@ -52,10 +67,10 @@ func WriteStepArchive(ctx context.Context, w io.Writer, contextDir, src, dest st
 	if err != nil {
 		return err
 	}
-	var digest stepDigest = newPortableHasher(src, dest)
-	what, want := "hash to", planned.PortableHash
-	if planned.SDKFingerprint != "" {
-		digest, what, want = newSDKWalkFingerprint(src, dest), "have the e2b-sdk fingerprint", planned.SDKFingerprint
+	portable, want := newPortableHasher(src, dest), planned.PortableHash
+	var fingerprint *sdkWalkFingerprint
+	if planned.SDKHash != "" {
+		fingerprint, want = newSDKWalkFingerprint(src, dest), planned.SDKHash
 	}
 	var sum StreamSummary
 	if err := walkStep(root, src, lo, &sum, func(e *Entry) error {
@@ -64,16 +79,43 @@ func WriteStepArchive(ctx context.Context, w io.Writer, contextDir, src, dest st
 			return err
 		}
 		e.setDigest(fileDigest)
-		digest.add(e)
+		if fingerprint != nil {
+			fingerprint.add(e)
+		} else {
+			portable.add(e)
+		}
 		return nil
 	}); err != nil {
 		return err
 	}
-	if got := digest.sum(); got != want {
-		return &contextError{fmt.Sprintf("build context changed since plan: the files of %s %s %s, planned %s "+
-			"(most recently modified: %s); run plan again", src, what, got, want, strings.Join(sum.Newest, ", ")), ErrChanged}
+	var found string
+	if fingerprint == nil {
+		found = portable.sum()
+	} else if found, err = sdkHashOf(ctx, root, src, dest, lo, planned.Cache, fingerprint.fingerprint()); err != nil {
+		return err
+	}
+	if found != want {
+		return &ChangedError{Src: src, Planned: want, Found: found, Newest: sum.Newest}
 	}
 	return a.close(src)
+}
+
+// sdkHashOf is the SDK-compatible hash of the step whose archive has the given
+// fingerprint: the one cached under it, else that of a new StreamSDKHash, which must
+// find the files the archive holds.
+func sdkHashOf(ctx context.Context, root, src, dest string, lo ListOptions, cache *StatCache, fingerprint [32]byte) (string, error) {
+	if hash, ok := cache.stepHash(fingerprint); ok {
+		return hex.EncodeToString(hash[:]), nil
+	}
+	sum, err := StreamSDKHash(ctx, root, src, dest, lo, HashOptions{Cache: cache})
+	if err != nil {
+		return "", err
+	}
+	if sum.Fingerprint != hex.EncodeToString(fingerprint[:]) {
+		return "", &contextError{fmt.Sprintf("build context changed while it was archived: the files of %s "+
+			"(most recently modified: %s); run plan again", src, strings.Join(sum.Newest, ", ")), ErrChanged}
+	}
+	return sum.Hash, nil
 }
 
 // archiveWriter writes the entries of one archive.

@@ -143,9 +143,16 @@ func TestArchiveFailsWhenContextChanged(t *testing.T) {
 			}
 			return spoolStepArchive(t, d, ArchiveCheck{PortableHash: sum.Hash})
 		},
+		// Without a cache the archive hashes the step again to compare.
 		"streamed e2b-sdk": func(t *testing.T, d string) func(string) error {
 			sum := sdkHash(t, d, "app", "/dest", HashOptions{})
-			return spoolStepArchive(t, d, ArchiveCheck{SDKFingerprint: sum.Fingerprint})
+			return spoolStepArchive(t, d, ArchiveCheck{SDKHash: sum.Hash})
+		},
+		// With the plan's cache it finds no hash under the changed files' fingerprint.
+		"streamed e2b-sdk, cached": func(t *testing.T, d string) func(string) error {
+			cache := OpenStatCache(filepath.Join(t.TempDir(), "cache"))
+			sum := sdkHash(t, d, "app", "/dest", HashOptions{Cache: cache})
+			return spoolStepArchive(t, d, ArchiveCheck{SDKHash: sum.Hash, Cache: cache})
 		},
 	}
 	for name, change := range cases {
@@ -194,7 +201,7 @@ func TestWriteStepArchiveOnRandomTrees(t *testing.T) {
 		want := archiveBytes(t, l)
 		for mode, check := range map[string]ArchiveCheck{
 			"portable": {PortableHash: planned},
-			"e2b-sdk":  {SDKFingerprint: sdkHash(t, d, ".", "/dest", HashOptions{}).Fingerprint},
+			"e2b-sdk":  {SDKHash: sdkHash(t, d, ".", "/dest", HashOptions{}).Hash},
 		} {
 			var streamed bytes.Buffer
 			if err := WriteStepArchive(t.Context(), &streamed, d, ".", "/dest", ListOptions{}, check); err != nil {

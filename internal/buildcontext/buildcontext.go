@@ -3,8 +3,8 @@
 // gzip'd tar archive that is uploaded for the step. It follows design/hashing.md.
 //
 // A step takes two walks of its context, one for the hash at plan and one for the
-// archive at apply, neither holding a listing (memory bounded whatever the number of
-// files):
+// archive at apply, which checks the files against the planned hash as it writes them;
+// neither holds a listing (memory bounded whatever the number of files):
 //
 //	cachePath, _ := buildcontext.DefaultStatCachePath()
 //	cache := buildcontext.OpenStatCache(cachePath)
@@ -15,7 +15,8 @@
 //			buildcontext.ArchiveCheck{PortableHash: sum.Hash}) // checks every file against the plan
 //	})
 //
-// StreamSDKHash and ArchiveCheck.SDKFingerprint do the same in the SDK-compatible mode.
+// StreamSDKHash and ArchiveCheck.SDKHash do the same in the SDK-compatible mode, with the
+// cache the plan filled (ArchiveCheck.Cache): without it the archive hashes the step again.
 // The tests keep a listing that holds every entry (listing_test.go), the plain form of the
 // same rules, to check the streams against.
 //

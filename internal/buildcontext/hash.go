@@ -267,12 +267,6 @@ func (f *sdkWalkFingerprint) fingerprint() [32]byte {
 	return f.fp.sum()
 }
 
-// sum is the fingerprint in hex, as portableHasher's sum is the hash.
-func (f *sdkWalkFingerprint) sum() string {
-	sum := f.fingerprint()
-	return hex.EncodeToString(sum[:])
-}
-
 // sideWriter writes to the hash w on its own goroutine; write returns once w has the
 // bytes, so the caller may reuse the buffer and change w between writes.
 type sideWriter struct {

@@ -176,8 +176,12 @@ func stepKey(fingerprint [32]byte) FileID {
 	}
 }
 
-// stepHash is the step hash cached under fingerprint (see storeStepHash).
+// stepHash is the step hash cached under fingerprint (see storeStepHash); the cache may
+// be nil.
 func (c *StatCache) stepHash(fingerprint [32]byte) ([32]byte, bool) {
+	if c == nil {
+		return [32]byte{}, false
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	sum, ok, _ := c.lookup(stepKey(fingerprint))

@@ -13,8 +13,8 @@ import (
 type StreamSummary struct {
 	Hash string
 	// Fingerprint (hex), set by StreamSDKHash, digests what the SDK-compatible hash covers
-	// with each file named by its digest: the archive is checked against it
-	// (ArchiveCheck.SDKFingerprint).
+	// with each file named by its digest: the key the hash is cached under, which an
+	// archive of the same files finds (ArchiveCheck.SDKHash).
 	Fingerprint string
 	Entries     int
 	// Stats says where the file digests came from. In the e2b-sdk mode either every one

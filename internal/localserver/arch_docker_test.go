@@ -14,7 +14,8 @@ import (
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine/attach"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine/docker"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
 
@@ -89,11 +90,11 @@ func TestDockerArm64SandboxUnderEmulation(t *testing.T) {
 	onAmd64(t)
 	requireArm64Emulation(t)
 	image := arm64Image(t)
-	arm := arm64Envd.build(t, engine.EnvdBinaryName("arm64"), "github.com/e2b-terraform/terraform-provider-e2b", "arm64")
+	arm := arm64Envd.build(t, attach.EnvdBinaryName("arm64"), "github.com/e2b-terraform/terraform-provider-e2b", "arm64")
 	// Every instruction of envd and the build is emulated: a start took 15 s
 	// and the build 31 s on the 2 shared cores of the test machine under
 	// load, which the default bounds (30 s, 60 s) would not hold reliably.
-	eng, _ := dockerEngineWith(t, func(o *engine.DockerOptions) {
+	eng, _ := dockerEngineWith(t, func(o *docker.DockerOptions) {
 		o.EnvdBinaries = append(o.EnvdBinaries, arm)
 		o.EnvdStartTimeout = 2 * time.Minute
 	})
@@ -133,7 +134,7 @@ func TestDockerImageWithoutEnvdForItsArchitecture(t *testing.T) {
 		t.Fatalf("build = %+v, want an error", info)
 	}
 	msg := info.Reason.Message
-	for _, want := range []string{"image " + image + " is built for linux/arm64", "no envd build for linux/arm64", "--envd-binary", engine.EnvdBinaryName("arm64") + " beside it"} {
+	for _, want := range []string{"image " + image + " is built for linux/arm64", "no envd build for linux/arm64", "--envd-binary", attach.EnvdBinaryName("arm64") + " beside it"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("build error %q does not say %q", msg, want)
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine/docker"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
@@ -107,34 +108,34 @@ func dockerEngine(t *testing.T) (Engine, string) {
 }
 
 // dockerEngineWith is dockerEngine with options adjusted by configure.
-func dockerEngineWith(t *testing.T, configure func(*engine.DockerOptions)) (Engine, string) {
+func dockerEngineWith(t *testing.T, configure func(*docker.DockerOptions)) (Engine, string) {
 	t.Helper()
 	baseImage := os.Getenv("E2B_TEST_BASE_IMAGE")
 	if os.Getenv("DOCKER_HOST") == "" || baseImage == "" {
 		testutil.Missing(t, "needs a Docker engine: set DOCKER_HOST and E2B_TEST_BASE_IMAGE (an offline image with /bin/sh)")
 	}
-	opts := engine.DockerOptions{
+	opts := docker.DockerOptions{
 		EnvdBinaries: []string{buildEnvdBinary(t)}, Network: "none", Runtime: testutil.Runtime(),
 		Instance: "lsd" + strings.ToLower(rand.Text()[:8]),
 	}
 	if configure != nil {
 		configure(&opts)
 	}
-	docker, err := engine.NewDocker(t.Context(), opts)
+	eng, err := docker.NewDocker(t.Context(), opts)
 	if err != nil {
 		t.Fatalf("Docker engine at DOCKER_HOST=%s: %v", os.Getenv("DOCKER_HOST"), err)
 	}
 	t.Cleanup(func() {
 		// The layer cache outlives servers; the test's must not outlive it.
-		if err := docker.PruneLayers(context.Background(), 0); err != nil {
+		if err := eng.PruneLayers(context.Background(), 0); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
-		docker.Close()
-		if err := engine.RemoveInstanceImages(context.Background(), os.Getenv("DOCKER_HOST"), opts.Instance); err != nil {
+		eng.Close()
+		if err := docker.RemoveInstanceImages(context.Background(), os.Getenv("DOCKER_HOST"), opts.Instance); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
-	return docker, baseImage
+	return eng, baseImage
 }
 
 // runtimeOf is the runtime the engine runs the server's containers under
@@ -259,7 +260,7 @@ func startCommandLog(t *testing.T, binary, dataDir string, extraArgs ...string) 
 	if !cleanups[dataDir] {
 		cleanups[dataDir] = true
 		t.Cleanup(func() {
-			if err := engine.RemoveInstanceImages(context.Background(), os.Getenv("DOCKER_HOST"), InstanceOf(dataDir)); err != nil {
+			if err := docker.RemoveInstanceImages(context.Background(), os.Getenv("DOCKER_HOST"), InstanceOf(dataDir)); err != nil {
 				t.Errorf("cleanup: %v", err)
 			}
 		})

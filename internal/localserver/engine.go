@@ -6,10 +6,11 @@ import (
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine/docker"
 )
 
 // Engine is what the server needs to run builds and sandboxes, declared
-// here where it is used; engine.Docker is the one in use, tests bring
+// here where it is used; docker.Docker is the one in use, tests bring
 // stand-ins.
 type Engine interface {
 	Info(ctx context.Context) (engine.EngineInfo, error)
@@ -62,4 +63,4 @@ type Engine interface {
 	RemoveImage(ctx context.Context, image string) error
 }
 
-var _ Engine = (*engine.Docker)(nil)
+var _ Engine = (*docker.Docker)(nil)

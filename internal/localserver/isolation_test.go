@@ -32,6 +32,7 @@ import (
 	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/egress"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine/docker"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
 
@@ -564,7 +565,7 @@ func testDockerEgress(t *testing.T, pool PoolConfig) {
 	}
 	proxy := egress.New(policy, nil)
 	t.Cleanup(proxy.Close)
-	eng, _ := dockerEngineWith(t, func(o *engine.DockerOptions) { o.Egress = proxy })
+	eng, _ := dockerEngineWith(t, func(o *docker.DockerOptions) { o.Egress = proxy })
 	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.Pool = pool }})
 	u, _ := url.Parse(ts.URL)
 	serverAddr, err := net.ResolveTCPAddr("tcp", u.Host)
@@ -720,7 +721,7 @@ const diskFillScript = `i=0; while [ $i -lt 256 ]; do dd if=/dev/zero of=/fill.$
 // naming the limit, and neither wrote what it meant to.
 func TestDockerDiskLimit(t *testing.T) {
 	const limitMB = 64
-	eng, base := dockerEngineWith(t, func(o *engine.DockerOptions) { o.DiskSizeMB = limitMB })
+	eng, base := dockerEngineWith(t, func(o *docker.DockerOptions) { o.DiskSizeMB = limitMB })
 	var logs testutil.SyncBuffer
 	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) }})
 

@@ -20,6 +20,7 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/egress"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine/docker"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
@@ -38,13 +39,13 @@ type Options struct {
 	APIKey   string
 	TeamSlug string
 	// EnvdBinaries are Linux builds of this binary, one per architecture,
-	// run in containers as envd (engine.DockerOptions.EnvdBinaries).
+	// run in containers as envd (docker.DockerOptions.EnvdBinaries).
 	EnvdBinaries []string
 	// Network is engine.NetworkNone or engine.NetworkHost.
 	Network string
 	// Runtime is the OCI runtime of sandbox and build containers:
 	// engine.RuntimeAuto, a runtime's name, or empty for the engine's
-	// default (engine.DockerOptions.Runtime).
+	// default (docker.DockerOptions.Runtime).
 	Runtime string
 	// Domain is answered for sandboxes and printed as E2B_DOMAIN (default: DefaultDomain).
 	Domain    string
@@ -61,7 +62,7 @@ type Options struct {
 	MaxCPU, MaxMemoryMB              int
 	PidsLimit                        int64
 	// DiskSizeMB is every sandbox's and build's disk limit
-	// (engine.DockerOptions.DiskSizeMB).
+	// (docker.DockerOptions.DiskSizeMB).
 	DiskSizeMB     int
 	LayerCacheSize int
 	MaxConnections int
@@ -99,7 +100,7 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
-	dockerOpts := engine.DockerOptions{
+	dockerOpts := docker.DockerOptions{
 		EnvdBinaries: o.EnvdBinaries, Network: o.Network, Runtime: o.Runtime, PidsLimit: o.PidsLimit, DiskSizeMB: o.DiskSizeMB,
 		LayerCacheSize: o.LayerCacheSize,
 		Instance:       InstanceOf(dataDir), Logger: logger,
@@ -110,12 +111,12 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, stdout io.Writer) 
 		defer proxy.Close()
 		dockerOpts.Egress = proxy
 	}
-	docker, err := engine.NewDocker(ctx, dockerOpts)
+	dockerEngine, err := docker.NewDocker(ctx, dockerOpts)
 	if err != nil {
 		return err
 	}
-	defer docker.Close() //nolint:contextcheck // ctx has ended by then (the shutdown): Close bounds its clean-up with a context of its own
-	info, err := docker.Info(ctx)
+	defer dockerEngine.Close() //nolint:contextcheck // ctx has ended by then (the shutdown): Close bounds its clean-up with a context of its own
+	info, err := dockerEngine.Info(ctx)
 	if err != nil {
 		return fmt.Errorf("no Docker engine answers (DOCKER_HOST=%q): %w", os.Getenv("DOCKER_HOST"), err)
 	}
@@ -128,7 +129,7 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, stdout io.Writer) 
 	logger.Info("doctor", "engine", info.ServerVersion, "api", info.APIVersion, "runtime", info.Runtime.Name, "gvisor", info.Runtime.GVisor, "os", info.OS, "arch", info.Arch,
 		"user_namespace", info.UserNamespace, "data_dir", dataDir, "network", o.Network, "egress", egressSummary(o.Network, policy),
 		"envd_binary", info.EnvdBinary)
-	return serve(ctx, ln, o, dataDir, apiKey, docker, info.Runtime, policy, logger, stdout)
+	return serve(ctx, ln, o, dataDir, apiKey, dockerEngine, info.Runtime, policy, logger, stdout)
 }
 
 // InstanceOf is the engine instance of the server with the (absolute)

@@ -82,3 +82,10 @@ func noneUnknown(values iter.Seq[attr.Value]) bool {
 	}
 	return true
 }
+
+// addRunWarnings reports what did not fail a run of sandboxrun: a sandbox not killed.
+func addRunWarnings(diags *diag.Diagnostics, res *sandboxrun.Result) {
+	for _, w := range res.Warnings {
+		diags.AddWarning("Sandbox not killed", w)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/ephemeralvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
 	eschema "github.com/hashicorp/terraform-plugin-framework/ephemeral/schema"
-	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 )
 
@@ -31,44 +30,13 @@ func (r *processEphemeralResource) Schema(_ context.Context, _ ephemeral.SchemaR
 	resp.Schema = eschema.Schema{
 		MarkdownDescription: processDescription + " Being ephemeral (Terraform 1.10 and later), its output is " +
 			"never stored in the plan or the state: use it for commands whose output is secret.",
-		Attributes: map[string]eschema.Attribute{
-			"template": eschema.StringAttribute{
-				MarkdownDescription: processTemplateDescription,
-				Optional:            true,
-				Validators:          []validator.String{templateRunRefValidator()},
-			},
-			"sandbox_id": eschema.StringAttribute{
-				MarkdownDescription: processSandboxIDDescription,
-				Optional:            true,
-				Computed:            true,
-				Validators:          []validator.String{sandboxIDValidator()},
-			},
-			"command": eschema.StringAttribute{MarkdownDescription: commandDescription, Optional: true},
-			"cmd":     eschema.StringAttribute{MarkdownDescription: commandCmdDescription, Optional: true},
-			"args":    eschema.ListAttribute{MarkdownDescription: commandArgsDescription, Optional: true, ElementType: types.StringType},
-			"env":     eschema.MapAttribute{MarkdownDescription: commandEnvDescription, Optional: true, ElementType: types.StringType},
-			"cwd":     eschema.StringAttribute{MarkdownDescription: commandCwdDescription, Optional: true},
-			"user":    eschema.StringAttribute{MarkdownDescription: commandUserDescription, Optional: true},
-			"stdin":   eschema.StringAttribute{MarkdownDescription: processStdinDescription, Optional: true},
-			"timeout": eschema.StringAttribute{MarkdownDescription: commandTimeoutDescription, Optional: true, Validators: []validator.String{durationValidator(processTimeoutRange)}},
-			"max_output_bytes": eschema.Int64Attribute{
-				MarkdownDescription: processMaxOutputDescription,
-				Optional:            true,
-				Validators:          []validator.Int64{int64Between(1, 64<<20)},
-			},
-			"allow_non_zero_exit": eschema.BoolAttribute{MarkdownDescription: processAllowNonZeroDescription, Optional: true},
-			"exit_code":           eschema.Int64Attribute{MarkdownDescription: "Exit code of the command.", Computed: true},
-			"stdout":              eschema.StringAttribute{MarkdownDescription: "Standard output (invalid UTF-8 replaced by U+FFFD).", Computed: true},
-			"stderr":              eschema.StringAttribute{MarkdownDescription: "Standard error (invalid UTF-8 replaced by U+FFFD).", Computed: true},
-			"stdout_truncated":    eschema.BoolAttribute{MarkdownDescription: "Whether stdout exceeded `max_output_bytes`.", Computed: true},
-			"stderr_truncated":    eschema.BoolAttribute{MarkdownDescription: "Whether stderr exceeded `max_output_bytes`.", Computed: true},
-		},
+		Attributes: processEphemeralAttributes(),
 	}
 }
 
 func (r *processEphemeralResource) ConfigValidators(context.Context) []ephemeral.ConfigValidator {
 	var out []ephemeral.ConfigValidator
-	for _, pair := range processExclusive {
+	for _, pair := range processExclusive() {
 		out = append(out, ephemeralvalidator.ExactlyOneOf(pair...))
 	}
 	return out
@@ -89,4 +57,24 @@ func (r *processEphemeralResource) Open(ctx context.Context, req ephemeral.OpenR
 		return
 	}
 	resp.Diagnostics.Append(resp.Result.Set(ctx, &m)...)
+}
+
+// processEphemeralAttributes are processAttributes as the ephemeral resource's attributes.
+func processEphemeralAttributes() map[string]eschema.Attribute {
+	out := map[string]eschema.Attribute{}
+	for _, a := range processAttributes() {
+		switch a.kind {
+		case stringAttribute:
+			out[a.name] = eschema.StringAttribute{MarkdownDescription: a.description, Optional: a.argument, Computed: a.result, Validators: a.strings}
+		case int64Attribute:
+			out[a.name] = eschema.Int64Attribute{MarkdownDescription: a.description, Optional: a.argument, Computed: a.result, Validators: a.int64s}
+		case boolAttribute:
+			out[a.name] = eschema.BoolAttribute{MarkdownDescription: a.description, Optional: a.argument, Computed: a.result}
+		case stringListAttribute:
+			out[a.name] = eschema.ListAttribute{MarkdownDescription: a.description, Optional: a.argument, Computed: a.result, ElementType: types.StringType}
+		case stringMapAttribute:
+			out[a.name] = eschema.MapAttribute{MarkdownDescription: a.description, Optional: a.argument, Computed: a.result, ElementType: types.StringType}
+		}
+	}
+	return out
 }

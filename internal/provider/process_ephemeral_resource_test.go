@@ -29,10 +29,10 @@ import (
 
 // TestProcessSchemasMatchModel checks that the data source and the
 // ephemeral resource, which share processModel and runProcess, have valid
-// schemas with the same attributes (written out in each file, they must
-// agree also in flags, documentation and validators), and that a filled
-// model can be stored in both: the ephemeral twin cannot be run by the Terraform 1.8 of the
-// acceptance tests.
+// schemas with the same attributes (each turns processAttributes into its
+// package's types, and the two must agree also in flags, documentation and
+// validators), and that a filled model can be stored in both: the ephemeral
+// twin cannot be run by the Terraform 1.8 of the acceptance tests.
 func TestProcessSchemasMatchModel(t *testing.T) {
 	ctx := context.Background()
 
@@ -49,8 +49,8 @@ func TestProcessSchemasMatchModel(t *testing.T) {
 	if !ds.Schema.Type().Equal(eph.Schema.Type()) {
 		t.Fatalf("schemas differ:\ndata source %s\nephemeral   %s", ds.Schema.Type(), eph.Schema.Type())
 	}
-	// Written out in two files, the attributes must also agree in what the type does
-	// not show: optional or computed, documentation and validation.
+	// Turned into two packages' types, the attributes must also agree in what the type
+	// does not show: optional or computed, documentation and validation.
 	for name, d := range ds.Schema.Attributes {
 		e := eph.Schema.Attributes[name]
 		if d.IsOptional() != e.IsOptional() || d.IsComputed() != e.IsComputed() || d.IsRequired() != e.IsRequired() ||

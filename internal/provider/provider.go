@@ -1,8 +1,9 @@
 // Package provider is the Terraform glue of terraform-provider-e2b: the
 // provider configuration here, one file per resource, data source and
-// ephemeral resource (schema, model, CRUD), what they share in common_*.go
-// (common_build_spec.go and common_build_run.go between e2b_template_build
-// and package templatebuild), and the attribute validators in validators.go.
+// ephemeral resource (schema, model, CRUD) with the files of its parts beside
+// it under its name (template_build_*.go: its schema, its spec for package
+// templatebuild, its plan, run and import), what several of them share in
+// common_*.go, and the attribute validators in validators.go.
 // The use cases themselves are packages templatebuild and sandboxrun
 // (DESIGN.md).
 package provider
@@ -74,7 +75,7 @@ type ProviderData struct {
 	api *apiClient
 	// defaultTag sees the plans that decide default tags (common_default_tag.go).
 	defaultTag *defaultTagPlans
-	// leftRunning are the builds earlier applies left running (common_left_running.go).
+	// leftRunning are the builds earlier applies left running (template_build_left_running.go).
 	leftRunning *leftRunningBuilds
 	// planAPI is the client of the plan-time checks, nil when they are skipped
 	// (common_plan_checks.go).

@@ -59,12 +59,17 @@ func factories() map[string]func() (tfprotov6.ProviderServer, error) {
 	return protoV6Factories(New("test")())
 }
 
-// accPreCheck prepares a Terraform CLI test: it clears the provider's
-// environment variables and makes sure terraform-plugin-testing will find a
-// Terraform CLI without trying to download one, from TF_ACC_TERRAFORM_PATH
-// (set by scripts/test.sh) or PATH; a missing CLI is a missing prerequisite.
+// accPreCheck prepares a Terraform CLI test: it skips it without TF_ACC, as
+// terraform-plugin-testing's Test does, so that `go test` alone runs the unit
+// tests; it clears the provider's environment variables and makes sure
+// terraform-plugin-testing will find a Terraform CLI without trying to download
+// one, from TF_ACC_TERRAFORM_PATH (set by scripts/test.sh) or PATH; a missing CLI
+// is a missing prerequisite.
 func accPreCheck(t *testing.T) {
 	t.Helper()
+	if os.Getenv("TF_ACC") == "" {
+		t.Skip("an acceptance test: it runs a Terraform CLI with TF_ACC=1")
+	}
 	for _, v := range envVars {
 		t.Setenv(v, "")
 	}
@@ -213,7 +218,7 @@ func planErrors(t *testing.T, cases map[string]struct{ config, err string }) {
 	accPreCheck(t)
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			tfresource.UnitTest(t, tfresource.TestCase{
+			tfresource.Test(t, tfresource.TestCase{
 				ProtoV6ProviderFactories: factories(),
 				Steps: []tfresource.TestStep{{
 					Config:      planProvider + c.config,
@@ -620,7 +625,7 @@ provider "e2b" {
 
 resource "e2b_provider_data" "probe" {}
 `
-	tfresource.UnitTest(t, tfresource.TestCase{
+	tfresource.Test(t, tfresource.TestCase{
 		ProtoV6ProviderFactories: protoV6Factories(probeProvider{&e2bProvider{version: "test"}}),
 		Steps: []tfresource.TestStep{
 			{
@@ -651,7 +656,7 @@ func TestAccProvider_configurationErrors(t *testing.T) {
 	accPreCheck(t)
 	factories := protoV6Factories(probeProvider{&e2bProvider{version: "test"}})
 
-	tfresource.UnitTest(t, tfresource.TestCase{
+	tfresource.Test(t, tfresource.TestCase{
 		ProtoV6ProviderFactories: factories,
 		Steps: []tfresource.TestStep{{
 			Config: `
@@ -665,7 +670,7 @@ resource "e2b_provider_data" "probe" {}
 		}},
 	})
 
-	tfresource.UnitTest(t, tfresource.TestCase{
+	tfresource.Test(t, tfresource.TestCase{
 		ProtoV6ProviderFactories: factories,
 		Steps: []tfresource.TestStep{{
 			Config: `
@@ -713,7 +718,7 @@ func TestAccProvider_configurationRules(t *testing.T) {
 			} else {
 				step.ExpectNonEmptyPlan = true
 			}
-			tfresource.UnitTest(t, tfresource.TestCase{
+			tfresource.Test(t, tfresource.TestCase{
 				ProtoV6ProviderFactories: protoV6Factories(probeProvider{&e2bProvider{version: "test"}}),
 				Steps:                    []tfresource.TestStep{step},
 			})

@@ -22,7 +22,7 @@ func functionOutputs(t *testing.T, outputs map[string]struct{ expr, want string 
 		config += "output \"" + name + "\" {\n  value = " + o.expr + "\n}\n"
 		checks = append(checks, statecheck.ExpectKnownOutputValue(name, knownvalue.StringExact(o.want)))
 	}
-	tfresource.UnitTest(t, tfresource.TestCase{
+	tfresource.Test(t, tfresource.TestCase{
 		TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_8_0)},
 		ProtoV6ProviderFactories: factories(),
 		Steps:                    []tfresource.TestStep{{Config: config, ConfigStateChecks: checks}},
@@ -36,7 +36,7 @@ func functionErrors(t *testing.T, cases map[string]struct{ expr, err string }) {
 	accPreCheck(t)
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			tfresource.UnitTest(t, tfresource.TestCase{
+			tfresource.Test(t, tfresource.TestCase{
 				TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_8_0)},
 				ProtoV6ProviderFactories: factories(),
 				Steps: []tfresource.TestStep{{

@@ -9,20 +9,11 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
-	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/boolplanmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -81,199 +72,16 @@ func (r *templateBuildResource) Metadata(_ context.Context, req resource.Metadat
 }
 
 func (r *templateBuildResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	replaceString := []planmodifier.String{replaceUnlessImported{}}
 	resp.Schema = schema.Schema{
-		MarkdownDescription: "One build of an E2B template: a base (`from_image`, `from_template` or a `dockerfile`) " +
-			"and ordered build steps, run by E2B (or the local server) into a snapshot that sandboxes start from.\n\n" +
-			"**Planning** hashes every COPY source (see [the hashing guide](../guides/hashing.md)): the hashes are shown in `copy_hashes`, " +
-			"and a changed hash, like any changed argument, replaces the build. An unchanged context plans nothing, " +
-			"also from a fresh clone with other modification times and umask. Nothing is uploaded during a plan.\n\n" +
-			"**Apply** checks that the context still has the planned hashes, uploads only the COPY archives E2B " +
-			"does not have yet, starts the build and follows it to the end, logging every build log line. The " +
-			"build ID is saved in the state before waiting, so a build whose apply timed out is still tracked: " +
-			"the apply fails (a CI run does not pass on an unfinished build), the build goes on, and the next " +
-			"apply waits for that build instead of building again (see `timeouts`).\n\n" +
-			"**Reuse** (`reuse = true`): a build whose `spec_hash` a ready build of the template already carries " +
-			"(as its tag `spec-<first 16 hex>`) is not built again: the plan shows that build's ID and says so, and " +
-			"apply gives it this resource's tags. A fresh state, another workspace or another checkout of the same " +
-			"configuration reuses the build. A build of the same `spec_hash` still running (another apply's) is " +
-			"waited for and reused when it ends ready, rather than cancelled by building again; the template's first " +
-			"build is the exception, as it runs on the build E2B registered with the template, which gets its spec " +
-			"tag only once ready.\n\n" +
-			"**Destroy** only forgets the build, reused or not: E2B cannot delete a single build, and it removes no " +
-			"tag, as another state may rely on them. Builds go when their template (`e2b_template`) is deleted.",
-		Attributes: map[string]schema.Attribute{
-			"id": schema.StringAttribute{
-				MarkdownDescription: "The build ID (same as `build_id`).",
-				Computed:            true,
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
-			"build_id": schema.StringAttribute{
-				MarkdownDescription: "Build ID (a UUID). Sandboxes can start from exactly this build with `name:<build_id>`.",
-				Computed:            true,
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
-			"template_id": schema.StringAttribute{
-				MarkdownDescription: "ID of the template to build (`e2b_template.<name>.id`).",
-				Required:            true,
-				Validators:          []validator.String{stringCheck{"must be a template ID", e2bapi.ValidateTemplateID}},
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
-			},
-			"from_image": schema.StringAttribute{
-				MarkdownDescription: "Base Docker image, such as `ubuntu:22.04`. Exactly one of `from_image`, " +
-					"`from_template` and `dockerfile` is required.",
-				Optional:      true,
-				Validators:    []validator.String{stringvalidator.LengthAtLeast(1)},
-				PlanModifiers: replaceString,
-			},
-			"from_image_registry": schema.SingleNestedAttribute{
-				MarkdownDescription: "Credentials for a private `from_image` registry. `type` selects which other " +
-					"attributes apply: `registry` (`username`, `password`), `aws` (`aws_access_key_id`, " +
-					"`aws_secret_access_key`, `aws_region`) or `gcp` (`service_account_json`). The plain secret " +
-					"attributes are sensitive but kept in the state like every other argument; with Terraform or " +
-					"OpenTofu 1.11 or later use their write-only twins (`password_wo`, `aws_secret_access_key_wo`, " +
-					"`service_account_json_wo`), which are sent to E2B and never stored. A write-only secret is not " +
-					"compared between plans: change its `*_wo_version` to make a new build with a new secret.",
-				Optional:      true,
-				Attributes:    registryAttributes(),
-				PlanModifiers: []planmodifier.Object{replaceUnlessImported{}},
-			},
-			"from_template": schema.StringAttribute{
-				MarkdownDescription: "Base E2B template, by name (`name`, `name:tag`) or ID; the build starts from its snapshot.",
-				Optional:            true,
-				Validators:          []validator.String{templateRunRefValidator()},
-				PlanModifiers:       replaceString,
-			},
-			"dockerfile": schema.StringAttribute{
-				MarkdownDescription: "A Dockerfile, as the path of a file or as its content. It is converted into " +
-					"a base image, build steps and start/ready commands the way the E2B SDK does: one `FROM` only; " +
-					"`RUN`, `COPY`/`ADD`, `ENV`/`ARG`, `WORKDIR`, `USER` become steps, `CMD`/`ENTRYPOINT` the start " +
-					"command. Multi-stage builds and instructions without an E2B equivalent are refused with their " +
-					"line number, and so is `RUN --mount=type=secret` (E2B builds have no build secrets). `steps` run " +
-					"after the Dockerfile's own steps, as its default user `user` in `/home/user` unless they say " +
-					"otherwise. Only the content counts: a Dockerfile moved " +
-					"elsewhere (another checkout path) with the same content does not make a new build, and the " +
-					"state keeps the path it was built from.",
-				Optional:   true,
-				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
-			},
-			"build_args": schema.MapAttribute{
-				MarkdownDescription: "Values of the `dockerfile`'s `ARG`s, over their defaults, as `docker build --build-arg` " +
-					"sets them (an `ARG` before `FROM` also names the base image). An `ARG` becomes an environment " +
-					"variable of later steps and of sandboxes, as in the E2B SDK. A name no `ARG` declares is an " +
-					"error, where Docker only warns: the build would not be the one asked for.",
-				ElementType:   types.StringType,
-				Optional:      true,
-				Validators:    []validator.Map{mapvalidator.AlsoRequires(path.MatchRoot("dockerfile"))},
-				PlanModifiers: []planmodifier.Map{replaceUnlessImported{}},
-			},
-			"context": schema.StringAttribute{
-				MarkdownDescription: "Directory COPY sources are taken from. Defaults to the directory of " +
-					"`dockerfile` when it is a path, else Terraform's working directory (the root module). " +
-					"A `.dockerignore` file in it excludes files with Docker's rules. Relative paths are taken " +
-					"from Terraform's working directory; `path.module` makes them work from any module. Only the " +
-					"files count (`copy_hashes`): the same files at another path (another checkout, an `abspath` " +
-					"of it) do not make a new build, and the state keeps the path the build was made from.",
-				Optional:   true,
-				Validators: []validator.String{stringvalidator.LengthAtLeast(1)},
-			},
-			"steps": stepsAttribute(),
-			"start_cmd": schema.StringAttribute{
-				MarkdownDescription: "Command started at the end of the build and kept running in every sandbox.",
-				Optional:            true,
-				PlanModifiers:       replaceString,
-			},
-			"ready_cmd": schema.StringAttribute{
-				MarkdownDescription: "Command repeated until it exits 0 before the snapshot is taken (defaults on E2B's side to `sleep 20` with a start command).",
-				Optional:            true,
-				PlanModifiers:       replaceString,
-			},
-			"cpu_count": schema.Int64Attribute{
-				MarkdownDescription: "vCPUs of sandboxes from this build: 1 or an even number up to 32 (and your team's limit). E2B's default is 2.",
-				Optional:            true,
-				Validators:          []validator.Int64{cpuCountValidator()},
-				PlanModifiers:       []planmodifier.Int64{replaceUnlessImported{}},
-			},
-			"memory_mb": schema.Int64Attribute{
-				MarkdownDescription: "Memory of sandboxes from this build in MiB: an even number of at least 128 (and within your team's limit). E2B's default is 1024.",
-				Optional:            true,
-				Validators:          []validator.Int64{memoryMBValidator()},
-				PlanModifiers:       []planmodifier.Int64{replaceUnlessImported{}},
-			},
-			"tags": schema.SetAttribute{
-				MarkdownDescription: "Tags given to the build; once it is ready, `name:tag` starts sandboxes from it. Without tags the build gets `default`. " +
-					"The first build of a template carries `default` too: it runs on the build E2B registered with the template. " +
-					"E2B cancels a build when another build of its template sharing a tag starts, so builds of one template " +
-					"in one apply that share a tag (`default` included) start one after the other; all of them complete.",
-				ElementType:   types.StringType,
-				Optional:      true,
-				Validators:    []validator.Set{setvalidator.ValueStringsAre(tagValidator())},
-				PlanModifiers: []planmodifier.Set{replaceUnlessImported{}},
-			},
-			"force": schema.BoolAttribute{
-				MarkdownDescription: "Rebuild every layer instead of reusing E2B's layer cache. Defaults to `false`.",
-				Optional:            true,
-				Computed:            true,
-				Default:             booldefault.StaticBool(false),
-				PlanModifiers:       []planmodifier.Bool{boolplanmodifier.RequiresReplace()},
-			},
-			"reuse": schema.BoolAttribute{
-				MarkdownDescription: "Reuse a ready build of the template with the same `spec_hash` instead of building, " +
-					"and tag this build `spec-<first 16 hex of spec_hash>` so that others can reuse it. The plan looks the " +
-					"build up when `template_id` is known (the only API call of a plan) and shows its `build_id`. " +
-					"`force` builds anyway (a forced build is meant to run), still with the tag. Changing `reuse` " +
-					"changes nothing but that tag: turning it on tags the existing build. Defaults to `false`.",
-				Optional: true,
-				Computed: true,
-				Default:  booldefault.StaticBool(false),
-			},
-			"files_hash": schema.StringAttribute{
-				MarkdownDescription: "How COPY sources are hashed: `portable` (default: the same on every machine and " +
-					"filesystem) or `e2b-sdk` (what the E2B SDKs compute, so uploads are shared with SDK users of " +
-					"your team; depends on directory sizes, so not portable across filesystems).",
-				Optional:      true,
-				Computed:      true,
-				Default:       stringdefault.StaticString(templatebuild.HashPortable),
-				Validators:    []validator.String{stringvalidator.OneOf(templatebuild.HashPortable, templatebuild.HashSDK)},
-				PlanModifiers: replaceString,
-			},
-			"triggers": schema.MapAttribute{
-				MarkdownDescription: "Arbitrary values; changing any of them makes a new build (for example a date, to pick up a moving base image tag).",
-				ElementType:         types.StringType,
-				Optional:            true,
-				PlanModifiers:       []planmodifier.Map{replaceUnlessImported{}},
-			},
-			"copy_hashes": schema.ListAttribute{
-				MarkdownDescription: "Files hash of every COPY step, in build order (including the COPY instructions of a `dockerfile`). Unknown when the context is not known at plan time.",
-				ElementType:         types.StringType,
-				Computed:            true,
-			},
-			"dockerfile_hash": schema.StringAttribute{
-				MarkdownDescription: "SHA-256 of the Dockerfile's content (hex); null without `dockerfile`. A changed " +
-					"content replaces the build, a moved file does not.",
-				Computed: true,
-			},
-			"spec_hash": schema.StringAttribute{
-				MarkdownDescription: "SHA-256 (hex) of everything that defines the build: its base, every step with the " +
-					"files hash of each COPY, the start and ready commands, `cpu_count`, `memory_mb` and `triggers`; " +
-					"not the tags, `force`, credentials or where the files are. Known at plan time whenever `copy_hashes` " +
-					"is, and the same on every machine and checkout path (see [the hashing guide](../guides/hashing.md)).",
-				Computed: true,
-			},
-			"status": schema.StringAttribute{
-				MarkdownDescription: "Build status: `ready`, or `building` when the apply stopped waiting before the end.",
-				Computed:            true,
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
-			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Update: true,
-				CreateDescription: "How long to wait for the build, from `1s` to `168h` (default `60m`). When it elapses the build goes on " +
-					"on the server and the apply fails, so that a CI run does not pass on an unfinished build. Run apply again " +
-					"to wait for it: Terraform replaces the tainted resource, and the new one adopts the build still running " +
-					"(same template and `spec_hash`) instead of building again.",
-				UpdateDescription: "How long to wait for a build that an earlier apply left running, from `1s` to `168h` (default `60m`). " +
-					"When it elapses the apply fails and the state keeps the build with status `building`: the next apply waits again.",
-			}),
-		},
+		MarkdownDescription: templateBuildDescription,
+		Attributes: joinAttributes(
+			buildBaseAttributes(),
+			map[string]schema.Attribute{"steps": stepsAttribute()},
+			buildSandboxAttributes(),
+			buildControlAttributes(),
+			buildResultAttributes(),
+			map[string]schema.Attribute{"timeouts": buildTimeoutsAttribute(ctx)},
+		),
 	}
 }
 
@@ -360,8 +168,7 @@ func (r *templateBuildResource) Create(ctx context.Context, req resource.CreateR
 	ctx = r.data.logContext(ctx)
 	timeout, d := plan.Timeouts.Create(ctx, defaultBuildTimeout)
 	resp.Diagnostics.Append(d...)
-	// Planned again: the tree must be the one the plan showed.
-	b := planBuild(ctx, &plan, &resp.Diagnostics)
+	b := applyBuild(ctx, &plan, &resp.Diagnostics)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -371,14 +178,6 @@ func (r *templateBuildResource) Create(ctx context.Context, req resource.CreateR
 	}
 	if resp.Diagnostics.Append(addWriteOnlySecrets(ctx, req.Config, b.Start.FromImageRegistry)...); resp.Diagnostics.HasError() {
 		return
-	}
-	if !plan.CopyHashes.IsUnknown() {
-		var planned []string
-		resp.Diagnostics.Append(plan.CopyHashes.ElementsAs(ctx, &planned, false)...)
-		addIssues(&resp.Diagnostics, b.CheckHashes(planned))
-		if resp.Diagnostics.HasError() {
-			return
-		}
 	}
 	plan.CopyHashes, d = types.ListValueFrom(ctx, types.StringType, b.Hashes())
 	resp.Diagnostics.Append(d...)
@@ -536,7 +335,7 @@ func (r *templateBuildResource) Delete(ctx context.Context, req resource.DeleteR
 }
 
 // ImportState takes "template_id/build_id", or the identity's template_id and build_id,
-// and marks the build for its first plan (common_build_import.go).
+// and marks the build for its first plan (template_build_import.go).
 func (r *templateBuildResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	templateID, buildID, ok := strings.Cut(req.ID, "/")
 	var identity buildIdentity

@@ -607,7 +607,7 @@ func TestAccTemplateBuild_planHashes(t *testing.T) {
     { copy = { src = "d", dest = "/d" } },
   ]
 `
-	tfresource.UnitTest(t, tfresource.TestCase{
+	tfresource.Test(t, tfresource.TestCase{
 		ProtoV6ProviderFactories: factories(),
 		Steps: []tfresource.TestStep{
 			{
@@ -1137,7 +1137,7 @@ variable "registry_password" {
 // before anything is created.
 func TestAccTemplateBuild_writeOnlyOldCLI(t *testing.T) {
 	accPreCheck(t)
-	tfresource.UnitTest(t, tfresource.TestCase{
+	tfresource.Test(t, tfresource.TestCase{
 		TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipAbove(tfversion.Version1_10_0)},
 		ProtoV6ProviderFactories: factories(),
 		Steps: []tfresource.TestStep{{
@@ -1216,7 +1216,7 @@ resource "e2b_template_build" "b" {
     service_account_json_wo_version = 3`), `(?s)service_account_json_wo.*must be\s+specified`},
 	} {
 		t.Run(name, func(t *testing.T) {
-			tfresource.UnitTest(t, tfresource.TestCase{
+			tfresource.Test(t, tfresource.TestCase{
 				TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_11_0)},
 				ProtoV6ProviderFactories: factories(),
 				Steps:                    []tfresource.TestStep{{Config: c.config, PlanOnly: true, ExpectError: regexp.MustCompile(c.err)}},

@@ -102,17 +102,16 @@ type Copy struct {
 	// Step is the step's index in Build.Start.Steps.
 	Step      int
 	Src, Dest string
-	// Hash is the files hash the archive is stored under.
-	Hash string
-	// fingerprint, in the e2b-sdk hash mode, names what Hash covers with the files by
-	// digest, which the archive is checked against; empty in the portable mode, whose
-	// archive is checked against Hash.
-	fingerprint string
-	// newest are the files modified last when the step was hashed (CheckHashes).
-	newest       []string
+	// Hash is the files hash the archive is stored under, and which it is checked against
+	// as it is spooled.
+	Hash         string
 	contextDir   string
 	resolveLinks bool
 	forceUpload  bool
+	// sdkCache is set in the e2b-sdk hash mode, to the stat cache (nil without one) the
+	// hash was cached in: the archive finds its hash there (buildcontext.ArchiveCheck).
+	sdkCache *buildcontext.StatCache
+	sdk      bool
 	// dockerfileLine is the Dockerfile line of the COPY or ADD (0 for a step of steps).
 	dockerfileLine int
 }
@@ -123,12 +122,12 @@ func (c *Copy) listOptions() buildcontext.ListOptions {
 }
 
 // spoolArchive writes the step's archive to a temporary file (see
-// buildcontext.SpoolArchive) from a new walk of the context, checking the files against
-// the hash planned.
+// buildcontext.SpoolArchive) from the apply's walk of the context, checking the files
+// against the hash planned.
 func (c *Copy) spoolArchive(ctx context.Context) (string, int64, error) {
 	planned := buildcontext.ArchiveCheck{PortableHash: c.Hash}
-	if c.fingerprint != "" {
-		planned = buildcontext.ArchiveCheck{SDKFingerprint: c.fingerprint}
+	if c.sdk {
+		planned = buildcontext.ArchiveCheck{SDKHash: c.Hash, Cache: c.sdkCache}
 	}
 	return buildcontext.SpoolArchive("", c.Src, func(w io.Writer) error {
 		return buildcontext.WriteStepArchive(ctx, w, c.contextDir, c.Src, c.Dest, c.listOptions(), planned)
@@ -167,11 +166,54 @@ func (e *PlanError) Error() string {
 	return strings.Join(msgs, "; ")
 }
 
-// Plan resolves spec: it reads and converts the Dockerfile, lists every COPY source and
-// hashes it. It uploads nothing and calls no API, so a plan can run it; an apply runs it
-// again and checks the hashes are still the planned ones (CheckHashes). Problems are a
-// *PlanError.
+// Plan resolves spec: it reads and converts the Dockerfile and hashes every COPY source,
+// a walk of its context. It uploads nothing and calls no API, so a plan can run it; an
+// apply takes the hashes the plan found instead (Planned). Problems are a *PlanError.
 func Plan(ctx context.Context, spec Spec, log e2bapi.Logger) (*Build, error) {
+	b, err := resolve(spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.hash(ctx, spec.HashMode, log); err != nil {
+		return nil, err
+	}
+	b.finish()
+	return b, nil
+}
+
+// Planned resolves spec as Plan does, with the files hashes a plan found for its COPY
+// steps (Build.Hashes, in build order) instead of walking their contexts: the walk of an
+// apply is the one that spools an archive for the upload (Runner.Run), which checks the
+// files against the planned hash and fails with a *PlanError "Build context changed
+// since plan" naming the files modified last. A Dockerfile with other COPY steps than
+// planned is a *PlanError too.
+func Planned(ctx context.Context, spec Spec, hashes []string, log e2bapi.Logger) (*Build, error) {
+	b, err := resolve(spec)
+	if err != nil {
+		return nil, err
+	}
+	if len(hashes) != len(b.Copies) {
+		return nil, &PlanError{[]Issue{{Field: "dockerfile", Summary: "Build changed since plan",
+			Detail: fmt.Sprintf("The plan hashed %d COPY steps, the build now has %d: the Dockerfile changed after the plan. "+
+				"Run terraform plan again.", len(hashes), len(b.Copies))}}}
+	}
+	var cache *buildcontext.StatCache
+	if spec.HashMode == HashSDK {
+		cache = openStatCache(ctx, log)
+	}
+	for i := range b.Copies {
+		c := &b.Copies[i]
+		c.contextDir, c.Hash = b.ContextDir, hashes[i]
+		c.sdk, c.sdkCache = spec.HashMode == HashSDK, cache
+		b.Start.Steps[c.Step].FilesHash = c.Hash
+	}
+	b.finish()
+	return b, nil
+}
+
+// resolve is the build spec makes before its COPY sources are hashed: its steps, the
+// Dockerfile's among them, and the context checked.
+func resolve(spec Spec) (*Build, error) {
 	b := &Build{
 		TemplateID: spec.TemplateID, CPUCount: spec.CPUCount, MemoryMB: spec.MemoryMB, Tags: spec.Tags,
 		Reuse: spec.Reuse, triggers: spec.Triggers,
@@ -240,9 +282,11 @@ func Plan(ctx context.Context, spec Spec, log e2bapi.Logger) (*Build, error) {
 			return nil, &PlanError{[]Issue{{Field: "context", Summary: "Invalid build context", Detail: fmt.Sprintf("%s is not a directory.", abs)}}}
 		}
 	}
-	if err := b.hash(ctx, spec.HashMode, log); err != nil {
-		return nil, err
-	}
+	return b, nil
+}
+
+// finish sets what the files hashes decide: the spec hash, and with reuse the spec tag.
+func (b *Build) finish() {
 	b.SpecHash = specHash(b.specFields())
 	if b.Reuse {
 		if len(b.Tags) == 0 {
@@ -250,7 +294,6 @@ func Plan(ctx context.Context, spec Spec, log e2bapi.Logger) (*Build, error) {
 		}
 		b.Tags = append(slices.Clone(b.Tags), SpecTag(b.SpecHash))
 	}
-	return b, nil
 }
 
 // useDockerfile takes the base, the steps and the commands of a converted Dockerfile;
@@ -291,14 +334,19 @@ func readDockerfile(v string) (content, dir string, err error) {
 	return v, "", nil
 }
 
+// openStatCache opens the stat cache at its default path; nil when there is none.
+func openStatCache(ctx context.Context, log e2bapi.Logger) *buildcontext.StatCache {
+	p, err := buildcontext.DefaultStatCachePath()
+	if err != nil {
+		log.Debug(ctx, "no stat cache", map[string]any{"error": err.Error()})
+		return nil
+	}
+	return buildcontext.OpenStatCache(p)
+}
+
 // hash hashes every COPY source and sets the files hash of its step.
 func (b *Build) hash(ctx context.Context, mode string, log e2bapi.Logger) error {
-	var cache *buildcontext.StatCache
-	if p, err := buildcontext.DefaultStatCachePath(); err == nil {
-		cache = buildcontext.OpenStatCache(p)
-	} else {
-		log.Debug(ctx, "no stat cache", map[string]any{"error": err.Error()})
-	}
+	cache := openStatCache(ctx, log)
 	var issues []Issue
 	for i := range b.Copies {
 		c := &b.Copies[i]
@@ -340,36 +388,25 @@ func (c *Copy) hash(ctx context.Context, contextDir, mode string, cache *buildco
 	streamHash := buildcontext.StreamPortableHash
 	if mode == HashSDK {
 		streamHash = buildcontext.StreamSDKHash
+		c.sdk, c.sdkCache = true, cache
 	}
 	sum, err := streamHash(ctx, contextDir, c.Src, c.Dest, c.listOptions(), buildcontext.HashOptions{Cache: cache})
-	c.Hash, c.fingerprint, c.newest = sum.Hash, sum.Fingerprint, sum.Newest
+	c.Hash = sum.Hash
 	return sum.Entries, err
 }
 
-// CheckHashes compares the hashes with those planned (in build order): an apply must build
-// the tree the plan showed. The error names every COPY step whose files changed and the
-// files modified last, the likely culprits.
-func (b *Build) CheckHashes(planned []string) error {
-	var issues []Issue
-	for i, c := range b.Copies {
-		if i < len(planned) && planned[i] != c.Hash {
-			issues = append(issues, Issue{Summary: "Build context changed since plan",
-				Detail: fmt.Sprintf("The files of %s changed after the plan: files hash %s at plan, %s now. "+
-					"Most recently modified: %s. Run terraform plan again.", c.Name(), planned[i], c.Hash, newestFiles(c))})
+// changedIssue is the issue of a step whose files changed after the plan.
+func changedIssue(c Copy, err error) Issue {
+	detail := fmt.Sprintf("The files of %s changed after the plan: %v. Run terraform plan again.", c.Name(), err)
+	if ce := (*buildcontext.ChangedError)(nil); errors.As(err, &ce) {
+		newest := "(no files)"
+		if len(ce.Newest) > 0 {
+			newest = strings.Join(ce.Newest, ", ")
 		}
+		detail = fmt.Sprintf("The files of %s changed after the plan: files hash %s at plan, %s now. "+
+			"Most recently modified: %s. Run terraform plan again.", c.Name(), ce.Planned, ce.Found, newest)
 	}
-	if len(issues) > 0 {
-		return &PlanError{issues}
-	}
-	return nil
-}
-
-// newestFiles names the files of a step modified last.
-func newestFiles(c Copy) string {
-	if len(c.newest) == 0 {
-		return "(no files)"
-	}
-	return strings.Join(c.newest, ", ")
+	return Issue{Summary: "Build context changed since plan", Detail: detail}
 }
 
 // CheckCopySource rejects empty and absolute COPY sources, as a configuration

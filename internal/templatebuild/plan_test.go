@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -39,13 +40,13 @@ func TestPlanDockerfile(t *testing.T) {
 	if got.Type != steps.Copy || got.CopyArgs().User != "app" {
 		t.Errorf("COPY step %+v, want user app", got)
 	}
-	if len(b.Hashes()) != 1 || b.Copies[0].fingerprint != "" || got.FilesHash != b.Hashes()[0] {
+	if len(b.Hashes()) != 1 || b.Copies[0].sdk || got.FilesHash != b.Hashes()[0] {
 		t.Fatalf("hashes %v, step %+v", b.Hashes(), got)
 	}
 	spec.HashMode = HashSDK
 	sdk, err := Plan(t.Context(), spec, &recorder{})
-	if err != nil || sdk.Hashes()[0] == b.Hashes()[0] || sdk.Copies[0].fingerprint == "" {
-		t.Errorf("SDK hash %v should differ from the portable %v and come with a fingerprint (%+v, %v)", sdk.Hashes(), b.Hashes(), sdk.Copies, err)
+	if err != nil || sdk.Hashes()[0] == b.Hashes()[0] || !sdk.Copies[0].sdk {
+		t.Errorf("SDK hash %v should differ from the portable %v and be checked as one (%+v, %v)", sdk.Hashes(), b.Hashes(), sdk.Copies, err)
 	}
 }
 
@@ -64,14 +65,34 @@ func TestPlanSteps(t *testing.T) {
 	if len(b.Copies) != 2 || b.Copies[1].Step != 2 || b.Copies[1].Name() != "COPY d /d (step 3)" || !b.Copies[1].resolveLinks {
 		t.Errorf("copies %+v", b.Copies)
 	}
-	if err := b.CheckHashes(b.Hashes()); err != nil {
-		t.Errorf("CheckHashes(own hashes): %v", err)
+}
+
+// TestPlanned resolves the build an apply runs from the plan's hashes: the same request
+// and spec hash as Plan's, and an error when the steps no longer match them.
+func TestPlanned(t *testing.T) {
+	dir := t.TempDir()
+	acctest.WriteFiles(t, dir, map[string]string{"a.txt": "a", "d/b.txt": "b"})
+	spec := Spec{FromImage: "busybox", Context: dir, Reuse: true, Steps: []Step{
+		{Step: steps.NewCopy(steps.CopyArgs{Src: "a.txt", Dest: "/a.txt"})},
+		{Step: steps.NewCopy(steps.CopyArgs{Src: "d", Dest: "/d"})},
+	}}
+	planned, err := Plan(t.Context(), spec, &recorder{})
+	acctest.Must(t, err)
+	b, err := Planned(t.Context(), spec, planned.Hashes(), &recorder{})
+	acctest.Must(t, err)
+	if b.SpecHash != planned.SpecHash || !slices.Equal(b.Tags, planned.Tags) || !reflect.DeepEqual(b.Start, planned.Start) ||
+		!reflect.DeepEqual(b.Copies, planned.Copies) {
+		t.Errorf("Planned = %+v, want Plan's %+v", b, planned)
 	}
-	err = b.CheckHashes([]string{b.Hashes()[0], "0000"})
+	// Another hash makes another spec hash: the one the plan showed is what is built.
+	other, err := Planned(t.Context(), spec, []string{planned.Hashes()[0], "0000"}, &recorder{})
+	if err != nil || other.SpecHash == planned.SpecHash || other.Start.Steps[1].FilesHash != "0000" {
+		t.Errorf("Planned with another hash = %+v, %v", other, err)
+	}
+	_, err = Planned(t.Context(), spec, planned.Hashes()[:1], &recorder{})
 	var pe *PlanError
-	if !errors.As(err, &pe) || len(pe.Issues) != 1 || pe.Issues[0].Summary != "Build context changed since plan" ||
-		!strings.Contains(pe.Issues[0].Detail, "The files of COPY d /d (step 3) changed after the plan: files hash 0000 at plan") {
-		t.Errorf("CheckHashes(another hash) = %v", err)
+	if !errors.As(err, &pe) || pe.Issues[0].Summary != "Build changed since plan" {
+		t.Errorf("Planned with one hash for two COPY steps = %v", err)
 	}
 }
 

@@ -69,7 +69,8 @@ type Result struct {
 }
 
 // Run runs the build b: it uploads the COPY archives the server does not have, starts the
-// build, calls opts.Started, and waits for the build to end. It fails with an *Error, a
+// build, calls opts.Started, and waits for the build to end. It fails with an *Error (of
+// StageUpload around a *PlanError when COPY files changed since the plan), a
 // *FailedError (the build failed) or a *TimeoutError (the build goes on); Result says
 // what became of the build in every case. A build with Reuse instead takes a ready build
 // that carries its spec tag, when there is one, and gives it b's tags.

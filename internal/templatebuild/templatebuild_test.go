@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -17,7 +18,6 @@ import (
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 )
@@ -108,15 +108,18 @@ func TestUploadMissing(t *testing.T) {
 	}
 
 	// Either mode walks the context again for the archive and checks it against the plan:
-	// the same size, so only the hash (or the e2b-sdk fingerprint) shows the change.
+	// the same size, so only the hash shows the change.
 	changedDir := t.TempDir()
 	acctest.WriteFiles(t, changedDir, map[string]string{"c.txt": "before"})
 	planned := []Copy{hashedCopy(t, changedDir, HashPortable, 1), hashedCopy(t, changedDir, HashSDK, 1)}
 	acctest.WriteFiles(t, changedDir, map[string]string{"c.txt": "after!"})
 	for _, c := range planned {
 		err := uploadMissing(t.Context(), api, reg.TemplateID, []Copy{c}, &log)
-		if !errors.Is(err, buildcontext.ErrChanged) || !strings.Contains(err.Error(), "COPY . /app (step 2)") || !strings.Contains(err.Error(), "c.txt") {
-			t.Errorf("upload of a changed tree (e2b-sdk %v): %v, want ErrChanged naming the step and the file", c.fingerprint != "", err)
+		var pe *PlanError
+		if !errors.As(err, &pe) || len(pe.Issues) != 1 || pe.Issues[0].Summary != "Build context changed since plan" ||
+			!strings.Contains(pe.Issues[0].Detail, "The files of COPY . /app (step 2) changed after the plan: files hash "+c.Hash+" at plan") ||
+			!strings.Contains(pe.Issues[0].Detail, "Most recently modified: "+filepath.Join(changedDir, "c.txt")) {
+			t.Errorf("upload of a changed tree (e2b-sdk %v): %v, want the step's change since plan naming the file", c.sdk, err)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
@@ -18,7 +19,8 @@ const uploadParallelism = 4
 // uploadMissing asks the server for every archive and uploads those it does not have, or
 // whose step forces the upload, a few at a time; an archive shared by several steps is
 // asked for once. Each is spooled to a temporary file (every file checked against the
-// digest the hash used) and streamed from there.
+// planned hash) and streamed from there; steps whose files changed since the plan are
+// one *PlanError.
 func uploadMissing(ctx context.Context, api *e2bapi.Client, templateID string, copies []Copy, log e2bapi.Logger) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -26,6 +28,7 @@ func uploadMissing(ctx context.Context, api *e2bapi.Client, templateID string, c
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error
+	var changed []Issue
 	var unique []Copy
 	at := map[string]int{}
 	for _, c := range copies {
@@ -42,13 +45,20 @@ func uploadMissing(ctx context.Context, api *e2bapi.Client, templateID string, c
 			defer func() { <-sem }()
 			if err := uploadOne(ctx, api, templateID, c, log); err != nil {
 				mu.Lock()
-				errs = append(errs, fmt.Errorf("%s: %w", c.Name(), err))
+				if errors.Is(err, buildcontext.ErrChanged) {
+					changed = append(changed, changedIssue(c, err))
+				} else {
+					errs = append(errs, fmt.Errorf("%s: %w", c.Name(), err))
+				}
 				mu.Unlock()
 				cancel()
 			}
 		})
 	}
 	wg.Wait()
+	if len(changed) > 0 {
+		errs = append(errs, &PlanError{changed})
+	}
 	return errors.Join(errs...)
 }
 

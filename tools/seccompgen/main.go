@@ -1,7 +1,7 @@
 //go:build linux
 
 // Command seccompgen writes the seccomp profile of the local server's
-// containers (internal/localserver/engine/seccomp.json): Docker's current
+// containers (internal/localserver/engine/docker/seccomp.json): Docker's current
 // default profile, from github.com/moby/profiles/seccomp at the version
 // tools/go.mod pins, without io_uring. The engine passes it to every
 // container it creates, so that an older engine's default (Docker 20.10's

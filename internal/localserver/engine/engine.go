@@ -1,6 +1,9 @@
-// Package engine runs the local server's template builds and sandboxes as
-// Docker containers with our envd inside. The API layer decides what to run
-// and records results; this package only knows how to run it.
+// Package engine is what the local server and its engine share: the specs
+// of builds, sandboxes and snapshots, what the engine reports back, and the
+// vocabularies of the server's engine flags. It runs nothing: the Docker
+// engine is package docker below it, E2B's build steps package build, and
+// the channel to envd in every container package attach
+// (design/local-server.md, "The engine's rooms").
 package engine
 
 import (
@@ -75,6 +78,16 @@ type SandboxSpec struct {
 	// EndAt, when set, is when the container ends itself, server or not;
 	// SetSandboxDeadline moves it.
 	EndAt time.Time
+}
+
+// SnapshotSpec names a sandbox to commit as a build of a template.
+type SnapshotSpec struct {
+	SandboxID  string
+	TemplateID string
+	BuildID    string
+	// Image is the image the sandbox runs (its build's), whose user,
+	// command and entrypoint the snapshot keeps.
+	Image string
 }
 
 // Sandbox is a running sandbox container.

@@ -1,0 +1,344 @@
+package attach
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	docker "github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/relay"
+)
+
+// Channels holds the server's end of every container it runs, by Key: the
+// attachments, their channels and the egress proxy served on them.
+type Channels struct {
+	cli *docker.Client
+	log *slog.Logger
+	// egress serves the egress proxy on the egress streams of every channel
+	// of a container of network none; nil when there is none.
+	egress *http.Server
+
+	mu       sync.Mutex
+	attached map[string]*Attachment
+}
+
+// NewChannels returns the attachments of a server reaching its containers
+// through cli; egress, when not nil, is the proxy offered inside containers
+// of network none (CONNECT and absolute-URI requests).
+func NewChannels(cli *docker.Client, egress http.Handler, log *slog.Logger) *Channels {
+	c := &Channels{cli: cli, log: log, attached: map[string]*Attachment{}}
+	if egress != nil {
+		c.egress = &http.Server{
+			Handler:           egress,
+			ReadHeaderTimeout: 30 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+			MaxHeaderBytes:    64 << 10,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+		}
+	}
+	return c
+}
+
+// Egress tells whether containers of network none are offered the egress
+// proxy (envd then listens for it: EnvdCommand).
+func (c *Channels) Egress() bool { return c.egress != nil }
+
+// Key names the attachment of a container: its kind and the build or
+// sandbox ID it runs.
+func Key(kind, id string) string { return kind + "/" + id }
+
+// Attachment is the server's end of one container: its channel (package
+// relay), opened through the engine's exec API when first needed and again
+// whenever it ended (a server restart, a killed agent, a rebooted
+// container), the sandbox's end, handed to the agent on every new
+// channel, and the one envd client of the container.
+type Attachment struct {
+	owner       *Channels
+	containerID string
+	network     string
+	envd        *client.Client
+
+	mu      sync.Mutex
+	ch      *relay.Channel // nil or ended: open a new one
+	token   string         // the access token every envd request carries
+	end     time.Time      // the sandbox's end as last set; zero: none
+	endSet  bool
+	paused  bool // frozen: no channel can be opened, ends wait for the thaw
+	closing bool
+	// overrun is set when the engine stopped the container for its disk
+	// limit.
+	overrun *engine.DiskOverrun
+}
+
+// maxEgressConns bounds one container's open egress connections.
+const maxEgressConns = 256
+
+// openTimeout bounds starting a channel agent and its hello.
+const openTimeout = 30 * time.Second
+
+// Attach records the container of key as this server's to reach, ending
+// the channel of a container it replaces. A non-zero end is the sandbox's,
+// handed to the agent of its first channel.
+func (c *Channels) Attach(key, containerID, network string, end time.Time) *Attachment {
+	a := &Attachment{owner: c, containerID: containerID, network: network}
+	if !end.IsZero() {
+		a.end, a.endSet = end, true
+	}
+	a.envd = newEnvdClient(a)
+	c.mu.Lock()
+	old := c.attached[key]
+	c.attached[key] = a
+	c.mu.Unlock()
+	if old != nil {
+		old.close()
+	}
+	return a
+}
+
+// Get is the attachment of key; nil when there is none.
+func (c *Channels) Get(key string) *Attachment {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.attached[key]
+}
+
+// Detach forgets the container of key and ends its channel.
+func (c *Channels) Detach(key string) {
+	c.mu.Lock()
+	a := c.attached[key]
+	delete(c.attached, key)
+	c.mu.Unlock()
+	if a != nil {
+		a.close()
+	}
+}
+
+// Close ends every channel and the egress proxy.
+func (c *Channels) Close() {
+	c.mu.Lock()
+	atts := c.attached
+	c.attached = map[string]*Attachment{}
+	c.mu.Unlock()
+	for _, a := range atts {
+		a.close()
+	}
+	if c.egress != nil {
+		c.egress.Close()
+	}
+}
+
+// ContainerID is the attached container's.
+func (a *Attachment) ContainerID() string { return a.containerID }
+
+// Network is the attached container's network mode.
+func (a *Attachment) Network() string { return a.network }
+
+// channel returns the container's open channel, opening one when there is
+// none (or it ended).
+func (a *Attachment) channel(ctx context.Context) (*relay.Channel, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closing {
+		return nil, errors.New("the container is being removed")
+	}
+	if a.ch != nil {
+		select {
+		case <-a.ch.Done():
+		default:
+			return a.ch, nil
+		}
+	}
+	if a.paused {
+		return nil, errors.New("the container is paused")
+	}
+	// Not bounded by the caller's (a health poll's second): an agent that
+	// starts slowly on a busy engine would be started again and again.
+	openCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), openTimeout)
+	defer cancel()
+	ch, err := a.owner.open(openCtx, a.containerID, a.network)
+	if err != nil {
+		return nil, err
+	}
+	if a.endSet {
+		if err := ch.SetDeadline(openCtx, a.end); err != nil {
+			ch.Close()
+			return nil, fmt.Errorf("hand the sandbox's end to its channel: %w", err)
+		}
+	}
+	if egress := a.owner.egress; egress != nil && a.network == engine.NetworkNone {
+		go func() { _ = egress.Serve(relay.LimitListener(ch.Egress(), maxEgressConns)) }()
+	}
+	a.ch = ch
+	return ch, nil
+}
+
+// open starts `envd ... --channel` in the container through the engine's
+// exec API, as root, and opens the channel on its standard streams. Only
+// the engine holds them: no other process of the container can speak for
+// the agent.
+func (c *Channels) open(ctx context.Context, containerID, network string) (*relay.Channel, error) {
+	exec, err := c.cli.ContainerExecCreate(ctx, containerID, container.ExecOptions{
+		User: "0:0", AttachStdin: true, AttachStdout: true, AttachStderr: true,
+		Cmd: append(EnvdCommand(network, c.Egress()), "--channel"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start the channel agent: %w", err)
+	}
+	// Not on ctx: the channel outlives the request that opened it.
+	hj, err := c.cli.ContainerExecAttach(context.WithoutCancel(ctx), exec.ID, container.ExecAttachOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("start the channel agent: %w", err)
+	}
+	out, outW := io.Pipe()
+	go func() {
+		// Non-TTY exec output is framed (stdout and stderr apart); the
+		// agent's stderr is only its error messages.
+		_, err := stdcopy.StdCopy(outW, logWriter{c.log, containerID}, hj.Reader)
+		outW.CloseWithError(err)
+	}()
+	rwc := execConn{out: out, hj: hj.Conn, close: hj.Close}
+	ch, err := relay.Open(ctx, rwc)
+	if err != nil {
+		return nil, fmt.Errorf("container %s: %w", ShortID(containerID), err)
+	}
+	return ch, nil
+}
+
+// execConn is an exec session's demultiplexed output and its input.
+type execConn struct {
+	out   *io.PipeReader
+	hj    net.Conn
+	close func()
+}
+
+func (c execConn) Read(p []byte) (int, error)  { return c.out.Read(p) }
+func (c execConn) Write(p []byte) (int, error) { return c.hj.Write(p) }
+func (c execConn) Close() error {
+	c.close()
+	return c.out.Close()
+}
+
+// logWriter logs what the agent writes to its stderr.
+type logWriter struct {
+	log         *slog.Logger
+	containerID string
+}
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.log.Warn("channel agent", "container", ShortID(w.containerID), "output", strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// Dial opens a stream to port inside the container's network namespace
+// through its channel. A port nothing listens on gives a
+// *relay.RefusedError; in a host-network container only envd's port is
+// relayed (engine.ErrPortNotRelayed).
+func (a *Attachment) Dial(ctx context.Context, port int) (net.Conn, error) {
+	if a.network == engine.NetworkHost && port != envd.Port {
+		return nil, engine.ErrPortNotRelayed
+	}
+	ch, err := a.channel(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return ch.Dial(ctx, port)
+}
+
+// SetEnd records the sandbox's end and hands it to the agent unless the
+// container is frozen (then the thaw hands it over, see Thaw).
+func (a *Attachment) SetEnd(ctx context.Context, end time.Time) error {
+	a.mu.Lock()
+	a.end, a.endSet = end, true
+	paused := a.paused
+	a.mu.Unlock()
+	if paused {
+		return nil
+	}
+	ch, err := a.channel(ctx)
+	if err != nil {
+		return err
+	}
+	return ch.SetDeadline(ctx, end)
+}
+
+// Freeze and Thaw follow pause and resume: no exec is possible in a
+// frozen container, and ends set meanwhile are handed over at the thaw.
+func (a *Attachment) Freeze() { a.setPaused(true) }
+
+// Thaw marks the container running again and hands its agent the end set
+// while it was frozen.
+func (a *Attachment) Thaw(ctx context.Context) error {
+	a.setPaused(false)
+	a.mu.Lock()
+	end, endSet := a.end, a.endSet
+	a.mu.Unlock()
+	if !endSet {
+		return nil
+	}
+	ch, err := a.channel(ctx)
+	if err != nil {
+		return err
+	}
+	return ch.SetDeadline(ctx, end)
+}
+
+// Restarted marks a container started again (a stopped sandbox booted
+// anew): its first channel gets the sandbox's end, as any new channel does.
+func (a *Attachment) Restarted() { a.setPaused(false) }
+
+func (a *Attachment) setPaused(paused bool) {
+	a.mu.Lock()
+	a.paused = paused
+	a.mu.Unlock()
+}
+
+// SetOverrun records that the engine stopped the container for its disk
+// limit, before it does, so that the step it ends finds the reason.
+func (a *Attachment) SetOverrun(o *engine.DiskOverrun) {
+	a.mu.Lock()
+	a.overrun = o
+	a.mu.Unlock()
+}
+
+// Overrun is why the engine stopped the container; nil when it did not (or
+// a is nil).
+func (a *Attachment) Overrun() *engine.DiskOverrun {
+	if a == nil {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.overrun
+}
+
+func (a *Attachment) close() {
+	a.mu.Lock()
+	a.closing = true
+	ch := a.ch
+	a.ch = nil
+	a.mu.Unlock()
+	if ch != nil {
+		ch.Close()
+	}
+}
+
+// ShortID is the short form of a container or image ID, for messages.
+func ShortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

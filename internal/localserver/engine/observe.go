@@ -1,0 +1,45 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+)
+
+// SandboxMetrics is one sample of a sandbox's resource use
+// (design/e2b-api.md, "Metrics and logs").
+type SandboxMetrics struct {
+	Time       time.Time
+	CPUCount   int32
+	CPUUsedPct float64
+	// Memory in bytes: used excludes the page cache, as `free` does.
+	MemUsed, MemTotal, MemCache int64
+	// DiskUsed is the size of the sandbox's file system (image and
+	// changes); DiskTotal its disk limit, 0 when it has none.
+	DiskUsed, DiskTotal int64
+}
+
+// LogLine is one line a sandbox's container wrote, with the time the
+// engine received it.
+type LogLine struct {
+	Time time.Time
+	Text string
+}
+
+// DiskOverrun is a container whose file system grew past its disk limit,
+// stopped for it.
+type DiskOverrun struct {
+	// SandboxID is the sandbox's ID; empty for a build container.
+	SandboxID string
+	BuildID   string
+	// Used and Limit are in bytes: the size of the container's file system
+	// (image and changes) as the engine measured it, and its limit.
+	Used, Limit int64
+}
+
+func (o *DiskOverrun) Error() string {
+	what := "the sandbox's"
+	if o.SandboxID == "" {
+		what = "the build container's"
+	}
+	return fmt.Sprintf("%s files grew to %d MiB, past the disk limit of %d MiB: it was stopped", what, o.Used>>20, o.Limit>>20)
+}
