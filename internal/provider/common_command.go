@@ -56,7 +56,7 @@ func (m *commandModel) runRequest(ctx context.Context, at path.Path) (envd.RunRe
 	if !m.Timeout.IsNull() && !m.Timeout.IsUnknown() {
 		d, err := processTimeoutRange.parse(m.Timeout.ValueString())
 		if err != nil {
-			addInvalid(&diags, at.AtName("timeout"), fmt.Sprintf("%q", m.Timeout.ValueString()), processTimeoutRange.allowed(), err)
+			addInvalid(&diags, at.AtName("timeout"), fmt.Sprintf("%q", m.Timeout.ValueString()), processTimeoutRange.describe(), err)
 		}
 		req.Timeout = d
 	}

@@ -68,47 +68,47 @@ func shownPath(p path.Path) path.Path {
 	return path.Root(string(name))
 }
 
-// stringCheck is a plan-time string validator from a description (what is allowed,
-// "must be …") and a check function (why a value is not); unknown and null values
-// are left for later.
-type stringCheck struct {
-	description string
-	check       func(string) error
-}
+// allowed is what a validator accepts ("must be …"): its description and the
+// middle of its errors.
+type allowed string
 
-func (v stringCheck) Description(context.Context) string         { return v.description }
-func (v stringCheck) MarkdownDescription(context.Context) string { return v.description }
+func (a allowed) Description(context.Context) string         { return string(a) }
+func (a allowed) MarkdownDescription(context.Context) string { return string(a) }
+
+// stringCheck is a plan-time string validator from what is allowed and a check
+// function (why a value is not); unknown and null values are left for later.
+type stringCheck struct {
+	allowed
+	check func(string) error
+}
 
 func (v stringCheck) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
 	if err := v.check(req.ConfigValue.ValueString()); err != nil {
-		addInvalid(&resp.Diagnostics, req.Path, fmt.Sprintf("%q", req.ConfigValue.ValueString()), v.description, err)
+		addInvalid(&resp.Diagnostics, req.Path, fmt.Sprintf("%q", req.ConfigValue.ValueString()), string(v.allowed), err)
 	}
 }
 
 // int64Check is stringCheck for numbers: ok says whether a value is allowed.
 type int64Check struct {
-	description string
-	ok          func(int64) bool
+	allowed
+	ok func(int64) bool
 }
-
-func (v int64Check) Description(context.Context) string         { return v.description }
-func (v int64Check) MarkdownDescription(context.Context) string { return v.description }
 
 func (v int64Check) ValidateInt64(_ context.Context, req validator.Int64Request, resp *validator.Int64Response) {
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
 	if n := req.ConfigValue.ValueInt64(); !v.ok(n) {
-		addInvalid(&resp.Diagnostics, req.Path, fmt.Sprint(n), v.description, nil)
+		addInvalid(&resp.Diagnostics, req.Path, fmt.Sprint(n), string(v.allowed), nil)
 	}
 }
 
 // int64Between accepts min to max.
 func int64Between(low, high int64) int64Check {
-	return int64Check{fmt.Sprintf("must be from %d to %d", low, high), func(n int64) bool { return n >= low && n <= high }}
+	return int64Check{allowed(fmt.Sprintf("must be from %d to %d", low, high)), func(n int64) bool { return n >= low && n <= high }}
 }
 
 // cpuCountValidator accepts the CPU counts E2B builds with.
@@ -239,20 +239,20 @@ func validateTimeouts(ctx context.Context, config tfsdk.Config, r durationRange,
 			continue
 		}
 		if _, err := r.parse(v.ValueString()); err != nil {
-			addInvalid(&diags, p, fmt.Sprintf("%q", v.ValueString()), r.allowed(), err)
+			addInvalid(&diags, p, fmt.Sprintf("%q", v.ValueString()), r.describe(), err)
 		}
 	}
 	return diags
 }
 
-// allowed is what r accepts, for messages.
-func (r durationRange) allowed() string {
+// describe is what r accepts, for messages.
+func (r durationRange) describe() string {
 	return "must be a duration such as 30s or 5m, " + r.String()
 }
 
 // durationValidator accepts a Go duration such as "30s" within r.
 func durationValidator(r durationRange) validator.String {
-	return stringCheck{r.allowed(), func(s string) error {
+	return stringCheck{allowed(r.describe()), func(s string) error {
 		_, err := r.parse(s)
 		return err
 	}}
