@@ -377,6 +377,8 @@ if [[ "${packages[*]}" == "./..." ]]; then
 				run_isolated_engine_tests tcp "$isolated_tcp" runc "$tcp_tests" ./internal/localserver/
 		fi
 		stop_isolated_dockerd
+	elif (($? == 3)); then
+		not_run+=("the tests on an engine that shares no files (unshare: Operation not permitted: no mount namespace can be made here)")
 	else
 		failed+=("an engine that shares no files")
 	fi
@@ -388,6 +390,11 @@ fi
 count() {
 	cat "$work"/tests-*.json 2>/dev/null | grep -c "\"Action\":\"$1\",\"Package\":\"[^\"]*\",\"Test\"" || true
 }
+# The tests that skipped because this machine cannot provide what they need
+# (testutil.Unavailable), with their reasons.
+while IFS= read -r reason; do
+	not_run+=("$reason;")
+done < <(cat "$work"/tests-*.json 2>/dev/null | grep -o 'not run on this machine: [^"]*' | sed 's/^not run on this machine: //; s/\\n$//' | sort -u)
 tests_passed="$(count pass)"
 tests_failed="$(count fail)"
 tests_skipped="$(count skip)"

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -13,6 +14,9 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	envdserver "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/server"
 )
+
+const envdIntro = "Usage: terraform-provider-e2b envd [flags]\n\n" +
+	"The daemon inside the local server's sandboxes, which the server starts in each container."
 
 // Envd is the `envd` subcommand of the provider binary:
 //
@@ -29,7 +33,7 @@ import (
 //
 // It serves until SIGINT or SIGTERM and returns the exit code: 0 (also for
 // --help), 2 for bad flags, 1 when envd fails.
-func Envd(args []string) int {
+func Envd(args []string, stdout, stderr io.Writer) int {
 	flags := flag.NewFlagSet("envd", flag.ContinueOnError)
 	listen := flags.String("listen", fmt.Sprintf("127.0.0.1:%d", envd.Port), "TCP address host:port, or unix:///path/to/socket")
 	egressAddr := flags.String("egress", "", "unix:///path of the socket behind which the egress proxy is reached (optional)")
@@ -39,46 +43,34 @@ func Envd(args []string) int {
 	defaultWorkdir := flags.String("default-workdir", "", "working directory for processes started without one (default the user's home)")
 	channel := flags.Bool("channel", false, "serve the local server's channel on standard input and output for the envd these flags describe (started by the server)")
 	version := flags.Bool("version", false, "print the envd protocol version and exit")
-	flags.Usage = func() {
-		fmt.Fprintln(flags.Output(), "Usage: terraform-provider-e2b envd [flags]\n\nThe daemon inside the local server's sandboxes, which the server starts in each container.\n\nFlags:")
-		flags.PrintDefaults()
-	}
-	if err := flags.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if flags.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "envd: unexpected arguments %q\n", flags.Args())
-		return 2
+	if err := parseFlags(flags, args, envdIntro, stdout); err != nil {
+		return usageExit(stderr, "envd", err)
 	}
 	if *version {
-		fmt.Println(envd.Version)
+		fmt.Fprintln(stdout, envd.Version)
 		return 0
 	}
 	opts := envdserver.RunOptions{
 		Listen: *listen, EgressListen: *egressListen, DeadlineFile: *deadlineFile,
-		DefaultUser: *defaultUser, DefaultWorkdir: *defaultWorkdir, Log: os.Stderr,
+		DefaultUser: *defaultUser, DefaultWorkdir: *defaultWorkdir, Log: stderr,
 	}
 	var ok bool
 	if *egressAddr != "" {
 		if opts.EgressSocket, ok = strings.CutPrefix(*egressAddr, "unix://"); !ok {
-			fmt.Fprintln(os.Stderr, "envd: --egress must be unix:///path")
-			return 2
+			return usageExit(stderr, "envd", errors.New("--egress must be unix:///path"))
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *channel {
 		if err := envdserver.RunChannel(ctx, opts); err != nil {
-			fmt.Fprintln(os.Stderr, "envd --channel:", err)
+			fmt.Fprintln(stderr, "envd --channel:", err)
 			return 1
 		}
 		return 0
 	}
 	if err := envdserver.Run(ctx, opts); err != nil {
-		fmt.Fprintln(os.Stderr, "envd:", err)
+		fmt.Fprintln(stderr, "envd:", err)
 		return 1
 	}
 	return 0

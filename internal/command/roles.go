@@ -28,23 +28,24 @@ type Binary struct {
 // role is one thing the binary does, chosen by its first argument.
 type role struct {
 	name, summary string
-	run           func(args []string) int
+	run           func(args []string, stdout, stderr io.Writer) int
 }
 
 // Run chooses the role the arguments name and returns its exit code.
 // Without arguments (as Terraform starts it) or with -debug it serves the
-// provider; help, -h and --help list the roles (exit 0); version prints the
-// build; an unknown first argument lists the roles and exits 2.
+// provider; help, -h and --help list the roles on stdout (exit 0); version,
+// -v and --version print the build; an unknown first argument is named, with
+// where the list is, on stderr (exit 2).
 func (b Binary) Run(args []string, stdout, stderr io.Writer) int {
 	var roles []role
 	roles = []role{
 		{"server", "run a local E2B-compatible server: templates build and sandboxes run as Docker containers", Server},
 		{"envd", "the daemon inside the local server's sandboxes (started by the server, not by hand)", Envd},
-		{"version", "print the provider's version, commit and Go version", func([]string) int {
+		{"version", "print the provider's version, commit and Go version (also -v, --version)", func([]string, io.Writer, io.Writer) int {
 			fmt.Fprintln(stdout, b.describe())
 			return 0
 		}},
-		{"help", "print this list", func([]string) int {
+		{"help", "print this list (also -h, --help)", func([]string, io.Writer, io.Writer) int {
 			b.usage(stdout, roles)
 			return 0
 		}},
@@ -62,16 +63,15 @@ func (b Binary) Run(args []string, stdout, stderr io.Writer) int {
 		return b.Provider(args)
 	case "-h", "-help", "--help":
 		first = "help"
-	case "-version", "--version":
+	case "-v", "-version", "--version":
 		first = "version"
 	}
 	for _, r := range roles {
 		if r.name == first {
-			return r.run(args[1:])
+			return r.run(args[1:], stdout, stderr)
 		}
 	}
-	fmt.Fprintf(stderr, "terraform-provider-e2b: unknown role %q\n\n", args[0])
-	b.usage(stderr, roles)
+	fmt.Fprintf(stderr, "terraform-provider-e2b: unknown role %q\nRun 'terraform-provider-e2b help' for the roles.\n", args[0])
 	return 2
 }
 

@@ -35,18 +35,18 @@ func TestRunHelpListsTheRoles(t *testing.T) {
 	}
 }
 
-func TestRunUnknownRoleListsTheRolesAndExits2(t *testing.T) {
+func TestRunUnknownRoleNamesItAndExits2(t *testing.T) {
 	code, stdout, stderr, served := run(t, "sever")
 	if code != 2 || served != nil || stdout != "" {
 		t.Errorf("exit %d, served %v, stdout %q; want exit 2 and nothing served", code, served, stdout)
 	}
-	if !strings.Contains(stderr, `unknown role "sever"`) || !strings.Contains(stderr, "server ") {
-		t.Errorf("stderr lacks the role at fault or the list:\n%s", stderr)
+	if !strings.Contains(stderr, `unknown role "sever"`) || !strings.Contains(stderr, "Run 'terraform-provider-e2b help'") {
+		t.Errorf("stderr lacks the role at fault or where the list is:\n%s", stderr)
 	}
 }
 
 func TestRunVersion(t *testing.T) {
-	for _, arg := range []string{"version", "--version"} {
+	for _, arg := range []string{"version", "--version", "-version", "-v"} {
 		code, stdout, _, _ := run(t, arg)
 		if code != 0 {
 			t.Errorf("%s: exit %d", arg, code)
@@ -80,10 +80,34 @@ func TestRunServesTheProviderAsTerraformStartsIt(t *testing.T) {
 	}
 }
 
-func TestRoleHelpExits0(t *testing.T) {
-	for _, role := range []string{"server", "envd"} {
-		if code, _, _, _ := run(t, role, "--help"); code != 0 {
-			t.Errorf("%s --help: exit %d, want 0", role, code)
+// TestRoleHelpOnStdout: every way of asking for help prints it on stdout and exits 0.
+func TestRoleHelpOnStdout(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"server", "--help"}, {"server", "-h"}, {"envd", "--help"}} {
+		code, stdout, stderr, _ := run(t, args...)
+		if code != 0 || stderr != "" || !strings.Contains(stdout, "Usage: terraform-provider-e2b") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want the help on stdout and exit 0", args, code, stdout, stderr)
+		}
+	}
+}
+
+// TestRoleBadFlag: a bad flag or argument is named on stderr with where help is,
+// without the list of every flag, and exits 2.
+func TestRoleBadFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"server", "--no-such-flag"}, "flag provided but not defined: -no-such-flag"},
+		{[]string{"server", "--max-cpu", "many"}, `invalid value "many" for flag -max-cpu`},
+		{[]string{"server", "extra"}, "unexpected arguments: extra"},
+		{[]string{"server", "--network", "bridge"}, `--network "bridge" is not one of none, host`},
+		{[]string{"envd", "--no-such-flag"}, "flag provided but not defined: -no-such-flag"},
+	} {
+		code, stdout, stderr, _ := run(t, c.args...)
+		role := c.args[0]
+		if code != 2 || stdout != "" || !strings.Contains(stderr, c.want) ||
+			!strings.Contains(stderr, "Run 'terraform-provider-e2b "+role+" --help' for its flags.") || strings.Count(stderr, "\n") > 3 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2, the error and where help is", c.args, code, stdout, stderr)
 		}
 	}
 }

@@ -26,14 +26,9 @@ import (
 
 // parseServer reads the flags of `server`; every flag can also be set by
 // the environment variable E2B_LOCAL_<FLAG> (upper case, "-" → "_").
-func parseServer(args []string, stderr io.Writer) (localserver.Options, error) {
+func parseServer(args []string, stdout io.Writer) (localserver.Options, error) {
 	var o localserver.Options
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: terraform-provider-e2b server [flags]\n\nRuns a local E2B-compatible server: templates build and sandboxes run as Docker containers.\nEvery flag can also be set as E2B_LOCAL_<FLAG> (e.g. E2B_LOCAL_DATA_DIR).\n\nFlags:")
-		fs.PrintDefaults()
-	}
 	defaultData := "e2b-local"
 	if dir, err := os.UserCacheDir(); err == nil {
 		defaultData = filepath.Join(dir, "e2b-local")
@@ -68,11 +63,8 @@ func parseServer(args []string, stderr io.Writer) (localserver.Options, error) {
 	fs.IntVar(&o.Pool.PerBuild, "pool-size-per-build", localserver.DefaultPoolSizePerBuild, "started sandbox containers kept ready for each build sandboxes were created from within --pool-idle, handed out on create (0: no warm pool)")
 	fs.IntVar(&o.Pool.Max, "pool-max", localserver.DefaultPoolMax, "most containers of the warm pool in all")
 	fs.DurationVar(&o.Pool.Idle, "pool-idle", localserver.DefaultPoolIdle, "how long a pooled container waits to be handed out before it is removed, and how long after its last create a build keeps its pool")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, serverIntro, stdout); err != nil {
 		return o, err
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -103,21 +95,21 @@ func parseServer(args []string, stderr io.Writer) (localserver.Options, error) {
 	return o, errors.Join(errs...)
 }
 
+const serverIntro = "Usage: terraform-provider-e2b server [flags]\n\n" +
+	"Runs a local E2B-compatible server: templates build and sandboxes run as Docker containers.\n" +
+	"Every flag can also be set as E2B_LOCAL_<FLAG> (e.g. E2B_LOCAL_DATA_DIR)."
+
 // Server runs the `server` subcommand until SIGINT or SIGTERM and returns
-// the exit code: 0, 2 for bad flags, 1 when the server fails.
-func Server(args []string) int {
-	opts, err := parseServer(args, os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
+// the exit code: 0 (also for --help), 2 for bad flags, 1 when the server fails.
+func Server(args []string, stdout, stderr io.Writer) int {
+	opts, err := parseServer(args, stdout)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "server:", err)
-		return 2
+		return usageExit(stderr, "server", err)
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := localserver.Run(ctx, opts, logger, os.Stdout); err != nil {
+	if err := localserver.Run(ctx, opts, logger, stdout); err != nil {
 		logger.Error("server failed", "err", err)
 		return 1
 	}

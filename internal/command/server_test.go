@@ -1,8 +1,11 @@
 package command
 
 import (
+	"errors"
 	"io"
+	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -55,5 +58,24 @@ func TestParseServerFlagsAndEnv(t *testing.T) {
 	t.Setenv("E2B_LOCAL_POOL_SIZE_PER_BUILD", "0")
 	if o, err := parseServer(nil, io.Discard); err != nil || o.Pool.PerBuild != 0 {
 		t.Errorf("E2B_LOCAL_POOL_SIZE_PER_BUILD=0: %+v, %v; want the pool off", o.Pool, err)
+	}
+}
+
+// TestServerPortInUseWritesNothing: a server that cannot listen fails before it
+// writes anything, neither the data directory nor the API key in it.
+func TestServerPortInUseWritesNothing(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	dataDir := filepath.Join(t.TempDir(), "data")
+	var stderr strings.Builder
+	code := Server([]string{"--listen", taken.Addr().String(), "--data-dir", dataDir}, io.Discard, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "listen on "+taken.Addr().String()) {
+		t.Errorf("exit %d, stderr %q; want 1 and the address at fault", code, stderr.String())
+	}
+	if _, err := os.Stat(dataDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("data dir %s written before the listener was bound: %v", dataDir, err)
 	}
 }

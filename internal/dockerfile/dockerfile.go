@@ -39,6 +39,11 @@ type Template struct {
 	FromImage string
 	// Steps are in the E2B wire layout (package steps).
 	Steps []steps.Step
+	// Lines are the Dockerfile lines of Steps, one each (0 for a step the
+	// conversion adds, such as the final USER and WORKDIR), so that a problem
+	// found later with a step, such as a COPY source missing from the
+	// context, names its line as conversion errors do.
+	Lines []int
 	// StartCmd is the command CMD/ENTRYPOINT start in every sandbox; empty
 	// when the Dockerfile has neither. ReadyCmd is then ReadyCmdAfterStart.
 	StartCmd string
@@ -112,6 +117,7 @@ func Convert(content string, buildArgs map[string]string) (*Template, error) {
 		c.warn(line, "%s", w.Short)
 	}
 	for _, node := range parsed.AST.Children {
+		c.line = node.StartLine
 		if err := c.instruction(node); err != nil {
 			var le *LineError
 			if errors.As(err, &le) {
@@ -120,6 +126,7 @@ func Convert(content string, buildArgs map[string]string) (*Template, error) {
 			return nil, &LineError{Line: node.StartLine, Err: err}
 		}
 	}
+	c.line = 0
 	return c.finish()
 }
 
@@ -128,7 +135,9 @@ type converter struct {
 	escape rune
 	lex    *shell.Lex
 
-	fromLine    int
+	fromLine int
+	// line is the line of the instruction being converted; 0 after the last.
+	line        int
 	metaArgs    map[string]string // ARGs before FROM, for FROM and re-declaration
 	buildArgs   map[string]string // values given to ARGs from outside
 	declared    map[string]bool   // names of the ARGs seen
@@ -147,7 +156,10 @@ func (c *converter) warn(line int, format string, args ...any) {
 	c.t.Warnings = append(c.t.Warnings, msg)
 }
 
-func (c *converter) step(s steps.Step) { c.t.Steps = append(c.t.Steps, s) }
+func (c *converter) step(s steps.Step) {
+	c.t.Steps = append(c.t.Steps, s)
+	c.t.Lines = append(c.t.Lines, c.line)
+}
 
 func (c *converter) instruction(node *parser.Node) error {
 	parsed, err := instructions.ParseInstruction(node)

@@ -201,10 +201,34 @@ func TestConvert(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Convert: %v", err)
 			}
+			if len(got.Lines) != len(got.Steps) {
+				t.Errorf("%d lines for %d steps", len(got.Lines), len(got.Steps))
+			}
+			got.Lines = nil // TestConvertLines
 			if !reflect.DeepEqual(*got, tc.want) {
 				t.Errorf("got\n  %#v\nwant\n  %#v", *got, tc.want)
 			}
 		})
+	}
+}
+
+// TestConvertLines checks that every step names the Dockerfile line it came from, and
+// the steps the conversion adds none.
+func TestConvertLines(t *testing.T) {
+	got, err := Convert("FROM a\n# comment\nRUN one && \\\n  two\nCOPY x /x\nENV A=1\n", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []int
+	for i, s := range got.Steps {
+		if s.Type == steps.Copy || s.Type == steps.Run || s.Type == steps.Env {
+			lines = append(lines, got.Lines[i])
+		} else if got.Lines[i] != 0 && got.Lines[i] != 1 {
+			t.Errorf("step %d (%s) has line %d", i, s.Type, got.Lines[i])
+		}
+	}
+	if want := []int{3, 5, 6}; !reflect.DeepEqual(lines, want) {
+		t.Errorf("lines of RUN, COPY and ENV = %v, want %v", lines, want)
 	}
 }
 
@@ -332,7 +356,7 @@ func TestConvertBuildArgs(t *testing.T) {
 		steps.Step{Type: steps.Env, Args: []string{"GREETING", "hi there"}},
 		steps.Step{Type: steps.Env, Args: []string{"EMPTY", ""}},
 		run("echo $GREETING"),
-	)}
+	), Lines: []int{2, 2, 3, 4, 5, 6, 0, 0}}
 	if !reflect.DeepEqual(*got, want) {
 		t.Errorf("got  %+v\nwant %+v", *got, want)
 	}

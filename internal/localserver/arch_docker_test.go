@@ -60,6 +60,8 @@ func requireArm64Emulation(t *testing.T) {
 	const entry = "/proc/sys/fs/binfmt_misc/qemu-aarch64"
 	reg, err := os.ReadFile(entry)
 	switch {
+	case err != nil && testutil.ProcSysReadOnly():
+		testutil.Unavailable(t, "arm64 emulation is not registered and cannot be: /proc/sys is read-only here (an unprivileged container)")
 	case err != nil:
 		testutil.Missing(t, "arm64 emulation is not registered (%v): run scripts/qemu-binfmt.sh as root", err)
 	case !bytes.HasPrefix(reg, []byte("enabled\n")) || !regexp.MustCompile(`(?m)^flags: \S*F`).Match(reg):

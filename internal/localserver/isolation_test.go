@@ -652,7 +652,7 @@ func TestDockerUserNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !info.UserNamespace {
-		testutil.Missing(t, "the engine at DOCKER_HOST maps no user namespace (start dockerd with --userns-remap=default, as scripts/dockerd.sh does)")
+		testutil.EngineLacks(t, "the engine at DOCKER_HOST maps no user namespace (start dockerd with --userns-remap=default, as scripts/dockerd.sh does)")
 	}
 	ts := startServer(t, eng)
 	sb := ts.debianProbeSandbox(debian, "userns")

@@ -78,6 +78,13 @@ type Options struct {
 // connects to Docker, logs what it found, and prints the server's Info to
 // stdout once it listens.
 func Run(ctx context.Context, o Options, logger *slog.Logger, stdout io.Writer) error {
+	// Bound first: a server that cannot listen (a port in use) writes nothing,
+	// neither the data directory nor the API key.
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", o.Listen, err)
+	}
+	defer ln.Close()
 	dataDir, err := filepath.Abs(o.DataDir)
 	if err != nil {
 		return err
@@ -122,7 +129,7 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, stdout io.Writer) 
 	logger.Info("doctor", "engine", info.ServerVersion, "api", info.APIVersion, "runtime", info.Runtime.Name, "gvisor", info.Runtime.GVisor, "os", info.OS, "arch", info.Arch,
 		"user_namespace", info.UserNamespace, "data_dir", dataDir, "network", o.Network, "egress", egressSummary(o.Network, policy),
 		"envd_binary", info.EnvdBinary)
-	return serve(ctx, o, dataDir, apiKey, dockerEngine, info.Runtime, policy, logger, stdout)
+	return serve(ctx, ln, o, dataDir, apiKey, dockerEngine, info.Runtime, policy, logger, stdout)
 }
 
 // InstanceOf is the engine instance of the server with the (absolute)
@@ -139,14 +146,9 @@ func egressSummary(network string, policy *egress.Policy) string {
 	return policy.String()
 }
 
-// serve runs the server on engine until ctx ends. The egress policy, when
-// given, learns the listener so that sandboxes never reach it.
-func serve(ctx context.Context, o Options, dataDir, apiKey string, eng Engine, runtime engine.Runtime, policy *egress.Policy, logger *slog.Logger, stdout io.Writer) error {
-	ln, err := net.Listen("tcp", o.Listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", o.Listen, err)
-	}
-	defer ln.Close()
+// serve runs the server on engine, answering on ln, until ctx ends. The egress
+// policy, when given, learns the listener so that sandboxes never reach it.
+func serve(ctx context.Context, ln net.Listener, o Options, dataDir, apiKey string, eng Engine, runtime engine.Runtime, policy *egress.Policy, logger *slog.Logger, stdout io.Writer) error {
 	if policy != nil {
 		policy.DenyListener(ln.Addr())
 	}

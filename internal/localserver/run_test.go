@@ -49,6 +49,17 @@ func TestAPIKeyIsGeneratedOnceAndKept(t *testing.T) {
 	}
 }
 
+// listen binds o.Listen, as Run does before it serves.
+func listen(t *testing.T, o Options) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
+}
+
 // serve prints the URLs and key, writes server.json while it runs, and on
 // cancellation stops sandboxes and removes server.json.
 func TestServeWritesInfoAndShutsDownCleanly(t *testing.T) {
@@ -60,7 +71,7 @@ func TestServeWritesInfoAndShutsDownCleanly(t *testing.T) {
 	var stdout testutil.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(ctx, opts, dataDir, testAPIKey, eng, engine.Runtime{Name: "fake"}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), &stdout)
+		done <- serve(ctx, listen(t, opts), opts, dataDir, testAPIKey, eng, engine.Runtime{Name: "fake"}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), &stdout)
 	}()
 	infoPath := filepath.Join(dataDir, InfoFile)
 	var info Info
@@ -111,7 +122,7 @@ func TestServeBoundsIdleConnections(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(ctx, opts, dataDir, testAPIKey, eng, engine.Runtime{Name: "fake"}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
+		done <- serve(ctx, listen(t, opts), opts, dataDir, testAPIKey, eng, engine.Runtime{Name: "fake"}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
 	}()
 	defer func() { cancel(); <-done }() //nolint:errcheck // shutting down is TestServe's subject; here it only has to end
 	var info Info

@@ -143,7 +143,8 @@ func (r *aliasResource) ValidateConfig(ctx context.Context, req resource.Validat
 }
 
 // ModifyPlan changes no plan: it records an alias on default for the plan warning of
-// common_default_tag.go.
+// common_default_tag.go, and checks that a new build_id, when known, is a build of the
+// template when the template exists (checkAliasBuildAtPlan).
 func (r *aliasResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.Plan.Raw.IsNull() {
 		return
@@ -151,6 +152,16 @@ func (r *aliasResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	var plan aliasModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
 	resp.Diagnostics.Append(r.data.recordAliasPlan(plan.Template, plan.Tag)...)
+	if resp.Diagnostics.HasError() || plan.Template.IsUnknown() || plan.BuildID.IsUnknown() {
+		return
+	}
+	var prior types.String
+	if !req.State.Raw.IsNull() {
+		resp.Diagnostics.Append(req.State.GetAttribute(ctx, path.Root("build_id"), &prior)...)
+	}
+	if !plan.BuildID.Equal(prior) {
+		resp.Diagnostics.Append(checkAliasBuildAtPlan(ctx, r.data, plan.Template.ValueString(), plan.BuildID.ValueString())...)
+	}
 }
 
 func (r *aliasResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {

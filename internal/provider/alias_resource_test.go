@@ -127,7 +127,7 @@ resource "e2b_alias" "a" {
   build_id = "1f0c6f2e-8f5b-4b8e-9a8e-1c2d3e4f5a6b"
   gate     = { command = "echo", args = ["a"] }
 }
-`, `(?s)Invalid gate\.args.*args without cmd`},
+`, `(?s)Invalid gate\.args.*gate\.args is set without cmd`},
 		"gate timeout out of range": {`
 resource "e2b_alias" "a" {
   template = "good"
@@ -135,7 +135,7 @@ resource "e2b_alias" "a" {
   build_id = "1f0c6f2e-8f5b-4b8e-9a8e-1c2d3e4f5a6b"
   gate     = { command = "true", timeout = "25h" }
 }
-`, `(?s)gate\.timeout.*from 1s to 24h`},
+`, `(?s)Invalid gate\.timeout.*\d+:\s+gate\s+=.*gate\.timeout is "25h"; it must be a duration\s+such\s+as\s+30s\s+or\s+5m,\s+from\s+1s\s+to\s+24h`},
 		"timeouts out of range": {`
 resource "e2b_alias" "a" {
   template = "good"
@@ -539,6 +539,48 @@ resource "e2b_alias" "prod" {
 				ResourceName:    "e2b_alias.prod",
 				ImportState:     true,
 				ImportStateKind: tfresource.ImportBlockWithResourceIdentity,
+			},
+		},
+	})
+}
+
+// TestAccAlias_buildOfAnotherTemplate points an alias at a build of another template
+// that exists: the plan fails on build_id before anything moves.
+func TestAccAlias_buildOfAnotherTemplate(t *testing.T) {
+	srv := localServer(t)
+	name := uniqueName("acc-alias-other")
+	builds := srv.ProviderConfig() + fmt.Sprintf(`
+resource "e2b_template" "a" {
+  name = "%[1]s-a"
+}
+
+resource "e2b_template" "b" {
+  name = "%[1]s-b"
+}
+
+resource "e2b_template_build" "a" {
+  template_id = e2b_template.a.id
+  from_image  = %[2]q
+}
+
+resource "e2b_template_build" "b" {
+  template_id = e2b_template.b.id
+  from_image  = %[2]q
+}
+`, name, srv.BaseImage)
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{
+			{Config: builds},
+			{
+				Config: builds + `
+resource "e2b_alias" "prod" {
+  template = e2b_template.a.name
+  tag      = "prod"
+  build_id = e2b_template_build.b.build_id
+}
+`,
+				ExpectError: regexp.MustCompile(`(?s)Build not of this template.*has no build.*build_id`),
 			},
 		},
 	})

@@ -2,6 +2,8 @@ package provider
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"iter"
 	"maps"
 	"slices"
@@ -54,7 +56,7 @@ func (m *commandModel) runRequest(ctx context.Context, at path.Path) (envd.RunRe
 	if !m.Timeout.IsNull() && !m.Timeout.IsUnknown() {
 		d, err := processTimeoutRange.parse(m.Timeout.ValueString())
 		if err != nil {
-			diags.AddAttributeError(at.AtName("timeout"), "Invalid "+at.AtName("timeout").String(), err.Error())
+			addInvalid(&diags, at.AtName("timeout"), fmt.Sprintf("%q", m.Timeout.ValueString()), processTimeoutRange.describe(), err)
 		}
 		req.Timeout = d
 	}
@@ -65,8 +67,8 @@ func (m *commandModel) runRequest(ctx context.Context, at path.Path) (envd.RunRe
 		diags.Append(m.Env.ElementsAs(ctx, &req.Env, false)...)
 	}
 	if !m.Args.IsNull() && m.Cmd.IsNull() {
-		diags.AddAttributeError(at.AtName("args"), "Invalid "+at.AtName("args").String(),
-			"args without cmd: args are the arguments of cmd; with command, write them into the shell string.")
+		addInvalid(&diags, at.AtName("args"), "set without cmd", "must come with cmd: args are the arguments of cmd",
+			errors.New("with command, write them into the shell string"))
 	}
 	return req, diags
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
@@ -104,7 +103,7 @@ func processAttributes() []processAttribute {
 		{name: "timeout", kind: stringAttribute, argument: true, description: commandTimeoutDescription,
 			strings: []validator.String{durationValidator(processTimeoutRange)}},
 		{name: "max_output_bytes", kind: int64Attribute, argument: true, description: processMaxOutputDescription,
-			int64s: []validator.Int64{int64validator.Between(1, 64<<20)}},
+			int64s: []validator.Int64{int64Between(1, 64<<20)}},
 		{name: "allow_non_zero_exit", kind: boolAttribute, argument: true, description: processAllowNonZeroDescription},
 		{name: "exit_code", kind: int64Attribute, result: true, description: "Exit code of the command."},
 		{name: "stdout", kind: stringAttribute, result: true, description: "Standard output (invalid UTF-8 replaced by U+FFFD)."},

@@ -15,7 +15,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
@@ -78,6 +77,12 @@ type ProviderData struct {
 	defaultTag *defaultTagPlans
 	// leftRunning are the builds earlier applies left running (template_build_left_running.go).
 	leftRunning *leftRunningBuilds
+	// planAPI is the client of the plan-time checks, nil when they are skipped
+	// (common_plan_checks.go).
+	planAPI *planAPI
+	// apiKeyFrom names the environment variable the key came from ("" for the
+	// provider block), for messages.
+	apiKeyFrom string
 }
 
 // RequireAPIKey returns ErrMissingAPIKey when no API key was configured.
@@ -131,7 +136,9 @@ func (p *e2bProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *
 				MarkdownDescription: "E2B API key (`e2b_` followed by hex digits), sent as `X-API-Key`. " +
 					"Defaults to the `" + EnvAPIKey + "` environment variable. The provider starts without one; " +
 					"resources and data sources that call the API fail with a clear error when it is missing. " +
-					"A key of another format is accepted with a warning.",
+					"A key of another format is accepted with a warning. When the key and the API's address are known, " +
+					"the plan asks the API once whether it accepts the key, and a refused key fails the plan naming where " +
+					"it came from; an API that does not answer within 10 seconds (or `request_timeout`) skips the check.",
 				Optional:  true,
 				Sensitive: true,
 			},
@@ -172,7 +179,7 @@ func (p *e2bProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *
 					"is safe (connection errors, 429, 502, 503, 504), with backoff that honours `Retry-After`. "+
 					"From 0 to %d; defaults to %d.", maxMaxRetries, DefaultMaxRetries),
 				Optional:   true,
-				Validators: []validator.Int64{int64validator.Between(0, maxMaxRetries)},
+				Validators: []validator.Int64{int64Between(0, maxMaxRetries)},
 			},
 		},
 	}
@@ -183,7 +190,8 @@ func (p *e2bProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *
 // (from other resources) and values from the environment are checked by
 // Configure with the same rules, once they are known.
 
-// Configure resolves the configuration into a ProviderData. When any value
+// Configure resolves the configuration into a ProviderData and checks the API
+// key with the API once (checkAPIKeyAtPlan). When any value
 // is still unknown (it comes from a resource not yet created) it returns
 // without data and without error: Terraform configures the provider again
 // during apply, when the value is known, and resources must treat missing
@@ -200,6 +208,10 @@ func (p *e2bProvider) Configure(ctx context.Context, req provider.ConfigureReque
 	}
 	data, diags := resolveProviderData(m, os.Getenv, p.version)
 	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(checkAPIKeyAtPlan(ctx, data)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -254,9 +266,8 @@ func resolveProviderData(m providerModel, getenv func(string) string, version st
 		return "", "", false
 	}
 
-	var from string
-	if data.APIKey, from, _ = pick(m.APIKey, EnvAPIKey); data.APIKey != "" {
-		diags.Append(checkAPIKey(data.APIKey, from)...)
+	if data.APIKey, data.apiKeyFrom, _ = pick(m.APIKey, EnvAPIKey); data.APIKey != "" {
+		diags.Append(checkAPIKey(data.APIKey, data.apiKeyFrom)...)
 	}
 
 	var ok bool
@@ -341,7 +352,7 @@ func checkAPIKey(key, fromEnv string) diag.Diagnostics {
 
 func checkMaxRetries(n int64) (int, error) {
 	if n < 0 || n > maxMaxRetries {
-		return 0, fmt.Errorf("max_retries is %d; it must be between 0 and %d", n, maxMaxRetries)
+		return 0, fmt.Errorf("max_retries is %d; it must be from 0 to %d", n, maxMaxRetries)
 	}
 	return int(n), nil
 }

@@ -231,7 +231,8 @@ resource "e2b_template_build" %q {
 }
 
 // planProvider configures the provider for plan-only tests: planning a
-// create calls no API, so the address never has to answer.
+// create calls no API but the key check of Configure, which a refused
+// connection skips (common_plan_checks.go), so the address never has to answer.
 const planProvider = `
 provider "e2b" {
   api_url = "http://127.0.0.1:9"
@@ -341,6 +342,7 @@ func TestResolveProviderData(t *testing.T) {
 			},
 			want: want{data: with(func(d *ProviderData) {
 				d.APIKey = "e2b_0123abcdef"
+				d.apiKeyFrom = EnvAPIKey
 				d.Domain = "example.test"
 				d.APIURL = "https://api.example.test"
 				d.SandboxURL = "http://127.0.0.1:49983"
@@ -483,12 +485,12 @@ func TestResolveProviderData(t *testing.T) {
 		{
 			name:  "negative max_retries",
 			model: model(func(m *providerModel) { m.MaxRetries = types.Int64Value(-1) }),
-			want:  want{errAttr: "max_retries", errText: "between 0 and 100"},
+			want:  want{errAttr: "max_retries", errText: "from 0 to 100"},
 		},
 		{
 			name:  "too many max_retries",
 			model: model(func(m *providerModel) { m.MaxRetries = types.Int64Value(101) }),
-			want:  want{errAttr: "max_retries", errText: "between 0 and 100"},
+			want:  want{errAttr: "max_retries", errText: "from 0 to 100"},
 		},
 	}
 	for _, tc := range tests {
@@ -634,6 +636,9 @@ func TestAccProvider_unknownConfiguration(t *testing.T) {
 	accPreCheck(t)
 	t.Setenv(EnvDomain, "env.example.test")
 	t.Setenv(EnvSandboxURL, "http://127.0.0.1:49983")
+	// Loopback that refuses: the key check Configure makes once the key is known
+	// reaches no name resolver and is skipped (common_plan_checks.go).
+	t.Setenv(EnvAPIURL, "http://127.0.0.1:9")
 
 	const config = `
 resource "terraform_data" "later" {
@@ -667,7 +672,7 @@ resource "e2b_provider_data" "probe" {}
 					statecheck.ExpectKnownValue("e2b_provider_data.probe", tfjsonpath.New("request_timeout"), knownvalue.StringExact("1m30s")),
 					statecheck.ExpectKnownValue("e2b_provider_data.probe", tfjsonpath.New("max_retries"), knownvalue.Int64Exact(2)),
 					statecheck.ExpectKnownValue("e2b_provider_data.probe", tfjsonpath.New("domain"), knownvalue.StringExact("env.example.test")),
-					statecheck.ExpectKnownValue("e2b_provider_data.probe", tfjsonpath.New("api_url"), knownvalue.StringExact("https://api.env.example.test")),
+					statecheck.ExpectKnownValue("e2b_provider_data.probe", tfjsonpath.New("api_url"), knownvalue.StringExact("http://127.0.0.1:9")),
 					statecheck.ExpectKnownValue("e2b_provider_data.probe", tfjsonpath.New("sandbox_url"), knownvalue.StringExact("http://127.0.0.1:49983")),
 				},
 			},
@@ -732,7 +737,7 @@ func TestAccProvider_configurationRules(t *testing.T) {
 		"domain with a port":             {`domain = "e2b.app:443"`, `(?s)Invalid\s+domain.*without\s+scheme,\s+port\s+or\s+path`},
 		"domain with a scheme":           {`domain = "https://e2b.app"`, `(?s)Invalid\s+domain.*bare\s+DNS\s+name`},
 		"zero request_timeout":           {`request_timeout = "0s"`, `(?s)Invalid\s+request_timeout.*out\s+of\s+range.*from\s+1s\s+to\s+24h`},
-		"too many max_retries":           {`max_retries = 101`, `(?s)max_retries.*between\s+0\s+and\s+100`},
+		"too many max_retries":           {`max_retries = 101`, `(?s)Invalid\s+max_retries.*max_retries\s+is\s+101;\s+it\s+must\s+be\s+from\s+0\s+to\s+100`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			step := tfresource.TestStep{

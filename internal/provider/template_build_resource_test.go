@@ -526,6 +526,10 @@ resource "e2b_template_build" "b" {
   context    = %q
   steps = [{ copy = { src = "nothing-*.txt", dest = "/x" } }]
 `, ctxDir)), `(?s)step 1.*nothing-\*\.txt`},
+		"dockerfile COPY of a missing source": {build(fmt.Sprintf(`
+  dockerfile = "FROM busybox\nRUN true\nCOPY missing.txt /x\n"
+  context    = %q
+`, ctxDir)), `(?s)Invalid dockerfile.*Dockerfile line 3: COPY missing\.txt /x`},
 		"both from_image and from_template": {build(`
   from_image    = "busybox"
   from_template = "base"
@@ -536,19 +540,19 @@ resource "e2b_template_build" "b" {
 		"step with two kinds": {build(`
   from_image = "busybox"
   steps = [{ run = { command = "true" }, workdir = "/x" }]
-`), `(?s)Step 1 must set exactly one of run, copy, env, workdir and user; it sets run\s+and workdir`},
+`), `(?s)Invalid steps\[0\].*steps\[0\] is step 1, which sets run and workdir; it must\s+set\s+exactly\s+one\s+of\s+run,\s+copy,\s+env,\s+workdir\s+and\s+user`},
 		"empty step": {build(`
   from_image = "busybox"
   steps = [{}]
-`), `(?s)Step 1 must set exactly one of run, copy, env, workdir and user; it sets\s+none`},
+`), `(?s)Invalid steps\[0\].*steps\[0\] is step 1, which sets none; it must set exactly\s+one\s+of\s+run,\s+copy,\s+env,\s+workdir\s+and\s+user`},
 		"odd cpu_count": {build(`
   from_image = "busybox"
   cpu_count  = 3
 `), `(?s)cpu_count is 3; it must be 1 or an even number up to 32`},
 		"small memory": {build(`
   from_image = "busybox"
-  memory_mb  = 64
-`), `(?s)memory_mb.*at least 128`},
+  memory_mb  = 1
+`), `(?s)Error: Invalid memory_mb.*memory_mb is 1; it must be an even number of at least 128\.`},
 		"bad mode": {build(fmt.Sprintf(`
   from_image = "busybox"
   context    = %q
@@ -556,8 +560,8 @@ resource "e2b_template_build" "b" {
 `, ctxDir)), `(?s)must be octal permissions`},
 		"bad tag": {build(`
   from_image = "busybox"
-  tags       = ["Not A Tag"]
-`), `(?s)invalid.*tag`},
+  tags       = ["release candidate"]
+`), `(?s)Error: Invalid tags\n.*tags holds "release candidate"; it must be a tag`},
 		"multi-stage dockerfile": {build(fmt.Sprintf(`
   dockerfile = %q
 `, filepath.Join(dockerDir, "Dockerfile"))), `(?s)Invalid dockerfile.*line 3`},
@@ -575,11 +579,11 @@ resource "e2b_template_build" "b" {
 		"run with command and commands": {build(`
   from_image = "busybox"
   steps = [{ run = { command = "true", commands = ["true"] } }]
-`), `(?s)Step 1: run must set exactly one of command and commands`},
+`), `(?s)Invalid steps\[0\]\.run.*which\s+sets\s+both\s+command\s+and\s+commands;\s+it\s+must\s+set\s+exactly\s+one\s+of\s+command\s+and\s+commands`},
 		"run without a command": {build(`
   from_image = "busybox"
   steps = [{ run = { user = "root" } }]
-`), `(?s)Step 1: run must set exactly one of command and commands`},
+`), `(?s)Invalid steps\[0\]\.run.*which\s+sets\s+neither\s+of\s+command\s+and\s+commands`},
 		"bad template_id": {`
 resource "e2b_template_build" "b" {
   template_id = "Not-An-ID"

@@ -31,7 +31,7 @@ import (
 
 const templateBuildDescription = "One build of an E2B template: a base (`from_image`, `from_template` or a `dockerfile`) " +
 	"and ordered build steps, run by E2B (or the local server) into a snapshot that sandboxes start from.\n\n" +
-	"**Planning** hashes every COPY source (see the hashing guide): the hashes are shown in `copy_hashes`, " +
+	"**Planning** hashes every COPY source (see [the hashing guide](../guides/hashing.md)): the hashes are shown in `copy_hashes`, " +
 	"and a changed hash, like any changed argument, replaces the build. An unchanged context plans nothing, " +
 	"also from a fresh clone with other modification times and umask. Nothing is uploaded during a plan.\n\n" +
 	"**Apply** uploads only the COPY archives E2B does not have yet, each checked against its planned hash " +
@@ -135,13 +135,13 @@ func buildSandboxAttributes() map[string]schema.Attribute {
 		"cpu_count": schema.Int64Attribute{
 			MarkdownDescription: "vCPUs of sandboxes from this build: 1 or an even number up to 32 (and your team's limit). E2B's default is 2.",
 			Optional:            true,
-			Validators:          []validator.Int64{cpuCountValidator{}},
+			Validators:          []validator.Int64{cpuCountValidator()},
 			PlanModifiers:       []planmodifier.Int64{replaceUnlessImported{}},
 		},
 		"memory_mb": schema.Int64Attribute{
 			MarkdownDescription: "Memory of sandboxes from this build in MiB: an even number of at least 128 (and within your team's limit). E2B's default is 1024.",
 			Optional:            true,
-			Validators:          []validator.Int64{int64validator.AtLeast(128), evenValidator{}},
+			Validators:          []validator.Int64{memoryMBValidator()},
 			PlanModifiers:       []planmodifier.Int64{replaceUnlessImported{}},
 		},
 	}
@@ -223,7 +223,7 @@ func buildResultAttributes() map[string]schema.Attribute {
 			MarkdownDescription: "SHA-256 (hex) of everything that defines the build: its base, every step with the " +
 				"files hash of each COPY, the start and ready commands, `cpu_count`, `memory_mb` and `triggers`; " +
 				"not the tags, `force`, credentials or where the files are. Known at plan time whenever `copy_hashes` " +
-				"is, and the same on every machine and checkout path (see the hashing guide).",
+				"is, and the same on every machine and checkout path (see [the hashing guide](../guides/hashing.md)).",
 			Computed: true,
 		},
 		"status": schema.StringAttribute{

@@ -102,12 +102,17 @@ func TestAccTemplate_planErrors(t *testing.T) {
 resource "e2b_template" "t" {
   name = "Bad Name!"
 }
-`, `(?s)Invalid name.*invalid alias`},
+`, `(?s)Invalid name.*name is "Bad Name!"; it must be an E2B template name.*It\s+has\s+spaces\s+or\s+upper-case\s+letters`},
+		"name with spaces": {`
+resource "e2b_template" "t" {
+  name = "My App"
+}
+`, `(?s)Invalid name.*name is "My App";.*write "my-app"`},
 		"template name with a tag": {`
 resource "e2b_template" "t" {
   name = "good:v1"
 }
-`, `(?s)must not carry a tag`},
+`, `(?s)must\s+not\s+carry\s+a\s+tag`},
 	})
 }
 

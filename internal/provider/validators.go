@@ -2,10 +2,12 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -17,32 +19,123 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/safehttp"
 )
 
-// stringCheck is a plan-time string validator from a description and a
-// check function; unknown and null values are left for later.
-type stringCheck struct {
-	description string
-	check       func(string) error
+// The one style of the provider's attribute errors: the title names the attribute
+// ("Invalid memory_mb"), the detail says the value, what is allowed and, when there is
+// more to say, what is wrong with it: "memory_mb is 1; it must be an even number of at
+// least 128." Every validator here and the checks of ValidateConfig use addInvalid.
+
+// addInvalid adds that error for the value at p; why, when not nil, follows.
+func addInvalid(diags *diag.Diagnostics, p path.Path, value, allowed string, why error) {
+	name, subject := attributeName(p), "is"
+	if name != p.String() {
+		subject = "holds" // an element of a set or map
+	}
+	detail := fmt.Sprintf("%s %s %s; it %s.", name, subject, value, allowed)
+	if why != nil {
+		reason := []rune(strings.TrimSuffix(why.Error(), "."))
+		reason[0] = unicode.ToUpper(reason[0])
+		detail += " " + string(reason) + "."
+	}
+	diags.AddAttributeError(shownPath(p), "Invalid "+name, detail)
 }
 
-func (v stringCheck) Description(context.Context) string         { return v.description }
-func (v stringCheck) MarkdownDescription(context.Context) string { return v.description }
+// attributeName is p without the element steps of a set or map, whose values
+// (tags[Value("x")]) say nothing a reader needs in a title.
+func attributeName(p path.Path) string {
+	for {
+		last, _ := p.Steps().LastStep()
+		if _, isElement := last.(path.PathStepElementKeyValue); !isElement {
+			return p.String()
+		}
+		p = p.ParentPath()
+	}
+}
+
+// shownPath is where Terraform and OpenTofu can point for p: they find an attribute
+// of the configuration by its first step (and an element index after it), not inside
+// the object an attribute such as gate = { … } is set to, and point at the resource's
+// first line for a path they cannot follow. The title names the full path.
+func shownPath(p path.Path) path.Path {
+	steps := p.Steps()
+	if len(steps) <= 1 {
+		return p
+	}
+	if _, isElement := steps[1].(path.PathStepElementKeyValue); isElement && len(steps) == 2 {
+		return p
+	}
+	root, _ := steps.NextStep()
+	name, _ := root.(path.PathStepAttributeName)
+	return path.Root(string(name))
+}
+
+// allowed is what a validator accepts ("must be …"): its description and the
+// middle of its errors.
+type allowed string
+
+func (a allowed) Description(context.Context) string         { return string(a) }
+func (a allowed) MarkdownDescription(context.Context) string { return string(a) }
+
+// stringCheck is a plan-time string validator from what is allowed and a check
+// function (why a value is not); unknown and null values are left for later.
+type stringCheck struct {
+	allowed
+	check func(string) error
+}
 
 func (v stringCheck) ValidateString(_ context.Context, req validator.StringRequest, resp *validator.StringResponse) {
 	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
 		return
 	}
 	if err := v.check(req.ConfigValue.ValueString()); err != nil {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid "+req.Path.String(), err.Error())
+		addInvalid(&resp.Diagnostics, req.Path, fmt.Sprintf("%q", req.ConfigValue.ValueString()), string(v.allowed), err)
 	}
+}
+
+// int64Check is stringCheck for numbers: ok says whether a value is allowed.
+type int64Check struct {
+	allowed
+	ok func(int64) bool
+}
+
+func (v int64Check) ValidateInt64(_ context.Context, req validator.Int64Request, resp *validator.Int64Response) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	if n := req.ConfigValue.ValueInt64(); !v.ok(n) {
+		addInvalid(&resp.Diagnostics, req.Path, fmt.Sprint(n), string(v.allowed), nil)
+	}
+}
+
+// int64Between accepts min to max.
+func int64Between(low, high int64) int64Check {
+	return int64Check{allowed(fmt.Sprintf("must be from %d to %d", low, high)), func(n int64) bool { return n >= low && n <= high }}
+}
+
+// cpuCountValidator accepts the CPU counts E2B builds with.
+func cpuCountValidator() int64Check {
+	return int64Check{"must be 1 or an even number up to 32", func(n int64) bool { return n == 1 || (n >= 2 && n <= 32 && n%2 == 0) }}
+}
+
+// memoryMBValidator accepts the memory sizes E2B builds with.
+func memoryMBValidator() int64Check {
+	return int64Check{"must be an even number of at least 128", func(n int64) bool { return n >= 128 && n%2 == 0 }}
 }
 
 // templateNameValidator accepts "[namespace/]alias" without a tag: the name
 // of a template, as e2b_template takes it.
 func templateNameValidator() validator.String {
-	return stringCheck{"must be an E2B template name: [namespace/]alias of a-z, 0-9, '-' and '_', without a tag", checkTemplateName}
+	return stringCheck{"must be an E2B template name: [namespace/]alias of lower-case a-z, 0-9, '-' and '_', without a tag", checkTemplateName}
 }
 
 func checkTemplateName(s string) error {
+	// E2B lower-cases and trims a name before it checks it, so its errors speak of
+	// the alias "my app" where the configuration says "My App".
+	if suggested := strings.Join(strings.Fields(strings.ToLower(s)), "-"); suggested != s {
+		if _, err := e2bapi.ParseName(suggested); err == nil && !strings.Contains(suggested, ":") {
+			return fmt.Errorf("it has spaces or upper-case letters: write %q", suggested)
+		}
+		return errors.New("it has spaces or upper-case letters")
+	}
 	n, err := e2bapi.ParseName(s)
 	if err != nil {
 		return err
@@ -146,15 +239,20 @@ func validateTimeouts(ctx context.Context, config tfsdk.Config, r durationRange,
 			continue
 		}
 		if _, err := r.parse(v.ValueString()); err != nil {
-			diags.AddAttributeError(p, "Invalid "+p.String(), err.Error())
+			addInvalid(&diags, p, fmt.Sprintf("%q", v.ValueString()), r.describe(), err)
 		}
 	}
 	return diags
 }
 
+// describe is what r accepts, for messages.
+func (r durationRange) describe() string {
+	return "must be a duration such as 30s or 5m, " + r.String()
+}
+
 // durationValidator accepts a Go duration such as "30s" within r.
 func durationValidator(r durationRange) validator.String {
-	return stringCheck{"must be a duration such as 30s or 5m, " + r.String(), func(s string) error {
+	return stringCheck{allowed(r.describe()), func(s string) error {
 		_, err := r.parse(s)
 		return err
 	}}
@@ -176,35 +274,6 @@ func (r durationRange) parse(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("duration %q is out of range: it must be %s", s, r)
 	}
 	return d, nil
-}
-
-type cpuCountValidator struct{}
-
-func (cpuCountValidator) Description(context.Context) string {
-	return "must be 1 or an even number up to 32"
-}
-func (v cpuCountValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-func (v cpuCountValidator) ValidateInt64(_ context.Context, req validator.Int64Request, resp *validator.Int64Response) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	n := req.ConfigValue.ValueInt64()
-	if n < 1 || n > 32 || (n != 1 && n%2 != 0) {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid cpu_count", fmt.Sprintf("cpu_count is %d; it must be 1 or an even number up to 32.", n))
-	}
-}
-
-type evenValidator struct{}
-
-func (evenValidator) Description(context.Context) string               { return "must be even" }
-func (v evenValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
-func (v evenValidator) ValidateInt64(_ context.Context, req validator.Int64Request, resp *validator.Int64Response) {
-	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
-		return
-	}
-	if n := req.ConfigValue.ValueInt64(); n%2 != 0 {
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid "+req.Path.String(), fmt.Sprintf("%s is %d; it must be an even number.", req.Path, n))
-	}
 }
 
 // oneStepKind checks the shape of each build step: exactly one kind per step.
@@ -235,14 +304,18 @@ func (oneStepKind) ValidateList(_ context.Context, req validator.ListRequest, re
 			if len(set) > 0 {
 				described = strings.Join(set, " and ")
 			}
-			resp.Diagnostics.AddAttributeError(req.Path.AtListIndex(i), "Invalid build step",
-				fmt.Sprintf("Step %d must set exactly one of run, copy, env, workdir and user; it sets %s.", i+1, described))
+			addInvalid(&resp.Diagnostics, req.Path.AtListIndex(i), fmt.Sprintf("step %d, which sets %s", i+1, described),
+				"must set exactly one of run, copy, env, workdir and user", nil)
 		}
 		if run, ok := obj.Attributes()["run"].(types.Object); ok && !run.IsNull() && !run.IsUnknown() {
 			command, commands := run.Attributes()["command"], run.Attributes()["commands"]
 			if command != nil && commands != nil && command.IsNull() == commands.IsNull() {
-				resp.Diagnostics.AddAttributeError(req.Path.AtListIndex(i).AtName("run"), "Invalid build step",
-					fmt.Sprintf("Step %d: run must set exactly one of command and commands.", i+1))
+				sets := "neither of command and commands"
+				if !command.IsNull() {
+					sets = "both command and commands"
+				}
+				addInvalid(&resp.Diagnostics, req.Path.AtListIndex(i).AtName("run"), fmt.Sprintf("the run of step %d, which sets %s", i+1, sets),
+					"must set exactly one of command and commands", nil)
 			}
 		}
 	}

@@ -112,6 +112,8 @@ type Copy struct {
 	// hash was cached in: the archive finds its hash there (buildcontext.ArchiveCheck).
 	sdkCache *buildcontext.StatCache
 	sdk      bool
+	// dockerfileLine is the Dockerfile line of the COPY or ADD (0 for a step of steps).
+	dockerfileLine int
 }
 
 // listOptions are the step's options of the listing.
@@ -265,7 +267,10 @@ func resolve(spec Spec) (*Build, error) {
 	b.ContextDir = abs
 	// A source outside the context, named, before the context is read.
 	for _, c := range b.Copies {
-		if _, err := buildcontext.CleanSource(abs, c.Src); err != nil {
+		if _, err := buildcontext.CleanSource(abs, c.Src); err != nil && c.dockerfileLine > 0 {
+			return nil, &PlanError{[]Issue{{Field: "dockerfile", Summary: "Invalid dockerfile",
+				Detail: fmt.Sprintf("Dockerfile line %d: %v", c.dockerfileLine, err)}}}
+		} else if err != nil {
 			return nil, &PlanError{[]Issue{{Field: "context", Summary: "COPY source outside the context", Detail: err.Error()}}}
 		}
 	}
@@ -302,11 +307,11 @@ func (b *Build) useDockerfile(t *dockerfile.Template) {
 	if b.Start.ReadyCmd == "" {
 		b.Start.ReadyCmd = t.ReadyCmd
 	}
-	for _, s := range t.Steps {
+	for i, s := range t.Steps {
 		b.Start.Steps = append(b.Start.Steps, s)
 		if s.Type == steps.Copy {
 			a := s.CopyArgs()
-			b.Copies = append(b.Copies, Copy{Step: len(b.Start.Steps) - 1, Src: a.Src, Dest: a.Dest})
+			b.Copies = append(b.Copies, Copy{Step: len(b.Start.Steps) - 1, Src: a.Src, Dest: a.Dest, dockerfileLine: t.Lines[i]})
 		}
 	}
 }
@@ -347,7 +352,13 @@ func (b *Build) hash(ctx context.Context, mode string, log e2bapi.Logger) error 
 		c := &b.Copies[i]
 		started := time.Now()
 		entries, err := c.hash(ctx, b.ContextDir, mode, cache)
-		if err != nil {
+		switch {
+		case err != nil && c.dockerfileLine > 0:
+			// As the conversion's errors (dockerfile.LineError).
+			issues = append(issues, Issue{Field: "dockerfile", Summary: "Invalid dockerfile",
+				Detail: fmt.Sprintf("Dockerfile line %d: COPY %s %s (context %s): %v", c.dockerfileLine, c.Src, c.Dest, b.ContextDir, err)})
+			continue
+		case err != nil:
 			issues = append(issues, Issue{Summary: fmt.Sprintf("Build context of step %d", c.Step+1),
 				Detail: fmt.Sprintf("COPY %s %s (step %d, context %s): %v", c.Src, c.Dest, c.Step+1, b.ContextDir, err)})
 			continue
