@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
@@ -25,13 +25,13 @@ type runningBuild struct {
 // handleStartBuild serves POST /v2/templates/{templateID}/builds/{buildID}.
 func (s *Server) handleStartBuild(w http.ResponseWriter, r *http.Request) error {
 	templateID, buildID := r.PathValue("templateID"), r.PathValue("buildID")
-	if err := e2bapi.ValidateBuildID(buildID); err != nil {
+	if err := e2b.ValidateBuildID(buildID); err != nil {
 		return answer(http.StatusBadRequest, "%v", err)
 	}
 	if _, err := s.store.Build(templateID, buildID); err != nil {
 		return notFoundAs(err, http.StatusNotFound, "build '%s' of template '%s' not found", buildID, templateID)
 	}
-	var req e2bapi.TemplateBuildStartV2
+	var req e2b.TemplateBuildStartV2
 	if err := decodeBody(w, r, &req, false); err != nil {
 		return err
 	}
@@ -47,7 +47,7 @@ func (s *Server) handleStartBuild(w http.ResponseWriter, r *http.Request) error 
 // the build building (cancelling the builds it supersedes) and runs it on
 // the engine in the background. An unknown step type fails the build (as
 // on E2B), not the request.
-func (s *Server) startBuild(templateID, buildID string, req e2bapi.TemplateBuildStartV2) error {
+func (s *Server) startBuild(templateID, buildID string, req e2b.TemplateBuildStartV2) error {
 	spec, unknown, err := s.buildSpec(templateID, buildID, &req)
 	if err != nil {
 		return err
@@ -88,7 +88,7 @@ func (s *Server) startBuild(templateID, buildID string, req e2bapi.TemplateBuild
 // the base image or build, the steps with their types normalised and the
 // archives of their COPY steps. unknown is the failure of the first step
 // of an unknown type, nil when there is none.
-func (s *Server) buildSpec(templateID, buildID string, req *e2bapi.TemplateBuildStartV2) (spec engine.BuildSpec, unknown *store.BuildReason, err error) {
+func (s *Server) buildSpec(templateID, buildID string, req *e2b.TemplateBuildStartV2) (spec engine.BuildSpec, unknown *store.BuildReason, err error) {
 	switch {
 	case req.FromImage != "" && req.FromTemplate != "":
 		return spec, nil, answer(http.StatusBadRequest, "cannot specify both fromImage and fromTemplate")
@@ -229,13 +229,13 @@ func (s *Server) newLogWriter(buildID string) *logWriter {
 	return lw
 }
 
-func (lw *logWriter) add(line e2bapi.BuildLogEntry) {
+func (lw *logWriter) add(line e2b.BuildLogEntry) {
 	e := store.LogEntry{Timestamp: line.Timestamp, Message: line.Message, Level: line.Level, Step: line.Step}
 	if e.Timestamp.IsZero() {
 		e.Timestamp = lw.now()
 	}
 	if e.Level == "" {
-		e.Level = e2bapi.LogInfo
+		e.Level = e2b.LogInfo
 	}
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
@@ -283,11 +283,11 @@ func (s *Server) handleBuildStatus(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return notFoundAs(err, http.StatusBadRequest, "Build '%s' not found", buildID)
 	}
-	info := e2bapi.TemplateBuildInfo{
+	info := e2b.TemplateBuildInfo{
 		TemplateID: templateID, BuildID: buildID, Status: b.Status,
-		Logs: []string{}, LogEntries: []e2bapi.BuildLogEntry{}, Reason: wireReason(b.Reason),
+		Logs: []string{}, LogEntries: []e2b.BuildLogEntry{}, Reason: wireReason(b.Reason),
 	}
-	if b.Status != e2bapi.BuildWaiting {
+	if b.Status != e2b.BuildWaiting {
 		entries, err := s.store.Logs(buildID, int(offset), int(min(limit, 100)), level)
 		if err != nil {
 			return internal(err)
@@ -320,6 +320,6 @@ func (s *Server) handleBuildLogs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return internal(err)
 	}
-	writeJSON(w, http.StatusOK, e2bapi.TemplateBuildLogsResponse{Logs: wireLogEntries(out)})
+	writeJSON(w, http.StatusOK, e2b.TemplateBuildLogsResponse{Logs: wireLogEntries(out)})
 	return nil
 }

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
@@ -32,7 +32,7 @@ func (s *Server) handle(h apiHandler) http.HandlerFunc {
 // answered.
 type errorAnswer struct {
 	status int
-	body   e2bapi.Error
+	body   e2b.Error
 	cause  error
 }
 
@@ -40,7 +40,7 @@ func (e *errorAnswer) Error() string { return e.body.Message }
 
 // answer is the {code, message} answer with status.
 func answer(status int, format string, args ...any) error {
-	return &errorAnswer{status: status, body: e2bapi.Error{Code: status, Message: fmt.Sprintf(format, args...)}}
+	return &errorAnswer{status: status, body: e2b.Error{Code: status, Message: fmt.Sprintf(format, args...)}}
 }
 
 // internal is the 500 answer of the server's own failure err, whatever
@@ -48,7 +48,7 @@ func answer(status int, format string, args ...any) error {
 func internal(err error) *errorAnswer {
 	return &errorAnswer{
 		status: http.StatusInternalServerError,
-		body:   e2bapi.Error{Code: http.StatusInternalServerError, Message: err.Error(), ErrorCode: "internal_server_error"},
+		body:   e2b.Error{Code: http.StatusInternalServerError, Message: err.Error(), ErrorCode: "internal_server_error"},
 		cause:  err,
 	}
 }
@@ -83,7 +83,7 @@ func failureAnswer(err error) *errorAnswer {
 	default:
 		return internal(err)
 	}
-	return &errorAnswer{status: status, body: e2bapi.Error{Code: status, Message: err.Error()}}
+	return &errorAnswer{status: status, body: e2b.Error{Code: status, Message: err.Error()}}
 }
 
 // writeFailure answers err (failureAnswer), logging the server's own failures.

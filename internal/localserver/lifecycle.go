@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
@@ -24,7 +24,7 @@ const defaultResumeTimeout = 15
 // when already paused. The body ({memory}) is optional; the memory is
 // always kept here.
 func (s *Server) handlePauseSandbox(w http.ResponseWriter, r *http.Request) error {
-	id, _, err := sandboxRequest[e2bapi.SandboxPauseRequest](w, r, true)
+	id, _, err := sandboxRequest[e2b.SandboxPauseRequest](w, r, true)
 	if err != nil {
 		return err
 	}
@@ -46,7 +46,7 @@ func (s *Server) handlePauseSandbox(w http.ResponseWriter, r *http.Request) erro
 // handleResumeSandbox serves the deprecated POST /sandboxes/{sandboxID}/resume:
 // 201 with the sandbox, 409 when it runs.
 func (s *Server) handleResumeSandbox(w http.ResponseWriter, r *http.Request) error {
-	id, req, err := sandboxRequest[e2bapi.ResumedSandbox](w, r, true)
+	id, req, err := sandboxRequest[e2b.ResumedSandbox](w, r, true)
 	if err != nil {
 		return err
 	}

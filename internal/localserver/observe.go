@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
@@ -43,7 +43,7 @@ func (s *Server) handleSandboxMetrics(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return internal(err)
 	}
-	out := []e2bapi.SandboxMetric{}
+	out := []e2b.SandboxMetric{}
 	at := m.Time.Unix()
 	if start <= at && at <= end {
 		out = append(out, metricOf(m))
@@ -63,7 +63,7 @@ func (s *Server) handleSandboxesMetrics(w http.ResponseWriter, r *http.Request) 
 	if len(ids) == 0 || len(ids) > 100 {
 		return answer(http.StatusBadRequest, "sandbox_ids must name from 1 to 100 sandboxes, not %d", len(ids))
 	}
-	out := map[string]e2bapi.SandboxMetric{}
+	out := map[string]e2b.SandboxMetric{}
 	for _, id := range ids {
 		if _, err := s.store.Sandbox(id); err != nil {
 			continue // as on E2B, sandboxes without metrics are left out
@@ -79,9 +79,9 @@ func (s *Server) handleSandboxesMetrics(w http.ResponseWriter, r *http.Request) 
 	return nil
 }
 
-func metricOf(m engine.SandboxMetrics) e2bapi.SandboxMetric {
+func metricOf(m engine.SandboxMetrics) e2b.SandboxMetric {
 	at := m.Time.UTC().Truncate(time.Second)
-	return e2bapi.SandboxMetric{
+	return e2b.SandboxMetric{
 		Timestamp: at, TimestampUnix: at.Unix(), CPUCount: m.CPUCount, CPUUsedPct: float32(m.CPUUsedPct),
 		MemUsed: m.MemUsed, MemTotal: m.MemTotal, MemCache: m.MemCache, DiskUsed: m.DiskUsed, DiskTotal: m.DiskTotal,
 	}
@@ -131,7 +131,7 @@ func (s *Server) storeSandboxLog(r *http.Request) (string, error) {
 	}
 	entries := make([]store.LogEntry, len(lines))
 	for i, l := range lines {
-		e, _ := logEntry(l, e2bapi.LogInfo)
+		e, _ := logEntry(l, e2b.LogInfo)
 		entries[i] = store.LogEntry{Timestamp: l.Time.UTC(), Message: l.Text, Level: e.Level}
 	}
 	if err := s.store.AppendSandboxLogs(id, s.cfg.LogBound, entries); err != nil {
@@ -142,7 +142,7 @@ func (s *Server) storeSandboxLog(r *http.Request) (string, error) {
 
 // sandboxLogEntry is a stored sandbox log line as E2B answers it, and its
 // raw line; the marker of dropped lines keeps its level.
-func sandboxLogEntry(e store.LogEntry) (e2bapi.SandboxLogEntry, string) {
+func sandboxLogEntry(e store.LogEntry) (e2b.SandboxLogEntry, string) {
 	return logEntry(engine.LogLine{Time: e.Timestamp, Text: e.Message}, e.Level)
 }
 
@@ -165,10 +165,10 @@ func (s *Server) handleSandboxLogs(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return internal(err)
 	}
-	out := e2bapi.SandboxLogs{Logs: []e2bapi.SandboxLog{}, LogEntries: []e2bapi.SandboxLogEntry{}}
+	out := e2b.SandboxLogs{Logs: []e2b.SandboxLog{}, LogEntries: []e2b.SandboxLogEntry{}}
 	for _, stored := range page {
 		e, line := sandboxLogEntry(stored)
-		out.Logs = append(out.Logs, e2bapi.SandboxLog{Timestamp: e.Timestamp, Line: line})
+		out.Logs = append(out.Logs, e2b.SandboxLog{Timestamp: e.Timestamp, Line: line})
 		out.LogEntries = append(out.LogEntries, e)
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -214,11 +214,11 @@ func (s *Server) handleSandboxLogsV2(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return internal(err)
 	}
-	out := make([]e2bapi.SandboxLogEntry, len(page))
+	out := make([]e2b.SandboxLogEntry, len(page))
 	for i, stored := range page {
 		out[i], _ = sandboxLogEntry(stored)
 	}
-	writeJSON(w, http.StatusOK, e2bapi.SandboxLogsV2Response{Logs: out})
+	writeJSON(w, http.StatusOK, e2b.SandboxLogsV2Response{Logs: out})
 	return nil
 }
 
@@ -227,8 +227,8 @@ func (s *Server) handleSandboxLogsV2(w http.ResponseWriter, r *http.Request) err
 // become the entry's, its other string, number and boolean members its
 // fields, as E2B's log pipeline does; any other line is a message of
 // logger "envd" at level (info but for the store's marker).
-func logEntry(l engine.LogLine, level string) (e2bapi.SandboxLogEntry, string) {
-	e := e2bapi.SandboxLogEntry{Timestamp: l.Time.UTC(), Level: level, Fields: map[string]string{}}
+func logEntry(l engine.LogLine, level string) (e2b.SandboxLogEntry, string) {
+	e := e2b.SandboxLogEntry{Timestamp: l.Time.UTC(), Level: level, Fields: map[string]string{}}
 	var obj map[string]any
 	if json.Unmarshal([]byte(l.Text), &obj) != nil || obj == nil {
 		e.Message, e.Fields["logger"] = l.Text, "envd"
@@ -246,10 +246,10 @@ func logEntry(l engine.LogLine, level string) (e2bapi.SandboxLogEntry, string) {
 		}
 	}
 	switch level := strings.ToLower(e.Fields["level"]); level {
-	case e2bapi.LogDebug, e2bapi.LogInfo, e2bapi.LogWarn, e2bapi.LogError:
+	case e2b.LogDebug, e2b.LogInfo, e2b.LogWarn, e2b.LogError:
 		e.Level = level
 	case "warning":
-		e.Level = e2bapi.LogWarn
+		e.Level = e2b.LogWarn
 	}
 	e.Message = e.Fields["message"]
 	if e.Message == "" {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
@@ -80,13 +80,13 @@ func flat(byBuild map[string][]string) []string {
 func TestPoolBoundsAndHandOut(t *testing.T) {
 	eng := newFakeEngine(t)
 	ts := startPoolServer(t, eng, PoolConfig{PerBuild: 2, Max: 3, Idle: time.Hour}, nil)
-	a, _ := ts.build("a", e2bapi.TemplateStep{Type: "ENV", Args: []string{"FROM_BUILD", "b"}})
+	a, _ := ts.build("a", e2b.TemplateStep{Type: "ENV", Args: []string{"FROM_BUILD", "b"}})
 	b, _ := ts.build("b")
 	if got := ts.pooledIDs(); len(got) != 0 {
 		t.Fatalf("a build alone filled the pool: %v", got)
 	}
 
-	first := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "a"})
+	first := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "a"})
 	pooled := ts.pooledIDs()
 	if len(pooled[a.BuildID]) != 2 {
 		t.Fatalf("pool after a create from a = %v, want 2 of build %s", pooled, a.BuildID)
@@ -100,7 +100,7 @@ func TestPoolBoundsAndHandOut(t *testing.T) {
 		t.Errorf("stats pooled %d, ready %d; want 2 and 2", stats.Pooled, stats.PoolReady)
 	}
 	// Invisible before it is handed out.
-	var listed []e2bapi.ListedSandbox
+	var listed []e2b.ListedSandbox
 	ts.call("GET", "/sandboxes", nil, http.StatusOK, &listed)
 	if len(listed) != 1 || listed[0].SandboxID != first.SandboxID {
 		t.Errorf("listed %+v, want only %s", listed, first.SandboxID)
@@ -115,20 +115,20 @@ func TestPoolBoundsAndHandOut(t *testing.T) {
 	}
 
 	// Build b gets what Max leaves: one.
-	ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "b"})
+	ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "b"})
 	if got := ts.pooledIDs(); len(got[b.BuildID]) != 1 || len(flat(got)) != 3 {
 		t.Fatalf("pool = %v, want 2 of a and 1 of b", got)
 	}
 
 	// A create from a hands out the oldest, initialised for this request.
-	sb := ts.createSandbox("/sandboxes", e2bapi.NewSandbox{
+	sb := ts.createSandbox("/sandboxes", e2b.NewSandbox{
 		TemplateID: "a", Secure: new(true), Timeout: int32p(60),
 		Metadata: map[string]string{"m": "1"}, EnvVars: map[string]string{"K": "V"},
 	})
 	if sb.SandboxID != hidden || sb.EnvdAccessToken == "" {
 		t.Fatalf("create = %+v, want the pooled %s with a token", sb, hidden)
 	}
-	var detail e2bapi.SandboxDetail
+	var detail e2b.SandboxDetail
 	ts.call("GET", "/sandboxes/"+sb.SandboxID, nil, http.StatusOK, &detail)
 	if detail.Metadata["m"] != "1" || detail.EndAt.Sub(detail.StartedAt) != time.Minute || detail.EnvdAccessToken != sb.EnvdAccessToken {
 		t.Errorf("detail = %+v", detail)
@@ -165,8 +165,8 @@ func TestPoolOff(t *testing.T) {
 		eng := newFakeEngine(t)
 		ts := startPoolServer(t, eng, pool, nil)
 		ts.build("a")
-		ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "a"})
-		ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "a"})
+		ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "a"})
+		ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "a"})
 		if got := ts.pooledIDs(); len(got) != 0 {
 			t.Errorf("%+v: pool = %v, want none", pool, got)
 		}
@@ -187,7 +187,7 @@ func TestPoolIdleExpiry(t *testing.T) {
 	eng := newFakeEngine(t)
 	ts := startPoolServer(t, eng, PoolConfig{PerBuild: 1, Max: 4, Idle: time.Minute}, clock)
 	a, _ := ts.build("a")
-	ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "a", Timeout: int32p(3600)})
+	ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "a", Timeout: int32p(3600)})
 	first := ts.pooledIDs()[a.BuildID]
 	if len(first) != 1 {
 		t.Fatalf("pool = %v", first)
@@ -201,7 +201,7 @@ func TestPoolIdleExpiry(t *testing.T) {
 
 	// Used again within Idle: the expired container is replaced.
 	clock.Advance(40 * time.Second)
-	taken := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "a", Timeout: int32p(3600)})
+	taken := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "a", Timeout: int32p(3600)})
 	if taken.SandboxID != first[0] {
 		t.Fatalf("create = %s, want the pooled %s", taken.SandboxID, first[0])
 	}
@@ -253,8 +253,8 @@ func TestPoolDeleteTemplateAndClose(t *testing.T) {
 	ts := startPoolServer(t, eng, PoolConfig{PerBuild: 2, Max: 8, Idle: time.Hour}, nil, serverOptions{dataDir: dataDir, skipCleanup: true})
 	a, _ := ts.build("a")
 	b, _ := ts.build("b")
-	sa := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "a"})
-	ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "b"})
+	sa := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "a"})
+	ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "b"})
 	pooled := ts.pooledIDs()
 	if len(pooled[a.BuildID]) != 2 || len(pooled[b.BuildID]) != 2 {
 		t.Fatalf("pool = %v", pooled)
@@ -344,11 +344,11 @@ func forFreshAndPooled(t *testing.T, test func(t *testing.T, pool PoolConfig)) {
 // it waits for a pooled container of the template's build (after a first
 // create, thrown away, that marks the build used) and checks that the
 // sandbox is that container.
-func (ts *testServer) createPossiblyPooled(template string) e2bapi.Sandbox {
+func (ts *testServer) createPossiblyPooled(template string) e2b.Sandbox {
 	t := ts.t
 	t.Helper()
 	if !ts.Server.cfg.Pool.on() {
-		return ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: template})
+		return ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: template})
 	}
 	_, b, err := ts.Server.store.Resolve(template)
 	if err != nil {
@@ -359,7 +359,7 @@ func (ts *testServer) createPossiblyPooled(template string) e2bapi.Sandbox {
 	_, used := p.lastUsed[b.ID]
 	p.mu.Unlock()
 	if !used {
-		first := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: template})
+		first := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: template})
 		ts.call("DELETE", "/sandboxes/"+first.SandboxID, nil, http.StatusNoContent, nil)
 	}
 	var want string
@@ -370,7 +370,7 @@ func (ts *testServer) createPossiblyPooled(template string) e2bapi.Sandbox {
 			t.Fatalf("no pooled container of %s after 2 minutes", template)
 		}
 	}
-	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: template})
+	sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: template})
 	if sb.SandboxID != want {
 		t.Fatalf("sandbox %s of %s is not the pooled %s", sb.SandboxID, template, want)
 	}

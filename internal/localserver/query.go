@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 )
 
 // The query parameters of the list and log endpoints, and their pages.
@@ -48,7 +48,7 @@ func paginate[T any](items []T, limit int, token string, key func(T) string) ([]
 func queryLevel(r *http.Request) (string, error) {
 	level := r.URL.Query().Get("level")
 	switch level {
-	case "", e2bapi.LogDebug, e2bapi.LogInfo, e2bapi.LogWarn, e2bapi.LogError:
+	case "", e2b.LogDebug, e2b.LogInfo, e2b.LogWarn, e2b.LogError:
 		return level, nil
 	}
 	return "", answer(http.StatusBadRequest, "level %q must be one of debug, info, warn, error", level)

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/egress"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
@@ -225,7 +225,7 @@ func serve(ctx context.Context, o Options, dataDir, apiKey string, eng Engine, r
 // else a new one that it keeps there.
 func loadAPIKey(dataDir, configured string) (string, error) {
 	if configured != "" {
-		if !e2bapi.IsAPIKey(configured) {
+		if !e2b.IsAPIKey(configured) {
 			return "", fmt.Errorf("API key %q must be e2b_ followed by lower-case hex digits", configured)
 		}
 		return configured, nil
@@ -233,7 +233,7 @@ func loadAPIKey(dataDir, configured string) (string, error) {
 	path := filepath.Join(dataDir, apiKeyFile)
 	if raw, err := os.ReadFile(path); err == nil {
 		key := strings.TrimSpace(string(raw))
-		if !e2bapi.IsAPIKey(key) {
+		if !e2b.IsAPIKey(key) {
 			return "", fmt.Errorf("API key file %s does not hold an e2b_ key; remove it to generate a new one", path)
 		}
 		return key, nil

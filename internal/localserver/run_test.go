@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
@@ -30,7 +30,7 @@ func TestAPIKeyIsGeneratedOnceAndKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !e2bapi.IsAPIKey(key) || len(key) != len("e2b_")+40 {
+	if !e2b.IsAPIKey(key) || len(key) != len("e2b_")+40 {
 		t.Fatalf("generated key %q is not e2b_ + 40 hex", key)
 	}
 	fi, err := os.Stat(filepath.Join(dir, apiKeyFile))

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
@@ -32,7 +32,7 @@ const (
 
 // handleCreateSandbox serves POST /v2/sandboxes.
 func (s *Server) handleCreateSandbox(w http.ResponseWriter, r *http.Request) error {
-	var req e2bapi.NewSandbox
+	var req e2b.NewSandbox
 	if err := decodeBody(w, r, &req, false); err != nil {
 		return err
 	}
@@ -43,7 +43,7 @@ func (s *Server) handleCreateSandbox(w http.ResponseWriter, r *http.Request) err
 // handleCreateSandboxV1 serves POST /sandboxes, which differs from v2 in
 // the default timeout and in that it secures envd only on request.
 func (s *Server) handleCreateSandboxV1(w http.ResponseWriter, r *http.Request) error {
-	var req e2bapi.NewSandbox
+	var req e2b.NewSandbox
 	if err := decodeBody(w, r, &req, false); err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func (s *Server) handleCreateSandboxV1(w http.ResponseWriter, r *http.Request) e
 }
 
 // answerCreated answers 201 with the sandbox createSandbox started, or its error.
-func answerCreated(w http.ResponseWriter, sb *e2bapi.Sandbox, err error) error {
+func answerCreated(w http.ResponseWriter, sb *e2b.Sandbox, err error) error {
 	if err != nil {
 		return err
 	}
@@ -63,7 +63,7 @@ func answerCreated(w http.ResponseWriter, sb *e2bapi.Sandbox, err error) error {
 // createSandbox starts a sandbox of req's template for req.Timeout seconds
 // (defaultTimeout when unset), with an envd access token when secure, and
 // records it.
-func (s *Server) createSandbox(ctx context.Context, req e2bapi.NewSandbox, defaultTimeout int32, secure bool) (*e2bapi.Sandbox, error) {
+func (s *Server) createSandbox(ctx context.Context, req e2b.NewSandbox, defaultTimeout int32, secure bool) (*e2b.Sandbox, error) {
 	timeout, err := s.ttl(req.Timeout, defaultTimeout, 1)
 	if err != nil {
 		return nil, err
@@ -105,7 +105,7 @@ func (s *Server) createSandbox(ctx context.Context, req e2bapi.NewSandbox, defau
 	started, err := s.startSandbox(ctx, &sb, b)
 	if err != nil {
 		s.log.Error("start sandbox", "template", t.ID, "build", b.ID, "err", err)
-		return nil, &errorAnswer{status: http.StatusInternalServerError, body: e2bapi.Error{Code: 500, Message: "start sandbox: " + err.Error(), ErrorCode: "sandbox_create_failed"}}
+		return nil, &errorAnswer{status: http.StatusInternalServerError, body: e2b.Error{Code: 500, Message: "start sandbox: " + err.Error(), ErrorCode: "sandbox_create_failed"}}
 	}
 	id := sb.ID
 	sb.ContainerID, sb.EnvdVersion = started.ContainerID, started.EnvdVersion
@@ -190,9 +190,9 @@ func sandboxSpec(sb store.Sandbox, b store.Build) engine.SandboxSpec {
 }
 
 // sandboxAnswer is the Sandbox of create, connect and resume answers.
-func (s *Server) sandboxAnswer(sb store.Sandbox) *e2bapi.Sandbox {
-	return &e2bapi.Sandbox{
-		TemplateID: sb.TemplateID, SandboxID: sb.ID, Alias: sb.Alias, ClientID: e2bapi.ClientID,
+func (s *Server) sandboxAnswer(sb store.Sandbox) *e2b.Sandbox {
+	return &e2b.Sandbox{
+		TemplateID: sb.TemplateID, SandboxID: sb.ID, Alias: sb.Alias, ClientID: e2b.ClientID,
 		EnvdVersion: sb.EnvdVersion, EnvdAccessToken: sb.AccessToken, Domain: s.domain(),
 	}
 }
@@ -222,7 +222,7 @@ func stateAndEnd(sb store.Sandbox) (string, time.Time) {
 // sandboxID reads the sandbox ID of the path; a bad one is a 400 answer.
 func sandboxID(r *http.Request) (string, error) {
 	id := r.PathValue("sandboxID")
-	if err := e2bapi.ValidateSandboxID(id); err != nil {
+	if err := e2b.ValidateSandboxID(id); err != nil {
 		return "", answer(http.StatusBadRequest, "%v", err)
 	}
 	return id, nil
@@ -251,20 +251,20 @@ func (s *Server) handleGetSandbox(w http.ResponseWriter, r *http.Request) error 
 	if sb.AutoPause {
 		onTimeout = "pause"
 	}
-	writeJSON(w, http.StatusOK, e2bapi.SandboxDetail{
-		TemplateID: sb.TemplateID, Alias: sb.Alias, SandboxID: sb.ID, ClientID: e2bapi.ClientID,
+	writeJSON(w, http.StatusOK, e2b.SandboxDetail{
+		TemplateID: sb.TemplateID, Alias: sb.Alias, SandboxID: sb.ID, ClientID: e2b.ClientID,
 		StartedAt: sb.StartedAt, EndAt: end, EnvdVersion: sb.EnvdVersion,
 		EnvdAccessToken: sb.AccessToken, Domain: s.domain(),
 		CPUCount: sb.CPUCount, MemoryMB: sb.MemoryMB, Metadata: sb.Metadata, State: state,
-		Lifecycle: &e2bapi.SandboxLifecycle{OnTimeout: onTimeout, AutoResume: sb.AutoResume > 0},
+		Lifecycle: &e2b.SandboxLifecycle{OnTimeout: onTimeout, AutoResume: sb.AutoResume > 0},
 	})
 	return nil
 }
 
-func listed(sb store.Sandbox) e2bapi.ListedSandbox {
+func listed(sb store.Sandbox) e2b.ListedSandbox {
 	state, end := stateAndEnd(sb)
-	return e2bapi.ListedSandbox{
-		TemplateID: sb.TemplateID, Alias: sb.Alias, SandboxID: sb.ID, ClientID: e2bapi.ClientID,
+	return e2b.ListedSandbox{
+		TemplateID: sb.TemplateID, Alias: sb.Alias, SandboxID: sb.ID, ClientID: e2b.ClientID,
 		StartedAt: sb.StartedAt, EndAt: end, CPUCount: sb.CPUCount, MemoryMB: sb.MemoryMB,
 		Metadata: sb.Metadata, State: state, EnvdVersion: sb.EnvdVersion,
 	}
@@ -273,7 +273,7 @@ func listed(sb store.Sandbox) e2bapi.ListedSandbox {
 // filteredSandboxes lists the sandboxes matching the metadata query
 // ("k=v&k2=v2", URL-encoded) and the state query (comma-separated or
 // repeated; defaultStates when absent).
-func (s *Server) filteredSandboxes(r *http.Request, defaultStates ...string) ([]e2bapi.ListedSandbox, error) {
+func (s *Server) filteredSandboxes(r *http.Request, defaultStates ...string) ([]e2b.ListedSandbox, error) {
 	want, err := url.ParseQuery(r.URL.Query().Get("metadata"))
 	if err != nil {
 		return nil, answer(http.StatusBadRequest, "metadata query %q is invalid: %v", r.URL.Query().Get("metadata"), err)
@@ -286,7 +286,7 @@ func (s *Server) filteredSandboxes(r *http.Request, defaultStates ...string) ([]
 	if err != nil {
 		return nil, internal(err)
 	}
-	out := []e2bapi.ListedSandbox{}
+	out := []e2b.ListedSandbox{}
 next:
 	for _, sb := range all {
 		for k := range want {
@@ -322,7 +322,7 @@ func (s *Server) handleListSandboxesV2(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return err
 	}
-	page, next := paginate(out, limit, r.URL.Query().Get("nextToken"), func(sb e2bapi.ListedSandbox) string { return sb.SandboxID })
+	page, next := paginate(out, limit, r.URL.Query().Get("nextToken"), func(sb e2b.ListedSandbox) string { return sb.SandboxID })
 	if next != "" {
 		w.Header().Set("X-Next-Token", next)
 	}
@@ -362,7 +362,7 @@ func (s *Server) stopSandbox(ctx context.Context, id string) error {
 }
 
 func (s *Server) handleSandboxTimeout(w http.ResponseWriter, r *http.Request) error {
-	id, req, err := sandboxRequest[e2bapi.SandboxTimeoutRequest](w, r, false)
+	id, req, err := sandboxRequest[e2b.SandboxTimeoutRequest](w, r, false)
 	if err != nil {
 		return err
 	}
@@ -384,7 +384,7 @@ func (s *Server) handleSandboxTimeout(w http.ResponseWriter, r *http.Request) er
 // handleConnectSandbox serves POST /v2/sandboxes/{sandboxID}/connect, the
 // SDK's Sandbox.connect; its body is optional (timeout 300 s).
 func (s *Server) handleConnectSandbox(w http.ResponseWriter, r *http.Request) error {
-	id, req, err := sandboxRequest[e2bapi.ConnectSandbox](w, r, true)
+	id, req, err := sandboxRequest[e2b.ConnectSandbox](w, r, true)
 	if err != nil {
 		return err
 	}
@@ -394,7 +394,7 @@ func (s *Server) handleConnectSandbox(w http.ResponseWriter, r *http.Request) er
 // handleConnectSandboxV1 serves POST /sandboxes/{sandboxID}/connect, which
 // requires the timeout.
 func (s *Server) handleConnectSandboxV1(w http.ResponseWriter, r *http.Request) error {
-	id, req, err := sandboxRequest[e2bapi.ConnectSandbox](w, r, false)
+	id, req, err := sandboxRequest[e2b.ConnectSandbox](w, r, false)
 	if err != nil {
 		return err
 	}
@@ -434,7 +434,7 @@ func (s *Server) connectSandbox(w http.ResponseWriter, r *http.Request, id strin
 // handleRefreshSandbox keeps a sandbox alive for duration seconds more (0 to 3600) from
 // now, never shortening it.
 func (s *Server) handleRefreshSandbox(w http.ResponseWriter, r *http.Request) error {
-	id, req, err := sandboxRequest[e2bapi.SandboxRefreshRequest](w, r, true)
+	id, req, err := sandboxRequest[e2b.SandboxRefreshRequest](w, r, true)
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/cors"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
@@ -274,7 +274,7 @@ func (s *Server) ownedImages() (map[string]bool, error) {
 			return nil, err
 		}
 		for _, b := range builds {
-			if b.Status == e2bapi.BuildReady && b.Result != nil && b.Result.Image != "" {
+			if b.Status == e2b.BuildReady && b.Result != nil && b.Result.Image != "" {
 				owned[b.Result.Image] = true
 			}
 		}

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
@@ -18,7 +18,7 @@ import (
 // handleCreateSnapshot serves POST /sandboxes/{sandboxID}/snapshots: 201
 // SnapshotInfo. The sandbox keeps running.
 func (s *Server) handleCreateSnapshot(w http.ResponseWriter, r *http.Request) error {
-	id, req, err := sandboxRequest[e2bapi.SandboxSnapshotRequest](w, r, false)
+	id, req, err := sandboxRequest[e2b.SandboxSnapshotRequest](w, r, false)
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func (s *Server) handleListSnapshots(w http.ResponseWriter, r *http.Request) err
 	q := r.URL.Query()
 	templateID, tag := "", ""
 	if raw := q.Get("name"); raw != "" {
-		name, err := e2bapi.ParseName(raw)
+		name, err := e2b.ParseName(raw)
 		if err != nil {
 			return answer(http.StatusBadRequest, "Invalid name: %v", err)
 		}
@@ -94,11 +94,11 @@ func (s *Server) handleListSnapshots(w http.ResponseWriter, r *http.Request) err
 		}
 		tag = name.Tag
 		if tag == "" && strings.Contains(raw, ":") {
-			tag = e2bapi.DefaultTag
+			tag = e2b.DefaultTag
 		}
 		t, err := s.store.LookupTemplate(name.Identifier())
 		if store.KindOf(err) == store.KindNotFound {
-			writeJSON(w, http.StatusOK, []e2bapi.SnapshotInfo{})
+			writeJSON(w, http.StatusOK, []e2b.SnapshotInfo{})
 			return nil
 		}
 		if err != nil {
@@ -110,11 +110,11 @@ func (s *Server) handleListSnapshots(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return internal(err)
 	}
-	out := make([]e2bapi.SnapshotInfo, 0, len(snaps))
+	out := make([]e2b.SnapshotInfo, 0, len(snaps))
 	for _, snap := range snaps {
 		out = append(out, s.snapshotInfo(snap))
 	}
-	page, next := paginate(out, limit, q.Get("nextToken"), func(i e2bapi.SnapshotInfo) string { return i.SnapshotID })
+	page, next := paginate(out, limit, q.Get("nextToken"), func(i e2b.SnapshotInfo) string { return i.SnapshotID })
 	if next != "" {
 		w.Header().Set("X-Next-Token", next)
 	}
@@ -125,10 +125,10 @@ func (s *Server) handleListSnapshots(w http.ResponseWriter, r *http.Request) err
 // snapshotInfo names a snapshot as E2B does: "<namespace>/<alias>:<tag>"
 // with its full name, or "<templateID>:<tag>" and no names for a template
 // of no name.
-func (s *Server) snapshotInfo(snap store.Snapshot) e2bapi.SnapshotInfo {
+func (s *Server) snapshotInfo(snap store.Snapshot) e2b.SnapshotInfo {
 	if snap.Template.Alias == "" {
-		return e2bapi.SnapshotInfo{SnapshotID: snap.Template.ID + ":" + snap.Tag, Names: []string{}}
+		return e2b.SnapshotInfo{SnapshotID: snap.Template.ID + ":" + snap.Tag, Names: []string{}}
 	}
 	name := s.store.Name(snap.Template)
-	return e2bapi.SnapshotInfo{SnapshotID: name + ":" + snap.Tag, Names: []string{name}}
+	return e2b.SnapshotInfo{SnapshotID: name + ":" + snap.Tag, Names: []string{name}}
 }

@@ -3,7 +3,7 @@ package localserver
 import (
 	"net/http"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
@@ -14,7 +14,7 @@ const (
 )
 
 func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) error {
-	var req e2bapi.TemplateBuildRequestV3
+	var req e2b.TemplateBuildRequestV3
 	if err := decodeBody(w, r, &req, false); err != nil {
 		return err
 	}
@@ -42,7 +42,7 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusAccepted, e2bapi.TemplateRequestResponseV3{
+	writeJSON(w, http.StatusAccepted, e2b.TemplateRequestResponseV3{
 		TemplateID: reg.Template.ID,
 		BuildID:    reg.Build.ID,
 		Public:     reg.Template.Public,
@@ -55,12 +55,12 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) error {
 
 // listItem is a template as the list endpoints show it: buildID is the
 // newest ready build (the newest build when none is ready).
-func (s *Server) listItem(t store.Template) (e2bapi.Template, error) {
+func (s *Server) listItem(t store.Template) (e2b.Template, error) {
 	builds, err := s.store.Builds(t.ID)
 	if err != nil {
-		return e2bapi.Template{}, err
+		return e2b.Template{}, err
 	}
-	item := e2bapi.Template{
+	item := e2b.Template{
 		TemplateID: t.ID, Public: t.Public,
 		Aliases: []string{t.Alias}, Names: []string{s.store.Name(t)},
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
@@ -73,7 +73,7 @@ func (s *Server) listItem(t store.Template) (e2bapi.Template, error) {
 	item.BuildStatus = builds[0].Status
 	shown := builds[0]
 	for _, b := range builds {
-		if b.Status == e2bapi.BuildReady {
+		if b.Status == e2b.BuildReady {
 			shown = b
 			break
 		}
@@ -85,12 +85,12 @@ func (s *Server) listItem(t store.Template) (e2bapi.Template, error) {
 	return item, nil
 }
 
-func (s *Server) listItems() ([]e2bapi.Template, error) {
+func (s *Server) listItems() ([]e2b.Template, error) {
 	templates, err := s.store.Templates()
 	if err != nil {
 		return nil, err
 	}
-	out := []e2bapi.Template{}
+	out := []e2b.Template{}
 	for _, t := range templates {
 		if t.SnapshotOf != "" {
 			continue // snapshots are listed by GET /snapshots, as on E2B
@@ -122,7 +122,7 @@ func (s *Server) handleListTemplatesV2(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return internal(err)
 	}
-	page, next := paginate(items, limit, r.URL.Query().Get("nextToken"), func(t e2bapi.Template) string { return t.TemplateID })
+	page, next := paginate(items, limit, r.URL.Query().Get("nextToken"), func(t e2b.Template) string { return t.TemplateID })
 	if next != "" {
 		w.Header().Set("X-Next-Token", next)
 	}
@@ -147,15 +147,15 @@ func (s *Server) handleGetTemplate(w http.ResponseWriter, r *http.Request) error
 		return internal(err)
 	}
 	page, next := paginate(builds, limit, r.URL.Query().Get("nextToken"), func(b store.Build) string { return b.ID })
-	out := e2bapi.TemplateWithBuilds{
+	out := e2b.TemplateWithBuilds{
 		TemplateID: t.ID, Public: t.Public,
 		Aliases: []string{t.Alias}, Names: []string{s.store.Name(t)},
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
 		LastSpawnedAt: t.LastSpawnedAt, SpawnCount: t.SpawnCount,
-		Builds: []e2bapi.TemplateBuild{},
+		Builds: []e2b.TemplateBuild{},
 	}
 	for _, b := range page {
-		tb := e2bapi.TemplateBuild{
+		tb := e2b.TemplateBuild{
 			BuildID: b.ID, Status: b.Status, CreatedAt: b.CreatedAt, UpdatedAt: b.UpdatedAt,
 			FinishedAt: b.FinishedAt, CPUCount: b.CPUCount, MemoryMB: b.MemoryMB,
 		}
@@ -192,7 +192,7 @@ func (s *Server) handleDeleteTemplate(w http.ResponseWriter, r *http.Request) er
 }
 
 func (s *Server) handlePatchTemplate(w http.ResponseWriter, r *http.Request) error {
-	var req e2bapi.TemplateUpdateRequest
+	var req e2b.TemplateUpdateRequest
 	if err := decodeBody(w, r, &req, true); err != nil {
 		return err
 	}
@@ -207,12 +207,12 @@ func (s *Server) handlePatchTemplate(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, e2bapi.TemplateUpdateResponse{Names: []string{s.store.Name(t)}})
+	writeJSON(w, http.StatusOK, e2b.TemplateUpdateResponse{Names: []string{s.store.Name(t)}})
 	return nil
 }
 
 func (s *Server) handleAlias(w http.ResponseWriter, ref string) error {
-	name, err := e2bapi.ParseName(ref)
+	name, err := e2b.ParseName(ref)
 	if err != nil {
 		return answer(http.StatusBadRequest, "%v", err)
 	}
@@ -225,12 +225,12 @@ func (s *Server) handleAlias(w http.ResponseWriter, ref string) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, e2bapi.TemplateAliasResponse{TemplateID: t.ID, Public: t.Public})
+	writeJSON(w, http.StatusOK, e2b.TemplateAliasResponse{TemplateID: t.ID, Public: t.Public})
 	return nil
 }
 
 func (s *Server) handleAssignTags(w http.ResponseWriter, r *http.Request) error {
-	var req e2bapi.AssignTemplateTagsRequest
+	var req e2b.AssignTemplateTagsRequest
 	if err := decodeBody(w, r, &req, false); err != nil {
 		return err
 	}
@@ -238,12 +238,12 @@ func (s *Server) handleAssignTags(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, e2bapi.AssignedTemplateTags{BuildID: buildID, Tags: tags})
+	writeJSON(w, http.StatusCreated, e2b.AssignedTemplateTags{BuildID: buildID, Tags: tags})
 	return nil
 }
 
 func (s *Server) handleDeleteTags(w http.ResponseWriter, r *http.Request) error {
-	var req e2bapi.DeleteTemplateTagsRequest
+	var req e2b.DeleteTemplateTagsRequest
 	if err := decodeBody(w, r, &req, false); err != nil {
 		return err
 	}

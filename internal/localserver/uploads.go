@@ -11,7 +11,7 @@ import (
 	"syscall"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
@@ -22,7 +22,7 @@ const uploadPath = "/_local/uploads/"
 // handleFileLink answers GET /templates/{id}/files/{hash} with whether the
 // archive is stored and, always (as E2B does), a single-use upload URL.
 func (s *Server) handleFileLink(w http.ResponseWriter, r *http.Request, templateID, hash string) error {
-	if e2bapi.ValidateFilesHash(hash) != nil {
+	if e2b.ValidateFilesHash(hash) != nil {
 		return answer(http.StatusBadRequest, "Invalid files hash")
 	}
 	t, err := s.store.TemplateByID(templateID)
@@ -41,7 +41,7 @@ func (s *Server) handleFileLink(w http.ResponseWriter, r *http.Request, template
 	if base == "" {
 		base = "http://" + r.Host
 	}
-	writeJSON(w, http.StatusCreated, e2bapi.TemplateBuildFileUpload{
+	writeJSON(w, http.StatusCreated, e2b.TemplateBuildFileUpload{
 		Present: present,
 		URL:     strings.TrimSuffix(base, "/") + uploadPath + grant.Token,
 	})

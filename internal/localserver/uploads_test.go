@@ -15,16 +15,16 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
 
 func hashOf(n int) string { return fmt.Sprintf("%064x", n) }
 
-func (ts *testServer) link(templateID, hash string) e2bapi.TemplateBuildFileUpload {
+func (ts *testServer) link(templateID, hash string) e2b.TemplateBuildFileUpload {
 	ts.t.Helper()
-	var out e2bapi.TemplateBuildFileUpload
+	var out e2b.TemplateBuildFileUpload
 	ts.call("GET", "/templates/"+templateID+"/files/"+hash, nil, http.StatusCreated, &out)
 	return out
 }
@@ -158,7 +158,7 @@ func TestCopyStepUsesTheStoredArchive(t *testing.T) {
 	reg := ts.register("app")
 	hash := hashOf(7)
 	putOK(t, ts.link(reg.TemplateID, hash).URL, testutil.Tarball(t, true, testutil.File("a.txt", "A")))
-	ts.start(reg, e2bapi.TemplateBuildStartV2{FromImage: "img", Steps: []e2bapi.TemplateStep{
+	ts.start(reg, e2b.TemplateBuildStartV2{FromImage: "img", Steps: []e2b.TemplateStep{
 		{Type: "COPY", Args: []string{"a.txt", "/a.txt", "", ""}, FilesHash: hash},
 		{Type: "add", Args: []string{"a.txt", "/b.txt", "", ""}, FilesHash: hash},
 	}})
@@ -183,7 +183,7 @@ func TestUploadGrantsArePruned(t *testing.T) {
 	configure := func(c *Config) { c.Now = clock.Now }
 	ts := startServer(t, newFakeEngine(t), serverOptions{configure: configure, dataDir: dataDir, skipCleanup: true})
 	reg := ts.register("app")
-	var last e2bapi.TemplateBuildFileUpload
+	var last e2b.TemplateBuildFileUpload
 	for range 300 {
 		last = ts.link(reg.TemplateID, hashOf(1))
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/safehttp"
 )
 
@@ -43,7 +43,7 @@ func templateNameValidator() validator.String {
 }
 
 func checkTemplateName(s string) error {
-	n, err := e2bapi.ParseName(s)
+	n, err := e2b.ParseName(s)
 	if err != nil {
 		return err
 	}
@@ -60,7 +60,7 @@ func checkTemplateName(s string) error {
 // without a tag.
 func templateRefValidator() validator.String {
 	return stringCheck{"must be a template ID or name without a tag", func(s string) error {
-		if e2bapi.IsTemplateID(s) {
+		if e2b.IsTemplateID(s) {
 			return nil
 		}
 		return checkTemplateName(s)
@@ -71,7 +71,7 @@ func templateRefValidator() validator.String {
 // "name[:tag]", "name:<buildID>" or a template ID.
 func templateRunRefValidator() validator.String {
 	return stringCheck{"must be a template ID, name, name:tag or name:<build ID>", func(s string) error {
-		_, err := e2bapi.ParseName(s)
+		_, err := e2b.ParseName(s)
 		return err
 	}}
 }
@@ -79,7 +79,7 @@ func templateRunRefValidator() validator.String {
 // tagValidator accepts a build tag.
 func tagValidator() validator.String {
 	return stringCheck{"must be a tag (a-z, 0-9, '-', '_', '.')", func(s string) error {
-		if err := e2bapi.ValidateTag(s); err != nil {
+		if err := e2b.ValidateTag(s); err != nil {
 			return err
 		}
 		if strings.ToLower(s) != s {
@@ -90,11 +90,11 @@ func tagValidator() validator.String {
 }
 
 func buildIDValidator() validator.String {
-	return stringCheck{"must be a build ID (a UUID)", e2bapi.ValidateBuildID}
+	return stringCheck{"must be a build ID (a UUID)", e2b.ValidateBuildID}
 }
 
 func sandboxIDValidator() validator.String {
-	return stringCheck{"must be a sandbox ID", e2bapi.ValidateSandboxID}
+	return stringCheck{"must be a sandbox ID", e2b.ValidateSandboxID}
 }
 
 // domainValidator accepts an E2B domain: a bare DNS name (safehttp.ValidateDomain).

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 )
 
 // BenchmarkBuildLayerCache builds `COPY . /bench` of the tree in
@@ -28,7 +28,7 @@ func BenchmarkBuildLayerCache(b *testing.B) {
 			start := time.Now()
 			res, err := d.Build(b.Context(), BuildSpec{
 				TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: dockerEnv.baseImage,
-				Steps: []e2bapi.TemplateStep{
+				Steps: []e2b.TemplateStep{
 					{Type: "COPY", Args: []string{".", "/bench/", "", ""}, FilesHash: "tree"},
 					{Type: "RUN", Args: []string{run}},
 				},

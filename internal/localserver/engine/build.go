@@ -11,7 +11,7 @@ import (
 
 	"github.com/docker/docker/api/types/image"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 )
@@ -70,8 +70,8 @@ func (d *Docker) Build(ctx context.Context, spec BuildSpec) (*BuildResult, error
 }
 
 func (b *builder) run(ctx context.Context) (*BuildResult, error) {
-	b.logf(stepBase, e2bapi.LogInfo, "Building from %s", b.spec.BaseImage)
-	img, err := b.d.ensureImage(ctx, b.spec, func(format string, args ...any) { b.logf(stepBase, e2bapi.LogInfo, format, args...) })
+	b.logf(stepBase, e2b.LogInfo, "Building from %s", b.spec.BaseImage)
+	img, err := b.d.ensureImage(ctx, b.spec, func(format string, args ...any) { b.logf(stepBase, e2b.LogInfo, format, args...) })
 	if err != nil {
 		return nil, b.fail(stepBase, err)
 	}
@@ -101,25 +101,25 @@ func (b *builder) run(ctx context.Context) (*BuildResult, error) {
 		return nil, b.fail(stepBase, err)
 	}
 
-	b.emit(stepBase, e2bapi.LogInfo, layerLine(resume >= 0, "base", "FROM "+b.spec.BaseImage, baseKey))
+	b.emit(stepBase, e2b.LogInfo, layerLine(resume >= 0, "base", "FROM "+b.spec.BaseImage, baseKey))
 	if b.spec.FromBuild == nil {
 		if resume < 0 {
-			b.emit(stepBase, e2bapi.LogInfo, layerLine(false, "base", "DEFAULT USER "+defaultUser, keys[0]))
+			b.emit(stepBase, e2b.LogInfo, layerLine(false, "base", "DEFAULT USER "+defaultUser, keys[0]))
 			if err := b.basePhase(ctx, keys[0]); err != nil {
 				return nil, b.fail(stepBase, err)
 			}
 			from = b.d.layerRef(keys[0])
 		} else {
-			b.emit(stepBase, e2bapi.LogInfo, layerLine(true, "base", "DEFAULT USER "+defaultUser, keys[0]))
+			b.emit(stepBase, e2b.LogInfo, layerLine(true, "base", "DEFAULT USER "+defaultUser, keys[0]))
 		}
 	}
 	for i, st := range b.spec.Steps {
 		step, line := strconv.Itoa(i+1), fmt.Sprintf("builder %d/%d", i+1, n)
 		if i+1 <= resume {
-			b.emit(step, e2bapi.LogInfo, layerLine(true, line, st.Describe(), keys[i+1]))
+			b.emit(step, e2b.LogInfo, layerLine(true, line, st.Describe(), keys[i+1]))
 			continue
 		}
-		b.emit(step, e2bapi.LogInfo, layerLine(false, line, st.Describe(), keys[i+1]))
+		b.emit(step, e2b.LogInfo, layerLine(false, line, st.Describe(), keys[i+1]))
 		if err := b.stepPhase(ctx, step, from, keys[i+1], st); err != nil {
 			return nil, b.fail(step, err)
 		}
@@ -130,7 +130,7 @@ func (b *builder) run(ctx context.Context) (*BuildResult, error) {
 	if err != nil {
 		return nil, b.fail(stepFinalize, err)
 	}
-	b.logf(stepFinalize, e2bapi.LogInfo, "Build finished: image %s", ref)
+	b.logf(stepFinalize, e2b.LogInfo, "Build finished: image %s", ref)
 	return &BuildResult{
 		Image:       ref,
 		User:        b.user,
@@ -202,7 +202,7 @@ func (b *builder) basePhase(ctx context.Context, key string) error {
 		return err
 	}
 	if !b.sh.login {
-		b.logf(stepBase, e2bapi.LogInfo, "The image has no /bin/bash: commands run with %s -c", b.sh.path)
+		b.logf(stepBase, e2b.LogInfo, "The image has no /bin/bash: commands run with %s -c", b.sh.path)
 	}
 	b.user, b.env = "root", imageEnv(b.base)
 	if b.base.Config != nil {
@@ -216,7 +216,7 @@ func (b *builder) basePhase(ctx context.Context, key string) error {
 
 // stepPhase runs one step, in the container of the phase before or one
 // from the image from, and commits the result as the layer of key.
-func (b *builder) stepPhase(ctx context.Context, step, from, key string, st e2bapi.TemplateStep) error {
+func (b *builder) stepPhase(ctx context.Context, step, from, key string, st e2b.TemplateStep) error {
 	if err := b.ensureContainer(ctx, from, nil); err != nil {
 		return err
 	}
@@ -279,7 +279,7 @@ func (b *builder) fail(step string, err error) error {
 			err = o
 		}
 	}
-	b.logf(step, e2bapi.LogError, "%v", err)
+	b.logf(step, e2b.LogError, "%v", err)
 	return &StepError{Step: step, Err: err}
 }
 
@@ -295,5 +295,5 @@ func (b *builder) emit(step, level, msg string) {
 	}
 	b.logMu.Lock()
 	defer b.logMu.Unlock()
-	b.spec.Log(e2bapi.BuildLogEntry{Timestamp: time.Now().UTC(), Message: msg, Level: level, Step: step})
+	b.spec.Log(e2b.BuildLogEntry{Timestamp: time.Now().UTC(), Message: msg, Level: level, Step: step})
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/strslice"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 )
 
 // imageConfig is the configuration of the build's images (commitConfig)
@@ -102,7 +102,7 @@ func (b *builder) ensureAccountFiles(ctx context.Context, containerID string) er
 		if _, err := b.d.cli.ContainerStatPath(ctx, containerID, "/"+name); err == nil {
 			continue
 		}
-		b.logf(stepBase, e2bapi.LogInfo, "The image has no /%s: adding one with root", name)
+		b.logf(stepBase, e2b.LogInfo, "The image has no /%s: adding one with root", name)
 		content := files[name]
 		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(content)), Typeflag: tar.TypeReg, ModTime: time.Now()}); err != nil {
 			return err

@@ -12,7 +12,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 )
 
 // nonGlobPrefix is the part of a COPY source before its first glob
@@ -42,7 +42,7 @@ func nonGlobPrefix(src string) (string, error) {
 // copy runs a COPY/ADD step (args [src, dest, user, mode]): the stored
 // archive is checked, extracted into the container by the engine and
 // placed with Docker's COPY semantics.
-func (b *builder) copy(ctx context.Context, step string, st e2bapi.TemplateStep) error {
+func (b *builder) copy(ctx context.Context, step string, st e2b.TemplateStep) error {
 	args := st.CopyArgs()
 	src, dest, owner, mode := args.Src, args.Dest, args.User, args.Mode
 	if src == "" {

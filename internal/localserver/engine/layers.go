@@ -17,7 +17,7 @@ import (
 	"github.com/docker/docker/api/types/image"
 	docker "github.com/docker/docker/client"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 )
 
 // The layer cache (design/local-server.md, "Layer cache"): every phase of a
@@ -56,7 +56,7 @@ func (d *Docker) baseKey(imageID string) string {
 // stepKey chains a step onto the key before it. The arguments go in as
 // JSON, not joined with spaces as on E2B: ["echo a b"] and ["echo a", "b"]
 // (the same command as user b) must not share a key.
-func stepKey(prev string, st e2bapi.TemplateStep) string {
+func stepKey(prev string, st e2b.TemplateStep) string {
 	args, _ := json.Marshal(st.Args) // a []string always marshals
 	return hashKeys(prev, st.Type, string(args), st.FilesHash)
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 )
 
 func TestHashKeysIsE2BsFormula(t *testing.T) {
@@ -24,13 +24,13 @@ func TestHashKeysIsE2BsFormula(t *testing.T) {
 	}
 	// The same command as another user must not share a key with a
 	// command that has the user's name in it.
-	a := stepKey("k", e2bapi.TemplateStep{Type: "RUN", Args: []string{"echo a b"}})
-	b := stepKey("k", e2bapi.TemplateStep{Type: "RUN", Args: []string{"echo a", "b"}})
+	a := stepKey("k", e2b.TemplateStep{Type: "RUN", Args: []string{"echo a b"}})
+	b := stepKey("k", e2b.TemplateStep{Type: "RUN", Args: []string{"echo a", "b"}})
 	if a == b {
 		t.Error("RUN [echo a b] and RUN [echo a] as b share a key")
 	}
-	if stepKey("k", e2bapi.TemplateStep{Type: "COPY", Args: []string{"a", "/a"}, FilesHash: "1"}) ==
-		stepKey("k", e2bapi.TemplateStep{Type: "COPY", Args: []string{"a", "/a"}, FilesHash: "2"}) {
+	if stepKey("k", e2b.TemplateStep{Type: "COPY", Args: []string{"a", "/a"}, FilesHash: "1"}) ==
+		stepKey("k", e2b.TemplateStep{Type: "COPY", Args: []string{"a", "/a"}, FilesHash: "2"}) {
 		t.Error("COPY steps with different files share a key")
 	}
 	if got, want := layerLine(true, "builder 1/2", "RUN x", "abc"), "CACHED [builder 1/2] RUN x [abc]"; got != want {
@@ -77,8 +77,8 @@ func TestBuildLayerCache(t *testing.T) {
 	writeFiles(t, ctxDir, map[string]string{"f.txt": "second\n"})
 	second := contextArchive(t, ctxDir, "f.txt")
 	uuid := "cat /proc/sys/kernel/random/uuid > "
-	steps := func() []e2bapi.TemplateStep {
-		return []e2bapi.TemplateStep{
+	steps := func() []e2b.TemplateStep {
+		return []e2b.TemplateStep{
 			{Type: "ENV", Args: []string{"GREETING", "hi"}},                                         // 1
 			{Type: "WORKDIR", Args: []string{"/app"}},                                               // 2
 			{Type: "RUN", Args: []string{uuid + "/s3", "root"}},                                     // 3
@@ -94,7 +94,7 @@ func TestBuildLayerCache(t *testing.T) {
 		log   *buildLog
 		files map[string]string
 	}
-	build := func(force bool, st []e2bapi.TemplateStep) built {
+	build := func(force bool, st []e2b.TemplateStep) built {
 		t.Helper()
 		log := &buildLog{}
 		res, err := d.Build(t.Context(), BuildSpec{
@@ -198,7 +198,7 @@ func TestPruneLayers(t *testing.T) {
 	d.opts.LayerCacheSize = 2
 	spec := BuildSpec{
 		TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: dockerEnv.baseImage,
-		Steps: []e2bapi.TemplateStep{
+		Steps: []e2b.TemplateStep{
 			{Type: "RUN", Args: []string{"echo 1 > /one", "root"}},
 			{Type: "RUN", Args: []string{"echo 2 > /two", "root"}},
 			{Type: "RUN", Args: []string{"echo 3 > /three", "root"}},
@@ -273,7 +273,7 @@ func TestLayerStateKeepsShell(t *testing.T) {
 	d := newTestDocker(t, "")
 	spec := BuildSpec{
 		TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: dockerEnv.baseImage,
-		Steps: []e2bapi.TemplateStep{{Type: "RUN", Args: []string{"true"}}},
+		Steps: []e2b.TemplateStep{{Type: "RUN", Args: []string{"true"}}},
 	}
 	res, err := d.Build(t.Context(), spec)
 	if err != nil {

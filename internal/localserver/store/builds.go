@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 )
 
 // Reasons recorded on builds that did not run to the end.
@@ -114,7 +114,7 @@ func (s *Store) RegisterBuild(req RegisterRequest) (Registered, error) {
 		tags = append(tags, name.Tag)
 	}
 	for _, raw := range req.Tags {
-		tag, err := e2bapi.NormalizeTag(raw)
+		tag, err := e2b.NormalizeTag(raw)
 		if err != nil {
 			return Registered{}, errorf(KindInvalid, "%v", err)
 		}
@@ -123,7 +123,7 @@ func (s *Store) RegisterBuild(req RegisterRequest) (Registered, error) {
 		}
 	}
 	if len(tags) == 0 {
-		tags = []string{e2bapi.DefaultTag}
+		tags = []string{e2b.DefaultTag}
 	}
 
 	var out Registered
@@ -134,7 +134,7 @@ func (s *Store) RegisterBuild(req RegisterRequest) (Registered, error) {
 			return err
 		}
 		build := Build{
-			ID: uuid.NewString(), TemplateID: tmpl.ID, Status: e2bapi.BuildWaiting, Tags: tags,
+			ID: uuid.NewString(), TemplateID: tmpl.ID, Status: e2b.BuildWaiting, Tags: tags,
 			CPUCount: req.CPUCount, MemoryMB: req.MemoryMB, CreatedAt: now, UpdatedAt: now,
 		}
 		builds := tx.Bucket(bucketBuilds)
@@ -143,7 +143,7 @@ func (s *Store) RegisterBuild(req RegisterRequest) (Registered, error) {
 			if err := json.Unmarshal(v, &other); err != nil {
 				return err
 			}
-			if other.Status != e2bapi.BuildWaiting || !sharesTag(other.Tags, tags) {
+			if other.Status != e2b.BuildWaiting || !sharesTag(other.Tags, tags) {
 				return nil
 			}
 			failBuild(&other, &BuildReason{Message: ReasonSuperseded}, now)
@@ -169,15 +169,15 @@ func (s *Store) RegisterBuild(req RegisterRequest) (Registered, error) {
 // parseBuildName parses the name a new build is registered under: the
 // namespace, when given, must be the team's, and the tag must not be a
 // build ID.
-func (s *Store) parseBuildName(raw string) (e2bapi.Name, error) {
-	name, err := e2bapi.ParseName(raw)
+func (s *Store) parseBuildName(raw string) (e2b.Name, error) {
+	name, err := e2b.ParseName(raw)
 	if err != nil {
 		return name, errorf(KindInvalid, "%v", err)
 	}
 	if name.Namespace != "" && name.Namespace != s.teamSlug {
 		return name, errorf(KindInvalid, "namespace '%s' must match your team '%s'", name.Namespace, s.teamSlug)
 	}
-	if e2bapi.IsBuildID(name.Tag) {
+	if e2b.IsBuildID(name.Tag) {
 		return name, errorf(KindInvalid, "template name %q names a build ID where a tag belongs", raw)
 	}
 	return name, nil
@@ -193,7 +193,7 @@ func sharesTag(a, b []string) bool {
 }
 
 func failBuild(b *Build, reason *BuildReason, now time.Time) {
-	b.Status = e2bapi.BuildError
+	b.Status = e2b.BuildError
 	b.Reason = reason
 	b.UpdatedAt = now
 	b.FinishedAt = &now
@@ -268,7 +268,7 @@ func (s *Store) StartBuild(templateID, buildID string, req BuildRequest) (Build,
 		if t.Deleted {
 			return errorf(KindNotFound, "template '%s' has been deleted", templateID)
 		}
-		if b.Status != e2bapi.BuildWaiting {
+		if b.Status != e2b.BuildWaiting {
 			return errorf(KindInvalid, "build is not in waiting state")
 		}
 		others, err := templateBuilds(tx, templateID)
@@ -276,12 +276,12 @@ func (s *Store) StartBuild(templateID, buildID string, req BuildRequest) (Build,
 			return err
 		}
 		for _, o := range others {
-			if o.ID != b.ID && o.Status == e2bapi.BuildBuilding && sharesTag(o.Tags, b.Tags) {
+			if o.ID != b.ID && o.Status == e2b.BuildBuilding && sharesTag(o.Tags, b.Tags) {
 				superseded = append(superseded, o.ID)
 			}
 		}
 		now := s.now().UTC()
-		b.Status = e2bapi.BuildBuilding
+		b.Status = e2b.BuildBuilding
 		b.UpdatedAt = now
 		b.StepCount = len(req.Steps)
 		b.Request = &req
@@ -298,18 +298,18 @@ func (s *Store) FinishBuild(templateID, buildID string, result *BuildResult, rea
 	updated := false
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b, found, err := getBuild(tx, templateID, buildID)
-		if err != nil || !found || b.Status != e2bapi.BuildBuilding {
+		if err != nil || !found || b.Status != e2b.BuildBuilding {
 			return err
 		}
 		now := s.now().UTC()
 		if reason == nil {
-			b.Status = e2bapi.BuildReady
+			b.Status = e2b.BuildReady
 			b.Result = result
 			b.UpdatedAt = now
 			b.FinishedAt = &now
 		} else {
 			if reason.Step != "" {
-				entries, err := logEntries(tx, buildID, 0, -1, e2bapi.LogWarn)
+				entries, err := logEntries(tx, buildID, 0, -1, e2b.LogWarn)
 				if err != nil {
 					return err
 				}
@@ -340,7 +340,7 @@ func (s *Store) FailBuilding(message string) (int, error) {
 			if err := json.Unmarshal(v, &b); err != nil {
 				return err
 			}
-			if b.Status == e2bapi.BuildBuilding {
+			if b.Status == e2b.BuildBuilding {
 				failBuild(&b, &BuildReason{Message: message}, now)
 				failed = append(failed, b)
 			}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 )
 
 func openStore(t *testing.T, path string) *Store {
@@ -65,7 +65,7 @@ func listsAt(t *testing.T, s *Store, templateID, buildID string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := slices.IndexFunc(list, func(l Assignment) bool { return l.Tag == e2bapi.DefaultTag })
+	i := slices.IndexFunc(list, func(l Assignment) bool { return l.Tag == e2b.DefaultTag })
 	if i < 0 || list[i].BuildID != buildID {
 		t.Fatalf("tags = %+v, want default at build %s", list, buildID)
 	}
@@ -125,7 +125,7 @@ func TestRegisterSupersedesWaitingBuildsSharingATag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != e2bapi.BuildError || got.Reason == nil || got.Reason.Message != ReasonSuperseded {
+	if got.Status != e2b.BuildError || got.Reason == nil || got.Reason.Message != ReasonSuperseded {
 		t.Fatalf("waiting build sharing tag v2: status %s reason %+v, want error %q", got.Status, got.Reason, ReasonSuperseded)
 	}
 	for _, id := range []string{other.Build.ID, b.Build.ID} {
@@ -133,7 +133,7 @@ func TestRegisterSupersedesWaitingBuildsSharingATag(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Status != e2bapi.BuildWaiting {
+		if got.Status != e2b.BuildWaiting {
 			t.Fatalf("build %s is %s, want waiting", id, got.Status)
 		}
 	}
@@ -277,7 +277,7 @@ func TestReopenLosesNothing(t *testing.T) {
 		t.Fatalf("FailBuilding = %d %v, want 1", n, err)
 	}
 	b, err := s.Build(r.Template.ID, running.Build.ID)
-	if err != nil || b.Status != e2bapi.BuildError || b.Reason.Message != "the server restarted" {
+	if err != nil || b.Status != e2b.BuildError || b.Reason.Message != "the server restarted" {
 		t.Fatalf("interrupted build = %+v %v", b, err)
 	}
 	logs, err := s.Logs(running.Build.ID, 0, -1, "")

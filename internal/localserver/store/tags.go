@@ -8,7 +8,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 )
 
 // Assignment points a tag of a template at a build; the newest ready one wins.
@@ -38,7 +38,7 @@ func (s *Store) resolve(tx *bolt.Tx, ref string) (Template, Build, error) {
 	if err != nil {
 		return Template{}, Build{}, err
 	}
-	if e2bapi.IsBuildID(name.Tag) {
+	if e2b.IsBuildID(name.Tag) {
 		b, found, err := getBuild(tx, t.ID, name.Tag)
 		if err != nil {
 			return Template{}, Build{}, err
@@ -46,14 +46,14 @@ func (s *Store) resolve(tx *bolt.Tx, ref string) (Template, Build, error) {
 		if !found {
 			return Template{}, Build{}, errorf(KindNotFound, "build '%s' of template '%s' not found", name.Tag, name.Identifier())
 		}
-		if b.Status != e2bapi.BuildReady {
+		if b.Status != e2b.BuildReady {
 			return Template{}, Build{}, errorf(KindNotFound, "build '%s' of template '%s' is %s, not ready", b.ID, name.Identifier(), b.Status)
 		}
 		return t, b, nil
 	}
 	tag := name.Tag
 	if tag == "" {
-		tag = e2bapi.DefaultTag
+		tag = e2b.DefaultTag
 	}
 	b, assigned, err := newestReady(tx, t.ID, tag)
 	if err != nil {
@@ -88,7 +88,7 @@ func newestReady(tx *bolt.Tx, templateID, tag string) (*Build, bool, error) {
 		if err != nil {
 			return nil, true, err
 		}
-		if found && b.Status == e2bapi.BuildReady {
+		if found && b.Status == e2b.BuildReady {
 			return &b, true, nil
 		}
 	}
@@ -139,7 +139,7 @@ func normalizeTags(tags []string) ([]string, error) {
 	}
 	var out []string
 	for _, raw := range tags {
-		tag, err := e2bapi.NormalizeTag(raw)
+		tag, err := e2b.NormalizeTag(raw)
 		if err != nil {
 			return nil, errorf(KindInvalid, "%v", err)
 		}
@@ -157,8 +157,8 @@ func (s *Store) DeleteTags(ref string, tags []string) error {
 	if err != nil {
 		return err
 	}
-	if slices.Contains(normalized, e2bapi.DefaultTag) {
-		return errorf(KindInvalid, "the '%s' tag cannot be deleted", e2bapi.DefaultTag)
+	if slices.Contains(normalized, e2b.DefaultTag) {
+		return errorf(KindInvalid, "the '%s' tag cannot be deleted", e2b.DefaultTag)
 	}
 	return s.db.Update(func(tx *bolt.Tx) error {
 		t, name, err := s.lookupRef(tx, ref)

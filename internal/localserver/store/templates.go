@@ -7,7 +7,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 )
 
 // Template is a template: the stable ID behind a name and its builds.
@@ -72,7 +72,7 @@ func newTemplateID(templates, aliases *bolt.Bucket) string {
 
 // lookupTemplate finds the live template an identifier names: its alias in
 // the team's namespace, or its ID.
-func (s *Store) lookupTemplate(tx *bolt.Tx, name e2bapi.Name) (Template, bool, error) {
+func (s *Store) lookupTemplate(tx *bolt.Tx, name e2b.Name) (Template, bool, error) {
 	if name.Namespace != "" && name.Namespace != s.teamSlug {
 		return Template{}, false, nil
 	}
@@ -90,8 +90,8 @@ func (s *Store) lookupTemplate(tx *bolt.Tx, name e2bapi.Name) (Template, bool, e
 }
 
 // lookupRef parses ref (an ID or name, tag allowed) and finds its template.
-func (s *Store) lookupRef(tx *bolt.Tx, ref string) (Template, e2bapi.Name, error) {
-	name, err := e2bapi.ParseName(ref)
+func (s *Store) lookupRef(tx *bolt.Tx, ref string) (Template, e2b.Name, error) {
+	name, err := e2b.ParseName(ref)
 	if err != nil {
 		return Template{}, name, errorf(KindInvalid, "%v", err)
 	}
@@ -110,7 +110,7 @@ func (s *Store) LookupTemplate(ref string) (Template, error) {
 	var t Template
 	err := s.db.View(func(tx *bolt.Tx) error {
 		var err error
-		var name e2bapi.Name
+		var name e2b.Name
 		t, name, err = s.lookupRef(tx, ref)
 		if err == nil && name.Tag != "" {
 			return errorf(KindInvalid, "template reference %q must not contain a tag", ref)
