@@ -12,6 +12,7 @@ import (
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 )
@@ -26,10 +27,10 @@ type runningBuild struct {
 func (s *Server) handleStartBuild(w http.ResponseWriter, r *http.Request) error {
 	templateID, buildID := r.PathValue("templateID"), r.PathValue("buildID")
 	if err := e2b.ValidateBuildID(buildID); err != nil {
-		return answer(http.StatusBadRequest, "%v", err)
+		return failure.New(failure.Invalid, "%v", err)
 	}
 	if _, err := s.store.Build(templateID, buildID); err != nil {
-		return notFoundAs(err, http.StatusNotFound, "build '%s' of template '%s' not found", buildID, templateID)
+		return failure.MissingAs(err, failure.NotFound, "build '%s' of template '%s' not found", buildID, templateID)
 	}
 	var req e2b.TemplateBuildStartV2
 	if err := decodeBody(w, r, &req, false); err != nil {
@@ -55,7 +56,7 @@ func (s *Server) startBuild(templateID, buildID string, req e2b.TemplateBuildSta
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ctx.Err() != nil {
-		return answer(http.StatusServiceUnavailable, "the server is shutting down")
+		return failure.New(failure.Unavailable, "the server is shutting down")
 	}
 	b, superseded, err := s.store.StartBuild(templateID, buildID, buildRequestRecord(req))
 	if err != nil {
@@ -91,9 +92,9 @@ func (s *Server) startBuild(templateID, buildID string, req e2b.TemplateBuildSta
 func (s *Server) buildSpec(templateID, buildID string, req *e2b.TemplateBuildStartV2) (spec engine.BuildSpec, unknown *store.BuildReason, err error) {
 	switch {
 	case req.FromImage != "" && req.FromTemplate != "":
-		return spec, nil, answer(http.StatusBadRequest, "cannot specify both fromImage and fromTemplate")
+		return spec, nil, failure.New(failure.Invalid, "cannot specify both fromImage and fromTemplate")
 	case req.FromImage == "" && req.FromTemplate == "":
-		return spec, nil, answer(http.StatusBadRequest, "must specify either fromImage or fromTemplate")
+		return spec, nil, failure.New(failure.Invalid, "must specify either fromImage or fromTemplate")
 	}
 	spec = engine.BuildSpec{
 		TemplateID: templateID, BuildID: buildID,
@@ -104,10 +105,10 @@ func (s *Server) buildSpec(templateID, buildID string, req *e2b.TemplateBuildSta
 	if req.FromTemplate != "" {
 		_, base, err := s.store.Resolve(req.FromTemplate)
 		if err != nil {
-			return spec, nil, answer(http.StatusBadRequest, "fromTemplate '%s': %v", req.FromTemplate, err)
+			return spec, nil, failure.New(failure.Invalid, "fromTemplate '%s': %v", req.FromTemplate, err)
 		}
 		if base.Result == nil {
-			return spec, nil, answer(http.StatusBadRequest, "fromTemplate '%s': its build %s has no result", req.FromTemplate, base.ID)
+			return spec, nil, failure.New(failure.Invalid, "fromTemplate '%s': its build %s has no result", req.FromTemplate, base.ID)
 		}
 		spec.BaseImage, spec.FromBuild = base.Result.Image, (*engine.BuildResult)(base.Result)
 	}
@@ -123,14 +124,14 @@ func (s *Server) buildSpec(templateID, buildID string, req *e2b.TemplateBuildSta
 			continue
 		}
 		if step.FilesHash == "" {
-			return spec, nil, answer(http.StatusBadRequest, "step %d (COPY) has no filesHash", i+1)
+			return spec, nil, failure.New(failure.Invalid, "step %d (COPY) has no filesHash", i+1)
 		}
 		archive, ok, err := s.store.ArchivePath(step.FilesHash)
 		if err != nil {
-			return spec, nil, internal(err)
+			return spec, nil, failure.OwnFailure(err)
 		}
 		if !ok {
-			return spec, nil, answer(http.StatusBadRequest, "step %d (COPY): files with hash %s were not uploaded", i+1, step.FilesHash)
+			return spec, nil, failure.New(failure.Invalid, "step %d (COPY): files with hash %s were not uploaded", i+1, step.FilesHash)
 		}
 		spec.Archives[step.FilesHash] = archive
 	}
@@ -281,7 +282,7 @@ func (s *Server) handleBuildStatus(w http.ResponseWriter, r *http.Request) error
 	}
 	b, err := s.store.Build(templateID, buildID)
 	if err != nil {
-		return notFoundAs(err, http.StatusBadRequest, "Build '%s' not found", buildID)
+		return failure.MissingAs(err, failure.Invalid, "Build '%s' not found", buildID)
 	}
 	info := e2b.TemplateBuildInfo{
 		TemplateID: templateID, BuildID: buildID, Status: b.Status,
@@ -290,7 +291,7 @@ func (s *Server) handleBuildStatus(w http.ResponseWriter, r *http.Request) error
 	if b.Status != e2b.BuildWaiting {
 		entries, err := s.store.Logs(buildID, int(offset), int(min(limit, 100)), level)
 		if err != nil {
-			return internal(err)
+			return failure.OwnFailure(err)
 		}
 		info.LogEntries = wireLogEntries(entries)
 	}
@@ -311,14 +312,14 @@ func (s *Server) handleBuildLogs(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if source := r.URL.Query().Get("source"); source != "" && source != "temporary" && source != "persistent" {
-		return answer(http.StatusBadRequest, "source %q must be temporary or persistent", source)
+		return failure.New(failure.Invalid, "source %q must be temporary or persistent", source)
 	}
 	if _, err := s.store.Build(templateID, buildID); err != nil {
 		return err
 	}
 	out, err := s.store.LogPage(buildID, store.LogQuery{Cursor: cursor, Backward: direction == "backward", Limit: int(min(limit, 100)), MinLevel: level})
 	if err != nil {
-		return internal(err)
+		return failure.OwnFailure(err)
 	}
 	writeJSON(w, http.StatusOK, e2b.TemplateBuildLogsResponse{Logs: wireLogEntries(out)})
 	return nil

@@ -2,17 +2,17 @@ package localserver
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
 )
 
-// The one error path of the API: handlers (and the methods behind them)
-// return an error, and writeFailure answers it with the status and body
-// failureAnswer maps it to.
+// The one error path of the API: handlers (and the parts behind them)
+// return errors of failure's kinds, and writeFailure answers each with the
+// status and E2B error body its kind has in answers, as moby's
+// httpstatus.FromError does. No handler chooses an error status.
 
 // apiHandler serves one API request: it writes the answer, or returns the
 // error that is the answer.
@@ -27,70 +27,48 @@ func (s *Server) handle(h apiHandler) http.HandlerFunc {
 	}
 }
 
-// errorAnswer is a failure that chose its answer: the status and the spec's
-// error envelope. cause, when set, is the server's own failure, logged when
-// answered.
-type errorAnswer struct {
-	status int
-	body   e2b.Error
-	cause  error
+// kindAnswer is how the API answers an error of one kind: the status and,
+// where E2B sends one, the error_code of its body.
+type kindAnswer struct {
+	status    int
+	errorCode string
 }
 
-func (e *errorAnswer) Error() string { return e.body.Message }
-
-// answer is the {code, message} answer with status.
-func answer(status int, format string, args ...any) error {
-	return &errorAnswer{status: status, body: e2b.Error{Code: status, Message: fmt.Sprintf(format, args...)}}
+// answers is the table: every kind of failure and its answer.
+var answers = map[failure.Kind]kindAnswer{
+	failure.Internal:          {http.StatusInternalServerError, "internal_server_error"},
+	failure.Invalid:           {http.StatusBadRequest, ""},
+	failure.NotFound:          {http.StatusNotFound, ""},
+	failure.Conflict:          {http.StatusConflict, ""},
+	failure.Forbidden:         {http.StatusForbidden, ""},
+	failure.Unauthorized:      {http.StatusUnauthorized, ""},
+	failure.TooLarge:          {http.StatusRequestEntityTooLarge, ""},
+	failure.NoSpace:           {http.StatusInsufficientStorage, ""},
+	failure.Unavailable:       {http.StatusServiceUnavailable, ""},
+	failure.Unreachable:       {http.StatusBadGateway, ""},
+	failure.WrongMethod:       {http.StatusMethodNotAllowed, ""},
+	failure.SandboxNotStarted: {http.StatusInternalServerError, "sandbox_create_failed"},
 }
 
-// internal is the 500 answer of the server's own failure err, whatever
-// kind err has; err is logged when answered.
-func internal(err error) *errorAnswer {
-	return &errorAnswer{
-		status: http.StatusInternalServerError,
-		body:   e2b.Error{Code: http.StatusInternalServerError, Message: err.Error(), ErrorCode: "internal_server_error"},
-		cause:  err,
-	}
-}
-
-// notFoundAs answers a store lookup's err where E2B words or codes a
-// missing thing otherwise than the store: status and the message when err
-// is the store's not-found; any other failure is the server's own (500).
-func notFoundAs(err error, status int, format string, args ...any) error {
-	if store.KindOf(err) == store.KindNotFound {
-		return answer(status, format, args...)
-	}
-	return internal(err)
-}
-
-// failureAnswer maps err to its answer, as moby's httpstatus.FromError: an
-// errorAnswer as it is, a store error by its kind, anything else as the
-// server's own failure.
-func failureAnswer(err error) *errorAnswer {
-	if a, ok := errors.AsType[*errorAnswer](err); ok {
-		return a
-	}
-	var status int
-	switch store.KindOf(err) {
-	case store.KindNotFound:
-		status = http.StatusNotFound
-	case store.KindInvalid:
-		status = http.StatusBadRequest
-	case store.KindConflict:
-		status = http.StatusConflict
-	case store.KindForbidden:
-		status = http.StatusForbidden
-	default:
-		return internal(err)
-	}
-	return &errorAnswer{status: status, body: e2b.Error{Code: status, Message: err.Error()}}
-}
-
-// writeFailure answers err (failureAnswer), logging the server's own failures.
+// writeFailure answers err by its kind, logging the server's own failures
+// (their cause, when they have one); a sandbox that did not start is logged
+// where it failed, with its template and build.
 func (s *Server) writeFailure(w http.ResponseWriter, err error) {
-	a := failureAnswer(err)
-	if a.cause != nil {
-		s.log.Error("request failed", slog.Any("err", a.cause))
+	kind := failure.KindOf(err)
+	a, ok := answers[kind]
+	if !ok {
+		kind, a = failure.Internal, answers[failure.Internal]
 	}
-	writeJSON(w, a.status, a.body)
+	if kind == failure.Internal {
+		s.log.Error("request failed", slog.Any("err", logged(err)))
+	}
+	writeJSON(w, a.status, e2b.Error{Code: a.status, Message: err.Error(), ErrorCode: a.errorCode})
+}
+
+// logged is the failure underneath err when it has one.
+func logged(err error) error {
+	if e, ok := errors.AsType[*failure.Error](err); ok && e.Cause != nil {
+		return e.Cause
+	}
+	return err
 }

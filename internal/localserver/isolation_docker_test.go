@@ -37,7 +37,7 @@ import (
 
 // The tests in this file attack the local server from inside sandboxes
 // and build steps, as root, the way untrusted code would (issue #11). They
-// need the Docker engine of docker_test.go and a Debian image with bash,
+// need the Docker engine of server_docker_test.go and a Debian image with bash,
 // apt and useradd: E2B_TEST_DEBIAN_IMAGE (default e2b-test-debian:bookworm).
 
 // debianImage returns the Debian test image, or reports it missing.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
@@ -34,7 +35,7 @@ func (s *Server) handlePauseSandbox(w http.ResponseWriter, r *http.Request) erro
 	}
 	defer unlock()
 	if sb.Paused() {
-		return answer(http.StatusConflict, "Error pausing sandbox - sandbox '%s' is already paused", id)
+		return failure.New(failure.Conflict, "Error pausing sandbox - sandbox '%s' is already paused", id)
 	}
 	if err := s.pauseSandbox(r.Context(), sb); err != nil {
 		return err
@@ -60,7 +61,7 @@ func (s *Server) handleResumeSandbox(w http.ResponseWriter, r *http.Request) err
 	}
 	defer unlock()
 	if !sb.Paused() {
-		return answer(http.StatusConflict, "Sandbox %s is already running", id)
+		return failure.New(failure.Conflict, "Sandbox %s is already running", id)
 	}
 	if sb, err = s.resumeSandbox(r.Context(), sb, timeout, req.AutoPause); err != nil {
 		return err
@@ -117,13 +118,13 @@ func (s *Server) lockSandbox(id string) func() {
 // the sandbox's lock (lockSandbox).
 func (s *Server) pauseSandbox(ctx context.Context, sb store.Sandbox) error {
 	if err := s.engine.SetSandboxDeadline(ctx, sb.ID, time.Time{}); err != nil {
-		return internal(err)
+		return failure.OwnFailure(err)
 	}
 	if err := s.engine.PauseSandbox(ctx, sb.ID); err != nil {
 		if derr := s.engine.SetSandboxDeadline(ctx, sb.ID, containerEnd(sb)); derr != nil {
 			s.log.Error("restore the end of a sandbox that could not be paused", "sandbox", sb.ID, "err", derr)
 		}
-		return internal(err)
+		return failure.OwnFailure(err)
 	}
 	if _, err := s.store.PauseSandbox(sb.ID); err != nil {
 		if rerr := s.engine.ResumeSandbox(context.WithoutCancel(ctx), engine.SandboxSpec{SandboxID: sb.ID}); rerr != nil {
@@ -145,17 +146,17 @@ func (s *Server) resumeSandbox(ctx context.Context, sb store.Sandbox, timeout ti
 	}
 	// The end first: envd must find it when it thaws.
 	if err := s.engine.SetSandboxDeadline(ctx, sb.ID, containerEnd(next)); err != nil {
-		return sb, internal(err)
+		return sb, failure.OwnFailure(err)
 	}
 	b, err := s.store.Build(sb.TemplateID, sb.BuildID)
 	if err == nil && b.Result == nil {
 		err = fmt.Errorf("build %s has no image", b.ID)
 	}
 	if err != nil {
-		return sb, internal(err)
+		return sb, failure.OwnFailure(err)
 	}
 	if err := s.engine.ResumeSandbox(ctx, sandboxSpec(next, b)); err != nil {
-		return sb, internal(err)
+		return sb, failure.OwnFailure(err)
 	}
 	resumed, err := s.store.ResumeSandbox(sb.ID, next.EndAt, autoPause)
 	if err != nil {

@@ -19,7 +19,7 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
-// The tests in this file need a Docker engine (see docker_test.go).
+// The tests in this file need a Docker engine (see server_docker_test.go).
 
 // A RUN step printing 300,000 lines leaves the build's log within the
 // server's bound (its head and tail, with a marker for the rest), and a

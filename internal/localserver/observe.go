@@ -11,6 +11,7 @@ import (
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
@@ -34,14 +35,14 @@ func (s *Server) handleSandboxMetrics(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	if start > end {
-		return answer(http.StatusBadRequest, "start %d is after end %d", start, end)
+		return failure.New(failure.Invalid, "start %d is after end %d", start, end)
 	}
 	if _, err := s.store.Sandbox(id); err != nil {
 		return err
 	}
 	m, err := s.engine.SandboxMetrics(r.Context(), id)
 	if err != nil {
-		return internal(err)
+		return failure.OwnFailure(err)
 	}
 	out := []e2b.SandboxMetric{}
 	at := m.Time.Unix()
@@ -61,7 +62,7 @@ func (s *Server) handleSandboxesMetrics(w http.ResponseWriter, r *http.Request) 
 	}
 	ids = slices.DeleteFunc(ids, func(id string) bool { return id == "" })
 	if len(ids) == 0 || len(ids) > 100 {
-		return answer(http.StatusBadRequest, "sandbox_ids must name from 1 to 100 sandboxes, not %d", len(ids))
+		return failure.New(failure.Invalid, "sandbox_ids must name from 1 to 100 sandboxes, not %d", len(ids))
 	}
 	out := map[string]e2b.SandboxMetric{}
 	for _, id := range ids {
@@ -110,7 +111,7 @@ func (s *Server) storeSandboxLog(r *http.Request) (string, error) {
 	}
 	since, err := s.store.SandboxLogSince(id)
 	if err != nil {
-		return "", internal(err)
+		return "", failure.OwnFailure(err)
 	}
 	logID := store.SandboxLogID(id)
 	if !since.IsZero() {
@@ -119,7 +120,7 @@ func (s *Server) storeSandboxLog(r *http.Request) (string, error) {
 		// time scans the file from its start.
 		newest, err := s.engine.SandboxLogs(r.Context(), id, time.Time{}, 1)
 		if err != nil {
-			return "", internal(err)
+			return "", failure.OwnFailure(err)
 		}
 		if len(newest) == 0 || !newest[0].Time.After(since) {
 			return logID, nil
@@ -127,7 +128,7 @@ func (s *Server) storeSandboxLog(r *http.Request) (string, error) {
 	}
 	lines, err := s.engine.SandboxLogs(r.Context(), id, since, 0)
 	if err != nil {
-		return "", internal(err)
+		return "", failure.OwnFailure(err)
 	}
 	entries := make([]store.LogEntry, len(lines))
 	for i, l := range lines {
@@ -135,7 +136,7 @@ func (s *Server) storeSandboxLog(r *http.Request) (string, error) {
 		entries[i] = store.LogEntry{Timestamp: l.Time.UTC(), Message: l.Text, Level: e.Level}
 	}
 	if err := s.store.AppendSandboxLogs(id, s.cfg.LogBound, entries); err != nil {
-		return "", internal(err)
+		return "", failure.OwnFailure(err)
 	}
 	return logID, nil
 }
@@ -163,7 +164,7 @@ func (s *Server) handleSandboxLogs(w http.ResponseWriter, r *http.Request) error
 	}
 	page, err := s.store.LogPage(logID, store.LogQuery{Cursor: start, Limit: int(min(limit, math.MaxInt32))})
 	if err != nil {
-		return internal(err)
+		return failure.OwnFailure(err)
 	}
 	out := e2b.SandboxLogs{Logs: []e2b.SandboxLog{}, LogEntries: []e2b.SandboxLogEntry{}}
 	for _, stored := range page {
@@ -189,7 +190,7 @@ func (s *Server) handleSandboxLogsV2(w http.ResponseWriter, r *http.Request) err
 		return err
 	}
 	if limit > maxSandboxLogsLimit {
-		return answer(http.StatusBadRequest, "limit %d must be from 0 to %d", limit, maxSandboxLogsLimit)
+		return failure.New(failure.Invalid, "limit %d must be from 0 to %d", limit, maxSandboxLogsLimit)
 	}
 	direction, err := queryDirection(r, "backward")
 	if err != nil {
@@ -212,7 +213,7 @@ func (s *Server) handleSandboxLogsV2(w http.ResponseWriter, r *http.Request) err
 	}
 	page, err := s.store.LogPage(logID, q)
 	if err != nil {
-		return internal(err)
+		return failure.OwnFailure(err)
 	}
 	out := make([]e2b.SandboxLogEntry, len(page))
 	for i, stored := range page {

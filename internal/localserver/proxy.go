@@ -3,6 +3,7 @@ package localserver
 import (
 	"context"
 	"errors"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -89,13 +90,13 @@ func unreachable(sandboxID string, port int, err error) error {
 	var refused *relay.RefusedError
 	switch {
 	case errors.As(err, &refused) && port == envd.Port:
-		return answer(http.StatusBadGateway, "envd of sandbox '%s' does not accept connections: %v", sandboxID, err)
+		return failure.New(failure.Unreachable, "envd of sandbox '%s' does not accept connections: %v", sandboxID, err)
 	case errors.As(err, &refused):
-		return answer(http.StatusBadGateway, "The sandbox is running but port is not open: nothing listens on port %d in sandbox '%s'", port, sandboxID)
+		return failure.New(failure.Unreachable, "The sandbox is running but port is not open: nothing listens on port %d in sandbox '%s'", port, sandboxID)
 	case errors.Is(err, engine.ErrPortNotRelayed):
-		return answer(http.StatusBadGateway, "port %d of sandbox '%s' is not reachable through the proxy: %v", port, sandboxID, err)
+		return failure.New(failure.Unreachable, "port %d of sandbox '%s' is not reachable through the proxy: %v", port, sandboxID, err)
 	default:
-		return answer(http.StatusBadGateway, "port %d of sandbox '%s' did not answer: %v", port, sandboxID, err)
+		return failure.New(failure.Unreachable, "port %d of sandbox '%s' did not answer: %v", port, sandboxID, err)
 	}
 }
 
@@ -104,14 +105,14 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, id string, port i
 	if err != nil {
 		// 502, as E2B's proxy answers: the SDKs read it as "the sandbox
 		// was killed or timed out" (isRunning → false).
-		return notFoundAs(err, http.StatusBadGateway, "sandbox '%s' not found: it was killed or timed out", id)
+		return failure.MissingAs(err, failure.Unreachable, "sandbox '%s' not found: it was killed or timed out", id)
 	}
 	if sb.Paused() && !s.autoResume(r.Context(), sb) {
 		// Its envd is frozen: a request would wait for it in vain.
-		return answer(http.StatusBadGateway, "sandbox '%s' is paused: connect to it to resume it", id)
+		return failure.New(failure.Unreachable, "sandbox '%s' is paused: connect to it to resume it", id)
 	}
 	if port < 1 || port > 65535 {
-		return answer(http.StatusBadRequest, "port %d of sandbox '%s' is not a valid port", port, id)
+		return failure.New(failure.Invalid, "port %d of sandbox '%s' is not a valid port", port, id)
 	}
 	s.mu.Lock()
 	p, ok := s.proxies[id]

@@ -13,6 +13,7 @@ import (
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
@@ -69,7 +70,7 @@ func (s *Server) createSandbox(ctx context.Context, req e2b.NewSandbox, defaultT
 		return nil, err
 	}
 	if req.TemplateID == "" {
-		return nil, answer(http.StatusBadRequest, "templateID is required")
+		return nil, failure.New(failure.Invalid, "templateID is required")
 	}
 	autoPause := req.AutoPause != nil && *req.AutoPause
 	autoResume := req.AutoResume != nil && req.AutoResume.Enabled
@@ -77,10 +78,10 @@ func (s *Server) createSandbox(ctx context.Context, req e2b.NewSandbox, defaultT
 	// snapshot, which traffic cannot resume.
 	if req.AutoPauseMemory != nil && !*req.AutoPauseMemory {
 		if !autoPause {
-			return nil, answer(http.StatusBadRequest, "autoPauseMemory=false only applies when autoPause is true.")
+			return nil, failure.New(failure.Invalid, "autoPauseMemory=false only applies when autoPause is true.")
 		}
 		if autoResume {
-			return nil, answer(http.StatusBadRequest, "autoPauseMemory=false (filesystem-only auto-pause) cannot be combined with autoResume: a filesystem-only snapshot cannot be auto-resumed by traffic and must be resumed explicitly.")
+			return nil, failure.New(failure.Invalid, "autoPauseMemory=false (filesystem-only auto-pause) cannot be combined with autoResume: a filesystem-only snapshot cannot be auto-resumed by traffic and must be resumed explicitly.")
 		}
 	}
 	t, b, err := s.store.Resolve(req.TemplateID)
@@ -105,7 +106,7 @@ func (s *Server) createSandbox(ctx context.Context, req e2b.NewSandbox, defaultT
 	started, err := s.startSandbox(ctx, &sb, b)
 	if err != nil {
 		s.log.Error("start sandbox", "template", t.ID, "build", b.ID, "err", err)
-		return nil, &errorAnswer{status: http.StatusInternalServerError, body: e2b.Error{Code: 500, Message: "start sandbox: " + err.Error(), ErrorCode: "sandbox_create_failed"}}
+		return nil, failure.Wrap(failure.SandboxNotStarted, "start sandbox", err)
 	}
 	id := sb.ID
 	sb.ContainerID, sb.EnvdVersion = started.ContainerID, started.EnvdVersion
@@ -116,7 +117,7 @@ func (s *Server) createSandbox(ctx context.Context, req e2b.NewSandbox, defaultT
 	if err == nil {
 		if err = s.engine.SetSandboxDeadline(ctx, id, containerEnd(sb)); err != nil {
 			_, _ = s.store.DeleteSandbox(id)
-			err = internal(err)
+			err = failure.OwnFailure(err)
 		}
 	}
 	if err != nil {
@@ -223,7 +224,7 @@ func stateAndEnd(sb store.Sandbox) (string, time.Time) {
 func sandboxID(r *http.Request) (string, error) {
 	id := r.PathValue("sandboxID")
 	if err := e2b.ValidateSandboxID(id); err != nil {
-		return "", answer(http.StatusBadRequest, "%v", err)
+		return "", failure.New(failure.Invalid, "%v", err)
 	}
 	return id, nil
 }
@@ -276,7 +277,7 @@ func listed(sb store.Sandbox) e2b.ListedSandbox {
 func (s *Server) filteredSandboxes(r *http.Request, defaultStates ...string) ([]e2b.ListedSandbox, error) {
 	want, err := url.ParseQuery(r.URL.Query().Get("metadata"))
 	if err != nil {
-		return nil, answer(http.StatusBadRequest, "metadata query %q is invalid: %v", r.URL.Query().Get("metadata"), err)
+		return nil, failure.New(failure.Invalid, "metadata query %q is invalid: %v", r.URL.Query().Get("metadata"), err)
 	}
 	states := defaultStates
 	if raw := r.URL.Query()["state"]; len(raw) > 0 {
@@ -284,7 +285,7 @@ func (s *Server) filteredSandboxes(r *http.Request, defaultStates ...string) ([]
 	}
 	all, err := s.store.LiveSandboxes()
 	if err != nil {
-		return nil, internal(err)
+		return nil, failure.OwnFailure(err)
 	}
 	out := []e2b.ListedSandbox{}
 next:
@@ -339,7 +340,7 @@ func (s *Server) handleDeleteSandbox(w http.ResponseWriter, r *http.Request) err
 		return err
 	}
 	if err := s.stopSandbox(r.Context(), id); err != nil {
-		return internal(err)
+		return failure.OwnFailure(err)
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -375,7 +376,7 @@ func (s *Server) handleSandboxTimeout(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	if err := s.engine.SetSandboxDeadline(r.Context(), id, containerEnd(sb)); err != nil {
-		return internal(err)
+		return failure.OwnFailure(err)
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -399,7 +400,7 @@ func (s *Server) handleConnectSandboxV1(w http.ResponseWriter, r *http.Request) 
 		return err
 	}
 	if req.Timeout == nil {
-		return answer(http.StatusBadRequest, "timeout is required")
+		return failure.New(failure.Invalid, "timeout is required")
 	}
 	return s.connectSandbox(w, r, id, req.Timeout)
 }
@@ -443,7 +444,7 @@ func (s *Server) handleRefreshSandbox(w http.ResponseWriter, r *http.Request) er
 		duration = *req.Duration
 	}
 	if duration < 0 || duration > maxRefreshSeconds {
-		return answer(http.StatusBadRequest, "duration %d is invalid: it must be from 0 to %d seconds", duration, maxRefreshSeconds)
+		return failure.New(failure.Invalid, "duration %d is invalid: it must be from 0 to %d seconds", duration, maxRefreshSeconds)
 	}
 	if _, err := s.extendSandbox(r, id, time.Duration(duration)*time.Second); err != nil {
 		return err
@@ -460,7 +461,7 @@ func (s *Server) extendSandbox(r *http.Request, id string, d time.Duration) (sto
 		return sb, err
 	}
 	if err := s.engine.SetSandboxDeadline(r.Context(), id, containerEnd(sb)); err != nil {
-		return sb, internal(err)
+		return sb, failure.OwnFailure(err)
 	}
 	return sb, nil
 }
@@ -477,7 +478,7 @@ func (s *Server) ttl(requested *int32, def, least int32) (time.Duration, error) 
 		seconds = *requested
 	}
 	if seconds < least || time.Duration(seconds)*time.Second > s.cfg.MaxSandboxTimeout {
-		return 0, answer(http.StatusBadRequest, "timeout %d is invalid: it must be from %d to %d seconds", seconds, least, int64(s.cfg.MaxSandboxTimeout/time.Second))
+		return 0, failure.New(failure.Invalid, "timeout %d is invalid: it must be from %d to %d seconds", seconds, least, int64(s.cfg.MaxSandboxTimeout/time.Second))
 	}
 	return time.Duration(seconds) * time.Second, nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/cors"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
@@ -378,10 +379,10 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) error {
 	}
 	key := r.Header.Get("X-API-Key")
 	if key == "" {
-		return answer(http.StatusUnauthorized, "missing X-API-Key header: this server needs its API key")
+		return failure.New(failure.Unauthorized, "missing X-API-Key header: this server needs its API key")
 	}
 	if subtle.ConstantTimeCompare([]byte(key), []byte(s.cfg.APIKey)) != 1 {
-		return answer(http.StatusUnauthorized, "Invalid API key")
+		return failure.New(failure.Unauthorized, "Invalid API key")
 	}
 	s.mux.ServeHTTP(w, r)
 	return nil
@@ -390,7 +391,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) routes() *http.ServeMux {
 	m := http.NewServeMux()
 	m.HandleFunc("/", s.handle(func(_ http.ResponseWriter, r *http.Request) error {
-		return answer(http.StatusNotFound, "no route for %s %s", r.Method, r.URL.Path)
+		return failure.New(failure.NotFound, "no route for %s %s", r.Method, r.URL.Path)
 	}))
 	m.HandleFunc("GET /_local/stats", s.handle(s.handleStats))
 
@@ -441,7 +442,7 @@ func (s *Server) handleTemplateAliasOrTags(w http.ResponseWriter, r *http.Reques
 	case b == "tags":
 		return s.handleListTags(w, a)
 	default:
-		return answer(http.StatusNotFound, "no route for %s %s", r.Method, r.URL.Path)
+		return failure.New(failure.NotFound, "no route for %s %s", r.Method, r.URL.Path)
 	}
 }
 
@@ -455,7 +456,7 @@ func (s *Server) handleTemplateFileOrNamespacedAlias(w http.ResponseWriter, r *h
 	case b == "files":
 		return s.handleFileLink(w, r, a, c)
 	default:
-		return answer(http.StatusNotFound, "no route for %s %s", r.Method, r.URL.Path)
+		return failure.New(failure.NotFound, "no route for %s %s", r.Method, r.URL.Path)
 	}
 }
 
@@ -470,7 +471,7 @@ type serverStats struct {
 func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) error {
 	st, err := s.store.Stats()
 	if err != nil {
-		return internal(err)
+		return failure.OwnFailure(err)
 	}
 	writeJSON(w, http.StatusOK, serverStats{Stats: st, PoolReady: s.poolReady()})
 	return nil
@@ -491,16 +492,16 @@ const maxJSONBody = 8 << 20
 func decodeBody(w http.ResponseWriter, r *http.Request, v any, allowEmpty bool) error {
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBody))
 	if err != nil {
-		return answer(http.StatusBadRequest, "read request body: %v", err)
+		return failure.New(failure.Invalid, "read request body: %v", err)
 	}
 	if len(strings.TrimSpace(string(raw))) == 0 {
 		if allowEmpty {
 			return nil
 		}
-		return answer(http.StatusBadRequest, "request body is empty; a JSON object is required")
+		return failure.New(failure.Invalid, "request body is empty; a JSON object is required")
 	}
 	if err := json.Unmarshal(raw, v); err != nil {
-		return answer(http.StatusBadRequest, "invalid request body: %v", err)
+		return failure.New(failure.Invalid, "invalid request body: %v", err)
 	}
 	return nil
 }

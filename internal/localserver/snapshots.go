@@ -9,6 +9,7 @@ import (
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
@@ -30,14 +31,14 @@ func (s *Server) handleCreateSnapshot(w http.ResponseWriter, r *http.Request) er
 	defer unlock()
 	if sb.Paused() {
 		// E2B snapshots running sandboxes only.
-		return answer(http.StatusNotFound, "sandbox '%s' is paused: connect to it to resume it before a snapshot", id)
+		return failure.New(failure.NotFound, "sandbox '%s' is paused: connect to it to resume it before a snapshot", id)
 	}
 	src, err := s.store.Build(sb.TemplateID, sb.BuildID)
 	if err == nil && src.Result == nil {
 		err = errors.New("it has no image")
 	}
 	if err != nil {
-		return internal(fmt.Errorf("the build of sandbox %s: %w", id, err))
+		return failure.OwnFailure(fmt.Errorf("the build of sandbox %s: %w", id, err))
 	}
 	name := ""
 	if req.Name != nil {
@@ -55,7 +56,7 @@ func (s *Server) handleCreateSnapshot(w http.ResponseWriter, r *http.Request) er
 		if _, ferr := s.store.FinishBuild(snap.Template.ID, snap.Build.ID, nil, &store.BuildReason{Message: err.Error()}); ferr != nil {
 			s.log.Error("record a failed snapshot", "build", snap.Build.ID, "err", ferr)
 		}
-		return internal(err)
+		return failure.OwnFailure(err)
 	}
 	result := *src.Result
 	result.Image = ref
@@ -68,7 +69,7 @@ func (s *Server) handleCreateSnapshot(w http.ResponseWriter, r *http.Request) er
 		if rerr := s.engine.RemoveImage(ctx, ref); rerr != nil {
 			s.log.Error("remove the image of a snapshot that could not be recorded", "image", ref, "err", rerr)
 		}
-		return internal(fmt.Errorf("record snapshot %s: %w", snap.Build.ID, err))
+		return failure.OwnFailure(fmt.Errorf("record snapshot %s: %w", snap.Build.ID, err))
 	}
 	writeJSON(w, http.StatusCreated, s.snapshotInfo(snap))
 	return nil
@@ -87,17 +88,17 @@ func (s *Server) handleListSnapshots(w http.ResponseWriter, r *http.Request) err
 	if raw := q.Get("name"); raw != "" {
 		name, err := e2b.ParseName(raw)
 		if err != nil {
-			return answer(http.StatusBadRequest, "Invalid name: %v", err)
+			return failure.New(failure.Invalid, "Invalid name: %v", err)
 		}
 		if name.Namespace != "" && name.Namespace != s.store.TeamSlug() {
-			return answer(http.StatusBadRequest, "namespace '%s' must match your team '%s'", name.Namespace, s.store.TeamSlug())
+			return failure.New(failure.Invalid, "namespace '%s' must match your team '%s'", name.Namespace, s.store.TeamSlug())
 		}
 		tag = name.Tag
 		if tag == "" && strings.Contains(raw, ":") {
 			tag = e2b.DefaultTag
 		}
 		t, err := s.store.LookupTemplate(name.Identifier())
-		if store.KindOf(err) == store.KindNotFound {
+		if failure.KindOf(err) == failure.NotFound {
 			writeJSON(w, http.StatusOK, []e2b.SnapshotInfo{})
 			return nil
 		}
@@ -108,7 +109,7 @@ func (s *Server) handleListSnapshots(w http.ResponseWriter, r *http.Request) err
 	}
 	snaps, err := s.store.Snapshots(q.Get("sandboxID"), templateID, tag)
 	if err != nil {
-		return internal(err)
+		return failure.OwnFailure(err)
 	}
 	out := make([]e2b.SnapshotInfo, 0, len(snaps))
 	for _, snap := range snaps {

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
@@ -23,7 +24,7 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) error {
 		name = req.Alias
 	}
 	if name == "" {
-		return answer(http.StatusBadRequest, "name is required")
+		return failure.New(failure.Invalid, "name is required")
 	}
 	cpu, mem := int32(defaultCPUCount), int32(defaultMemoryMB)
 	if req.CPUCount != nil {
@@ -33,10 +34,10 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) error {
 		mem = *req.MemoryMB
 	}
 	if cpu < 1 || (cpu != 1 && cpu%2 != 0) || cpu > s.cfg.MaxCPUCount {
-		return answer(http.StatusBadRequest, "cpuCount %d is invalid: it must be 1 or an even number of at most %d", cpu, s.cfg.MaxCPUCount)
+		return failure.New(failure.Invalid, "cpuCount %d is invalid: it must be 1 or an even number of at most %d", cpu, s.cfg.MaxCPUCount)
 	}
 	if mem < 128 || mem%2 != 0 || mem > s.cfg.MaxMemoryMB {
-		return answer(http.StatusBadRequest, "memoryMB %d is invalid: it must be an even number from 128 to %d", mem, s.cfg.MaxMemoryMB)
+		return failure.New(failure.Invalid, "memoryMB %d is invalid: it must be an even number from 128 to %d", mem, s.cfg.MaxMemoryMB)
 	}
 	reg, err := s.store.RegisterBuild(store.RegisterRequest{Name: name, Tags: req.Tags, CPUCount: cpu, MemoryMB: mem})
 	if err != nil {
@@ -107,7 +108,7 @@ func (s *Server) listItems() ([]e2b.Template, error) {
 func (s *Server) handleListTemplates(w http.ResponseWriter, r *http.Request) error {
 	items, err := s.listItems()
 	if err != nil {
-		return internal(err)
+		return failure.OwnFailure(err)
 	}
 	writeJSON(w, http.StatusOK, items)
 	return nil
@@ -120,7 +121,7 @@ func (s *Server) handleListTemplatesV2(w http.ResponseWriter, r *http.Request) e
 	}
 	items, err := s.listItems()
 	if err != nil {
-		return internal(err)
+		return failure.OwnFailure(err)
 	}
 	page, next := paginate(items, limit, r.URL.Query().Get("nextToken"), func(t e2b.Template) string { return t.TemplateID })
 	if next != "" {
@@ -140,11 +141,11 @@ func (s *Server) handleGetTemplate(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	if t.SnapshotOf != "" {
-		return answer(http.StatusNotFound, "template '%s' not found: it is a snapshot", t.ID)
+		return failure.New(failure.NotFound, "template '%s' not found: it is a snapshot", t.ID)
 	}
 	builds, err := s.store.Builds(t.ID)
 	if err != nil {
-		return internal(err)
+		return failure.OwnFailure(err)
 	}
 	page, next := paginate(builds, limit, r.URL.Query().Get("nextToken"), func(b store.Build) string { return b.ID })
 	out := e2b.TemplateWithBuilds{
@@ -214,7 +215,7 @@ func (s *Server) handlePatchTemplate(w http.ResponseWriter, r *http.Request) err
 func (s *Server) handleAlias(w http.ResponseWriter, ref string) error {
 	name, err := e2b.ParseName(ref)
 	if err != nil {
-		return answer(http.StatusBadRequest, "%v", err)
+		return failure.New(failure.Invalid, "%v", err)
 	}
 	var t store.Template
 	if name.Tag != "" {
@@ -261,7 +262,7 @@ func (s *Server) handleListTags(w http.ResponseWriter, ref string) error {
 	}
 	tags, err := s.store.Tags(t.ID)
 	if err != nil {
-		return internal(err)
+		return failure.OwnFailure(err)
 	}
 	writeJSON(w, http.StatusOK, wireTags(tags))
 	return nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
@@ -23,7 +24,7 @@ const uploadPath = "/_local/uploads/"
 // archive is stored and, always (as E2B does), a single-use upload URL.
 func (s *Server) handleFileLink(w http.ResponseWriter, r *http.Request, templateID, hash string) error {
 	if e2b.ValidateFilesHash(hash) != nil {
-		return answer(http.StatusBadRequest, "Invalid files hash")
+		return failure.New(failure.Invalid, "Invalid files hash")
 	}
 	t, err := s.store.TemplateByID(templateID)
 	if err != nil {
@@ -31,11 +32,11 @@ func (s *Server) handleFileLink(w http.ResponseWriter, r *http.Request, template
 	}
 	_, present, err := s.store.ArchivePath(hash)
 	if err != nil {
-		return internal(err)
+		return failure.OwnFailure(err)
 	}
 	grant, err := s.store.CreateGrant(t.ID, hash, s.cfg.UploadURLTTL)
 	if err != nil {
-		return internal(err)
+		return failure.OwnFailure(err)
 	}
 	base := s.cfg.PublicURL
 	if base == "" {
@@ -56,7 +57,7 @@ func (s *Server) handleFileLink(w http.ResponseWriter, r *http.Request, template
 // repeated PUT on the spent grant succeeds (see repeatedUpload).
 func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, token string) error {
 	if r.Method != http.MethodPut {
-		return answer(http.StatusMethodNotAllowed, "uploads use PUT")
+		return failure.New(failure.WrongMethod, "uploads use PUT")
 	}
 	// Archives may be large and slow: a deadline of their own, not the one
 	// of API bodies.
@@ -69,7 +70,7 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, token stri
 		return s.repeatedUpload(w, r, grant)
 	}
 	if r.ContentLength > s.cfg.MaxUploadBytes {
-		return answer(http.StatusRequestEntityTooLarge, "archive of %d bytes is larger than the limit of %d bytes", r.ContentLength, s.cfg.MaxUploadBytes)
+		return failure.New(failure.TooLarge, "archive of %d bytes is larger than the limit of %d bytes", r.ContentLength, s.cfg.MaxUploadBytes)
 	}
 	spool, err := os.CreateTemp(s.spoolDir, grant.Hash+"-*.part")
 	if err != nil {
@@ -96,12 +97,12 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, token stri
 	case sw.err != nil:
 		return s.storageError(fmt.Errorf("spool archive: %w", sw.err))
 	case errors.As(err, &tooLarge):
-		return answer(http.StatusRequestEntityTooLarge, "archive is larger than the limit of %d bytes", s.cfg.MaxUploadBytes)
+		return failure.New(failure.TooLarge, "archive is larger than the limit of %d bytes", s.cfg.MaxUploadBytes)
 	case err != nil:
-		return answer(http.StatusBadRequest, "receive archive: %v", err)
+		return failure.New(failure.Invalid, "receive archive: %v", err)
 	}
 	if err := s.checkArchiveFile(spool.Name()); errors.Is(err, buildcontext.ErrUnsafeArchive) {
-		return answer(http.StatusBadRequest, "%v", err)
+		return failure.New(failure.Invalid, "%v", err)
 	} else if err != nil {
 		return s.storageError(fmt.Errorf("read the spooled archive: %w", err))
 	}
@@ -125,7 +126,7 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, token stri
 // is read (within the limit) and dropped; the first write won.
 func (s *Server) repeatedUpload(w http.ResponseWriter, r *http.Request, grant store.Grant) error {
 	if _, present, err := s.store.ArchivePath(grant.Hash); err != nil {
-		return internal(err)
+		return failure.OwnFailure(err)
 	} else if !present {
 		return store.ErrGrant()
 	}
@@ -156,7 +157,7 @@ func (w *spoolWriter) Write(p []byte) (int, error) {
 func (s *Server) storageError(err error) error {
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
 		s.log.Error("no space left to store an upload", "err", err)
-		return answer(http.StatusInsufficientStorage, "no space left on the server's disk to store the archive; free some and retry")
+		return failure.New(failure.NoSpace, "no space left on the server's disk to store the archive; free some and retry")
 	}
 	return err
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
 	"slices"
 	"sort"
 	"time"
@@ -116,7 +117,7 @@ func (s *Store) RegisterBuild(req RegisterRequest) (Registered, error) {
 	for _, raw := range req.Tags {
 		tag, err := e2b.NormalizeTag(raw)
 		if err != nil {
-			return Registered{}, errorf(KindInvalid, "%v", err)
+			return Registered{}, failure.New(failure.Invalid, "%v", err)
 		}
 		if !slices.Contains(tags, tag) {
 			tags = append(tags, tag)
@@ -172,13 +173,13 @@ func (s *Store) RegisterBuild(req RegisterRequest) (Registered, error) {
 func (s *Store) parseBuildName(raw string) (e2b.Name, error) {
 	name, err := e2b.ParseName(raw)
 	if err != nil {
-		return name, errorf(KindInvalid, "%v", err)
+		return name, failure.New(failure.Invalid, "%v", err)
 	}
 	if name.Namespace != "" && name.Namespace != s.teamSlug {
-		return name, errorf(KindInvalid, "namespace '%s' must match your team '%s'", name.Namespace, s.teamSlug)
+		return name, failure.New(failure.Invalid, "namespace '%s' must match your team '%s'", name.Namespace, s.teamSlug)
 	}
 	if e2b.IsBuildID(name.Tag) {
-		return name, errorf(KindInvalid, "template name %q names a build ID where a tag belongs", raw)
+		return name, failure.New(failure.Invalid, "template name %q names a build ID where a tag belongs", raw)
 	}
 	return name, nil
 }
@@ -230,7 +231,7 @@ func templateBuilds(tx *bolt.Tx, templateID string) ([]Build, error) {
 	return out, err
 }
 
-// Build returns one build of a template; a missing pair is KindNotFound.
+// Build returns one build of a template; a missing pair is failure.NotFound.
 func (s *Store) Build(templateID, buildID string) (Build, error) {
 	var b Build
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -238,7 +239,7 @@ func (s *Store) Build(templateID, buildID string) (Build, error) {
 		var err error
 		b, found, err = getBuild(tx, templateID, buildID)
 		if err == nil && !found {
-			return errorf(KindNotFound, "Build '%s' not found", buildID)
+			return failure.New(failure.NotFound, "Build '%s' not found", buildID)
 		}
 		return err
 	})
@@ -259,17 +260,17 @@ func (s *Store) StartBuild(templateID, buildID string, req BuildRequest) (Build,
 			return err
 		}
 		if !found {
-			return errorf(KindNotFound, "build '%s' of template '%s' not found", buildID, templateID)
+			return failure.New(failure.NotFound, "build '%s' of template '%s' not found", buildID, templateID)
 		}
 		var t Template
 		if _, err := getJSON(tx.Bucket(bucketTemplates), templateID, &t); err != nil {
 			return err
 		}
 		if t.Deleted {
-			return errorf(KindNotFound, "template '%s' has been deleted", templateID)
+			return failure.New(failure.NotFound, "template '%s' has been deleted", templateID)
 		}
 		if b.Status != e2b.BuildWaiting {
-			return errorf(KindInvalid, "build is not in waiting state")
+			return failure.New(failure.Invalid, "build is not in waiting state")
 		}
 		others, err := templateBuilds(tx, templateID)
 		if err != nil {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
 	"sort"
 	"time"
 
@@ -66,7 +67,7 @@ func (s *Store) CreateSandbox(sb Sandbox) error {
 			return err
 		}
 		if !found || t.Deleted {
-			return errorf(KindNotFound, "template '%s' not found", sb.TemplateID)
+			return failure.New(failure.NotFound, "template '%s' not found", sb.TemplateID)
 		}
 		at := sb.StartedAt
 		t.LastSpawnedAt = &at
@@ -82,7 +83,7 @@ func (s *Store) CreateSandbox(sb Sandbox) error {
 }
 
 // Sandbox returns a live sandbox (Sandbox.Live). From its end on a sandbox
-// that is not paused is gone (KindNotFound), as on E2B, although its
+// that is not paused is gone (failure.NotFound), as on E2B, although its
 // record stays until the reaper has stopped its container.
 func (s *Store) Sandbox(id string) (Sandbox, error) {
 	var sb Sandbox
@@ -98,7 +99,7 @@ func (s *Store) liveSandbox(b *bolt.Bucket, id string) (Sandbox, error) {
 	var sb Sandbox
 	found, err := getJSON(b, id, &sb)
 	if err == nil && (!found || !sb.Live(s.now())) {
-		return sb, errorf(KindNotFound, "sandbox '%s' not found", id)
+		return sb, failure.New(failure.NotFound, "sandbox '%s' not found", id)
 	}
 	return sb, err
 }
@@ -181,15 +182,15 @@ func (s *Store) ExtendSandboxEndAt(id string, endAt time.Time) (Sandbox, error) 
 // notRunning is the error for a change only a running sandbox takes: as on
 // E2B, a paused sandbox is not found among the running ones.
 func notRunning(id string) error {
-	return errorf(KindNotFound, "sandbox '%s' is paused: connect to it to resume it", id)
+	return failure.New(failure.NotFound, "sandbox '%s' is paused: connect to it to resume it", id)
 }
 
-// PauseSandbox records that a running sandbox was paused (KindConflict
+// PauseSandbox records that a running sandbox was paused (failure.Conflict
 // when it already was).
 func (s *Store) PauseSandbox(id string) (Sandbox, error) {
 	return s.updateSandbox(id, func(sb *Sandbox) error {
 		if sb.Paused() {
-			return errorf(KindConflict, "Error pausing sandbox - sandbox '%s' is already paused", id)
+			return failure.New(failure.Conflict, "Error pausing sandbox - sandbox '%s' is already paused", id)
 		}
 		now := s.now().UTC()
 		sb.State, sb.PausedAt = StatePaused, &now
@@ -202,7 +203,7 @@ func (s *Store) PauseSandbox(id string) (Sandbox, error) {
 func (s *Store) ResumeSandbox(id string, endAt time.Time, autoPause *bool) (Sandbox, error) {
 	return s.updateSandbox(id, func(sb *Sandbox) error {
 		if !sb.Paused() {
-			return errorf(KindConflict, "Sandbox %s is already running", id)
+			return failure.New(failure.Conflict, "Sandbox %s is already running", id)
 		}
 		sb.State, sb.PausedAt, sb.EndAt = StateRunning, nil, endAt.UTC()
 		if autoPause != nil {
