@@ -425,6 +425,11 @@ func (e *fakeEngine) WarmSandbox(ctx context.Context, spec engine.SandboxSpec) (
 		return <-served
 	}
 	e.warmed = append(e.warmed, spec)
+	// The container ends itself at spec.EndAt, as the engine's does.
+	if e.deadlines == nil {
+		e.deadlines = map[string]time.Time{}
+	}
+	e.deadlines[spec.SandboxID] = spec.EndAt
 	e.mu.Unlock()
 	return &engine.Sandbox{ID: spec.SandboxID, ContainerID: "fake-" + spec.SandboxID, EnvdVersion: "0.6.13"}, nil
 }

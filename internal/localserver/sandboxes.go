@@ -92,39 +92,49 @@ func (s *Server) createSandbox(ctx context.Context, req e2b.NewSandbox, defaultT
 	if secure {
 		token = rand.Text()
 	}
+	// One forward flow: the sandbox is recorded as starting with its final
+	// ID (a pooled container's, when the build has one) and end, its
+	// container started with that end, then it is marked running.
+	pooled, fromPool := s.takePooled(b.ID)
+	id := "i" + store.RandomID(20)
+	if fromPool {
+		id = pooled.id
+	}
 	now := s.cfg.Now().UTC()
 	sb := store.Sandbox{
-		ID: "i" + store.RandomID(20), TemplateID: t.ID, Alias: t.Alias, BuildID: b.ID, AccessToken: token,
+		ID: id, TemplateID: t.ID, Alias: t.Alias, BuildID: b.ID, AccessToken: token,
 		StartedAt: now, EndAt: now.Add(timeout), CPUCount: b.CPUCount, MemoryMB: b.MemoryMB,
-		Metadata: req.Metadata, EnvVars: req.EnvVars, State: store.StateRunning, AutoPause: autoPause,
+		Metadata: req.Metadata, EnvVars: req.EnvVars, State: store.StateStarting, AutoPause: autoPause,
 	}
 	if autoResume {
 		sb.AutoResume = timeout
 	}
-	// The container's end is set again once recorded; this one holds
-	// should the server die in between.
-	started, err := s.startSandbox(ctx, &sb, b)
-	if err != nil {
-		s.log.Error("start sandbox", "template", t.ID, "build", b.ID, "err", err)
-		return nil, failure.Wrap(failure.SandboxNotStarted, "start sandbox", err)
-	}
-	id := sb.ID
-	sb.ContainerID, sb.EnvdVersion = started.ContainerID, started.EnvdVersion
-	if sb.EnvdVersion == "" {
-		sb.EnvdVersion = b.Result.EnvdVersion
-	}
-	err = s.store.CreateSandbox(sb)
-	if err == nil {
-		if err = s.engine.SetSandboxDeadline(ctx, id, containerEnd(sb)); err != nil {
-			_, _ = s.store.DeleteSandbox(id)
-			err = failure.OwnFailure(err)
+	if err := s.store.CreateSandbox(sb); err != nil {
+		if fromPool {
+			s.removePooled(ctx, pooled)
 		}
+		return nil, err
+	}
+	started, err := s.startSandbox(ctx, sb, b, pooled, fromPool)
+	if err == nil {
+		envdVersion := started.EnvdVersion
+		if envdVersion == "" {
+			envdVersion = b.Result.EnvdVersion
+		}
+		sb, err = s.store.SandboxStarted(id, started.ContainerID, envdVersion)
+		if err != nil {
+			err = failure.OwnFailure(err)
+			if stopErr := s.engine.StopSandbox(context.WithoutCancel(ctx), id); stopErr != nil {
+				s.log.Error("stop a sandbox that could not be recorded", "sandbox", id, "err", stopErr)
+			}
+		}
+	} else {
+		s.log.Error("start sandbox", "template", t.ID, "build", b.ID, "err", err)
+		err = failure.Wrap(failure.SandboxNotStarted, "start sandbox", err)
 	}
 	if err != nil {
-		if stopErr := s.engine.StopSandbox(context.WithoutCancel(ctx), id); stopErr != nil {
-			s.log.Error("stop a sandbox that could not be recorded", "sandbox", id, "err", stopErr)
-		} else {
-			s.forgetPooled(id) // a pooled container's record, if it was one
+		if _, delErr := s.store.DeleteSandbox(id); delErr != nil {
+			s.log.Error("forget a sandbox that did not start", "sandbox", id, "err", delErr)
 		}
 		return nil, err
 	}
@@ -132,28 +142,34 @@ func (s *Server) createSandbox(ctx context.Context, req e2b.NewSandbox, defaultT
 	return s.sandboxAnswer(sb), nil
 }
 
-// startSandbox starts sandbox sb of build b: a container of the warm pool
-// when the build has one, which takes sb's ID and is initialised for it
-// as a fresh one is, else a fresh container.
-func (s *Server) startSandbox(ctx context.Context, sb *store.Sandbox, b store.Build) (*engine.Sandbox, error) {
-	if ps, ok := s.takePooled(b.ID); ok {
-		pooled := *sb
-		pooled.ID = ps.id
-		err := s.engine.InitSandbox(ctx, sandboxSpec(pooled, b))
+// startSandbox starts the container of sandbox sb of build b, recorded as
+// starting: the pooled container when fromPool, which takes sb's end and
+// is initialised as a fresh one is, else (or when that fails) a fresh one
+// started with sb's end. On error nothing is left running.
+func (s *Server) startSandbox(ctx context.Context, sb store.Sandbox, b store.Build, pooled pooledSandbox, fromPool bool) (*engine.Sandbox, error) {
+	spec := sandboxSpec(sb, b)
+	if fromPool {
+		// The pooled container was started with the pool's end, not the
+		// sandbox's: this is the one time the sandbox's end goes down.
+		err := s.engine.SetSandboxDeadline(ctx, sb.ID, spec.EndAt)
 		if err == nil {
-			sb.ID = ps.id
-			s.log.Info("warm pool: sandbox handed out", "sandbox", ps.id, "build", b.ID)
-			return &ps.started, nil
+			err = s.engine.InitSandbox(ctx, spec)
 		}
-		s.log.Warn("warm pool: initialise a pooled container; starting a fresh one", "sandbox", ps.id, "err", err)
-		s.removePooled(ctx, ps)
+		if err == nil {
+			s.log.Info("warm pool: sandbox handed out", "sandbox", sb.ID, "build", b.ID)
+			return &pooled.started, nil
+		}
+		s.log.Warn("warm pool: initialise a pooled container; starting a fresh one", "sandbox", sb.ID, "err", err)
+		if err := s.engine.StopSandbox(context.WithoutCancel(ctx), sb.ID); err != nil {
+			return nil, err
+		}
 	}
 	release, err := s.startSlot(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	return s.engine.StartSandbox(ctx, sandboxSpec(*sb, b))
+	return s.engine.StartSandbox(ctx, spec)
 }
 
 // maxContainerStarts bounds the sandbox containers starting at once
@@ -290,6 +306,9 @@ func (s *Server) filteredSandboxes(r *http.Request, defaultStates ...string) ([]
 	out := []e2b.ListedSandbox{}
 next:
 	for _, sb := range all {
+		if sb.Starting() {
+			continue
+		}
 		for k := range want {
 			if sb.Metadata[k] != want.Get(k) {
 				continue next
@@ -537,7 +556,8 @@ func (s *Server) reapExpired(ctx context.Context) {
 	}
 	now := s.cfg.Now()
 	for _, sb := range sandboxes {
-		if sb.Paused() || now.Before(sb.EndAt) {
+		// A starting sandbox is its create's until it runs.
+		if sb.Paused() || sb.Starting() || now.Before(sb.EndAt) {
 			continue
 		}
 		if sb.AutoPause {

@@ -241,7 +241,9 @@ func (s *Server) recover(ctx context.Context) error {
 	live := map[string]bool{}
 	now := s.cfg.Now()
 	for _, sb := range sandboxes {
-		if sb.Live(now) {
+		// A sandbox still starting when the server died was never handed
+		// to its client.
+		if sb.Live(now) && !sb.Starting() {
 			live[sb.ID] = true
 		} else if _, err := s.store.DeleteSandbox(sb.ID); err != nil {
 			return err

@@ -44,6 +44,7 @@ type Store interface {
 
 	// Sandboxes and their snapshots.
 	CreateSandbox(sb store.Sandbox) error
+	SandboxStarted(id, containerID, envdVersion string) (store.Sandbox, error)
 	Sandbox(id string) (store.Sandbox, error)
 	Sandboxes() ([]store.Sandbox, error)
 	LiveSandboxes() ([]store.Sandbox, error)

@@ -9,10 +9,13 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Sandbox states, the API's SandboxState.
+// Sandbox states: the API's SandboxState (running, paused), and starting,
+// the state of a sandbox recorded before its container runs, which the API
+// does not show.
 const (
-	StateRunning = "running"
-	StatePaused  = "paused"
+	StateStarting = "starting"
+	StateRunning  = "running"
+	StatePaused   = "paused"
 )
 
 // Sandbox is a running or paused sandbox and what the API answers about it.
@@ -32,8 +35,9 @@ type Sandbox struct {
 	// an engine restart) hands envd anew.
 	EnvVars     map[string]string `json:"envVars,omitempty"`
 	ContainerID string            `json:"containerID"`
-	// State is StatePaused while paused; empty (records before pausing
-	// existed) or StateRunning otherwise.
+	// State is StateStarting until its container runs, StatePaused while
+	// paused; empty (records before pausing existed) or StateRunning
+	// otherwise.
 	State    string     `json:"state,omitempty"`
 	PausedAt *time.Time `json:"pausedAt,omitempty"`
 	// AutoPause pauses the sandbox at its end instead of killing it
@@ -48,6 +52,10 @@ type Sandbox struct {
 // Paused reports whether the sandbox is paused.
 func (sb Sandbox) Paused() bool { return sb.State == StatePaused }
 
+// Starting reports whether the sandbox's container is not running yet: its
+// create owns it until then.
+func (sb Sandbox) Starting() bool { return sb.State == StateStarting }
+
 // Live reports whether the sandbox still exists at now: a paused one until
 // it is killed, one that pauses at its end until it is paused, any other
 // until its end.
@@ -55,8 +63,9 @@ func (sb Sandbox) Live(now time.Time) bool {
 	return sb.Paused() || sb.AutoPause || now.Before(sb.EndAt)
 }
 
-// CreateSandbox records a started sandbox and counts the spawn on its
-// template, unless the template was deleted meanwhile. A pooled container
+// CreateSandbox records a sandbox (starting, as create records it before
+// its container runs) and counts the spawn on its template, unless the
+// template was deleted meanwhile. A pooled container
 // of the same ID, handed out, stops being pooled in the same transaction.
 func (s *Store) CreateSandbox(sb Sandbox) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
@@ -183,6 +192,18 @@ func (s *Store) ExtendSandboxEndAt(id string, endAt time.Time) (Sandbox, error) 
 // E2B, a paused sandbox is not found among the running ones.
 func notRunning(id string) error {
 	return failure.New(failure.NotFound, "sandbox '%s' is paused: connect to it to resume it", id)
+}
+
+// SandboxStarted records that a starting sandbox's container runs: its
+// container and the envd version it runs.
+func (s *Store) SandboxStarted(id, containerID, envdVersion string) (Sandbox, error) {
+	return s.updateSandbox(id, func(sb *Sandbox) error {
+		if !sb.Starting() {
+			return failure.New(failure.Conflict, "sandbox '%s' is not starting", id)
+		}
+		sb.State, sb.ContainerID, sb.EnvdVersion = StateRunning, containerID, envdVersion
+		return nil
+	})
 }
 
 // PauseSandbox records that a running sandbox was paused (failure.Conflict
