@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/sandboxes"
 	"io"
 	"log/slog"
 	"net"
@@ -310,7 +311,7 @@ func TestDockerIsolation(t *testing.T) {
 	forFreshAndPooled(t, testDockerIsolation)
 }
 
-func testDockerIsolation(t *testing.T, pool PoolConfig) {
+func testDockerIsolation(t *testing.T, pool sandboxes.PoolConfig) {
 	eng, _ := dockerEngine(t)
 	debian := debianImage(t)
 	rt := runtimeOf(t, eng)
@@ -554,7 +555,7 @@ func TestDockerEgress(t *testing.T) {
 	forFreshAndPooled(t, testDockerEgress)
 }
 
-func testDockerEgress(t *testing.T, pool PoolConfig) {
+func testDockerEgress(t *testing.T, pool sandboxes.PoolConfig) {
 	debian := debianImage(t)
 	allowedAddr, allowedConns := countingServer(t, "allowed")
 	deniedAddr, deniedConns := countingServer(t, "denied")

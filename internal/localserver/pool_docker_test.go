@@ -4,6 +4,7 @@ package localserver
 
 import (
 	"encoding/json"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/sandboxes"
 	"maps"
 	"net/http"
 	"slices"
@@ -37,7 +38,7 @@ echo "== id"; id; pwd`
 func TestDockerPoolEquivalence(t *testing.T) {
 	eng, _ := dockerEngine(t)
 	debian := debianImage(t)
-	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.Pool = PoolConfig{PerBuild: 1, Max: 2, Idle: time.Hour} }})
+	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.Pool = sandboxes.PoolConfig{PerBuild: 1, Max: 2, Idle: time.Hour} }})
 	var reg e2b.TemplateRequestResponseV3
 	ts.call("POST", "/v3/templates", e2b.TemplateBuildRequestV3{Name: "same", CPUCount: int32p(1), MemoryMB: int32p(256)}, http.StatusAccepted, &reg)
 	ts.start(reg, e2b.TemplateBuildStartV2{FromImage: debian, StartCmd: "sleep 86400", Steps: []e2b.TemplateStep{

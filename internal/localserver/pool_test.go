@@ -4,6 +4,7 @@ package localserver
 
 import (
 	"context"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/sandboxes"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -16,7 +17,7 @@ import (
 )
 
 // startPoolServer starts a server on eng with the pool's bounds and clock.
-func startPoolServer(t *testing.T, eng Engine, pool PoolConfig, clock *testClock, opts ...serverOptions) *testServer {
+func startPoolServer(t *testing.T, eng Engine, pool sandboxes.PoolConfig, clock *testClock, opts ...serverOptions) *testServer {
 	t.Helper()
 	return startServer(t, eng, append(opts, serverOptions{configure: func(c *Config) {
 		c.Pool = pool
@@ -30,19 +31,9 @@ func startPoolServer(t *testing.T, eng Engine, pool PoolConfig, clock *testClock
 // pooled sandbox IDs by build, each list oldest first.
 func (ts *testServer) pooledIDs() map[string][]string {
 	ts.t.Helper()
-	p := &ts.Server.pool
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		p.mu.Lock()
-		warming := len(p.warming)
-		out := map[string][]string{}
-		for b, list := range p.ready {
-			for _, ps := range list {
-				out[b] = append(out[b], ps.id)
-			}
-		}
-		p.mu.Unlock()
-		if warming == 0 {
-			return out
+		if view := ts.Server.sandboxes.Pool(); view.Starting == 0 {
+			return view.Ready
 		}
 		if time.Now().After(deadline) {
 			ts.t.Fatalf("the pool is still starting containers after 30 s")
@@ -79,7 +70,7 @@ func flat(byBuild map[string][]string) []string {
 // its own metadata, env and token, and the pool refills.
 func TestPoolBoundsAndHandOut(t *testing.T) {
 	eng := newFakeEngine(t)
-	ts := startPoolServer(t, eng, PoolConfig{PerBuild: 2, Max: 3, Idle: time.Hour}, nil)
+	ts := startPoolServer(t, eng, sandboxes.PoolConfig{PerBuild: 2, Max: 3, Idle: time.Hour}, nil)
 	a, _ := ts.build("a", e2b.TemplateStep{Type: "ENV", Args: []string{"FROM_BUILD", "b"}})
 	b, _ := ts.build("b")
 	if got := ts.pooledIDs(); len(got) != 0 {
@@ -161,7 +152,7 @@ func TestPoolBoundsAndHandOut(t *testing.T) {
 // With any bound 0 the pool keeps nothing and a create starts a fresh
 // container.
 func TestPoolOff(t *testing.T) {
-	for _, pool := range []PoolConfig{{}, {PerBuild: 0, Max: 8, Idle: time.Hour}, {PerBuild: 2, Max: 0, Idle: time.Hour}, {PerBuild: 2, Max: 8}} {
+	for _, pool := range []sandboxes.PoolConfig{{}, {PerBuild: 0, Max: 8, Idle: time.Hour}, {PerBuild: 2, Max: 0, Idle: time.Hour}, {PerBuild: 2, Max: 8}} {
 		eng := newFakeEngine(t)
 		ts := startPoolServer(t, eng, pool, nil)
 		ts.build("a")
@@ -185,7 +176,7 @@ func TestPoolOff(t *testing.T) {
 func TestPoolIdleExpiry(t *testing.T) {
 	clock := newTestClock()
 	eng := newFakeEngine(t)
-	ts := startPoolServer(t, eng, PoolConfig{PerBuild: 1, Max: 4, Idle: time.Minute}, clock)
+	ts := startPoolServer(t, eng, sandboxes.PoolConfig{PerBuild: 1, Max: 4, Idle: time.Minute}, clock)
 	a, _ := ts.build("a")
 	ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "a", Timeout: int32p(3600)})
 	first := ts.pooledIDs()[a.BuildID]
@@ -195,7 +186,7 @@ func TestPoolIdleExpiry(t *testing.T) {
 	eng.mu.Lock()
 	end := eng.warmed[len(eng.warmed)-1].EndAt
 	eng.mu.Unlock()
-	if want := clock.Now().Add(time.Minute + poolEndMargin); !end.Equal(want) {
+	if want := clock.Now().Add(time.Minute + sandboxes.PoolEndMargin); !end.Equal(want) {
 		t.Errorf("pooled container ends at %v, want %v", end, want)
 	}
 
@@ -250,7 +241,7 @@ func waitStopped(t *testing.T, eng *fakeEngine, id string) {
 func TestPoolDeleteTemplateAndClose(t *testing.T) {
 	dataDir := t.TempDir()
 	eng := newFakeEngine(t)
-	ts := startPoolServer(t, eng, PoolConfig{PerBuild: 2, Max: 8, Idle: time.Hour}, nil, serverOptions{dataDir: dataDir, skipCleanup: true})
+	ts := startPoolServer(t, eng, sandboxes.PoolConfig{PerBuild: 2, Max: 8, Idle: time.Hour}, nil, serverOptions{dataDir: dataDir, skipCleanup: true})
 	a, _ := ts.build("a")
 	b, _ := ts.build("b")
 	sa := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "a"})
@@ -320,7 +311,7 @@ func TestPoolAfterCrash(t *testing.T) {
 	st.Close()
 	eng := newFakeEngine(t)
 	eng.sandboxes["ipooled"] = func() error { return nil }
-	ts := startPoolServer(t, eng, PoolConfig{PerBuild: 2, Max: 8, Idle: time.Hour}, nil, serverOptions{dataDir: dataDir})
+	ts := startPoolServer(t, eng, sandboxes.PoolConfig{PerBuild: 2, Max: 8, Idle: time.Hour}, nil, serverOptions{dataDir: dataDir})
 	eng.mu.Lock()
 	kept, left := slices.Clone(eng.keptOrphans), len(eng.sandboxes)
 	eng.mu.Unlock()
@@ -335,9 +326,9 @@ func TestPoolAfterCrash(t *testing.T) {
 // forFreshAndPooled runs a test of sandboxes twice: with the pool off, and
 // with it on, where every sandbox the test creates through
 // createPossiblyPooled comes from the pool.
-func forFreshAndPooled(t *testing.T, test func(t *testing.T, pool PoolConfig)) {
-	t.Run("fresh", func(t *testing.T) { test(t, PoolConfig{}) })
-	t.Run("pooled", func(t *testing.T) { test(t, PoolConfig{PerBuild: 2, Max: 8, Idle: time.Hour}) })
+func forFreshAndPooled(t *testing.T, test func(t *testing.T, pool sandboxes.PoolConfig)) {
+	t.Run("fresh", func(t *testing.T) { test(t, sandboxes.PoolConfig{}) })
+	t.Run("pooled", func(t *testing.T) { test(t, sandboxes.PoolConfig{PerBuild: 2, Max: 8, Idle: time.Hour}) })
 }
 
 // createPossiblyPooled creates a sandbox of the template; with the pool on
@@ -347,18 +338,14 @@ func forFreshAndPooled(t *testing.T, test func(t *testing.T, pool PoolConfig)) {
 func (ts *testServer) createPossiblyPooled(template string) e2b.Sandbox {
 	t := ts.t
 	t.Helper()
-	if !ts.Server.cfg.Pool.on() {
+	if !ts.Server.cfg.Pool.On() {
 		return ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: template})
 	}
 	_, b, err := ts.Server.store.Resolve(template)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &ts.Server.pool
-	p.mu.Lock()
-	_, used := p.lastUsed[b.ID]
-	p.mu.Unlock()
-	if !used {
+	if !ts.Server.sandboxes.Pool().Recent[b.ID] {
 		first := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: template})
 		ts.call("DELETE", "/sandboxes/"+first.SandboxID, nil, http.StatusNoContent, nil)
 	}

@@ -101,15 +101,8 @@ func unreachable(sandboxID string, port int, err error) error {
 }
 
 func (s *Server) proxy(w http.ResponseWriter, r *http.Request, id string, port int) error {
-	sb, err := s.store.Sandbox(id)
-	if err != nil {
-		// 502, as E2B's proxy answers: the SDKs read it as "the sandbox
-		// was killed or timed out" (isRunning → false).
-		return failure.MissingAs(err, failure.Unreachable, "sandbox '%s' not found: it was killed or timed out", id)
-	}
-	if sb.Paused() && !s.autoResume(r.Context(), sb) {
-		// Its envd is frozen: a request would wait for it in vain.
-		return failure.New(failure.Unreachable, "sandbox '%s' is paused: connect to it to resume it", id)
+	if err := s.sandboxes.Reach(r.Context(), id); err != nil {
+		return err
 	}
 	if port < 1 || port > 65535 {
 		return failure.New(failure.Invalid, "port %d of sandbox '%s' is not a valid port", port, id)
@@ -129,4 +122,14 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, id string, port i
 	_ = rc.EnableFullDuplex()
 	p.proxy.ServeHTTP(w, r)
 	return nil
+}
+
+// dropProxy closes the proxy's connections to a sandbox that was stopped.
+func (s *Server) dropProxy(sandboxID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.proxies[sandboxID]; ok {
+		p.transport.CloseIdleConnections()
+		delete(s.proxies, sandboxID)
+	}
 }

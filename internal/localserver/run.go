@@ -20,6 +20,7 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/egress"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/sandboxes"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
@@ -69,7 +70,7 @@ type Options struct {
 	// Pool bounds the warm pool as given (PerBuild 0: off); the command's
 	// flags default to DefaultPoolSizePerBuild, DefaultPoolMax and
 	// DefaultPoolIdle.
-	Pool PoolConfig
+	Pool sandboxes.PoolConfig
 }
 
 // Run starts the server as o says on the Docker engine and serves until

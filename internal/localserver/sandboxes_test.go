@@ -202,7 +202,7 @@ func TestSandboxTimeoutIsEnforced(t *testing.T) {
 	}
 	ts.expectError("GET", "/sandboxes/"+short.SandboxID, nil, 404, "not found")
 	// One more sweep at this time leaves the other alone.
-	ts.Server.reapExpired(t.Context())
+	ts.Server.sandboxes.ReapExpired(t.Context())
 	ts.call("GET", "/sandboxes/"+long.SandboxID, nil, 200, &detail)
 
 	ts.call("DELETE", "/sandboxes/"+long.SandboxID, nil, 204, nil)

@@ -24,6 +24,7 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/sandboxes"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
@@ -57,7 +58,7 @@ type Config struct {
 	// are looked for.
 	ReapInterval time.Duration
 	// Pool bounds the warm pool; the zero value turns it off.
-	Pool PoolConfig
+	Pool sandboxes.PoolConfig
 	// Now is the clock (time.Now when nil); tests move it to expire sandboxes.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -161,14 +162,7 @@ type Server struct {
 	proxies map[string]*sandboxProxy // by sandbox ID
 	tasks   sync.WaitGroup
 
-	// sandboxLocks serialise each sandbox's pauses, resumes and
-	// snapshots (lockSandbox), by sandbox ID.
-	sandboxLocks map[string]*sandboxLock
-
-	pool warmPool
-	// starts holds a token for every sandbox container starting
-	// (startSlot).
-	starts chan struct{}
+	sandboxes *sandboxes.Manager
 }
 
 // New opens the state in cfg.DataDir, recovers from an earlier run (builds
@@ -188,10 +182,6 @@ func New(ctx context.Context, cfg Config, eng Engine) (*Server, error) {
 		spoolDir:   filepath.Join(cfg.DataDir, "uploads"),
 		running:    map[string]*runningBuild{},
 		proxies:    map[string]*sandboxProxy{},
-
-		sandboxLocks: map[string]*sandboxLock{},
-		pool:         newWarmPool(),
-		starts:       make(chan struct{}, maxContainerStarts()),
 	}
 	for _, dir := range []string{cfg.DataDir, s.archiveDir, s.spoolDir} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -208,9 +198,13 @@ func New(ctx context.Context, cfg Config, eng Engine) (*Server, error) {
 		return nil, err
 	}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	s.sandboxes = sandboxes.New(sandboxes.Config{
+		Domain: cfg.Domain, MaxSandboxTimeout: cfg.MaxSandboxTimeout, ReapInterval: cfg.ReapInterval,
+		Pool: cfg.Pool, Now: cfg.Now, Logger: cfg.Logger, Stopped: s.dropProxy,
+	}, st, eng)
 	s.mux = s.routes()
 	s.api = apiCORS.Handler(s.handle(s.serveAPI))
-	s.tasks.Go(s.reapLoop)
+	s.tasks.Go(s.pruneGrantsLoop)
 	return s, nil
 }
 
@@ -234,22 +228,8 @@ func (s *Server) recover(ctx context.Context) error {
 			os.Remove(filepath.Join(s.spoolDir, e.Name()))
 		}
 	}
-	sandboxes, err := s.store.Sandboxes()
+	live, err := sandboxes.Recover(s.store, s.cfg.Now(), s.log)
 	if err != nil {
-		return err
-	}
-	live := map[string]bool{}
-	now := s.cfg.Now()
-	for _, sb := range sandboxes {
-		// A sandbox still starting when the server died was never handed
-		// to its client.
-		if sb.Live(now) && !sb.Starting() {
-			live[sb.ID] = true
-		} else if _, err := s.store.DeleteSandbox(sb.ID); err != nil {
-			return err
-		}
-	}
-	if err := s.clearPoolRecords(); err != nil {
 		return err
 	}
 	images, err := s.ownedImages()
@@ -288,10 +268,8 @@ func (s *Server) ownedImages() (map[string]bool, error) {
 // Store is the server's state (for tests and the command).
 func (s *Server) Store() Store { return s.store }
 
-// Close fails running builds with "server shut down", removes the warm
-// pool, stops every sandbox but those that are paused or pause at their
-// end (which it pauses, so that they outlive the server as on E2B they
-// outlive their timeout) and closes the state. ctx bounds the wait for builds to wind down.
+// Close fails running builds with "server shut down", closes the
+// sandboxes (sandboxes.Manager.Close) and closes the state. ctx bounds the wait for builds to wind down.
 func (s *Server) Close(ctx context.Context) error {
 	// Under mu, so that no build starts between the cancel and the Wait.
 	s.mu.Lock()
@@ -307,21 +285,7 @@ func (s *Server) Close(ctx context.Context) error {
 			s.log.Error("mark builds failed at shutdown", "err", err)
 		}
 	}
-	if n := s.dropPool(ctx, func(pooledSandbox) bool { return true }); n > 0 {
-		s.log.Info("warm pool: containers removed at shutdown", "count", n)
-	}
-	var errs []error
-	sandboxes, err := s.store.Sandboxes()
-	errs = append(errs, err)
-	for _, sb := range sandboxes {
-		switch {
-		case sb.Paused():
-		case sb.AutoPause:
-			s.pauseAtEnd(ctx, sb.ID)
-		default:
-			errs = append(errs, s.stopSandbox(ctx, sb.ID))
-		}
-	}
+	errs := []error{s.sandboxes.Close(ctx)}
 	s.mu.Lock()
 	for id, p := range s.proxies {
 		p.transport.CloseIdleConnections()
@@ -475,7 +439,7 @@ func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return failure.OwnFailure(err)
 	}
-	writeJSON(w, http.StatusOK, serverStats{Stats: st, PoolReady: s.poolReady()})
+	writeJSON(w, http.StatusOK, serverStats{Stats: st, PoolReady: s.sandboxes.PoolReady()})
 	return nil
 }
 

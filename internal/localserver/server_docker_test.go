@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/sandboxes"
 	"net/http"
 	"os"
 	"os/exec"
@@ -339,10 +340,10 @@ func TestDockerRestartAfterSIGKILL(t *testing.T) {
 	}
 	ts.call("POST", "/sandboxes/"+frozen.SandboxID+"/pause", nil, http.StatusNoContent, nil)
 	// The warm pool (on by default) holds containers of the template too.
-	ts.waitPooledStat(DefaultPoolSizePerBuild)
-	for deadline := time.Now().Add(time.Minute); len(instanceSandboxContainers(t, dataDir)) < 2+DefaultPoolSizePerBuild; time.Sleep(20 * time.Millisecond) {
+	ts.waitPooledStat(sandboxes.DefaultPoolSizePerBuild)
+	for deadline := time.Now().Add(time.Minute); len(instanceSandboxContainers(t, dataDir)) < 2+sandboxes.DefaultPoolSizePerBuild; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("sandbox containers before the kill: %v, want the 2 sandboxes' and the pool's %d", instanceSandboxContainers(t, dataDir), DefaultPoolSizePerBuild)
+			t.Fatalf("sandbox containers before the kill: %v, want the 2 sandboxes' and the pool's %d", instanceSandboxContainers(t, dataDir), sandboxes.DefaultPoolSizePerBuild)
 		}
 	}
 	// What a SIGKILL during the commit of the running build leaves: its

@@ -24,7 +24,7 @@ func (s *Server) handleCreateSnapshot(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	// A pause or resume during the commit would be undone by it.
-	sb, unlock, err := s.lockedSandbox(id)
+	sb, unlock, err := s.sandboxes.Lock(id)
 	if err != nil {
 		return err
 	}

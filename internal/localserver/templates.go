@@ -178,7 +178,7 @@ func (s *Server) handleDeleteTemplate(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	// Before the images: a pooled container holds its image.
-	s.dropTemplatePool(r.Context(), t.ID)
+	s.sandboxes.DropTemplatePool(r.Context(), t.ID)
 	// The template is deleted either way; an image left behind only costs disk.
 	for _, b := range builds {
 		if b.Result == nil || b.Result.Image == "" {

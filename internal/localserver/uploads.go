@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
@@ -183,4 +184,24 @@ func (s *Server) checkArchiveFile(name string) error {
 		MaxEntries:       s.cfg.MaxArchiveEntries,
 	})
 	return err
+}
+
+// grantPruneInterval is how often expired upload grants are pruned (link
+// requests and the start prune them too).
+const grantPruneInterval = time.Minute
+
+// pruneGrantsLoop prunes expired upload grants until the server closes.
+func (s *Server) pruneGrantsLoop() {
+	ticker := time.NewTicker(grantPruneInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-ticker.C:
+			if _, err := s.store.PruneGrants(); err != nil {
+				s.log.Error("prune expired upload grants", "err", err)
+			}
+		}
+	}
 }

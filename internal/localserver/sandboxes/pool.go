@@ -1,7 +1,8 @@
-package localserver
+package sandboxes
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -28,8 +29,8 @@ type PoolConfig struct {
 	Idle time.Duration
 }
 
-// on reports whether the pool keeps anything: every bound above 0.
-func (c PoolConfig) on() bool { return c.PerBuild > 0 && c.Max > 0 && c.Idle > 0 }
+// On reports whether the pool keeps anything: every bound above 0.
+func (c PoolConfig) On() bool { return c.PerBuild > 0 && c.Max > 0 && c.Idle > 0 }
 
 // Defaults of the server's pool flags.
 const (
@@ -43,10 +44,10 @@ const (
 // container start beside it would slow on a small machine.
 const poolRefillDelay = 500 * time.Millisecond
 
-// poolEndMargin is how long after its idle end a pooled container ends
+// PoolEndMargin is how long after its idle end a pooled container ends
 // itself (its envd's deadline), should the server be gone by then; the
 // server removes it first.
-const poolEndMargin = time.Minute
+const PoolEndMargin = time.Minute
 
 // pooledSandbox is a started container of the pool, under the ID of the
 // sandbox it will become.
@@ -91,11 +92,11 @@ func (p *warmPool) size() int {
 
 // takePooled notes a create from the build and hands out its oldest pooled
 // container, when it has one.
-func (s *Server) takePooled(buildID string) (pooledSandbox, bool) {
+func (s *Manager) takePooled(buildID string) (pooledSandbox, bool) {
 	p := &s.pool
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !s.cfg.Pool.on() {
+	if !s.cfg.Pool.On() {
 		return pooledSandbox{}, false
 	}
 	p.lastUsed[buildID] = s.cfg.Now()
@@ -114,8 +115,8 @@ func (s *Server) takePooled(buildID string) (pooledSandbox, bool) {
 
 // fillPool starts in the background the containers the build lacks, within
 // the bounds, one after another.
-func (s *Server) fillPool(templateID, buildID string) {
-	if !s.cfg.Pool.on() {
+func (s *Manager) fillPool(templateID, buildID string) {
+	if !s.cfg.Pool.On() {
 		return
 	}
 	p := &s.pool
@@ -153,7 +154,7 @@ func (s *Server) fillPool(templateID, buildID string) {
 
 // unreserve gives back n reserved places of a build that will not be
 // started.
-func (s *Server) unreserve(buildID string, n int) {
+func (s *Manager) unreserve(buildID string, n int) {
 	p := &s.pool
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -166,7 +167,7 @@ func (s *Server) unreserve(buildID string, n int) {
 // by the engine's path for every sandbox (engine.Docker.WarmSandbox), with
 // the ID, labels, limits and network of the sandbox it will become; and
 // adds it to the pool unless its template was deleted meanwhile.
-func (s *Server) warmPooled(templateID, buildID string) {
+func (s *Manager) warmPooled(templateID, buildID string) {
 	now := s.cfg.Now().UTC()
 	ps := pooledSandbox{id: "i" + store.RandomID(20), templateID: templateID, buildID: buildID, expires: now.Add(s.cfg.Pool.Idle)}
 	b, err := s.store.Build(templateID, buildID)
@@ -179,7 +180,7 @@ func (s *Server) warmPooled(templateID, buildID string) {
 	}
 	sb := store.Sandbox{
 		ID: ps.id, TemplateID: templateID, BuildID: buildID,
-		CPUCount: b.CPUCount, MemoryMB: b.MemoryMB, EndAt: ps.expires.Add(poolEndMargin),
+		CPUCount: b.CPUCount, MemoryMB: b.MemoryMB, EndAt: ps.expires.Add(PoolEndMargin),
 	}
 	release, err := s.startSlot(s.ctx)
 	var started *engine.Sandbox
@@ -215,14 +216,43 @@ func (s *Server) warmPooled(templateID, buildID string) {
 	s.log.Debug("warm pool: container ready", "sandbox", ps.id, "build", buildID, "pooled", s.poolSize())
 }
 
-func (s *Server) poolSize() int {
+func (s *Manager) poolSize() int {
 	s.pool.mu.Lock()
 	defer s.pool.mu.Unlock()
 	return s.pool.size()
 }
 
-// poolReady is the number of pooled containers ready to be handed out.
-func (s *Server) poolReady() int {
+// PoolView is what the warm pool holds at one moment: the sandbox IDs of
+// its ready containers by build, oldest first, how many are starting, and
+// the builds used recently enough to keep theirs.
+type PoolView struct {
+	Ready    map[string][]string
+	Starting int
+	Recent   map[string]bool
+}
+
+// Pool is the warm pool as it is now (for /_local/stats and tests).
+func (s *Manager) Pool() PoolView {
+	p := &s.pool
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v := PoolView{Ready: map[string][]string{}, Recent: map[string]bool{}}
+	for buildID, list := range p.ready {
+		for _, ps := range list {
+			v.Ready[buildID] = append(v.Ready[buildID], ps.id)
+		}
+	}
+	for _, n := range p.warming {
+		v.Starting += n
+	}
+	for buildID := range p.lastUsed {
+		v.Recent[buildID] = true
+	}
+	return v
+}
+
+// PoolReady is the number of pooled containers ready to be handed out.
+func (s *Manager) PoolReady() int {
 	s.pool.mu.Lock()
 	defer s.pool.mu.Unlock()
 	return s.pool.readyCount()
@@ -231,7 +261,7 @@ func (s *Server) poolReady() int {
 // removePooled removes a pooled container and its record; a container
 // that could not be removed keeps its record, for the next start's
 // clean-up.
-func (s *Server) removePooled(ctx context.Context, ps pooledSandbox) {
+func (s *Manager) removePooled(ctx context.Context, ps pooledSandbox) {
 	if err := s.engine.StopSandbox(context.WithoutCancel(ctx), ps.id); err != nil {
 		s.log.Error("warm pool: remove a container", "sandbox", ps.id, "err", err)
 		return
@@ -239,7 +269,7 @@ func (s *Server) removePooled(ctx context.Context, ps pooledSandbox) {
 	s.forgetPooled(ps.id)
 }
 
-func (s *Server) forgetPooled(ids ...string) {
+func (s *Manager) forgetPooled(ids ...string) {
 	if err := s.store.DeletePooled(ids...); err != nil {
 		s.log.Error("warm pool: forget containers", "sandboxes", ids, "err", err)
 	}
@@ -247,7 +277,7 @@ func (s *Server) forgetPooled(ids ...string) {
 
 // dropPool takes out of the pool the containers drop selects and removes
 // them.
-func (s *Server) dropPool(ctx context.Context, drop func(pooledSandbox) bool) int {
+func (s *Manager) dropPool(ctx context.Context, drop func(pooledSandbox) bool) int {
 	p := &s.pool
 	var gone []pooledSandbox
 	p.mu.Lock()
@@ -273,10 +303,10 @@ func (s *Server) dropPool(ctx context.Context, drop func(pooledSandbox) bool) in
 	return len(gone)
 }
 
-// dropTemplatePool removes the pooled containers of a template whose
+// DropTemplatePool removes the pooled containers of a template whose
 // deletion forgot their records (store.DeleteTemplate), before its images
 // go.
-func (s *Server) dropTemplatePool(ctx context.Context, templateID string) {
+func (s *Manager) DropTemplatePool(ctx context.Context, templateID string) {
 	if n := s.dropPool(ctx, func(ps pooledSandbox) bool { return ps.templateID == templateID }); n > 0 {
 		s.log.Info("warm pool: containers of a deleted template removed", "template", templateID, "count", n)
 	}
@@ -285,7 +315,7 @@ func (s *Server) dropTemplatePool(ctx context.Context, templateID string) {
 // expirePool removes the pooled containers that waited their idle time
 // out, and starts new ones for builds still recently used; builds unused
 // for that long are no longer.
-func (s *Server) expirePool(ctx context.Context) {
+func (s *Manager) expirePool(ctx context.Context) {
 	now := s.cfg.Now()
 	refill := map[string]string{} // build ID → template ID
 	n := s.dropPool(ctx, func(ps pooledSandbox) bool {
@@ -318,8 +348,8 @@ func (s *Server) expirePool(ctx context.Context) {
 
 // clearPoolRecords forgets the pooled containers a previous run recorded:
 // nothing claims their containers, which the start-up clean-up removes.
-func (s *Server) clearPoolRecords() error {
-	pooled, err := s.store.PooledSandboxes()
+func clearPoolRecords(st Store, log *slog.Logger) error {
+	pooled, err := st.PooledSandboxes()
 	if err != nil || len(pooled) == 0 {
 		return err
 	}
@@ -327,6 +357,6 @@ func (s *Server) clearPoolRecords() error {
 	for i, p := range pooled {
 		ids[i] = p.ID
 	}
-	s.log.Info("warm pool: containers of the previous run to remove", "count", len(ids))
-	return s.store.DeletePooled(ids...)
+	log.Info("warm pool: containers of the previous run to remove", "count", len(ids))
+	return st.DeletePooled(ids...)
 }
