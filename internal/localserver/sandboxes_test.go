@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/builds"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -265,8 +266,8 @@ func TestCloseAndReopen(t *testing.T) {
 
 	again := startServer(t, newFakeEngine(t), serverOptions{dataDir: dataDir})
 	info := again.status(running.TemplateID, running.BuildID, "")
-	if info.Status != "error" || info.Reason.Message != ReasonShutdown {
-		t.Errorf("build running at close = %+v, want error %q", info, ReasonShutdown)
+	if info.Status != "error" || info.Reason.Message != builds.ReasonShutdown {
+		t.Errorf("build running at close = %+v, want error %q", info, builds.ReasonShutdown)
 	}
 	// The list names each tag's newest assignment, the failed build's too (as
 	// E2B's); the template still resolves to the good build.
@@ -316,7 +317,7 @@ func TestStartAfterCrash(t *testing.T) {
 	}
 	ts := startServer(t, eng, serverOptions{dataDir: dataDir, configure: func(c *Config) { c.Now = clock.Now }})
 	info := ts.status(reg.Template.ID, reg.Build.ID, "")
-	if info.Status != "error" || info.Reason.Message != ReasonRestarted {
+	if info.Status != "error" || info.Reason.Message != builds.ReasonRestarted {
 		t.Errorf("interrupted build = %+v", info)
 	}
 	eng.mu.Lock()

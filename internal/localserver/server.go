@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/cors"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/builds"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/sandboxes"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
@@ -135,12 +135,6 @@ func (c *Config) applyDefaults() {
 	}
 }
 
-// Reasons recorded on builds this server ended.
-const (
-	ReasonRestarted = "the local server restarted while the build was running"
-	ReasonShutdown  = "server shut down"
-)
-
 // Server serves the API. Create it with New, serve Handler, end with Close.
 type Server struct {
 	cfg    Config
@@ -151,23 +145,16 @@ type Server struct {
 	// api serves upload PUTs and the API, behind apiCORS.
 	api http.Handler
 
-	archiveDir, spoolDir string
-
-	// ctx is cancelled by Close; builds and the reaper run under it.
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-
 	mu      sync.Mutex
-	running map[string]*runningBuild // by build ID
 	proxies map[string]*sandboxProxy // by sandbox ID
-	tasks   sync.WaitGroup
 
+	builds    *builds.Manager
 	sandboxes *sandboxes.Manager
 }
 
 // New opens the state in cfg.DataDir, recovers from an earlier run (builds
 // that were running are failed, containers no sandbox claims removed) and
-// starts the sandbox reaper.
+// starts the builds' and the sandboxes' managers.
 func New(ctx context.Context, cfg Config, eng Engine) (*Server, error) {
 	cfg.applyDefaults()
 	if cfg.DataDir == "" {
@@ -176,14 +163,8 @@ func New(ctx context.Context, cfg Config, eng Engine) (*Server, error) {
 	if cfg.APIKey == "" {
 		return nil, errors.New("an API key is required")
 	}
-	s := &Server{
-		cfg: cfg, engine: eng, log: cfg.Logger,
-		archiveDir: filepath.Join(cfg.DataDir, "archives"),
-		spoolDir:   filepath.Join(cfg.DataDir, "uploads"),
-		running:    map[string]*runningBuild{},
-		proxies:    map[string]*sandboxProxy{},
-	}
-	for _, dir := range []string{cfg.DataDir, s.archiveDir, s.spoolDir} {
+	archiveDir, spoolDir := filepath.Join(cfg.DataDir, "archives"), filepath.Join(cfg.DataDir, "uploads")
+	for _, dir := range []string{cfg.DataDir, archiveDir, spoolDir} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("create data directory %s: %w", dir, err)
 		}
@@ -192,47 +173,39 @@ func New(ctx context.Context, cfg Config, eng Engine) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.store = st
-	if err := s.recover(ctx); err != nil {
+	s := &Server{cfg: cfg, store: st, engine: eng, log: cfg.Logger, proxies: map[string]*sandboxProxy{}}
+	if err := s.recover(ctx, spoolDir); err != nil {
 		st.Close()
 		return nil, err
 	}
-	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.sandboxes = sandboxes.New(sandboxes.Config{
 		Domain: cfg.Domain, MaxSandboxTimeout: cfg.MaxSandboxTimeout, ReapInterval: cfg.ReapInterval,
 		Pool: cfg.Pool, Now: cfg.Now, Logger: cfg.Logger, Stopped: s.dropProxy,
 	}, st, eng)
+	s.builds = builds.New(builds.Config{
+		MaxCPUCount: cfg.MaxCPUCount, MaxMemoryMB: cfg.MaxMemoryMB, MaxBuildTime: cfg.MaxBuildTime, LogBound: cfg.LogBound,
+		ArchiveDir: archiveDir, SpoolDir: spoolDir, UploadURLTTL: cfg.UploadURLTTL,
+		MaxUploadBytes: cfg.MaxUploadBytes, MaxUnpackedBytes: cfg.MaxUnpackedBytes, MaxArchiveEntries: cfg.MaxArchiveEntries,
+		Now: cfg.Now, Logger: cfg.Logger, Deleting: s.sandboxes.DropTemplatePool,
+		AppendLogs: cfg.appendLogs, WriteSpool: cfg.writeSpool,
+	}, st, eng)
 	s.mux = s.routes()
 	s.api = apiCORS.Handler(s.handle(s.serveAPI))
-	s.tasks.Go(s.pruneGrantsLoop)
 	return s, nil
 }
 
-// recover cleans up after a previous run that may have been killed.
-func (s *Server) recover(ctx context.Context) error {
-	n, err := s.store.FailBuilding(ReasonRestarted)
-	if err != nil {
+// recover cleans up after a previous run that may have been killed: the
+// builds' and the sandboxes' records, then the containers and images no
+// record claims.
+func (s *Server) recover(ctx context.Context, spoolDir string) error {
+	if err := builds.Recover(s.store, spoolDir, s.log); err != nil {
 		return err
-	}
-	if n > 0 {
-		s.log.Info("builds interrupted by the previous run marked as failed", "count", n)
-	}
-	if n, err := s.store.PruneGrants(); err != nil {
-		return err
-	} else if n > 0 {
-		s.log.Info("expired upload grants pruned", "count", n)
-	}
-	// Leftover upload spools are incomplete uploads; their grants stay usable.
-	if spools, err := os.ReadDir(s.spoolDir); err == nil {
-		for _, e := range spools {
-			os.Remove(filepath.Join(s.spoolDir, e.Name()))
-		}
 	}
 	live, err := sandboxes.Recover(s.store, s.cfg.Now(), s.log)
 	if err != nil {
 		return err
 	}
-	images, err := s.ownedImages()
+	images, err := builds.OwnedImages(s.store)
 	if err != nil {
 		return err
 	}
@@ -242,49 +215,14 @@ func (s *Server) recover(ctx context.Context) error {
 	return nil
 }
 
-// ownedImages is the set of images the ready builds of live templates own;
-// a build the previous run was killed in may have committed one no record
-// owns.
-func (s *Server) ownedImages() (map[string]bool, error) {
-	templates, err := s.store.Templates()
-	if err != nil {
-		return nil, err
-	}
-	owned := map[string]bool{}
-	for _, t := range templates {
-		builds, err := s.store.Builds(t.ID)
-		if err != nil {
-			return nil, err
-		}
-		for _, b := range builds {
-			if b.Status == e2b.BuildReady && b.Result != nil && b.Result.Image != "" {
-				owned[b.Result.Image] = true
-			}
-		}
-	}
-	return owned, nil
-}
-
 // Store is the server's state (for tests and the command).
 func (s *Server) Store() Store { return s.store }
 
-// Close fails running builds with "server shut down", closes the
-// sandboxes (sandboxes.Manager.Close) and closes the state. ctx bounds the wait for builds to wind down.
+// Close fails running builds with "server shut down" (ctx bounds the wait
+// for them to wind down), closes the sandboxes (sandboxes.Manager.Close)
+// and closes the state.
 func (s *Server) Close(ctx context.Context) error {
-	// Under mu, so that no build starts between the cancel and the Wait.
-	s.mu.Lock()
-	s.cancel(errors.New(ReasonShutdown))
-	s.mu.Unlock()
-	done := make(chan struct{})
-	go func() { s.tasks.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		// Builds that did not end in time are still failed in the store.
-		if _, err := s.store.FailBuilding(ReasonShutdown); err != nil {
-			s.log.Error("mark builds failed at shutdown", "err", err)
-		}
-	}
+	s.builds.Close(ctx)
 	errs := []error{s.sandboxes.Close(ctx)}
 	s.mu.Lock()
 	for id, p := range s.proxies {

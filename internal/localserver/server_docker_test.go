@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/builds"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/sandboxes"
 	"net/http"
 	"os"
@@ -370,7 +371,7 @@ func TestDockerRestartAfterSIGKILL(t *testing.T) {
 	_, info := startCommand(t, binary, dataDir)
 	ts.URL = info.APIURL
 	st := ts.status(running.TemplateID, running.BuildID, "")
-	if st.Status != "error" || st.Reason == nil || st.Reason.Message != ReasonRestarted {
+	if st.Status != "error" || st.Reason == nil || st.Reason.Message != builds.ReasonRestarted {
 		t.Errorf("interrupted build = %+v", st)
 	}
 	if n := buildContainers(t, running.BuildID); n != 0 {

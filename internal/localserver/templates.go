@@ -4,111 +4,28 @@ import (
 	"net/http"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
-// Defaults E2B applies to absent resources (design/e2b-api.md "POST /v3/templates").
-const (
-	defaultCPUCount = 2
-	defaultMemoryMB = 1024
-)
+// The template and tag endpoints: each reads its request, calls the builds
+// Manager once and writes its answer.
 
 func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) error {
 	var req e2b.TemplateBuildRequestV3
 	if err := decodeBody(w, r, &req, false); err != nil {
 		return err
 	}
-	name := req.Name
-	if name == "" {
-		name = req.Alias
-	}
-	if name == "" {
-		return failure.New(failure.Invalid, "name is required")
-	}
-	cpu, mem := int32(defaultCPUCount), int32(defaultMemoryMB)
-	if req.CPUCount != nil {
-		cpu = *req.CPUCount
-	}
-	if req.MemoryMB != nil {
-		mem = *req.MemoryMB
-	}
-	if cpu < 1 || (cpu != 1 && cpu%2 != 0) || cpu > s.cfg.MaxCPUCount {
-		return failure.New(failure.Invalid, "cpuCount %d is invalid: it must be 1 or an even number of at most %d", cpu, s.cfg.MaxCPUCount)
-	}
-	if mem < 128 || mem%2 != 0 || mem > s.cfg.MaxMemoryMB {
-		return failure.New(failure.Invalid, "memoryMB %d is invalid: it must be an even number from 128 to %d", mem, s.cfg.MaxMemoryMB)
-	}
-	reg, err := s.store.RegisterBuild(store.RegisterRequest{Name: name, Tags: req.Tags, CPUCount: cpu, MemoryMB: mem})
+	reg, err := s.builds.Register(req)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusAccepted, e2b.TemplateRequestResponseV3{
-		TemplateID: reg.Template.ID,
-		BuildID:    reg.Build.ID,
-		Public:     reg.Template.Public,
-		Names:      []string{s.store.Name(reg.Template)},
-		Tags:       reg.Build.Tags,
-		Aliases:    []string{reg.Template.Alias},
-	})
+	writeJSON(w, http.StatusAccepted, reg)
 	return nil
 }
 
-// listItem is a template as the list endpoints show it: buildID is the
-// newest ready build (the newest build when none is ready).
-func (s *Server) listItem(t store.Template) (e2b.Template, error) {
-	builds, err := s.store.Builds(t.ID)
-	if err != nil {
-		return e2b.Template{}, err
-	}
-	item := e2b.Template{
-		TemplateID: t.ID, Public: t.Public,
-		Aliases: []string{t.Alias}, Names: []string{s.store.Name(t)},
-		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
-		LastSpawnedAt: t.LastSpawnedAt, SpawnCount: t.SpawnCount,
-		BuildCount: int32(len(builds)), //nolint:gosec // the wire type is int32; a template has far fewer builds
-	}
-	if len(builds) == 0 {
-		return item, nil
-	}
-	item.BuildStatus = builds[0].Status
-	shown := builds[0]
-	for _, b := range builds {
-		if b.Status == e2b.BuildReady {
-			shown = b
-			break
-		}
-	}
-	item.BuildID, item.CPUCount, item.MemoryMB = shown.ID, shown.CPUCount, shown.MemoryMB
-	if shown.Result != nil {
-		item.EnvdVersion = shown.Result.EnvdVersion
-	}
-	return item, nil
-}
-
-func (s *Server) listItems() ([]e2b.Template, error) {
-	templates, err := s.store.Templates()
-	if err != nil {
-		return nil, err
-	}
-	out := []e2b.Template{}
-	for _, t := range templates {
-		if t.SnapshotOf != "" {
-			continue // snapshots are listed by GET /snapshots, as on E2B
-		}
-		item, err := s.listItem(t)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, item)
-	}
-	return out, nil
-}
-
 func (s *Server) handleListTemplates(w http.ResponseWriter, r *http.Request) error {
-	items, err := s.listItems()
+	items, err := s.builds.Templates()
 	if err != nil {
-		return failure.OwnFailure(err)
+		return err
 	}
 	writeJSON(w, http.StatusOK, items)
 	return nil
@@ -119,9 +36,9 @@ func (s *Server) handleListTemplatesV2(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return err
 	}
-	items, err := s.listItems()
+	items, err := s.builds.Templates()
 	if err != nil {
-		return failure.OwnFailure(err)
+		return err
 	}
 	page, next := paginate(items, limit, r.URL.Query().Get("nextToken"), func(t e2b.Template) string { return t.TemplateID })
 	if next != "" {
@@ -136,35 +53,12 @@ func (s *Server) handleGetTemplate(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	t, err := s.store.TemplateByID(r.PathValue("templateID"))
+	out, err := s.builds.Template(r.PathValue("templateID"))
 	if err != nil {
 		return err
 	}
-	if t.SnapshotOf != "" {
-		return failure.New(failure.NotFound, "template '%s' not found: it is a snapshot", t.ID)
-	}
-	builds, err := s.store.Builds(t.ID)
-	if err != nil {
-		return failure.OwnFailure(err)
-	}
-	page, next := paginate(builds, limit, r.URL.Query().Get("nextToken"), func(b store.Build) string { return b.ID })
-	out := e2b.TemplateWithBuilds{
-		TemplateID: t.ID, Public: t.Public,
-		Aliases: []string{t.Alias}, Names: []string{s.store.Name(t)},
-		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
-		LastSpawnedAt: t.LastSpawnedAt, SpawnCount: t.SpawnCount,
-		Builds: []e2b.TemplateBuild{},
-	}
-	for _, b := range page {
-		tb := e2b.TemplateBuild{
-			BuildID: b.ID, Status: b.Status, CreatedAt: b.CreatedAt, UpdatedAt: b.UpdatedAt,
-			FinishedAt: b.FinishedAt, CPUCount: b.CPUCount, MemoryMB: b.MemoryMB,
-		}
-		if b.Result != nil {
-			tb.EnvdVersion = b.Result.EnvdVersion
-		}
-		out.Builds = append(out.Builds, tb)
-	}
+	page, next := paginate(out.Builds, limit, r.URL.Query().Get("nextToken"), func(b e2b.TemplateBuild) string { return b.BuildID })
+	out.Builds = page
 	if next != "" {
 		w.Header().Set("X-Next-Token", next)
 	}
@@ -173,20 +67,8 @@ func (s *Server) handleGetTemplate(w http.ResponseWriter, r *http.Request) error
 }
 
 func (s *Server) handleDeleteTemplate(w http.ResponseWriter, r *http.Request) error {
-	t, builds, err := s.store.DeleteTemplate(r.PathValue("templateID"))
-	if err != nil {
+	if err := s.builds.Delete(r.Context(), r.PathValue("templateID")); err != nil {
 		return err
-	}
-	// Before the images: a pooled container holds its image.
-	s.sandboxes.DropTemplatePool(r.Context(), t.ID)
-	// The template is deleted either way; an image left behind only costs disk.
-	for _, b := range builds {
-		if b.Result == nil || b.Result.Image == "" {
-			continue
-		}
-		if err := s.engine.RemoveImage(r.Context(), b.Result.Image); err != nil {
-			s.log.Warn("remove image of deleted template", "template", t.ID, "image", b.Result.Image, "err", err)
-		}
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -197,36 +79,20 @@ func (s *Server) handlePatchTemplate(w http.ResponseWriter, r *http.Request) err
 	if err := decodeBody(w, r, &req, true); err != nil {
 		return err
 	}
-	ref := r.PathValue("templateID")
-	var t store.Template
-	var err error
-	if req.Public == nil {
-		t, err = s.store.LookupTemplate(ref)
-	} else {
-		t, err = s.store.SetPublic(ref, *req.Public)
-	}
+	out, err := s.builds.Update(r.PathValue("templateID"), req.Public)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, e2b.TemplateUpdateResponse{Names: []string{s.store.Name(t)}})
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
 func (s *Server) handleAlias(w http.ResponseWriter, ref string) error {
-	name, err := e2b.ParseName(ref)
-	if err != nil {
-		return failure.New(failure.Invalid, "%v", err)
-	}
-	var t store.Template
-	if name.Tag != "" {
-		t, _, err = s.store.Resolve(ref)
-	} else {
-		t, err = s.store.LookupTemplate(ref)
-	}
+	out, err := s.builds.Alias(ref)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, e2b.TemplateAliasResponse{TemplateID: t.ID, Public: t.Public})
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -235,11 +101,11 @@ func (s *Server) handleAssignTags(w http.ResponseWriter, r *http.Request) error 
 	if err := decodeBody(w, r, &req, false); err != nil {
 		return err
 	}
-	buildID, tags, err := s.store.AssignTags(req.Target, req.Tags)
+	out, err := s.builds.AssignTags(req)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, e2b.AssignedTemplateTags{BuildID: buildID, Tags: tags})
+	writeJSON(w, http.StatusCreated, out)
 	return nil
 }
 
@@ -248,7 +114,7 @@ func (s *Server) handleDeleteTags(w http.ResponseWriter, r *http.Request) error 
 	if err := decodeBody(w, r, &req, false); err != nil {
 		return err
 	}
-	if err := s.store.DeleteTags(req.Name, req.Tags); err != nil {
+	if err := s.builds.DeleteTags(req); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -256,14 +122,10 @@ func (s *Server) handleDeleteTags(w http.ResponseWriter, r *http.Request) error 
 }
 
 func (s *Server) handleListTags(w http.ResponseWriter, ref string) error {
-	t, err := s.store.LookupTemplate(ref)
+	tags, err := s.builds.Tags(ref)
 	if err != nil {
 		return err
 	}
-	tags, err := s.store.Tags(t.ID)
-	if err != nil {
-		return failure.OwnFailure(err)
-	}
-	writeJSON(w, http.StatusOK, wireTags(tags))
+	writeJSON(w, http.StatusOK, tags)
 	return nil
 }

@@ -1,4 +1,4 @@
-package localserver
+package builds
 
 import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
