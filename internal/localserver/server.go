@@ -180,7 +180,7 @@ func New(ctx context.Context, cfg Config, eng Engine) (*Server, error) {
 	}
 	s.sandboxes = sandboxes.New(sandboxes.Config{
 		Domain: cfg.Domain, MaxSandboxTimeout: cfg.MaxSandboxTimeout, ReapInterval: cfg.ReapInterval,
-		Pool: cfg.Pool, Now: cfg.Now, Logger: cfg.Logger, Stopped: s.dropProxy,
+		Pool: cfg.Pool, LogBound: cfg.LogBound, Now: cfg.Now, Logger: cfg.Logger, Stopped: s.dropProxy,
 	}, st, eng)
 	s.builds = builds.New(builds.Config{
 		MaxCPUCount: cfg.MaxCPUCount, MaxMemoryMB: cfg.MaxMemoryMB, MaxBuildTime: cfg.MaxBuildTime, LogBound: cfg.LogBound,

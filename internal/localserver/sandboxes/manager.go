@@ -34,6 +34,11 @@ type Store interface {
 	ResumeSandbox(id string, endAt time.Time, autoPause *bool) (store.Sandbox, error)
 	DeleteSandbox(id string) (bool, error)
 
+	// Their logs, kept under a bound and read a page at a time.
+	SandboxLogSince(sandboxID string) (time.Time, error)
+	AppendSandboxLogs(sandboxID string, bound store.LogBound, entries []store.LogEntry) error
+	LogPage(logID string, q store.LogQuery) ([]store.LogEntry, error)
+
 	// The warm pool's containers, recorded before they are created.
 	AddPooled(p store.Pooled) error
 	IsPooled(id string) (bool, error)
@@ -67,6 +72,12 @@ type Engine interface {
 	EnforceDiskLimits(ctx context.Context) ([]engine.DiskOverrun, error)
 	// StopSandbox removes the sandbox's container; an unknown ID is not an error.
 	StopSandbox(ctx context.Context, sandboxID string) error
+	// SandboxMetrics samples the sandbox's CPU, memory and disk use.
+	SandboxMetrics(ctx context.Context, sandboxID string) (engine.SandboxMetrics, error)
+	// SandboxLogs returns the lines the sandbox's container wrote at or
+	// after since (the zero time: all), oldest first; only among its last
+	// lines when last > 0.
+	SandboxLogs(ctx context.Context, sandboxID string, since time.Time, last int) ([]engine.LogLine, error)
 }
 
 // Config configures a Manager; the server's Config fills it.
@@ -78,8 +89,10 @@ type Config struct {
 	// are looked for.
 	ReapInterval time.Duration
 	Pool         PoolConfig
-	Now          func() time.Time
-	Logger       *slog.Logger
+	// LogBound is how much of each sandbox's log the store keeps.
+	LogBound store.LogBound
+	Now      func() time.Time
+	Logger   *slog.Logger
 	// Stopped is told of every sandbox stopped, so that the proxy drops
 	// its connections to it.
 	Stopped func(sandboxID string)
