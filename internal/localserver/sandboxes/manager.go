@@ -39,6 +39,14 @@ type Store interface {
 	AppendSandboxLogs(sandboxID string, bound store.LogBound, entries []store.LogEntry) error
 	LogPage(logID string, q store.LogQuery) ([]store.LogEntry, error)
 
+	// Snapshots: templates whose one build is a sandbox's file system.
+	RegisterSnapshot(req store.SnapshotRequest) (store.Snapshot, error)
+	FinishBuild(templateID, buildID string, result *store.BuildResult, reason *store.BuildReason) (bool, error)
+	Snapshots(sandboxID, templateID, tag string) ([]store.Snapshot, error)
+	LookupTemplate(ref string) (store.Template, error)
+	Name(t store.Template) string
+	TeamSlug() string
+
 	// The warm pool's containers, recorded before they are created.
 	AddPooled(p store.Pooled) error
 	IsPooled(id string) (bool, error)
@@ -72,6 +80,11 @@ type Engine interface {
 	EnforceDiskLimits(ctx context.Context) ([]engine.DiskOverrun, error)
 	// StopSandbox removes the sandbox's container; an unknown ID is not an error.
 	StopSandbox(ctx context.Context, sandboxID string) error
+	// CommitSandbox commits the sandbox's file system as the image of a
+	// template's build (a snapshot) and returns its reference;
+	// RemoveImage removes one no record owns.
+	CommitSandbox(ctx context.Context, spec engine.SnapshotSpec) (string, error)
+	RemoveImage(ctx context.Context, image string) error
 	// SandboxMetrics samples the sandbox's CPU, memory and disk use.
 	SandboxMetrics(ctx context.Context, sandboxID string) (engine.SandboxMetrics, error)
 	// SandboxLogs returns the lines the sandbox's container wrote at or
