@@ -4,6 +4,7 @@ package localserver
 
 import (
 	"context"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/api"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/sandboxes"
 	"net/http"
 	"path/filepath"
@@ -85,7 +86,7 @@ func TestPoolBoundsAndHandOut(t *testing.T) {
 	if rec := recordedPool(t, ts); !slices.Equal(rec, flat(pooled)) {
 		t.Errorf("store records %v, pool holds %v", rec, flat(pooled))
 	}
-	var stats serverStats
+	var stats api.LocalStats
 	ts.call("GET", "/_local/stats", nil, http.StatusOK, &stats)
 	if stats.Pooled != 2 || stats.PoolReady != 2 {
 		t.Errorf("stats pooled %d, ready %d; want 2 and 2", stats.Pooled, stats.PoolReady)

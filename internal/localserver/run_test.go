@@ -193,10 +193,7 @@ func TestServeBoundsIdleConnections(t *testing.T) {
 // A request body that stops arriving is cut off at its deadline; the
 // upload path has its own, longer one.
 func TestSlowBodyIsCutOff(t *testing.T) {
-	old := bodyReadTimeout
-	bodyReadTimeout = 300 * time.Millisecond
-	t.Cleanup(func() { bodyReadTimeout = old })
-	ts := startServer(t, newFakeEngine(t))
+	ts := startServer(t, newFakeEngine(t), serverOptions{configure: func(c *Config) { c.bodyReadTimeout = 300 * time.Millisecond }})
 	// Straight to the handler: the contract check would read the body first.
 	hs := httptest.NewServer(ts.Server.Handler())
 	defer hs.Close()

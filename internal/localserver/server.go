@@ -1,14 +1,12 @@
-// Package localserver is the local E2B-compatible server: the control-plane
-// API of design/e2b-api.md (templates, builds, uploads, tags, sandboxes), the proxy
-// to each sandbox's envd, and Run, which the `server` command
-// (internal/command) starts it with. State lives in the store; builds and
-// sandboxes run on an Engine.
+// Package localserver is the local E2B-compatible server: Run, which the
+// `server` command (internal/command) starts it with, and New, which wires
+// its parts: the store (bbolt records), the builds' and the sandboxes'
+// managers over it and the engine, and the API (HTTP) over them
+// (DESIGN.md "The local server's rooms").
 package localserver
 
 import (
 	"context"
-	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,14 +14,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"time"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/cors"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/api"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/builds"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/sandboxes"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
@@ -69,6 +63,9 @@ type Config struct {
 	// writeSpool writes part of an upload to its spool file (f.Write when
 	// nil); tests inject a full disk here, which needs no privileges.
 	writeSpool func(f *os.File, p []byte) (int, error)
+	// bodyReadTimeout bounds an API request's body
+	// (api.DefaultBodyReadTimeout when zero); tests shorten it.
+	bodyReadTimeout time.Duration
 }
 
 // Defaults of the limits in Config.
@@ -135,26 +132,24 @@ func (c *Config) applyDefaults() {
 	}
 }
 
-// Server serves the API. Create it with New, serve Handler, end with Close.
+// Server is the local server, its parts wired: the store, the builds' and
+// the sandboxes' managers over it and the engine, and the API over them.
+// Create it with New, serve Handler, end with Close.
 type Server struct {
 	cfg    Config
-	store  Store
+	store  *store.Store
 	engine Engine
 	log    *slog.Logger
-	mux    *http.ServeMux
-	// api serves upload PUTs and the API, behind apiCORS.
-	api http.Handler
-
-	mu      sync.Mutex
-	proxies map[string]*sandboxProxy // by sandbox ID
 
 	builds    *builds.Manager
 	sandboxes *sandboxes.Manager
+	proxies   *api.Proxies
+	api       *api.Server
 }
 
 // New opens the state in cfg.DataDir, recovers from an earlier run (builds
 // that were running are failed, containers no sandbox claims removed) and
-// starts the builds' and the sandboxes' managers.
+// starts the builds' and the sandboxes' managers and the API over them.
 func New(ctx context.Context, cfg Config, eng Engine) (*Server, error) {
 	cfg.applyDefaults()
 	if cfg.DataDir == "" {
@@ -173,14 +168,15 @@ func New(ctx context.Context, cfg Config, eng Engine) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, store: st, engine: eng, log: cfg.Logger, proxies: map[string]*sandboxProxy{}}
+	s := &Server{cfg: cfg, store: st, engine: eng, log: cfg.Logger}
 	if err := s.recover(ctx, spoolDir); err != nil {
 		st.Close()
 		return nil, err
 	}
+	s.proxies = api.NewProxies(eng, cfg.Logger)
 	s.sandboxes = sandboxes.New(sandboxes.Config{
 		Domain: cfg.Domain, MaxSandboxTimeout: cfg.MaxSandboxTimeout, ReapInterval: cfg.ReapInterval,
-		Pool: cfg.Pool, LogBound: cfg.LogBound, Now: cfg.Now, Logger: cfg.Logger, Stopped: s.dropProxy,
+		Pool: cfg.Pool, LogBound: cfg.LogBound, Now: cfg.Now, Logger: cfg.Logger, Stopped: s.proxies.Drop,
 	}, st, eng)
 	s.builds = builds.New(builds.Config{
 		MaxCPUCount: cfg.MaxCPUCount, MaxMemoryMB: cfg.MaxMemoryMB, MaxBuildTime: cfg.MaxBuildTime, LogBound: cfg.LogBound,
@@ -189,8 +185,9 @@ func New(ctx context.Context, cfg Config, eng Engine) (*Server, error) {
 		Now: cfg.Now, Logger: cfg.Logger, Deleting: s.sandboxes.DropTemplatePool,
 		AppendLogs: cfg.appendLogs, WriteSpool: cfg.writeSpool,
 	}, st, eng)
-	s.mux = s.routes()
-	s.api = apiCORS.Handler(s.handle(s.serveAPI))
+	s.api = api.New(api.Config{
+		APIKey: cfg.APIKey, PublicURL: cfg.PublicURL, BodyReadTimeout: cfg.bodyReadTimeout, Logger: cfg.Logger,
+	}, s.builds, s.sandboxes, st, s.proxies)
 	return s, nil
 }
 
@@ -215,197 +212,20 @@ func (s *Server) recover(ctx context.Context, spoolDir string) error {
 	return nil
 }
 
-// Store is the server's state (for tests and the command).
-func (s *Server) Store() Store { return s.store }
+// Handler is the server's HTTP handler: envd proxy, upload PUTs, and the
+// authenticated API.
+func (s *Server) Handler() http.Handler { return s.api.Handler() }
+
+// Store is the server's state (for tests).
+func (s *Server) Store() *store.Store { return s.store }
 
 // Close fails running builds with "server shut down" (ctx bounds the wait
 // for them to wind down), closes the sandboxes (sandboxes.Manager.Close)
-// and closes the state.
+// and the proxies' connections, and closes the state.
 func (s *Server) Close(ctx context.Context) error {
 	s.builds.Close(ctx)
 	errs := []error{s.sandboxes.Close(ctx)}
-	s.mu.Lock()
-	for id, p := range s.proxies {
-		p.transport.CloseIdleConnections()
-		delete(s.proxies, id)
-	}
-	s.mu.Unlock()
+	s.proxies.Close()
 	errs = append(errs, s.store.Close())
 	return errors.Join(errs...)
-}
-
-// apiCORS is E2B's API's answer to browser pages (gin-contrib/cors with
-// packages/api/internal/middleware/cors.go's lists and its 12 h default
-// preflight cache): the headers the SDKs send, the list endpoints' and rate
-// limits' headers exposed.
-var apiCORS = cors.Policy{
-	AllowHeaders: []string{
-		"Origin", "Content-Length", "Content-Type", "User-Agent",
-		"Authorization", "X-API-Key", "X-Team-ID",
-		"browser", "lang", "lang_version", "machine", "os", "package_version",
-		"processor", "publisher", "release", "sdk_runtime", "system",
-	},
-	ExposeHeaders: []string{
-		"X-Next-Token", "X-Total-Running",
-		"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After",
-	},
-	MaxAge: 12 * time.Hour,
-}
-
-// Handler is the server's HTTP handler: envd proxy, upload PUTs, and the
-// authenticated API.
-func (s *Server) Handler() http.Handler { return s.handle(s.serveHTTP) }
-
-func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) error {
-	// Sandbox traffic gets the CORS answers of whatever it reaches (envd's
-	// own, or the sandbox's server's).
-	if id, port, ok := sandboxTarget(r); ok {
-		return s.proxy(w, r, id, port)
-	}
-	// A preflight of header-routed sandbox traffic names the routing headers
-	// without their values, so it arrives here: answer it as envd would.
-	if cors.IsPreflight(r) && cors.RequestsHeader(r, envd.HeaderSandboxID) {
-		envd.CORS.Preflight(w, r)
-		return nil
-	}
-	s.api.ServeHTTP(w, r)
-	return nil
-}
-
-func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) error {
-	if token, ok := strings.CutPrefix(r.URL.Path, uploadPath); ok {
-		return s.handleUpload(w, r, token)
-	}
-	boundBody(w, r, bodyReadTimeout)
-	if r.Method == http.MethodGet && r.URL.Path == "/health" {
-		w.WriteHeader(http.StatusNoContent) // readiness probe, no key needed
-		return nil
-	}
-	key := r.Header.Get("X-API-Key")
-	if key == "" {
-		return failure.New(failure.Unauthorized, "missing X-API-Key header: this server needs its API key")
-	}
-	if subtle.ConstantTimeCompare([]byte(key), []byte(s.cfg.APIKey)) != 1 {
-		return failure.New(failure.Unauthorized, "Invalid API key")
-	}
-	s.mux.ServeHTTP(w, r)
-	return nil
-}
-
-func (s *Server) routes() *http.ServeMux {
-	m := http.NewServeMux()
-	m.HandleFunc("/", s.handle(func(_ http.ResponseWriter, r *http.Request) error {
-		return failure.New(failure.NotFound, "no route for %s %s", r.Method, r.URL.Path)
-	}))
-	m.HandleFunc("GET /_local/stats", s.handle(s.handleStats))
-
-	m.HandleFunc("POST /v3/templates", s.handle(s.handleRegister))
-	m.HandleFunc("GET /v2/templates", s.handle(s.handleListTemplatesV2))
-	m.HandleFunc("GET /templates", s.handle(s.handleListTemplates))
-	m.HandleFunc("GET /templates/{templateID}", s.handle(s.handleGetTemplate))
-	// /templates/aliases/{alias} and /templates/{id}/tags overlap, so
-	// these dispatch on their own.
-	m.HandleFunc("GET /templates/{a}/{b}", s.handle(s.handleTemplateAliasOrTags))
-	m.HandleFunc("GET /templates/{a}/{b}/{c}", s.handle(s.handleTemplateFileOrNamespacedAlias))
-	m.HandleFunc("DELETE /templates/{templateID}", s.handle(s.handleDeleteTemplate))
-	m.HandleFunc("PATCH /v2/templates/{templateID}", s.handle(s.handlePatchTemplate))
-	m.HandleFunc("POST /v2/templates/{templateID}/builds/{buildID}", s.handle(s.handleStartBuild))
-	m.HandleFunc("GET /templates/{templateID}/builds/{buildID}/status", s.handle(s.handleBuildStatus))
-	m.HandleFunc("GET /templates/{templateID}/builds/{buildID}/logs", s.handle(s.handleBuildLogs))
-	m.HandleFunc("POST /templates/tags", s.handle(s.handleAssignTags))
-	m.HandleFunc("DELETE /templates/tags", s.handle(s.handleDeleteTags))
-
-	m.HandleFunc("POST /v2/sandboxes", s.handle(s.handleCreateSandbox))
-	m.HandleFunc("POST /sandboxes", s.handle(s.handleCreateSandboxV1))
-	m.HandleFunc("GET /sandboxes", s.handle(s.handleListSandboxes))
-	m.HandleFunc("GET /v2/sandboxes", s.handle(s.handleListSandboxesV2))
-	m.HandleFunc("GET /sandboxes/{sandboxID}", s.handle(s.handleGetSandbox))
-	m.HandleFunc("DELETE /sandboxes/{sandboxID}", s.handle(s.handleDeleteSandbox))
-	m.HandleFunc("POST /sandboxes/{sandboxID}/timeout", s.handle(s.handleSandboxTimeout))
-	m.HandleFunc("POST /v2/sandboxes/{sandboxID}/connect", s.handle(s.handleConnectSandbox))
-	m.HandleFunc("POST /sandboxes/{sandboxID}/connect", s.handle(s.handleConnectSandboxV1))
-	m.HandleFunc("POST /sandboxes/{sandboxID}/refreshes", s.handle(s.handleRefreshSandbox))
-	m.HandleFunc("POST /sandboxes/{sandboxID}/pause", s.handle(s.handlePauseSandbox))
-	m.HandleFunc("POST /sandboxes/{sandboxID}/resume", s.handle(s.handleResumeSandbox))
-	m.HandleFunc("GET /sandboxes/metrics", s.handle(s.handleSandboxesMetrics))
-	m.HandleFunc("GET /sandboxes/{sandboxID}/metrics", s.handle(s.handleSandboxMetrics))
-	m.HandleFunc("GET /sandboxes/{sandboxID}/logs", s.handle(s.handleSandboxLogs))
-	m.HandleFunc("GET /v2/sandboxes/{sandboxID}/logs", s.handle(s.handleSandboxLogsV2))
-	m.HandleFunc("POST /sandboxes/{sandboxID}/snapshots", s.handle(s.handleCreateSnapshot))
-	m.HandleFunc("GET /snapshots", s.handle(s.handleListSnapshots))
-	return m
-}
-
-// handleTemplateAliasOrTags serves GET /templates/aliases/{alias} and
-// GET /templates/{id}/tags.
-func (s *Server) handleTemplateAliasOrTags(w http.ResponseWriter, r *http.Request) error {
-	a, b := r.PathValue("a"), r.PathValue("b")
-	switch {
-	case a == "aliases":
-		return s.handleAlias(w, b)
-	case b == "tags":
-		return s.handleListTags(w, a)
-	default:
-		return failure.New(failure.NotFound, "no route for %s %s", r.Method, r.URL.Path)
-	}
-}
-
-// handleTemplateFileOrNamespacedAlias serves GET /templates/{id}/files/{hash} and an alias
-// whose "/" was not escaped: GET /templates/aliases/{namespace}/{alias}.
-func (s *Server) handleTemplateFileOrNamespacedAlias(w http.ResponseWriter, r *http.Request) error {
-	a, b, c := r.PathValue("a"), r.PathValue("b"), r.PathValue("c")
-	switch {
-	case a == "aliases":
-		return s.handleAlias(w, b+"/"+c)
-	case b == "files":
-		return s.handleFileLink(w, r, a, c)
-	default:
-		return failure.New(failure.NotFound, "no route for %s %s", r.Method, r.URL.Path)
-	}
-}
-
-// serverStats is the answer of /_local/stats: the store's counts and the
-// warm pool's containers ready to be handed out (store.Stats.Pooled counts
-// those starting too).
-type serverStats struct {
-	store.Stats
-	PoolReady int `json:"poolReady"`
-}
-
-func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) error {
-	st, err := s.store.Stats()
-	if err != nil {
-		return failure.OwnFailure(err)
-	}
-	writeJSON(w, http.StatusOK, serverStats{Stats: st, PoolReady: s.sandboxes.PoolReady()})
-	return nil
-}
-
-func writeJSON(w http.ResponseWriter, status int, body any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	// The status is sent: a failed write (the client went away) cannot be
-	// answered any more.
-	_ = json.NewEncoder(w).Encode(body)
-}
-
-const maxJSONBody = 8 << 20
-
-// decodeBody decodes the JSON body into v; an empty body leaves v as it is
-// when allowEmpty. Its failures are 400 answers.
-func decodeBody(w http.ResponseWriter, r *http.Request, v any, allowEmpty bool) error {
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBody))
-	if err != nil {
-		return failure.New(failure.Invalid, "read request body: %v", err)
-	}
-	if len(strings.TrimSpace(string(raw))) == 0 {
-		if allowEmpty {
-			return nil
-		}
-		return failure.New(failure.Invalid, "request body is empty; a JSON object is required")
-	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return failure.New(failure.Invalid, "invalid request body: %v", err)
-	}
-	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/api"
 	"io"
 	"net/http"
 	"os"
@@ -70,7 +71,7 @@ func TestUploadGrantFlow(t *testing.T) {
 	ts.expectError("GET", "/templates/aaaaaaaaaaaaaaaaaaaa/files/"+hash, nil, 404, "not found")
 
 	first := ts.link(reg.TemplateID, hash)
-	if first.Present || !strings.HasPrefix(first.URL, ts.URL+uploadPath) {
+	if first.Present || !strings.HasPrefix(first.URL, ts.URL+api.UploadPath) {
 		t.Fatalf("link = %+v, want absent and an upload URL on %s", first, ts.URL)
 	}
 	// A failed upload leaves the grant usable.
@@ -101,7 +102,7 @@ func TestUploadGrantFlow(t *testing.T) {
 	late := ts.link(reg.TemplateID, hashOf(2))
 	clock.Advance(ts.Config.UploadURLTTL)
 	expectError(t, put(t, late.URL, archive), 403, "expired")
-	expectError(t, put(t, ts.URL+uploadPath+"made-up", archive), 403, "invalid")
+	expectError(t, put(t, ts.URL+api.UploadPath+"made-up", archive), 403, "invalid")
 	// Nothing of the refused uploads is left behind.
 	spools, _ := os.ReadDir(filepath.Join(ts.Config.DataDir, "uploads"))
 	if len(spools) != 0 {

@@ -1,18 +1,20 @@
-package localserver
+package api
 
 import (
 	"context"
 	"errors"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"regexp"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/relay"
 )
 
@@ -46,7 +48,7 @@ type sandboxProxy struct {
 }
 
 // newSandboxProxy proxies to sandbox sandboxID, answering its failures with fail.
-func newSandboxProxy(eng Engine, sandboxID string, fail func(http.ResponseWriter, error)) *sandboxProxy {
+func newSandboxProxy(eng Dialer, sandboxID string, fail func(http.ResponseWriter, error)) *sandboxProxy {
 	transport := &http.Transport{
 		// addr is "127.0.0.1:<port>", set by Rewrite below; nothing is
 		// resolved or dialled on the host.
@@ -107,13 +109,7 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, id string, port i
 	if port < 1 || port > 65535 {
 		return failure.New(failure.Invalid, "port %d of sandbox '%s' is not a valid port", port, id)
 	}
-	s.mu.Lock()
-	p, ok := s.proxies[id]
-	if !ok {
-		p = newSandboxProxy(s.engine, id, s.writeFailure)
-		s.proxies[id] = p
-	}
-	s.mu.Unlock()
+	p := s.proxies.of(id)
 	// Sandbox traffic is long-lived (process streams, WebSockets): no read
 	// deadline beyond the idle and header bounds of the listener.
 	rc := http.NewResponseController(w)
@@ -124,12 +120,48 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, id string, port i
 	return nil
 }
 
-// dropProxy closes the proxy's connections to a sandbox that was stopped.
-func (s *Server) dropProxy(sandboxID string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if p, ok := s.proxies[sandboxID]; ok {
+// Proxies are the proxies to the sandboxes traffic went to, one each, so
+// that a sandbox's connections are reused and dropped when it stops.
+type Proxies struct {
+	dialer    Dialer
+	log       *slog.Logger
+	mu        sync.Mutex
+	bySandbox map[string]*sandboxProxy
+}
+
+// NewProxies makes the proxies, which reach the sandboxes through dialer.
+func NewProxies(dialer Dialer, log *slog.Logger) *Proxies {
+	return &Proxies{dialer: dialer, log: log, bySandbox: map[string]*sandboxProxy{}}
+}
+
+// of is the proxy to sandbox id.
+func (ps *Proxies) of(id string) *sandboxProxy {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	p, ok := ps.bySandbox[id]
+	if !ok {
+		p = newSandboxProxy(ps.dialer, id, func(w http.ResponseWriter, err error) { writeFailure(ps.log, w, err) })
+		ps.bySandbox[id] = p
+	}
+	return p
+}
+
+// Drop closes the connections to a sandbox that was stopped.
+func (ps *Proxies) Drop(sandboxID string) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if p, ok := ps.bySandbox[sandboxID]; ok {
 		p.transport.CloseIdleConnections()
-		delete(s.proxies, sandboxID)
+		delete(ps.bySandbox, sandboxID)
+	}
+}
+
+// Close closes the connections to every sandbox.
+func (ps *Proxies) Close() {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for id, p := range ps.bySandbox {
+		p.transport.CloseIdleConnections()
+		delete(ps.bySandbox, id)
 	}
 }

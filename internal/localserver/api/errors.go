@@ -1,4 +1,4 @@
-package localserver
+package api
 
 import (
 	"errors"
@@ -22,7 +22,7 @@ type apiHandler func(w http.ResponseWriter, r *http.Request) error
 func (s *Server) handle(h apiHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
-			s.writeFailure(w, err)
+			writeFailure(s.log, w, err)
 		}
 	}
 }
@@ -53,14 +53,14 @@ var answers = map[failure.Kind]kindAnswer{
 // writeFailure answers err by its kind, logging the server's own failures
 // (their cause, when they have one); a sandbox that did not start is logged
 // where it failed, with its template and build.
-func (s *Server) writeFailure(w http.ResponseWriter, err error) {
+func writeFailure(log *slog.Logger, w http.ResponseWriter, err error) {
 	kind := failure.KindOf(err)
 	a, ok := answers[kind]
 	if !ok {
 		kind, a = failure.Internal, answers[failure.Internal]
 	}
 	if kind == failure.Internal {
-		s.log.Error("request failed", slog.Any("err", logged(err)))
+		log.Error("request failed", slog.Any("err", logged(err)))
 	}
 	writeJSON(w, a.status, e2b.Error{Code: a.status, Message: err.Error(), ErrorCode: a.errorCode})
 }

@@ -1,4 +1,4 @@
-package localserver
+package api
 
 import (
 	"net/http"

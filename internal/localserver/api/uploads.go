@@ -1,4 +1,4 @@
-package localserver
+package api
 
 import (
 	"net/http"
@@ -8,9 +8,9 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
 )
 
-// uploadPath prefixes the upload URLs; the grant token follows it. It is
+// UploadPath prefixes the upload URLs; the grant token follows it. It is
 // outside the E2B API and needs no API key: the token is the credential.
-const uploadPath = "/_local/uploads/"
+const UploadPath = "/_local/uploads/"
 
 // handleFileLink answers GET /templates/{id}/files/{hash} with whether the
 // archive is stored and, always (as E2B does), a single-use upload URL.
@@ -25,7 +25,7 @@ func (s *Server) handleFileLink(w http.ResponseWriter, r *http.Request, template
 	}
 	writeJSON(w, http.StatusCreated, e2b.TemplateBuildFileUpload{
 		Present: present,
-		URL:     strings.TrimSuffix(base, "/") + uploadPath + token,
+		URL:     strings.TrimSuffix(base, "/") + UploadPath + token,
 	})
 	return nil
 }
@@ -37,7 +37,7 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, token stri
 	}
 	// Archives may be large and slow: a deadline of their own, not the one
 	// of API bodies.
-	boundBody(w, r, uploadReadTimeout)
+	boundBody(w, r, s.cfg.UploadReadTimeout)
 	if err := s.builds.Upload(token, r.ContentLength, r.Body); err != nil {
 		return err
 	}
