@@ -11,7 +11,7 @@ import (
 // The build endpoints: start, status and log.
 
 // handleStartBuild serves POST /v2/templates/{templateID}/builds/{buildID}.
-func (s *Server) handleStartBuild(w http.ResponseWriter, r *http.Request) error {
+func (s *templateHandlers) handleStartBuild(w http.ResponseWriter, r *http.Request) error {
 	templateID, buildID := r.PathValue("templateID"), r.PathValue("buildID")
 	if err := s.builds.CheckBuild(templateID, buildID); err != nil {
 		return err
@@ -44,7 +44,7 @@ func buildLogsQuery(r *http.Request, position string, def int64) (start, limit i
 	return start, limit, level, nil
 }
 
-func (s *Server) handleBuildStatus(w http.ResponseWriter, r *http.Request) error {
+func (s *templateHandlers) handleBuildStatus(w http.ResponseWriter, r *http.Request) error {
 	offset, limit, level, err := buildLogsQuery(r, "logsOffset", 0)
 	if err != nil {
 		return err
@@ -59,7 +59,7 @@ func (s *Server) handleBuildStatus(w http.ResponseWriter, r *http.Request) error
 
 // handleBuildLogs serves the /logs variant: a page of the kept entries by
 // time (store.LogPage), forward by default.
-func (s *Server) handleBuildLogs(w http.ResponseWriter, r *http.Request) error {
+func (s *templateHandlers) handleBuildLogs(w http.ResponseWriter, r *http.Request) error {
 	cursor, limit, level, err := buildLogsQuery(r, "cursor", -1)
 	if err != nil {
 		return err

@@ -17,7 +17,7 @@ const defaultSandboxLogsLimit = 1000
 
 // handleSandboxMetrics serves GET /sandboxes/{sandboxID}/metrics: start
 // and end are Unix seconds, both optional.
-func (s *Server) handleSandboxMetrics(w http.ResponseWriter, r *http.Request) error {
+func (s *sandboxHandlers) handleSandboxMetrics(w http.ResponseWriter, r *http.Request) error {
 	id, err := sandboxID(r)
 	if err != nil {
 		return err
@@ -39,7 +39,7 @@ func (s *Server) handleSandboxMetrics(w http.ResponseWriter, r *http.Request) er
 }
 
 // handleSandboxesMetrics serves GET /sandboxes/metrics?sandbox_ids=a,b.
-func (s *Server) handleSandboxesMetrics(w http.ResponseWriter, r *http.Request) error {
+func (s *sandboxHandlers) handleSandboxesMetrics(w http.ResponseWriter, r *http.Request) error {
 	var ids []string
 	for _, raw := range r.URL.Query()["sandbox_ids"] {
 		ids = append(ids, strings.Split(raw, ",")...)
@@ -55,7 +55,7 @@ func (s *Server) handleSandboxesMetrics(w http.ResponseWriter, r *http.Request) 
 
 // handleSandboxLogs serves the deprecated GET /sandboxes/{sandboxID}/logs:
 // the entries from start (Unix ms) on, oldest first, at most limit (1000).
-func (s *Server) handleSandboxLogs(w http.ResponseWriter, r *http.Request) error {
+func (s *sandboxHandlers) handleSandboxLogs(w http.ResponseWriter, r *http.Request) error {
 	start, err := queryInt(r, "start", -1)
 	if err != nil {
 		return err
@@ -80,7 +80,7 @@ func (s *Server) handleSandboxLogs(w http.ResponseWriter, r *http.Request) error
 // by time as the build logs', but backward by default, as on E2B; level
 // the least level; search a case-sensitive substring of the message; at
 // most limit (1000).
-func (s *Server) handleSandboxLogsV2(w http.ResponseWriter, r *http.Request) error {
+func (s *sandboxHandlers) handleSandboxLogsV2(w http.ResponseWriter, r *http.Request) error {
 	cursor, err := queryInt(r, "cursor", -1)
 	if err != nil {
 		return err

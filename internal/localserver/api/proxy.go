@@ -102,7 +102,7 @@ func unreachable(sandboxID string, port int, err error) error {
 	}
 }
 
-func (s *Server) proxy(w http.ResponseWriter, r *http.Request, id string, port int) error {
+func (s *sandboxHandlers) proxy(w http.ResponseWriter, r *http.Request, id string, port int) error {
 	if err := s.sandboxes.Reach(r.Context(), id); err != nil {
 		return err
 	}

@@ -13,6 +13,13 @@ import (
 // The sandbox endpoints: each reads its request, calls the sandboxes
 // Manager once and writes its answer.
 
+// sandboxHandlers serve the sandbox, metrics, log and snapshot endpoints
+// and the sandboxes' traffic.
+type sandboxHandlers struct {
+	sandboxes Sandboxes
+	proxies   *Proxies
+}
+
 // Default sandbox timeouts in seconds (design/e2b-api.md "Create").
 const (
 	defaultTimeoutV1 = 15
@@ -20,7 +27,7 @@ const (
 )
 
 // handleCreateSandbox serves POST /v2/sandboxes.
-func (s *Server) handleCreateSandbox(w http.ResponseWriter, r *http.Request) error {
+func (s *sandboxHandlers) handleCreateSandbox(w http.ResponseWriter, r *http.Request) error {
 	var req e2b.NewSandbox
 	if err := decodeBody(w, r, &req, false); err != nil {
 		return err
@@ -31,7 +38,7 @@ func (s *Server) handleCreateSandbox(w http.ResponseWriter, r *http.Request) err
 
 // handleCreateSandboxV1 serves POST /sandboxes, which differs from v2 in
 // the default timeout and in that it secures envd only on request.
-func (s *Server) handleCreateSandboxV1(w http.ResponseWriter, r *http.Request) error {
+func (s *sandboxHandlers) handleCreateSandboxV1(w http.ResponseWriter, r *http.Request) error {
 	var req e2b.NewSandbox
 	if err := decodeBody(w, r, &req, false); err != nil {
 		return err
@@ -67,7 +74,7 @@ func sandboxRequest[T any](w http.ResponseWriter, r *http.Request, allowEmpty bo
 	return id, req, decodeBody(w, r, &req, allowEmpty)
 }
 
-func (s *Server) handleGetSandbox(w http.ResponseWriter, r *http.Request) error {
+func (s *sandboxHandlers) handleGetSandbox(w http.ResponseWriter, r *http.Request) error {
 	id, err := sandboxID(r)
 	if err != nil {
 		return err
@@ -102,7 +109,7 @@ func listQuery(r *http.Request, defaultStates ...string) (map[string]string, []s
 
 // handleListSandboxes serves GET /sandboxes, which lists running sandboxes
 // only, as E2B's does.
-func (s *Server) handleListSandboxes(w http.ResponseWriter, r *http.Request) error {
+func (s *sandboxHandlers) handleListSandboxes(w http.ResponseWriter, r *http.Request) error {
 	metadata, states, err := listQuery(r, store.StateRunning)
 	if err != nil {
 		return err
@@ -115,7 +122,7 @@ func (s *Server) handleListSandboxes(w http.ResponseWriter, r *http.Request) err
 	return nil
 }
 
-func (s *Server) handleListSandboxesV2(w http.ResponseWriter, r *http.Request) error {
+func (s *sandboxHandlers) handleListSandboxesV2(w http.ResponseWriter, r *http.Request) error {
 	limit, err := pageLimit(r)
 	if err != nil {
 		return err
@@ -136,7 +143,7 @@ func (s *Server) handleListSandboxesV2(w http.ResponseWriter, r *http.Request) e
 	return nil
 }
 
-func (s *Server) handleDeleteSandbox(w http.ResponseWriter, r *http.Request) error {
+func (s *sandboxHandlers) handleDeleteSandbox(w http.ResponseWriter, r *http.Request) error {
 	id, err := sandboxID(r)
 	if err != nil {
 		return err
@@ -148,7 +155,7 @@ func (s *Server) handleDeleteSandbox(w http.ResponseWriter, r *http.Request) err
 	return nil
 }
 
-func (s *Server) handleSandboxTimeout(w http.ResponseWriter, r *http.Request) error {
+func (s *sandboxHandlers) handleSandboxTimeout(w http.ResponseWriter, r *http.Request) error {
 	id, req, err := sandboxRequest[e2b.SandboxTimeoutRequest](w, r, false)
 	if err != nil {
 		return err
@@ -162,7 +169,7 @@ func (s *Server) handleSandboxTimeout(w http.ResponseWriter, r *http.Request) er
 
 // handleConnectSandbox serves POST /v2/sandboxes/{sandboxID}/connect, the
 // SDK's Sandbox.connect; its body is optional (timeout 300 s).
-func (s *Server) handleConnectSandbox(w http.ResponseWriter, r *http.Request) error {
+func (s *sandboxHandlers) handleConnectSandbox(w http.ResponseWriter, r *http.Request) error {
 	id, req, err := sandboxRequest[e2b.ConnectSandbox](w, r, true)
 	if err != nil {
 		return err
@@ -172,7 +179,7 @@ func (s *Server) handleConnectSandbox(w http.ResponseWriter, r *http.Request) er
 
 // handleConnectSandboxV1 serves POST /sandboxes/{sandboxID}/connect, which
 // requires the timeout.
-func (s *Server) handleConnectSandboxV1(w http.ResponseWriter, r *http.Request) error {
+func (s *sandboxHandlers) handleConnectSandboxV1(w http.ResponseWriter, r *http.Request) error {
 	id, req, err := sandboxRequest[e2b.ConnectSandbox](w, r, false)
 	if err != nil {
 		return err
@@ -185,7 +192,7 @@ func (s *Server) handleConnectSandboxV1(w http.ResponseWriter, r *http.Request) 
 
 // connectSandbox answers a connect: 201 when it resumed a paused sandbox,
 // 200 when the sandbox ran.
-func (s *Server) connectSandbox(w http.ResponseWriter, r *http.Request, id string, timeout *int32) error {
+func (s *sandboxHandlers) connectSandbox(w http.ResponseWriter, r *http.Request, id string, timeout *int32) error {
 	sb, resumed, err := s.sandboxes.Connect(r.Context(), id, timeout, defaultTimeoutV2)
 	status := http.StatusOK
 	if resumed {
@@ -196,7 +203,7 @@ func (s *Server) connectSandbox(w http.ResponseWriter, r *http.Request, id strin
 
 // handleRefreshSandbox keeps a sandbox alive for duration seconds more (0 to 3600) from
 // now, never shortening it.
-func (s *Server) handleRefreshSandbox(w http.ResponseWriter, r *http.Request) error {
+func (s *sandboxHandlers) handleRefreshSandbox(w http.ResponseWriter, r *http.Request) error {
 	id, req, err := sandboxRequest[e2b.SandboxRefreshRequest](w, r, true)
 	if err != nil {
 		return err
@@ -215,7 +222,7 @@ func (s *Server) handleRefreshSandbox(w http.ResponseWriter, r *http.Request) er
 // handlePauseSandbox serves POST /sandboxes/{sandboxID}/pause: 204, 409
 // when already paused. The body ({memory}) is optional; the memory is
 // always kept here.
-func (s *Server) handlePauseSandbox(w http.ResponseWriter, r *http.Request) error {
+func (s *sandboxHandlers) handlePauseSandbox(w http.ResponseWriter, r *http.Request) error {
 	id, _, err := sandboxRequest[e2b.SandboxPauseRequest](w, r, true)
 	if err != nil {
 		return err
@@ -229,7 +236,7 @@ func (s *Server) handlePauseSandbox(w http.ResponseWriter, r *http.Request) erro
 
 // handleResumeSandbox serves the deprecated POST /sandboxes/{sandboxID}/resume:
 // 201 with the sandbox, 409 when it runs.
-func (s *Server) handleResumeSandbox(w http.ResponseWriter, r *http.Request) error {
+func (s *sandboxHandlers) handleResumeSandbox(w http.ResponseWriter, r *http.Request) error {
 	id, req, err := sandboxRequest[e2b.ResumedSandbox](w, r, true)
 	if err != nil {
 		return err

@@ -37,10 +37,9 @@ type Config struct {
 type Server struct {
 	cfg       Config
 	log       *slog.Logger
-	builds    Builds
-	sandboxes Sandboxes
+	templates *templateHandlers
+	sandboxes *sandboxHandlers
 	stats     Stats
-	proxies   *Proxies
 	mux       *http.ServeMux
 	// api serves upload PUTs and the API, behind apiCORS.
 	api http.Handler
@@ -55,7 +54,11 @@ func New(cfg Config, b Builds, sb Sandboxes, stats Stats, proxies *Proxies) *Ser
 	if cfg.UploadReadTimeout <= 0 {
 		cfg.UploadReadTimeout = DefaultUploadReadTimeout
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, builds: b, sandboxes: sb, stats: stats, proxies: proxies}
+	s := &Server{
+		cfg: cfg, log: cfg.Logger, stats: stats,
+		templates: &templateHandlers{builds: b, cfg: cfg},
+		sandboxes: &sandboxHandlers{sandboxes: sb, proxies: proxies},
+	}
 	s.mux = s.routes()
 	s.api = apiCORS.Handler(s.handle(s.serveAPI))
 	return s
@@ -87,7 +90,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) error {
 	// Sandbox traffic gets the CORS answers of whatever it reaches (envd's
 	// own, or the sandbox's server's).
 	if id, port, ok := sandboxTarget(r); ok {
-		return s.proxy(w, r, id, port)
+		return s.sandboxes.proxy(w, r, id, port)
 	}
 	// A preflight of header-routed sandbox traffic names the routing headers
 	// without their values, so it arrives here: answer it as envd would.
@@ -101,7 +104,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) error {
 	if token, ok := strings.CutPrefix(r.URL.Path, UploadPath); ok {
-		return s.handleUpload(w, r, token)
+		return s.templates.handleUpload(w, r, token)
 	}
 	boundBody(w, r, s.cfg.BodyReadTimeout)
 	if r.Method == http.MethodGet && r.URL.Path == "/health" {
@@ -126,40 +129,40 @@ func (s *Server) routes() *http.ServeMux {
 	}))
 	m.HandleFunc("GET /_local/stats", s.handle(s.handleStats))
 
-	m.HandleFunc("POST /v3/templates", s.handle(s.handleRegister))
-	m.HandleFunc("GET /v2/templates", s.handle(s.handleListTemplatesV2))
-	m.HandleFunc("GET /templates", s.handle(s.handleListTemplates))
-	m.HandleFunc("GET /templates/{templateID}", s.handle(s.handleGetTemplate))
+	m.HandleFunc("POST /v3/templates", s.handle(s.templates.handleRegister))
+	m.HandleFunc("GET /v2/templates", s.handle(s.templates.handleListTemplatesV2))
+	m.HandleFunc("GET /templates", s.handle(s.templates.handleListTemplates))
+	m.HandleFunc("GET /templates/{templateID}", s.handle(s.templates.handleGetTemplate))
 	// /templates/aliases/{alias} and /templates/{id}/tags overlap, so
 	// these dispatch on their own.
 	m.HandleFunc("GET /templates/{a}/{b}", s.handle(s.handleTemplateAliasOrTags))
 	m.HandleFunc("GET /templates/{a}/{b}/{c}", s.handle(s.handleTemplateFileOrNamespacedAlias))
-	m.HandleFunc("DELETE /templates/{templateID}", s.handle(s.handleDeleteTemplate))
-	m.HandleFunc("PATCH /v2/templates/{templateID}", s.handle(s.handlePatchTemplate))
-	m.HandleFunc("POST /v2/templates/{templateID}/builds/{buildID}", s.handle(s.handleStartBuild))
-	m.HandleFunc("GET /templates/{templateID}/builds/{buildID}/status", s.handle(s.handleBuildStatus))
-	m.HandleFunc("GET /templates/{templateID}/builds/{buildID}/logs", s.handle(s.handleBuildLogs))
-	m.HandleFunc("POST /templates/tags", s.handle(s.handleAssignTags))
-	m.HandleFunc("DELETE /templates/tags", s.handle(s.handleDeleteTags))
+	m.HandleFunc("DELETE /templates/{templateID}", s.handle(s.templates.handleDeleteTemplate))
+	m.HandleFunc("PATCH /v2/templates/{templateID}", s.handle(s.templates.handlePatchTemplate))
+	m.HandleFunc("POST /v2/templates/{templateID}/builds/{buildID}", s.handle(s.templates.handleStartBuild))
+	m.HandleFunc("GET /templates/{templateID}/builds/{buildID}/status", s.handle(s.templates.handleBuildStatus))
+	m.HandleFunc("GET /templates/{templateID}/builds/{buildID}/logs", s.handle(s.templates.handleBuildLogs))
+	m.HandleFunc("POST /templates/tags", s.handle(s.templates.handleAssignTags))
+	m.HandleFunc("DELETE /templates/tags", s.handle(s.templates.handleDeleteTags))
 
-	m.HandleFunc("POST /v2/sandboxes", s.handle(s.handleCreateSandbox))
-	m.HandleFunc("POST /sandboxes", s.handle(s.handleCreateSandboxV1))
-	m.HandleFunc("GET /sandboxes", s.handle(s.handleListSandboxes))
-	m.HandleFunc("GET /v2/sandboxes", s.handle(s.handleListSandboxesV2))
-	m.HandleFunc("GET /sandboxes/{sandboxID}", s.handle(s.handleGetSandbox))
-	m.HandleFunc("DELETE /sandboxes/{sandboxID}", s.handle(s.handleDeleteSandbox))
-	m.HandleFunc("POST /sandboxes/{sandboxID}/timeout", s.handle(s.handleSandboxTimeout))
-	m.HandleFunc("POST /v2/sandboxes/{sandboxID}/connect", s.handle(s.handleConnectSandbox))
-	m.HandleFunc("POST /sandboxes/{sandboxID}/connect", s.handle(s.handleConnectSandboxV1))
-	m.HandleFunc("POST /sandboxes/{sandboxID}/refreshes", s.handle(s.handleRefreshSandbox))
-	m.HandleFunc("POST /sandboxes/{sandboxID}/pause", s.handle(s.handlePauseSandbox))
-	m.HandleFunc("POST /sandboxes/{sandboxID}/resume", s.handle(s.handleResumeSandbox))
-	m.HandleFunc("GET /sandboxes/metrics", s.handle(s.handleSandboxesMetrics))
-	m.HandleFunc("GET /sandboxes/{sandboxID}/metrics", s.handle(s.handleSandboxMetrics))
-	m.HandleFunc("GET /sandboxes/{sandboxID}/logs", s.handle(s.handleSandboxLogs))
-	m.HandleFunc("GET /v2/sandboxes/{sandboxID}/logs", s.handle(s.handleSandboxLogsV2))
-	m.HandleFunc("POST /sandboxes/{sandboxID}/snapshots", s.handle(s.handleCreateSnapshot))
-	m.HandleFunc("GET /snapshots", s.handle(s.handleListSnapshots))
+	m.HandleFunc("POST /v2/sandboxes", s.handle(s.sandboxes.handleCreateSandbox))
+	m.HandleFunc("POST /sandboxes", s.handle(s.sandboxes.handleCreateSandboxV1))
+	m.HandleFunc("GET /sandboxes", s.handle(s.sandboxes.handleListSandboxes))
+	m.HandleFunc("GET /v2/sandboxes", s.handle(s.sandboxes.handleListSandboxesV2))
+	m.HandleFunc("GET /sandboxes/{sandboxID}", s.handle(s.sandboxes.handleGetSandbox))
+	m.HandleFunc("DELETE /sandboxes/{sandboxID}", s.handle(s.sandboxes.handleDeleteSandbox))
+	m.HandleFunc("POST /sandboxes/{sandboxID}/timeout", s.handle(s.sandboxes.handleSandboxTimeout))
+	m.HandleFunc("POST /v2/sandboxes/{sandboxID}/connect", s.handle(s.sandboxes.handleConnectSandbox))
+	m.HandleFunc("POST /sandboxes/{sandboxID}/connect", s.handle(s.sandboxes.handleConnectSandboxV1))
+	m.HandleFunc("POST /sandboxes/{sandboxID}/refreshes", s.handle(s.sandboxes.handleRefreshSandbox))
+	m.HandleFunc("POST /sandboxes/{sandboxID}/pause", s.handle(s.sandboxes.handlePauseSandbox))
+	m.HandleFunc("POST /sandboxes/{sandboxID}/resume", s.handle(s.sandboxes.handleResumeSandbox))
+	m.HandleFunc("GET /sandboxes/metrics", s.handle(s.sandboxes.handleSandboxesMetrics))
+	m.HandleFunc("GET /sandboxes/{sandboxID}/metrics", s.handle(s.sandboxes.handleSandboxMetrics))
+	m.HandleFunc("GET /sandboxes/{sandboxID}/logs", s.handle(s.sandboxes.handleSandboxLogs))
+	m.HandleFunc("GET /v2/sandboxes/{sandboxID}/logs", s.handle(s.sandboxes.handleSandboxLogsV2))
+	m.HandleFunc("POST /sandboxes/{sandboxID}/snapshots", s.handle(s.sandboxes.handleCreateSnapshot))
+	m.HandleFunc("GET /snapshots", s.handle(s.sandboxes.handleListSnapshots))
 	return m
 }
 
@@ -169,9 +172,9 @@ func (s *Server) handleTemplateAliasOrTags(w http.ResponseWriter, r *http.Reques
 	a, b := r.PathValue("a"), r.PathValue("b")
 	switch {
 	case a == "aliases":
-		return s.handleAlias(w, b)
+		return s.templates.handleAlias(w, b)
 	case b == "tags":
-		return s.handleListTags(w, a)
+		return s.templates.handleListTags(w, a)
 	default:
 		return failure.New(failure.NotFound, "no route for %s %s", r.Method, r.URL.Path)
 	}
@@ -183,9 +186,9 @@ func (s *Server) handleTemplateFileOrNamespacedAlias(w http.ResponseWriter, r *h
 	a, b, c := r.PathValue("a"), r.PathValue("b"), r.PathValue("c")
 	switch {
 	case a == "aliases":
-		return s.handleAlias(w, b+"/"+c)
+		return s.templates.handleAlias(w, b+"/"+c)
 	case b == "files":
-		return s.handleFileLink(w, r, a, c)
+		return s.templates.handleFileLink(w, r, a, c)
 	default:
 		return failure.New(failure.NotFound, "no route for %s %s", r.Method, r.URL.Path)
 	}
@@ -204,6 +207,6 @@ func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return failure.OwnFailure(err)
 	}
-	writeJSON(w, http.StatusOK, LocalStats{Stats: st, PoolReady: s.sandboxes.PoolReady()})
+	writeJSON(w, http.StatusOK, LocalStats{Stats: st, PoolReady: s.sandboxes.sandboxes.PoolReady()})
 	return nil
 }

@@ -10,7 +10,7 @@ import (
 
 // handleCreateSnapshot serves POST /sandboxes/{sandboxID}/snapshots: 201
 // SnapshotInfo. The sandbox keeps running.
-func (s *Server) handleCreateSnapshot(w http.ResponseWriter, r *http.Request) error {
+func (s *sandboxHandlers) handleCreateSnapshot(w http.ResponseWriter, r *http.Request) error {
 	id, req, err := sandboxRequest[e2b.SandboxSnapshotRequest](w, r, false)
 	if err != nil {
 		return err
@@ -29,7 +29,7 @@ func (s *Server) handleCreateSnapshot(w http.ResponseWriter, r *http.Request) er
 
 // handleListSnapshots serves GET /snapshots: filtered by sandboxID and by
 // name, paged.
-func (s *Server) handleListSnapshots(w http.ResponseWriter, r *http.Request) error {
+func (s *sandboxHandlers) handleListSnapshots(w http.ResponseWriter, r *http.Request) error {
 	limit, err := pageLimit(r)
 	if err != nil {
 		return err

@@ -9,7 +9,13 @@ import (
 // The template and tag endpoints: each reads its request, calls the builds
 // Manager once and writes its answer.
 
-func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) error {
+// templateHandlers serve the template, tag, upload and build endpoints.
+type templateHandlers struct {
+	builds Builds
+	cfg    Config
+}
+
+func (s *templateHandlers) handleRegister(w http.ResponseWriter, r *http.Request) error {
 	var req e2b.TemplateBuildRequestV3
 	if err := decodeBody(w, r, &req, false); err != nil {
 		return err
@@ -22,7 +28,7 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) handleListTemplates(w http.ResponseWriter, r *http.Request) error {
+func (s *templateHandlers) handleListTemplates(w http.ResponseWriter, r *http.Request) error {
 	items, err := s.builds.Templates()
 	if err != nil {
 		return err
@@ -31,7 +37,7 @@ func (s *Server) handleListTemplates(w http.ResponseWriter, r *http.Request) err
 	return nil
 }
 
-func (s *Server) handleListTemplatesV2(w http.ResponseWriter, r *http.Request) error {
+func (s *templateHandlers) handleListTemplatesV2(w http.ResponseWriter, r *http.Request) error {
 	limit, err := pageLimit(r)
 	if err != nil {
 		return err
@@ -48,7 +54,7 @@ func (s *Server) handleListTemplatesV2(w http.ResponseWriter, r *http.Request) e
 	return nil
 }
 
-func (s *Server) handleGetTemplate(w http.ResponseWriter, r *http.Request) error {
+func (s *templateHandlers) handleGetTemplate(w http.ResponseWriter, r *http.Request) error {
 	limit, err := pageLimit(r)
 	if err != nil {
 		return err
@@ -66,7 +72,7 @@ func (s *Server) handleGetTemplate(w http.ResponseWriter, r *http.Request) error
 	return nil
 }
 
-func (s *Server) handleDeleteTemplate(w http.ResponseWriter, r *http.Request) error {
+func (s *templateHandlers) handleDeleteTemplate(w http.ResponseWriter, r *http.Request) error {
 	if err := s.builds.Delete(r.Context(), r.PathValue("templateID")); err != nil {
 		return err
 	}
@@ -74,7 +80,7 @@ func (s *Server) handleDeleteTemplate(w http.ResponseWriter, r *http.Request) er
 	return nil
 }
 
-func (s *Server) handlePatchTemplate(w http.ResponseWriter, r *http.Request) error {
+func (s *templateHandlers) handlePatchTemplate(w http.ResponseWriter, r *http.Request) error {
 	var req e2b.TemplateUpdateRequest
 	if err := decodeBody(w, r, &req, true); err != nil {
 		return err
@@ -87,7 +93,7 @@ func (s *Server) handlePatchTemplate(w http.ResponseWriter, r *http.Request) err
 	return nil
 }
 
-func (s *Server) handleAlias(w http.ResponseWriter, ref string) error {
+func (s *templateHandlers) handleAlias(w http.ResponseWriter, ref string) error {
 	out, err := s.builds.Alias(ref)
 	if err != nil {
 		return err
@@ -96,7 +102,7 @@ func (s *Server) handleAlias(w http.ResponseWriter, ref string) error {
 	return nil
 }
 
-func (s *Server) handleAssignTags(w http.ResponseWriter, r *http.Request) error {
+func (s *templateHandlers) handleAssignTags(w http.ResponseWriter, r *http.Request) error {
 	var req e2b.AssignTemplateTagsRequest
 	if err := decodeBody(w, r, &req, false); err != nil {
 		return err
@@ -109,7 +115,7 @@ func (s *Server) handleAssignTags(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
-func (s *Server) handleDeleteTags(w http.ResponseWriter, r *http.Request) error {
+func (s *templateHandlers) handleDeleteTags(w http.ResponseWriter, r *http.Request) error {
 	var req e2b.DeleteTemplateTagsRequest
 	if err := decodeBody(w, r, &req, false); err != nil {
 		return err
@@ -121,7 +127,7 @@ func (s *Server) handleDeleteTags(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
-func (s *Server) handleListTags(w http.ResponseWriter, ref string) error {
+func (s *templateHandlers) handleListTags(w http.ResponseWriter, ref string) error {
 	tags, err := s.builds.Tags(ref)
 	if err != nil {
 		return err

@@ -14,7 +14,7 @@ const UploadPath = "/_local/uploads/"
 
 // handleFileLink answers GET /templates/{id}/files/{hash} with whether the
 // archive is stored and, always (as E2B does), a single-use upload URL.
-func (s *Server) handleFileLink(w http.ResponseWriter, r *http.Request, templateID, hash string) error {
+func (s *templateHandlers) handleFileLink(w http.ResponseWriter, r *http.Request, templateID, hash string) error {
 	present, token, err := s.builds.FileLink(templateID, hash)
 	if err != nil {
 		return err
@@ -31,7 +31,7 @@ func (s *Server) handleFileLink(w http.ResponseWriter, r *http.Request, template
 }
 
 // handleUpload receives an archive on its upload URL (builds.Manager.Upload).
-func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request, token string) error {
+func (s *templateHandlers) handleUpload(w http.ResponseWriter, r *http.Request, token string) error {
 	if r.Method != http.MethodPut {
 		return failure.New(failure.WrongMethod, "uploads use PUT")
 	}
