@@ -174,10 +174,11 @@ func New(ctx context.Context, cfg Config, eng Engine) (*Server, error) {
 		return nil, err
 	}
 	s.proxies = api.NewProxies(eng, cfg.Logger)
-	s.sandboxes = sandboxes.New(sandboxes.Config{
+	sbCfg := sandboxes.Config{
 		Domain: cfg.Domain, MaxSandboxTimeout: cfg.MaxSandboxTimeout, ReapInterval: cfg.ReapInterval,
 		Pool: cfg.Pool, LogBound: cfg.LogBound, Now: cfg.Now, Logger: cfg.Logger, Stopped: s.proxies.Drop,
-	}, st, eng)
+	}
+	s.sandboxes = sandboxes.New(sbCfg, st, eng)
 	s.builds = builds.New(builds.Config{
 		MaxCPUCount: cfg.MaxCPUCount, MaxMemoryMB: cfg.MaxMemoryMB, MaxBuildTime: cfg.MaxBuildTime, LogBound: cfg.LogBound,
 		ArchiveDir: archiveDir, SpoolDir: spoolDir, UploadURLTTL: cfg.UploadURLTTL,
@@ -187,7 +188,7 @@ func New(ctx context.Context, cfg Config, eng Engine) (*Server, error) {
 	}, st, eng)
 	s.api = api.New(api.Config{
 		APIKey: cfg.APIKey, PublicURL: cfg.PublicURL, BodyReadTimeout: cfg.bodyReadTimeout, Logger: cfg.Logger,
-	}, s.builds, s.sandboxes, st, s.proxies)
+	}, s.builds, s.sandboxes, sandboxes.NewObserver(sbCfg, st, eng), st, s.proxies)
 	return s, nil
 }
 

@@ -34,8 +34,7 @@ type Builds interface {
 	Logs(templateID, buildID string, q store.LogQuery) ([]e2b.BuildLogEntry, error)
 }
 
-// Sandboxes is what the sandbox, metrics, log and snapshot endpoints and
-// the proxy call.
+// Sandboxes is what the sandbox and snapshot endpoints and the proxy call.
 type Sandboxes interface {
 	Create(ctx context.Context, req e2b.NewSandbox, defaultTimeout int32, secure bool) (*e2b.Sandbox, error)
 	Get(id string) (e2b.SandboxDetail, error)
@@ -50,15 +49,18 @@ type Sandboxes interface {
 	// traffic resumes it).
 	Reach(ctx context.Context, id string) error
 
-	Metrics(ctx context.Context, id string, start, end int64) ([]e2b.SandboxMetric, error)
-	LatestMetrics(ctx context.Context, ids []string) (map[string]e2b.SandboxMetric, error)
-	Logs(ctx context.Context, id string, start, limit int64) (e2b.SandboxLogs, error)
-	LogPage(ctx context.Context, id string, q store.LogQuery, search string) ([]e2b.SandboxLogEntry, error)
-
 	Snapshot(ctx context.Context, id, name string) (e2b.SnapshotInfo, error)
 	Snapshots(sandboxID, rawName string) ([]e2b.SnapshotInfo, error)
 
 	PoolReady() int
+}
+
+// Observer is what the sandbox metrics and log endpoints call.
+type Observer interface {
+	Metrics(ctx context.Context, id string, start, end int64) ([]e2b.SandboxMetric, error)
+	LatestMetrics(ctx context.Context, ids []string) (map[string]e2b.SandboxMetric, error)
+	Logs(ctx context.Context, id string, start, limit int64) (e2b.SandboxLogs, error)
+	LogPage(ctx context.Context, id string, q store.LogQuery, search string) ([]e2b.SandboxLogEntry, error)
 }
 
 // Stats is what /_local/stats reports of the store.

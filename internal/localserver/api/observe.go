@@ -30,7 +30,7 @@ func (s *sandboxHandlers) handleSandboxMetrics(w http.ResponseWriter, r *http.Re
 	if err != nil {
 		return err
 	}
-	out, err := s.sandboxes.Metrics(r.Context(), id, start, end)
+	out, err := s.observer.Metrics(r.Context(), id, start, end)
 	if err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func (s *sandboxHandlers) handleSandboxesMetrics(w http.ResponseWriter, r *http.
 		ids = append(ids, strings.Split(raw, ",")...)
 	}
 	ids = slices.DeleteFunc(ids, func(id string) bool { return id == "" })
-	out, err := s.sandboxes.LatestMetrics(r.Context(), ids)
+	out, err := s.observer.LatestMetrics(r.Context(), ids)
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func (s *sandboxHandlers) handleSandboxLogs(w http.ResponseWriter, r *http.Reque
 	if err != nil {
 		return err
 	}
-	out, err := s.sandboxes.Logs(r.Context(), id, start, limit)
+	out, err := s.observer.Logs(r.Context(), id, start, limit)
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func (s *sandboxHandlers) handleSandboxLogsV2(w http.ResponseWriter, r *http.Req
 		return err
 	}
 	q := store.LogQuery{Cursor: cursor, Backward: direction == "backward", Limit: int(min(limit, math.MaxInt32)), MinLevel: level}
-	logs, err := s.sandboxes.LogPage(r.Context(), id, q, r.URL.Query().Get("search"))
+	logs, err := s.observer.LogPage(r.Context(), id, q, r.URL.Query().Get("search"))
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 // and the sandboxes' traffic.
 type sandboxHandlers struct {
 	sandboxes Sandboxes
+	observer  Observer
 	proxies   *Proxies
 }
 

@@ -45,9 +45,9 @@ type Server struct {
 	api http.Handler
 }
 
-// New makes the API over the managers, the store's counts and the proxies
+// New makes the API over the managers, the sandboxes' observer, the store's counts and the proxies
 // to the sandboxes.
-func New(cfg Config, b Builds, sb Sandboxes, stats Stats, proxies *Proxies) *Server {
+func New(cfg Config, b Builds, sb Sandboxes, obs Observer, stats Stats, proxies *Proxies) *Server {
 	if cfg.BodyReadTimeout <= 0 {
 		cfg.BodyReadTimeout = DefaultBodyReadTimeout
 	}
@@ -57,7 +57,7 @@ func New(cfg Config, b Builds, sb Sandboxes, stats Stats, proxies *Proxies) *Ser
 	s := &Server{
 		cfg: cfg, log: cfg.Logger, stats: stats,
 		templates: &templateHandlers{builds: b, cfg: cfg},
-		sandboxes: &sandboxHandlers{sandboxes: sb, proxies: proxies},
+		sandboxes: &sandboxHandlers{sandboxes: sb, observer: obs, proxies: proxies},
 	}
 	s.mux = s.routes()
 	s.api = apiCORS.Handler(s.handle(s.serveAPI))

@@ -47,7 +47,7 @@ func (s *Manager) Create(ctx context.Context, req e2b.NewSandbox, defaultTimeout
 	// One forward flow: the sandbox is recorded as starting with its final
 	// ID (a pooled container's, when the build has one) and end, its
 	// container started with that end, then it is marked running.
-	pooled, fromPool := s.takePooled(b.ID)
+	pooled, fromPool := s.pool.takePooled(b.ID)
 	id := "i" + store.RandomID(20)
 	if fromPool {
 		id = pooled.id
@@ -63,7 +63,7 @@ func (s *Manager) Create(ctx context.Context, req e2b.NewSandbox, defaultTimeout
 	}
 	if err := s.store.CreateSandbox(sb); err != nil {
 		if fromPool {
-			s.removePooled(ctx, pooled)
+			s.pool.removePooled(ctx, pooled)
 		}
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func (s *Manager) Create(ctx context.Context, req e2b.NewSandbox, defaultTimeout
 		}
 		return nil, err
 	}
-	s.fillPool(t.ID, b.ID)
+	s.pool.fillPool(t.ID, b.ID)
 	return s.answer(sb), nil
 }
 
@@ -116,7 +116,7 @@ func (s *Manager) startSandbox(ctx context.Context, sb store.Sandbox, b store.Bu
 			return nil, err
 		}
 	}
-	release, err := s.startSlot(ctx)
+	release, err := s.starts.take(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -131,12 +131,15 @@ func (s *Manager) startSandbox(ctx context.Context, sb store.Sandbox, b store.Bu
 // the envd timeout counts from its own start.
 func maxContainerStarts() int { return max(4, 2*runtime.NumCPU()) }
 
-// startSlot waits until fewer than maxContainerStarts containers are
-// starting, or ctx ends, and returns the release of the slot it took.
-func (s *Manager) startSlot(ctx context.Context) (func(), error) {
+// startSlots hold a token for every sandbox container starting.
+type startSlots chan struct{}
+
+// take waits until fewer than maxContainerStarts containers are starting,
+// or ctx ends, and returns the release of the slot it took.
+func (slots startSlots) take(ctx context.Context) (func(), error) {
 	select {
-	case s.starts <- struct{}{}:
-		return func() { <-s.starts }, nil
+	case slots <- struct{}{}:
+		return func() { <-slots }, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

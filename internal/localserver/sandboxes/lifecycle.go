@@ -61,10 +61,10 @@ type sandboxLock struct {
 	users int
 }
 
-// Lock locks the sandbox id (lock) and reads its record;
+// Lock locks the sandbox id (sandboxLocks.lock) and reads its record;
 // when it cannot, it returns the error with nothing locked.
 func (s *Manager) Lock(id string) (store.Sandbox, func(), error) {
-	unlock := s.lock(id)
+	unlock := s.sandboxLocks.lock(id)
 	sb, err := s.store.Sandbox(id)
 	if err != nil {
 		unlock()
@@ -73,34 +73,40 @@ func (s *Manager) Lock(id string) (store.Sandbox, func(), error) {
 	return sb, unlock, nil
 }
 
-// lock takes the lock that serialises the pauses, resumes and
-// snapshots of sandbox id, so that its record and its container agree, and
-// returns its release. Other sandboxes are not held up (a commit takes a
-// while).
-func (s *Manager) lock(id string) func() {
-	s.mu.Lock()
-	l := s.sandboxLocks[id]
+// sandboxLocks are the locks of the sandboxes being paused, resumed or
+// snapshotted, by sandbox ID, each kept while someone holds or waits for it.
+type sandboxLocks struct {
+	mu    sync.Mutex
+	locks map[string]*sandboxLock
+}
+
+// lock takes the lock that serialises the pauses, resumes and snapshots of
+// sandbox id, so that its record and its container agree, and returns its
+// release. Other sandboxes are not held up (a commit takes a while).
+func (ls *sandboxLocks) lock(id string) func() {
+	ls.mu.Lock()
+	l := ls.locks[id]
 	if l == nil {
 		l = &sandboxLock{}
-		s.sandboxLocks[id] = l
+		ls.locks[id] = l
 	}
 	l.users++
-	s.mu.Unlock()
+	ls.mu.Unlock()
 	l.mu.Lock()
 	return func() {
 		l.mu.Unlock()
-		s.mu.Lock()
+		ls.mu.Lock()
 		if l.users--; l.users == 0 {
-			delete(s.sandboxLocks, id)
+			delete(ls.locks, id)
 		}
-		s.mu.Unlock()
+		ls.mu.Unlock()
 	}
 }
 
 // pause freezes a running sandbox and records it paused. Its
 // container's own end is cleared first, so that envd, thawed later, does
 // not end it for an end that passed while it was paused. Callers hold
-// the sandbox's lock (lock).
+// the sandbox's lock (sandboxLocks.lock).
 func (s *Manager) pause(ctx context.Context, sb store.Sandbox) error {
 	if err := s.engine.SetSandboxDeadline(ctx, sb.ID, time.Time{}); err != nil {
 		return failure.OwnFailure(err)
@@ -122,7 +128,7 @@ func (s *Manager) pause(ctx context.Context, sb store.Sandbox) error {
 
 // resume thaws a paused sandbox to run timeout from now and records
 // it running (and, when autoPause is set, whether it pauses then). Callers
-// hold the sandbox's lock (lock).
+// hold the sandbox's lock (sandboxLocks.lock).
 func (s *Manager) resume(ctx context.Context, sb store.Sandbox, timeout time.Duration, autoPause *bool) (store.Sandbox, error) {
 	next := sb
 	next.State, next.EndAt = store.StateRunning, s.cfg.Now().Add(timeout)
@@ -177,7 +183,7 @@ func (s *Manager) autoResume(ctx context.Context, sb store.Sandbox) bool {
 	if sb.AutoResume <= 0 {
 		return false
 	}
-	defer s.lock(sb.ID)()
+	defer s.sandboxLocks.lock(sb.ID)()
 	sb, err := s.store.Sandbox(sb.ID)
 	if err != nil {
 		return false
@@ -195,7 +201,7 @@ func (s *Manager) autoResume(ctx context.Context, sb store.Sandbox) bool {
 // pauseAtEnd pauses a sandbox whose end came and that pauses then
 // (lifecycle onTimeout "pause"), for the reaper and the shutdown.
 func (s *Manager) pauseAtEnd(ctx context.Context, id string) {
-	defer s.lock(id)()
+	defer s.sandboxLocks.lock(id)()
 	sb, err := s.store.Sandbox(id)
 	if err != nil || sb.Paused() {
 		return // killed or paused meanwhile

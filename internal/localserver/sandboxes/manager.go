@@ -124,15 +124,13 @@ type Manager struct {
 	cancel context.CancelFunc
 	tasks  sync.WaitGroup
 
-	mu sync.Mutex
-	// sandboxLocks serialise each sandbox's pauses, resumes and
-	// snapshots (Lock), by sandbox ID.
-	sandboxLocks map[string]*sandboxLock
+	// mu orders the pool's refills and Close (warmPool.runMu).
+	mu           sync.Mutex
+	sandboxLocks sandboxLocks
 
-	pool warmPool
-	// starts holds a token for every sandbox container starting
-	// (startSlot).
-	starts chan struct{}
+	pool *warmPool
+	// starts bounds the containers starting at once.
+	starts startSlots
 }
 
 // New makes the Manager and starts its reaper; Recover first, when the
@@ -140,11 +138,11 @@ type Manager struct {
 func New(cfg Config, st Store, eng Engine) *Manager {
 	s := &Manager{
 		cfg: cfg, store: st, engine: eng, log: cfg.Logger,
-		sandboxLocks: map[string]*sandboxLock{},
-		pool:         newWarmPool(),
-		starts:       make(chan struct{}, maxContainerStarts()),
+		sandboxLocks: sandboxLocks{locks: map[string]*sandboxLock{}},
+		starts:       make(startSlots, maxContainerStarts()),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.pool = newWarmPool(s)
 	s.tasks.Go(s.reapLoop)
 	return s
 }
@@ -180,7 +178,7 @@ func (s *Manager) Close(ctx context.Context) error {
 	s.cancel()
 	s.mu.Unlock()
 	s.tasks.Wait()
-	if n := s.dropPool(ctx, func(pooledSandbox) bool { return true }); n > 0 {
+	if n := s.pool.dropPool(ctx, func(pooledSandbox) bool { return true }); n > 0 {
 		s.log.Info("warm pool: containers removed at shutdown", "count", n)
 	}
 	sandboxes, err := s.store.Sandboxes()
@@ -208,4 +206,18 @@ func (s *Manager) answer(sb store.Sandbox) *e2b.Sandbox {
 		TemplateID: sb.TemplateID, SandboxID: sb.ID, Alias: sb.Alias, ClientID: e2b.ClientID,
 		EnvdVersion: sb.EnvdVersion, EnvdAccessToken: sb.AccessToken, Domain: domain,
 	}
+}
+
+// Pool is the warm pool as it is now (for tests).
+func (s *Manager) Pool() PoolView { return s.pool.view() }
+
+// PoolReady is the number of pooled containers ready to be handed out
+// (for /_local/stats).
+func (s *Manager) PoolReady() int { return s.pool.readyNow() }
+
+// DropTemplatePool removes the pooled containers of a template whose
+// deletion forgot their records (store.DeleteTemplate), before its images
+// go.
+func (s *Manager) DropTemplatePool(ctx context.Context, templateID string) {
+	s.pool.dropTemplate(ctx, templateID)
 }

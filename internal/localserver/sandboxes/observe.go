@@ -3,6 +3,7 @@ package sandboxes
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"math"
 	"strconv"
 	"strings"
@@ -17,9 +18,23 @@ import (
 // Sandbox metrics and logs (design/e2b-api.md "Metrics and logs", design/local-server.md
 // Metrics and logs).
 
+// Observer samples the sandboxes' metrics and keeps and pages their logs.
+// It changes no sandbox, so it is a type apart from Manager.
+type Observer struct {
+	cfg    Config
+	store  Store
+	engine Engine
+	log    *slog.Logger
+}
+
+// NewObserver makes the Observer.
+func NewObserver(cfg Config, st Store, eng Engine) *Observer {
+	return &Observer{cfg: cfg, store: st, engine: eng, log: cfg.Logger}
+}
+
 // Metrics is one sample of the sandbox taken now, when now is within
 // start..end (Unix seconds), else none. The server keeps no history.
-func (s *Manager) Metrics(ctx context.Context, id string, start, end int64) ([]e2b.SandboxMetric, error) {
+func (s *Observer) Metrics(ctx context.Context, id string, start, end int64) ([]e2b.SandboxMetric, error) {
 	if start > end {
 		return nil, failure.New(failure.Invalid, "start %d is after end %d", start, end)
 	}
@@ -39,7 +54,7 @@ func (s *Manager) Metrics(ctx context.Context, id string, start, end int64) ([]e
 
 // LatestMetrics is the latest sample of each live sandbox of ids (from 1
 // to 100); as on E2B, sandboxes without metrics are left out.
-func (s *Manager) LatestMetrics(ctx context.Context, ids []string) (map[string]e2b.SandboxMetric, error) {
+func (s *Observer) LatestMetrics(ctx context.Context, ids []string) (map[string]e2b.SandboxMetric, error) {
 	if len(ids) == 0 || len(ids) > 100 {
 		return nil, failure.New(failure.Invalid, "sandbox_ids must name from 1 to 100 sandboxes, not %d", len(ids))
 	}
@@ -74,7 +89,7 @@ const maxLogsLimit = 1000
 // the sandbox's log ID. The store's log is what the endpoints page, so a
 // page costs what it holds, not the log's length; a request reads from
 // the engine only what is new.
-func (s *Manager) storeSandboxLog(ctx context.Context, id string) (string, error) {
+func (s *Observer) storeSandboxLog(ctx context.Context, id string) (string, error) {
 	if _, err := s.store.Sandbox(id); err != nil {
 		return "", err
 	}
@@ -119,7 +134,7 @@ func sandboxLogEntry(e store.LogEntry) (e2b.SandboxLogEntry, string) {
 // Logs is the sandbox's log from start (Unix ms) on, oldest first, at most
 // limit entries: the deprecated endpoint's answer, which has no bound of
 // its own.
-func (s *Manager) Logs(ctx context.Context, id string, start, limit int64) (e2b.SandboxLogs, error) {
+func (s *Observer) Logs(ctx context.Context, id string, start, limit int64) (e2b.SandboxLogs, error) {
 	logID, err := s.storeSandboxLog(ctx, id)
 	if err != nil {
 		return e2b.SandboxLogs{}, err
@@ -139,7 +154,7 @@ func (s *Manager) Logs(ctx context.Context, id string, start, limit int64) (e2b.
 
 // LogPage is a page of the sandbox's log by time as q says (at most 1000
 // entries), of the entries whose message contains search (any when empty).
-func (s *Manager) LogPage(ctx context.Context, id string, q store.LogQuery, search string) ([]e2b.SandboxLogEntry, error) {
+func (s *Observer) LogPage(ctx context.Context, id string, q store.LogQuery, search string) ([]e2b.SandboxLogEntry, error) {
 	if q.Limit > maxLogsLimit {
 		return nil, failure.New(failure.Invalid, "limit %d must be from 0 to %d", q.Limit, maxLogsLimit)
 	}

@@ -30,7 +30,7 @@ func (s *Manager) reapLoop() {
 			return
 		case <-ticker.C:
 			s.ReapExpired(s.ctx)
-			s.expirePool(s.ctx)
+			s.pool.expirePool(s.ctx)
 			if time.Since(lastDiskCheck) >= max(diskCheckInterval, diskCheckSpacing*diskCheckTook) {
 				lastDiskCheck = time.Now()
 				s.reapOverDisk(s.ctx)
