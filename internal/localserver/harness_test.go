@@ -320,6 +320,7 @@ type fakeEngine struct {
 	sandboxes     map[string]func() error // stops the sandbox's envd, returning its Serve error
 	removedImages []string
 	deadlines     map[string]time.Time
+	deadlineSets  map[string]int // SetSandboxDeadline calls, by sandbox
 	keptOrphans   []string
 	paused        map[string]bool
 	snapshotErr   error                // when set, CommitSandbox fails with it
@@ -498,6 +499,10 @@ func (e *fakeEngine) SetSandboxDeadline(_ context.Context, id string, end time.T
 		e.deadlines = map[string]time.Time{}
 	}
 	e.deadlines[id] = end
+	if e.deadlineSets == nil {
+		e.deadlineSets = map[string]int{}
+	}
+	e.deadlineSets[id]++
 	return nil
 }
 

@@ -304,6 +304,8 @@ func TestStartAfterCrash(t *testing.T) {
 	for _, sb := range []store.Sandbox{
 		{ID: "ilive", TemplateID: reg.Template.ID, StartedAt: now, EndAt: now.Add(time.Minute), CPUCount: 2, MemoryMB: 1024},
 		{ID: "iexpired", TemplateID: reg.Template.ID, StartedAt: now, EndAt: now.Add(-time.Second)},
+		// Its create never answered: the server died before it ran.
+		{ID: "istarting", TemplateID: reg.Template.ID, StartedAt: now, EndAt: now.Add(time.Minute), State: store.StateStarting},
 	} {
 		if err := st.CreateSandbox(sb); err != nil {
 			t.Fatal(err)
@@ -312,7 +314,7 @@ func TestStartAfterCrash(t *testing.T) {
 	st.Close()
 
 	eng := newFakeEngine(t)
-	for _, id := range []string{"ilive", "iexpired", "iorphan"} {
+	for _, id := range []string{"ilive", "iexpired", "istarting", "iorphan"} {
 		eng.sandboxes[id] = func() error { return nil }
 	}
 	ts := startServer(t, eng, serverOptions{dataDir: dataDir, configure: func(c *Config) { c.Now = clock.Now }})
@@ -328,6 +330,7 @@ func TestStartAfterCrash(t *testing.T) {
 	}
 	ts.call("GET", "/sandboxes/ilive", nil, 200, nil)
 	ts.expectError("GET", "/sandboxes/iexpired", nil, 404, "not found")
+	ts.expectError("GET", "/sandboxes/istarting", nil, 404, "not found")
 }
 
 // TestSandboxConnectAndRefresh covers Sandbox.connect (v2 with an optional body, v1 with a
