@@ -50,11 +50,7 @@ func (s *templateHandlers) handleBuildStatus(w http.ResponseWriter, r *http.Requ
 		return err
 	}
 	info, err := s.builds.Status(r.PathValue("templateID"), r.PathValue("buildID"), int(offset), int(limit), level)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, info)
-	return nil
+	return answer(w, http.StatusOK, info, err)
 }
 
 // handleBuildLogs serves the /logs variant: a page of the kept entries by

@@ -9,6 +9,16 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
 )
 
+// answer writes body with status, or returns err, the failure that is the
+// answer instead: the end of most handlers.
+func answer(w http.ResponseWriter, status int, body any, err error) error {
+	if err != nil {
+		return err
+	}
+	writeJSON(w, status, body)
+	return nil
+}
+
 func writeJSON(w http.ResponseWriter, status int, body any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)

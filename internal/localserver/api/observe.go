@@ -31,11 +31,7 @@ func (s *sandboxHandlers) handleSandboxMetrics(w http.ResponseWriter, r *http.Re
 		return err
 	}
 	out, err := s.observer.Metrics(r.Context(), id, start, end)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return answer(w, http.StatusOK, out, err)
 }
 
 // handleSandboxesMetrics serves GET /sandboxes/metrics?sandbox_ids=a,b.
@@ -69,11 +65,7 @@ func (s *sandboxHandlers) handleSandboxLogs(w http.ResponseWriter, r *http.Reque
 		return err
 	}
 	out, err := s.observer.Logs(r.Context(), id, start, limit)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return answer(w, http.StatusOK, out, err)
 }
 
 // handleSandboxLogsV2 serves GET /v2/sandboxes/{sandboxID}/logs: a page

@@ -34,7 +34,7 @@ func (s *sandboxHandlers) handleCreateSandbox(w http.ResponseWriter, r *http.Req
 		return err
 	}
 	sb, err := s.sandboxes.Create(r.Context(), req, defaultTimeoutV2, true)
-	return answerSandbox(w, http.StatusCreated, sb, err)
+	return answer(w, http.StatusCreated, sb, err)
 }
 
 // handleCreateSandboxV1 serves POST /sandboxes, which differs from v2 in
@@ -45,16 +45,7 @@ func (s *sandboxHandlers) handleCreateSandboxV1(w http.ResponseWriter, r *http.R
 		return err
 	}
 	sb, err := s.sandboxes.Create(r.Context(), req, defaultTimeoutV1, req.Secure != nil && *req.Secure)
-	return answerSandbox(w, http.StatusCreated, sb, err)
-}
-
-// answerSandbox answers status with the sandbox, or its error.
-func answerSandbox(w http.ResponseWriter, status int, sb *e2b.Sandbox, err error) error {
-	if err != nil {
-		return err
-	}
-	writeJSON(w, status, sb)
-	return nil
+	return answer(w, http.StatusCreated, sb, err)
 }
 
 // sandboxID reads the sandbox ID of the path; a bad one is Invalid.
@@ -81,11 +72,7 @@ func (s *sandboxHandlers) handleGetSandbox(w http.ResponseWriter, r *http.Reques
 		return err
 	}
 	detail, err := s.sandboxes.Get(id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, detail)
-	return nil
+	return answer(w, http.StatusOK, detail, err)
 }
 
 // listQuery reads the metadata query ("k=v&k2=v2", URL-encoded) and the
@@ -116,11 +103,7 @@ func (s *sandboxHandlers) handleListSandboxes(w http.ResponseWriter, r *http.Req
 		return err
 	}
 	out, err := s.sandboxes.List(metadata, states)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return answer(w, http.StatusOK, out, err)
 }
 
 func (s *sandboxHandlers) handleListSandboxesV2(w http.ResponseWriter, r *http.Request) error {
@@ -199,7 +182,7 @@ func (s *sandboxHandlers) connectSandbox(w http.ResponseWriter, r *http.Request,
 	if resumed {
 		status = http.StatusCreated
 	}
-	return answerSandbox(w, status, sb, err)
+	return answer(w, status, sb, err)
 }
 
 // handleRefreshSandbox keeps a sandbox alive for duration seconds more (0 to 3600) from
@@ -243,5 +226,5 @@ func (s *sandboxHandlers) handleResumeSandbox(w http.ResponseWriter, r *http.Req
 		return err
 	}
 	sb, err := s.sandboxes.Resume(r.Context(), id, req.Timeout, req.AutoPause)
-	return answerSandbox(w, http.StatusCreated, sb, err)
+	return answer(w, http.StatusCreated, sb, err)
 }

@@ -20,11 +20,7 @@ func (s *sandboxHandlers) handleCreateSnapshot(w http.ResponseWriter, r *http.Re
 		name = *req.Name
 	}
 	info, err := s.sandboxes.Snapshot(r.Context(), id, name)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusCreated, info)
-	return nil
+	return answer(w, http.StatusCreated, info, err)
 }
 
 // handleListSnapshots serves GET /snapshots: filtered by sandboxID and by

@@ -21,20 +21,12 @@ func (s *templateHandlers) handleRegister(w http.ResponseWriter, r *http.Request
 		return err
 	}
 	reg, err := s.builds.Register(req)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusAccepted, reg)
-	return nil
+	return answer(w, http.StatusAccepted, reg, err)
 }
 
 func (s *templateHandlers) handleListTemplates(w http.ResponseWriter, r *http.Request) error {
 	items, err := s.builds.Templates()
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, items)
-	return nil
+	return answer(w, http.StatusOK, items, err)
 }
 
 func (s *templateHandlers) handleListTemplatesV2(w http.ResponseWriter, r *http.Request) error {
@@ -86,20 +78,12 @@ func (s *templateHandlers) handlePatchTemplate(w http.ResponseWriter, r *http.Re
 		return err
 	}
 	out, err := s.builds.Update(r.PathValue("templateID"), req.Public)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return answer(w, http.StatusOK, out, err)
 }
 
 func (s *templateHandlers) handleAlias(w http.ResponseWriter, ref string) error {
 	out, err := s.builds.Alias(ref)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return answer(w, http.StatusOK, out, err)
 }
 
 func (s *templateHandlers) handleAssignTags(w http.ResponseWriter, r *http.Request) error {
@@ -108,11 +92,7 @@ func (s *templateHandlers) handleAssignTags(w http.ResponseWriter, r *http.Reque
 		return err
 	}
 	out, err := s.builds.AssignTags(req)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusCreated, out)
-	return nil
+	return answer(w, http.StatusCreated, out, err)
 }
 
 func (s *templateHandlers) handleDeleteTags(w http.ResponseWriter, r *http.Request) error {
@@ -129,9 +109,5 @@ func (s *templateHandlers) handleDeleteTags(w http.ResponseWriter, r *http.Reque
 
 func (s *templateHandlers) handleListTags(w http.ResponseWriter, ref string) error {
 	tags, err := s.builds.Tags(ref)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, tags)
-	return nil
+	return answer(w, http.StatusOK, tags, err)
 }
