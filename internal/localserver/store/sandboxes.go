@@ -195,15 +195,25 @@ func notRunning(id string) error {
 }
 
 // SandboxStarted records that a starting sandbox's container runs: its
-// container and the envd version it runs.
+// container and the envd version it runs. Its end may have passed while it
+// started (the reaper ends it then); its create still owns it until now.
 func (s *Store) SandboxStarted(id, containerID, envdVersion string) (Sandbox, error) {
-	return s.updateSandbox(id, func(sb *Sandbox) error {
-		if !sb.Starting() {
+	var sb Sandbox
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketSandboxes)
+		found, err := getJSON(b, id, &sb)
+		switch {
+		case err != nil:
+			return err
+		case !found:
+			return failure.New(failure.NotFound, "sandbox '%s' not found", id)
+		case !sb.Starting():
 			return failure.New(failure.Conflict, "sandbox '%s' is not starting", id)
 		}
 		sb.State, sb.ContainerID, sb.EnvdVersion = StateRunning, containerID, envdVersion
-		return nil
+		return putJSON(b, id, sb)
 	})
+	return sb, err
 }
 
 // PauseSandbox records that a running sandbox was paused (failure.Conflict

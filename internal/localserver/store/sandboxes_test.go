@@ -27,6 +27,14 @@ func TestSandboxStarted(t *testing.T) {
 	if _, err := s.SandboxStarted("isb", "c2", "0.6.13"); failure.KindOf(err) != failure.Conflict {
 		t.Errorf("a second start = %v, want a conflict", err)
 	}
+	// One whose end passed while it started still runs (the reaper ends it).
+	late := Sandbox{ID: "ilate", TemplateID: r.Template.ID, BuildID: r.Build.ID, State: StateStarting, StartedAt: now, EndAt: now.Add(-time.Second)}
+	if err := s.CreateSandbox(late); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.SandboxStarted("ilate", "c3", "0.6.13"); err != nil || got.State != StateRunning {
+		t.Errorf("start of a sandbox past its end = %+v, %v; want it running", got, err)
+	}
 	if _, err := s.SandboxStarted("inope", "c", "v"); failure.KindOf(err) != failure.NotFound {
 		t.Errorf("start of an unknown sandbox = %v, want not found", err)
 	}
