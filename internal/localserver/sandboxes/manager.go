@@ -1,9 +1,9 @@
 // Package sandboxes runs the local server's sandboxes: create (from the
-// warm pool or fresh), connect, timeouts, pause and resume, kill, and the
-// reaper that ends them; over the records of the store and the containers
-// of the engine, each reached through the small interface declared here.
-// It knows no HTTP: the API calls it and answers its errors by their kind
-// (failure).
+// warm pool or fresh), connect, timeouts, pause and resume, kill,
+// snapshots and the reaper that ends them (Manager), and their metrics and
+// logs (Observer); over the records of the store and the containers of the
+// engine, each reached through the interface declared here. It knows no
+// HTTP: the API calls it and answers its errors by their kind (failure).
 package sandboxes
 
 import (
