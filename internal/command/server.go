@@ -22,6 +22,7 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/egress"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/sandboxes"
 )
 
 // parseServer reads the flags of `server`; every flag can also be set by
@@ -60,9 +61,9 @@ func parseServer(args []string, stdout io.Writer) (localserver.Options, error) {
 	fs.IntVar(&o.LayerCacheSize, "layer-cache-size", engine.DefaultLayerCacheSize, "most build layer images kept for later builds, the most recently used (-1: none)")
 	fs.IntVar(&o.DiskSizeMB, "disk-size-mb", engine.DefaultDiskSizeMB, "disk limit of each sandbox and build container in MiB: the most its files (image included) may grow to before it is stopped (-1: no limit)")
 	fs.Int64Var(&o.PidsLimit, "pids-limit", engine.DefaultPidsLimit, "most processes and threads in one sandbox or build container (-1: no limit)")
-	fs.IntVar(&o.Pool.PerBuild, "pool-size-per-build", localserver.DefaultPoolSizePerBuild, "started sandbox containers kept ready for each build sandboxes were created from within --pool-idle, handed out on create (0: no warm pool)")
-	fs.IntVar(&o.Pool.Max, "pool-max", localserver.DefaultPoolMax, "most containers of the warm pool in all")
-	fs.DurationVar(&o.Pool.Idle, "pool-idle", localserver.DefaultPoolIdle, "how long a pooled container waits to be handed out before it is removed, and how long after its last create a build keeps its pool")
+	fs.IntVar(&o.Pool.PerBuild, "pool-size-per-build", sandboxes.DefaultPoolSizePerBuild, "started sandbox containers kept ready for each build sandboxes were created from within --pool-idle, handed out on create (0: no warm pool)")
+	fs.IntVar(&o.Pool.Max, "pool-max", sandboxes.DefaultPoolMax, "most containers of the warm pool in all")
+	fs.DurationVar(&o.Pool.Idle, "pool-idle", sandboxes.DefaultPoolIdle, "how long a pooled container waits to be handed out before it is removed, and how long after its last create a build keeps its pool")
 	if err := parseFlags(fs, args, serverIntro, stdout); err != nil {
 		return o, err
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/sandboxes"
 )
 
 func TestParseServerFlagsAndEnv(t *testing.T) {
@@ -52,7 +53,7 @@ func TestParseServerFlagsAndEnv(t *testing.T) {
 	o, err = parseServer(nil, io.Discard)
 	if err != nil || o.EnvdBinaries != nil || o.Network != "none" || o.Egress != "public" || o.MaxConnections != localserver.DefaultMaxConnections ||
 		o.MaxLogBytes != localserver.DefaultMaxLogBytes || o.Domain != localserver.DefaultDomain || o.Runtime != "auto" ||
-		o.Pool != (localserver.PoolConfig{PerBuild: localserver.DefaultPoolSizePerBuild, Max: localserver.DefaultPoolMax, Idle: localserver.DefaultPoolIdle}) {
+		o.Pool != (sandboxes.PoolConfig{PerBuild: sandboxes.DefaultPoolSizePerBuild, Max: sandboxes.DefaultPoolMax, Idle: sandboxes.DefaultPoolIdle}) {
 		t.Errorf("defaults = %+v, %v: want network none, egress public, runtime auto, domain %s, the default pool", o, err, localserver.DefaultDomain)
 	}
 	t.Setenv("E2B_LOCAL_POOL_SIZE_PER_BUILD", "0")

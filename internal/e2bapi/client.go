@@ -1,7 +1,7 @@
-// Package e2bapi is the client of the E2B control-plane API (templates,
-// builds, tags, sandboxes), the JSON wire types it shares with the local
-// E2B-compatible server, and E2B's name grammar. It is a plain package: no
-// Terraform types. See design/e2b-api.md "Control-plane conventions", "Template build flow", "Names, aliases, tags" and "Sandbox lifecycle to run one command".
+// Package e2bapi is the HTTP client of the E2B control-plane API
+// (templates, builds, tags, sandboxes); the JSON wire types it sends and
+// E2B's name grammar are package e2b, which the local server shares. It is a
+// plain package: no Terraform types. See design/e2b-api.md "Control-plane conventions", "Template build flow", "Names, aliases, tags" and "Sandbox lifecycle to run one command".
 package e2bapi
 
 import (

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/openapitest"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 )
@@ -145,14 +146,14 @@ func sameJSON(t *testing.T, what string, got []byte, want string) {
 
 func TestEndpoints(t *testing.T) {
 	hash := strings.Repeat("ab", 32)
-	created := TemplateRequestResponseV3{TemplateID: testTemplate, BuildID: testBuildID, Names: []string{"team/my-tpl"}, Tags: []string{"v1"}, Aliases: []string{"my-tpl"}}
-	upload := TemplateBuildFileUpload{URL: "https://storage.example/files/x.tar?sig=1", Headers: map[string]string{"x-amz-meta-a": "1"}}
-	info := TemplateBuildInfo{TemplateID: testTemplate, BuildID: testBuildID, Status: BuildBuilding, Logs: []string{},
-		LogEntries: []BuildLogEntry{{Timestamp: testTime, Message: "step 1", Level: LogInfo, Step: "1"}}}
-	withBuilds := TemplateWithBuilds{TemplateID: testTemplate, Aliases: []string{"my-tpl"}, Names: []string{"team/my-tpl"}, CreatedAt: testTime, UpdatedAt: testTime,
-		LastSpawnedAt: ptr(testTime), Builds: []TemplateBuild{{BuildID: testBuildID, Status: BuildReady, CreatedAt: testTime, UpdatedAt: testTime, FinishedAt: ptr(testTime), CPUCount: 2, MemoryMB: 1024}}}
-	sandbox := Sandbox{TemplateID: testTemplate, SandboxID: "iabcdefghij0123456789", ClientID: ClientID, EnvdVersion: "0.6.13", EnvdAccessToken: "tok"}
-	detail := SandboxDetail{TemplateID: testTemplate, SandboxID: "iabcdefghij0123456789", ClientID: ClientID, StartedAt: testTime, EndAt: testTime.Add(time.Minute),
+	created := e2b.TemplateRequestResponseV3{TemplateID: testTemplate, BuildID: testBuildID, Names: []string{"team/my-tpl"}, Tags: []string{"v1"}, Aliases: []string{"my-tpl"}}
+	upload := e2b.TemplateBuildFileUpload{URL: "https://storage.example/files/x.tar?sig=1", Headers: map[string]string{"x-amz-meta-a": "1"}}
+	info := e2b.TemplateBuildInfo{TemplateID: testTemplate, BuildID: testBuildID, Status: e2b.BuildBuilding, Logs: []string{},
+		LogEntries: []e2b.BuildLogEntry{{Timestamp: testTime, Message: "step 1", Level: e2b.LogInfo, Step: "1"}}}
+	withBuilds := e2b.TemplateWithBuilds{TemplateID: testTemplate, Aliases: []string{"my-tpl"}, Names: []string{"team/my-tpl"}, CreatedAt: testTime, UpdatedAt: testTime,
+		LastSpawnedAt: ptr(testTime), Builds: []e2b.TemplateBuild{{BuildID: testBuildID, Status: e2b.BuildReady, CreatedAt: testTime, UpdatedAt: testTime, FinishedAt: ptr(testTime), CPUCount: 2, MemoryMB: 1024}}}
+	sandbox := e2b.Sandbox{TemplateID: testTemplate, SandboxID: "iabcdefghij0123456789", ClientID: e2b.ClientID, EnvdVersion: "0.6.13", EnvdAccessToken: "tok"}
+	detail := e2b.SandboxDetail{TemplateID: testTemplate, SandboxID: "iabcdefghij0123456789", ClientID: e2b.ClientID, StartedAt: testTime, EndAt: testTime.Add(time.Minute),
 		EnvdVersion: "0.6.13", CPUCount: 2, MemoryMB: 1024, DiskSizeMB: 5120, State: "running", Metadata: map[string]string{"m": "1"}}
 
 	cases := []struct {
@@ -167,7 +168,7 @@ func TestEndpoints(t *testing.T) {
 	}{
 		{name: "CreateTemplateBuild",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.CreateTemplateBuild(ctx, TemplateBuildRequestV3{Name: "team/my-tpl:v1", Tags: []string{"prod"}, CPUCount: ptr[int32](2), MemoryMB: ptr[int32](1024), MinFreeDiskMB: ptr[int32](0)})
+				return c.CreateTemplateBuild(ctx, e2b.TemplateBuildRequestV3{Name: "team/my-tpl:v1", Tags: []string{"prod"}, CPUCount: ptr[int32](2), MemoryMB: ptr[int32](1024), MinFreeDiskMB: ptr[int32](0)})
 			},
 			method: "POST", path: "/v3/templates",
 			body:   `{"name":"team/my-tpl:v1","tags":["prod"],"cpuCount":2,"memoryMB":1024,"minFreeDiskMb":0}`,
@@ -178,8 +179,8 @@ func TestEndpoints(t *testing.T) {
 			status: 201, answer: upload, want: &upload},
 		{name: "StartBuild",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return nil, c.StartBuild(ctx, testTemplate, testBuildID, TemplateBuildStartV2{FromImage: "ubuntu:22.04", StartCmd: "python app.py",
-					Steps: []TemplateStep{{Type: steps.Copy, Args: []string{"app", "/app", "", ""}, FilesHash: hash}, {Type: steps.Run, Args: []string{"echo hi"}}}})
+				return nil, c.StartBuild(ctx, testTemplate, testBuildID, e2b.TemplateBuildStartV2{FromImage: "ubuntu:22.04", StartCmd: "python app.py",
+					Steps: []e2b.TemplateStep{{Type: steps.Copy, Args: []string{"app", "/app", "", ""}, FilesHash: hash}, {Type: steps.Run, Args: []string{"echo hi"}}}})
 			},
 			method: "POST", path: "/v2/templates/" + testTemplate + "/builds/" + testBuildID,
 			body: `{"fromImage":"ubuntu:22.04","force":false,"startCmd":"python app.py","steps":[` +
@@ -187,9 +188,9 @@ func TestEndpoints(t *testing.T) {
 			status: 202},
 		{name: "StartBuild from a private registry, a step without args",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return nil, c.StartBuild(ctx, testTemplate, testBuildID, TemplateBuildStartV2{FromImage: "registry.example/img:1", Force: true,
-					FromImageRegistry: &FromImageRegistry{Type: "registry", Username: "u", Password: "p"},
-					Steps:             []TemplateStep{{Type: steps.Workdir}}})
+				return nil, c.StartBuild(ctx, testTemplate, testBuildID, e2b.TemplateBuildStartV2{FromImage: "registry.example/img:1", Force: true,
+					FromImageRegistry: &e2b.FromImageRegistry{Type: "registry", Username: "u", Password: "p"},
+					Steps:             []e2b.TemplateStep{{Type: steps.Workdir}}})
 			},
 			method: "POST", path: "/v2/templates/" + testTemplate + "/builds/" + testBuildID,
 			body: `{"fromImage":"registry.example/img:1","fromImageRegistry":{"type":"registry","username":"u","password":"p"},"force":true,` +
@@ -197,7 +198,7 @@ func TestEndpoints(t *testing.T) {
 			status: 202},
 		{name: "StartBuild without steps sends an empty list",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return nil, c.StartBuild(ctx, testTemplate, testBuildID, TemplateBuildStartV2{FromTemplate: "base"})
+				return nil, c.StartBuild(ctx, testTemplate, testBuildID, e2b.TemplateBuildStartV2{FromTemplate: "base"})
 			},
 			method: "POST", path: "/v2/templates/" + testTemplate + "/builds/" + testBuildID,
 			body: `{"fromTemplate":"base","force":false,"steps":[]}`, status: 202},
@@ -216,20 +217,20 @@ func TestEndpoints(t *testing.T) {
 			method: "DELETE", path: "/templates/team%2Fmy-tpl", status: 204},
 		{name: "UpdateTemplate",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.UpdateTemplate(ctx, "team/my-tpl", TemplateUpdateRequest{Public: ptr(true)})
+				return c.UpdateTemplate(ctx, "team/my-tpl", e2b.TemplateUpdateRequest{Public: ptr(true)})
 			},
 			method: "PATCH", path: "/v2/templates/team%2Fmy-tpl", body: `{"public":true}`,
-			status: 200, answer: TemplateUpdateResponse{Names: []string{"team/my-tpl"}}, want: &TemplateUpdateResponse{Names: []string{"team/my-tpl"}}},
+			status: 200, answer: e2b.TemplateUpdateResponse{Names: []string{"team/my-tpl"}}, want: &e2b.TemplateUpdateResponse{Names: []string{"team/my-tpl"}}},
 		{name: "GetTemplateByAlias",
 			call:   func(ctx context.Context, c *Client) (any, error) { return c.GetTemplateByAlias(ctx, "team/my-tpl:v1") },
 			method: "GET", path: "/templates/aliases/team%2Fmy-tpl:v1",
-			status: 200, answer: TemplateAliasResponse{TemplateID: testTemplate, Public: true}, want: &TemplateAliasResponse{TemplateID: testTemplate, Public: true}},
+			status: 200, answer: e2b.TemplateAliasResponse{TemplateID: testTemplate, Public: true}, want: &e2b.TemplateAliasResponse{TemplateID: testTemplate, Public: true}},
 		{name: "AssignTags",
 			call: func(ctx context.Context, c *Client) (any, error) {
 				return c.AssignTags(ctx, "my-tpl:v1", []string{"prod"})
 			},
 			method: "POST", path: "/templates/tags", body: `{"target":"my-tpl:v1","tags":["prod"]}`,
-			status: 201, answer: AssignedTemplateTags{Tags: []string{"prod"}, BuildID: testBuildID}, want: &AssignedTemplateTags{Tags: []string{"prod"}, BuildID: testBuildID}},
+			status: 201, answer: e2b.AssignedTemplateTags{Tags: []string{"prod"}, BuildID: testBuildID}, want: &e2b.AssignedTemplateTags{Tags: []string{"prod"}, BuildID: testBuildID}},
 		{name: "DeleteTags",
 			call: func(ctx context.Context, c *Client) (any, error) {
 				return nil, c.DeleteTags(ctx, "my-tpl", []string{"prod"})
@@ -238,10 +239,10 @@ func TestEndpoints(t *testing.T) {
 		{name: "ListTags",
 			call:   func(ctx context.Context, c *Client) (any, error) { return c.ListTags(ctx, "my-tpl") },
 			method: "GET", path: "/templates/my-tpl/tags",
-			status: 200, answer: []TemplateTag{{Tag: "prod", BuildID: testBuildID, CreatedAt: testTime}}, want: []TemplateTag{{Tag: "prod", BuildID: testBuildID, CreatedAt: testTime}}},
+			status: 200, answer: []e2b.TemplateTag{{Tag: "prod", BuildID: testBuildID, CreatedAt: testTime}}, want: []e2b.TemplateTag{{Tag: "prod", BuildID: testBuildID, CreatedAt: testTime}}},
 		{name: "CreateSandbox sends no secure to v2",
 			call: func(ctx context.Context, c *Client) (any, error) {
-				return c.CreateSandbox(ctx, NewSandbox{TemplateID: "my-tpl:v1", Secure: ptr(false), Metadata: map[string]string{"m": "1"}, EnvVars: map[string]string{"K": "V"}})
+				return c.CreateSandbox(ctx, e2b.NewSandbox{TemplateID: "my-tpl:v1", Secure: ptr(false), Metadata: map[string]string{"m": "1"}, EnvVars: map[string]string{"K": "V"}})
 			},
 			method: "POST", path: "/v2/sandboxes", body: `{"templateID":"my-tpl:v1","metadata":{"m":"1"},"envVars":{"K":"V"}}`,
 			status: 201, answer: sandbox, want: &sandbox},
@@ -367,37 +368,37 @@ func TestResolveTag(t *testing.T) {
 	// E2B's alias lookup drops ":default" from a name and then only checks that the
 	// template exists.
 	const newTemplate, waiting = "newtemplate000000000", "33333333-3333-4333-8333-333333333333"
-	status := map[string]string{testBuildID: BuildReady, building: BuildBuilding, failed: BuildError, waiting: BuildWaiting}
+	status := map[string]string{testBuildID: e2b.BuildReady, building: e2b.BuildBuilding, failed: e2b.BuildError, waiting: e2b.BuildWaiting}
 	builds := map[string][]string{testTemplate: {testBuildID, building, failed}, newTemplate: {waiting}}
 	srv := newAPIServer(t, func(w http.ResponseWriter, r *http.Request) {
 		switch path := r.URL.EscapedPath(); {
 		case path == "/templates/"+testTemplate+"/tags":
-			writeJSON(w, 200, []TemplateTag{{Tag: noneTag, BuildID: failed}, {Tag: earlierTag, BuildID: building}, {Tag: readyTag, BuildID: testBuildID}})
+			writeJSON(w, 200, []e2b.TemplateTag{{Tag: noneTag, BuildID: failed}, {Tag: earlierTag, BuildID: building}, {Tag: readyTag, BuildID: testBuildID}})
 		case path == "/templates/"+newTemplate+"/tags":
-			writeJSON(w, 200, []TemplateTag{{Tag: DefaultTag, BuildID: waiting}})
+			writeJSON(w, 200, []e2b.TemplateTag{{Tag: e2b.DefaultTag, BuildID: waiting}})
 		case strings.HasSuffix(path, "/status"):
 			id := strings.Split(path, "/")[4]
-			writeJSON(w, 200, TemplateBuildInfo{TemplateID: strings.Split(path, "/")[2], BuildID: id, Status: status[id], Logs: []string{}, LogEntries: []BuildLogEntry{}})
+			writeJSON(w, 200, e2b.TemplateBuildInfo{TemplateID: strings.Split(path, "/")[2], BuildID: id, Status: status[id], Logs: []string{}, LogEntries: []e2b.BuildLogEntry{}})
 		case builds[strings.TrimPrefix(path, "/templates/")] != nil:
 			id := strings.TrimPrefix(path, "/templates/")
-			tpl := TemplateWithBuilds{TemplateID: id, Aliases: []string{}, Names: []string{}, Builds: []TemplateBuild{}}
+			tpl := e2b.TemplateWithBuilds{TemplateID: id, Aliases: []string{}, Names: []string{}, Builds: []e2b.TemplateBuild{}}
 			for _, b := range builds[id] {
-				tpl.Builds = append(tpl.Builds, TemplateBuild{BuildID: b, Status: status[b], CPUCount: 2, MemoryMB: 512})
+				tpl.Builds = append(tpl.Builds, e2b.TemplateBuild{BuildID: b, Status: status[b], CPUCount: 2, MemoryMB: 512})
 			}
 			writeJSON(w, 200, tpl)
-		case r.URL.Path == "/templates/aliases/"+testTemplate+":"+earlierTag, r.URL.Path == "/templates/aliases/"+newTemplate+":"+DefaultTag:
-			writeJSON(w, 200, TemplateAliasResponse{TemplateID: strings.Split(strings.TrimPrefix(r.URL.Path, "/templates/aliases/"), ":")[0]})
+		case r.URL.Path == "/templates/aliases/"+testTemplate+":"+earlierTag, r.URL.Path == "/templates/aliases/"+newTemplate+":"+e2b.DefaultTag:
+			writeJSON(w, 200, e2b.TemplateAliasResponse{TemplateID: strings.Split(strings.TrimPrefix(r.URL.Path, "/templates/aliases/"), ":")[0]})
 		default:
-			writeJSON(w, 404, Error{Code: 404, Message: "not found"})
+			writeJSON(w, 404, e2b.Error{Code: 404, Message: "not found"})
 		}
 	})
 	c, _ := newTestClient(t, srv, nil)
 	for ref, want := range map[[2]string]TagResolution{
-		{testTemplate, readyTag}:   {Listed: TemplateTag{Tag: readyTag, BuildID: testBuildID}, ListedStatus: BuildReady, BuildID: testBuildID},
-		{testTemplate, earlierTag}: {Listed: TemplateTag{Tag: earlierTag, BuildID: building}, ListedStatus: BuildBuilding, Earlier: true},
-		{testTemplate, noneTag}:    {Listed: TemplateTag{Tag: noneTag, BuildID: failed}, ListedStatus: BuildError},
-		{testTemplate, "missing"}:  {},
-		{newTemplate, DefaultTag}:  {Listed: TemplateTag{Tag: DefaultTag, BuildID: waiting}, ListedStatus: BuildWaiting},
+		{testTemplate, readyTag}:      {Listed: e2b.TemplateTag{Tag: readyTag, BuildID: testBuildID}, ListedStatus: e2b.BuildReady, BuildID: testBuildID},
+		{testTemplate, earlierTag}:    {Listed: e2b.TemplateTag{Tag: earlierTag, BuildID: building}, ListedStatus: e2b.BuildBuilding, Earlier: true},
+		{testTemplate, noneTag}:       {Listed: e2b.TemplateTag{Tag: noneTag, BuildID: failed}, ListedStatus: e2b.BuildError},
+		{testTemplate, "missing"}:     {},
+		{newTemplate, e2b.DefaultTag}: {Listed: e2b.TemplateTag{Tag: e2b.DefaultTag, BuildID: waiting}, ListedStatus: e2b.BuildWaiting},
 	} {
 		got, err := c.ResolveTag(t.Context(), ref[0], ref[1])
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"io"
 	"net/http"
 	"strings"
@@ -51,7 +52,7 @@ const maxErrorMessage = 512
 func (c *Client) apiError(ctx context.Context, method, path string, resp *http.Response) *APIError {
 	e := &APIError{StatusCode: resp.StatusCode, Method: method, Path: path}
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	var envelope Error
+	var envelope e2b.Error
 	if err := json.Unmarshal(data, &envelope); err == nil && (envelope.Message != "" || envelope.Code != 0) {
 		e.Code, e.Message, e.ErrorCode = envelope.Code, envelope.Message, envelope.ErrorCode
 	} else if text := strings.TrimSpace(string(data)); text != "" {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/openapitest"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/safehttp"
 )
@@ -37,7 +38,7 @@ func (e *errorsTB) Errorf(format string, args ...any) {
 // wired in: a request outside the contract is reported.
 func TestContractCheckIsLive(t *testing.T) {
 	srv := newAPIServer(t, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 202, TemplateRequestResponseV3{TemplateID: testTemplate, BuildID: testBuildID, Names: []string{}, Tags: []string{}, Aliases: []string{}})
+		writeJSON(w, 202, e2b.TemplateRequestResponseV3{TemplateID: testTemplate, BuildID: testBuildID, Names: []string{}, Tags: []string{}, Aliases: []string{}})
 	})
 	rec := &errorsTB{TB: t}
 	c, err := New(Config{BaseURL: srv.URL, APIKey: testKey,
@@ -45,7 +46,7 @@ func TestContractCheckIsLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.CreateTemplateBuild(t.Context(), TemplateBuildRequestV3{Name: "x", CPUCount: ptr[int32](0)}); err != nil {
+	if _, err := c.CreateTemplateBuild(t.Context(), e2b.TemplateBuildRequestV3{Name: "x", CPUCount: ptr[int32](0)}); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(rec.errors, "\n"); !strings.Contains(got, "field /cpuCount") {
@@ -58,10 +59,10 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 	srv := newAPIServer(t, func(w http.ResponseWriter, r *http.Request) {
 		if calls.Add(1) == 1 {
 			w.Header().Set("Retry-After", "1")
-			writeJSON(w, http.StatusTooManyRequests, Error{Code: 429, Message: "slow down"})
+			writeJSON(w, http.StatusTooManyRequests, e2b.Error{Code: 429, Message: "slow down"})
 			return
 		}
-		writeJSON(w, 200, []TemplateTag{})
+		writeJSON(w, 200, []e2b.TemplateTag{})
 	})
 	// A proxy in front of E2B may answer 429 to any operation.
 	c, _ := newTestClient(t, srv, nil)
@@ -103,7 +104,7 @@ func TestRetryAfterParsing(t *testing.T) {
 }
 
 func TestRetriesByMethodAndStatus(t *testing.T) {
-	sandbox := Sandbox{TemplateID: testTemplate, SandboxID: "iabc", ClientID: ClientID, EnvdVersion: "0.6.13"}
+	sandbox := e2b.Sandbox{TemplateID: testTemplate, SandboxID: "iabc", ClientID: e2b.ClientID, EnvdVersion: "0.6.13"}
 	cases := []struct {
 		name      string
 		status    int
@@ -119,17 +120,17 @@ func TestRetriesByMethodAndStatus(t *testing.T) {
 			call: func(ctx context.Context, c *Client) error { return c.DeleteTemplate(ctx, testTemplate) }},
 		{name: "POST 503 is retried", status: 503, wantCalls: 2,
 			call: func(ctx context.Context, c *Client) error {
-				_, err := c.CreateSandbox(ctx, NewSandbox{TemplateID: "base"})
+				_, err := c.CreateSandbox(ctx, e2b.NewSandbox{TemplateID: "base"})
 				return err
 			}},
 		{name: "POST 502 is not retried", status: 502, wantCalls: 1, wantErr: true,
 			call: func(ctx context.Context, c *Client) error {
-				_, err := c.CreateSandbox(ctx, NewSandbox{TemplateID: "base"})
+				_, err := c.CreateSandbox(ctx, e2b.NewSandbox{TemplateID: "base"})
 				return err
 			}},
 		{name: "POST 504 is not retried", status: 504, wantCalls: 1, wantErr: true,
 			call: func(ctx context.Context, c *Client) error {
-				_, err := c.CreateSandbox(ctx, NewSandbox{TemplateID: "base"})
+				_, err := c.CreateSandbox(ctx, e2b.NewSandbox{TemplateID: "base"})
 				return err
 			}},
 		{name: "GET 500 is not retried", status: 500, wantCalls: 1, wantErr: true,
@@ -140,7 +141,7 @@ func TestRetriesByMethodAndStatus(t *testing.T) {
 			var calls atomic.Int32
 			srv := newAPIServer(t, func(w http.ResponseWriter, r *http.Request) {
 				if calls.Add(1) == 1 {
-					writeJSON(w, tc.status, Error{Code: tc.status, Message: "backend trouble"})
+					writeJSON(w, tc.status, e2b.Error{Code: tc.status, Message: "backend trouble"})
 					return
 				}
 				switch r.Method {
@@ -149,7 +150,7 @@ func TestRetriesByMethodAndStatus(t *testing.T) {
 				case http.MethodDelete:
 					w.WriteHeader(204)
 				default:
-					writeJSON(w, 200, TemplateWithBuilds{TemplateID: testTemplate, Aliases: []string{}, Names: []string{}, Builds: []TemplateBuild{}})
+					writeJSON(w, 200, e2b.TemplateWithBuilds{TemplateID: testTemplate, Aliases: []string{}, Names: []string{}, Builds: []e2b.TemplateBuild{}})
 				}
 			})
 			// Gateway statuses E2B's edge may send for any operation
@@ -174,7 +175,7 @@ func TestRetriesByMethodAndStatus(t *testing.T) {
 func TestRetriesRunOut(t *testing.T) {
 	srv := newAPIServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "0")
-		writeJSON(w, http.StatusTooManyRequests, Error{Code: 429, Message: "rate limit"})
+		writeJSON(w, http.StatusTooManyRequests, e2b.Error{Code: 429, Message: "rate limit"})
 	})
 	c, logs := newTestClient(t, srv, nil)
 	_, err := c.GetTemplate(t.Context(), testTemplate)
@@ -215,7 +216,7 @@ func TestConnectionResetRetriedForGETOnly(t *testing.T) {
 	t.Cleanup(noReuse.CloseIdleConnections)
 
 	srv, calls := resetFirst(t, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 200, []TemplateTag{})
+		writeJSON(w, 200, []e2b.TemplateTag{})
 	})
 	c, _ := newTestClient(t, srv, noReuse)
 	if _, err := c.ListTags(t.Context(), "my-tpl"); err != nil {
@@ -229,7 +230,7 @@ func TestConnectionResetRetriedForGETOnly(t *testing.T) {
 		t.Error("a POST whose connection broke mid-request was sent again")
 	})
 	c, _ = newTestClient(t, srv, noReuse)
-	if _, err := c.CreateTemplateBuild(t.Context(), TemplateBuildRequestV3{Name: "x"}); err == nil {
+	if _, err := c.CreateTemplateBuild(t.Context(), e2b.TemplateBuildRequestV3{Name: "x"}); err == nil {
 		t.Fatal("POST after a connection reset succeeded")
 	}
 	if calls.Load() != 1 {
@@ -248,7 +249,7 @@ func TestPOSTRetriedWhenNeverConnected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.CreateTemplateBuild(t.Context(), TemplateBuildRequestV3{Name: "x"})
+	_, err = c.CreateTemplateBuild(t.Context(), e2b.TemplateBuildRequestV3{Name: "x"})
 	if err == nil {
 		t.Fatal("POST to a closed port succeeded")
 	}
@@ -298,7 +299,7 @@ func TestRedirectToAnotherHostIsRefused(t *testing.T) {
 
 func TestErrorEnvelope(t *testing.T) {
 	srv := newAPIServer(t, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 404, Error{Code: 404, Message: "template 'nope' not found", ErrorCode: "template_not_found"})
+		writeJSON(w, 404, e2b.Error{Code: 404, Message: "template 'nope' not found", ErrorCode: "template_not_found"})
 	})
 	c, _ := newTestClient(t, srv, nil)
 	_, err := c.GetTemplateByAlias(t.Context(), "nope")
@@ -384,11 +385,11 @@ func TestAPIKeyNeverLogged(t *testing.T) {
 	var calls atomic.Int32
 	srv := newAPIServer(t, func(w http.ResponseWriter, r *http.Request) {
 		if calls.Add(1) == 1 {
-			writeJSON(w, 503, Error{Code: 503, Message: "overloaded"})
+			writeJSON(w, 503, e2b.Error{Code: 503, Message: "overloaded"})
 			return
 		}
 		// A server that echoes the key back must not get it into logs.
-		writeJSON(w, 400, Error{Code: 400, Message: "bad key " + r.Header.Get("X-API-Key")})
+		writeJSON(w, 400, e2b.Error{Code: 400, Message: "bad key " + r.Header.Get("X-API-Key")})
 	})
 	c, logs := newTestClient(t, srv, nil)
 	_, err := c.GetTemplateByAlias(t.Context(), "my-tpl")
@@ -441,7 +442,7 @@ func TestUploadArchive(t *testing.T) {
 	api := newAPIServer(t, func(w http.ResponseWriter, r *http.Request) { t.Errorf("the API was called: %s %s", r.Method, r.URL) })
 	c, logs := newTestClient(t, api, nil)
 
-	link := &TemplateBuildFileUpload{URL: storage.URL + "/bucket/files/h.tar?X-Amz-Signature=secret", Headers: map[string]string{
+	link := &e2b.TemplateBuildFileUpload{URL: storage.URL + "/bucket/files/h.tar?X-Amz-Signature=secret", Headers: map[string]string{
 		"x-amz-meta-team": "t1", "Content-Length": "1"}}
 	if err := c.UploadArchive(t.Context(), link, f, int64(len(archive))); err != nil {
 		t.Fatalf("UploadArchive: %v", err)
@@ -477,12 +478,12 @@ func TestUploadRefusesUnsafeURL(t *testing.T) {
 	api := newAPIServer(t, func(w http.ResponseWriter, r *http.Request) {})
 	c, _ := newTestClient(t, api, nil)
 	for _, target := range []string{"http://storage.example.com/x.tar", "ftp://127.0.0.1/x", ""} {
-		err := c.UploadArchive(t.Context(), &TemplateBuildFileUpload{URL: target}, strings.NewReader("x"), 1)
+		err := c.UploadArchive(t.Context(), &e2b.TemplateBuildFileUpload{URL: target}, strings.NewReader("x"), 1)
 		if err == nil {
 			t.Errorf("upload to %q was not refused", target)
 		}
 	}
-	if err := c.UploadArchive(t.Context(), &TemplateBuildFileUpload{URL: "https://storage.example/x"}, strings.NewReader(""), 0); err == nil {
+	if err := c.UploadArchive(t.Context(), &e2b.TemplateBuildFileUpload{URL: "https://storage.example/x"}, strings.NewReader(""), 0); err == nil {
 		t.Error("an empty archive was uploaded")
 	}
 }
@@ -499,10 +500,10 @@ func TestGetFileUploadLinkChecksHash(t *testing.T) {
 }
 
 func TestCreateSandboxFallsBackToV1(t *testing.T) {
-	sandbox := Sandbox{TemplateID: testTemplate, SandboxID: "iabc", ClientID: ClientID, EnvdVersion: "0.6.13", EnvdAccessToken: "tok"}
+	sandbox := e2b.Sandbox{TemplateID: testTemplate, SandboxID: "iabc", ClientID: e2b.ClientID, EnvdVersion: "0.6.13", EnvdAccessToken: "tok"}
 	srv := newAPIServer(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v2/sandboxes" {
-			writeJSON(w, 404, Error{Code: 404, Message: "no such route"})
+			writeJSON(w, 404, e2b.Error{Code: 404, Message: "no such route"})
 			return
 		}
 		writeJSON(w, 201, sandbox)
@@ -511,7 +512,7 @@ func TestCreateSandboxFallsBackToV1(t *testing.T) {
 	// (openapitest's allowlist).
 	c, _ := newTestClient(t, srv, nil)
 	for range 2 {
-		got, err := c.CreateSandbox(t.Context(), NewSandbox{TemplateID: "my-tpl", Metadata: map[string]string{"m": "1"}})
+		got, err := c.CreateSandbox(t.Context(), e2b.NewSandbox{TemplateID: "my-tpl", Metadata: map[string]string{"m": "1"}})
 		if err != nil {
 			t.Fatalf("CreateSandbox: %v", err)
 		}
@@ -531,11 +532,11 @@ func TestCreateSandboxFallsBackToV1(t *testing.T) {
 
 func TestCreateSandboxTemplateNotFoundIsNotAFallback(t *testing.T) {
 	srv := newAPIServer(t, func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 404, Error{Code: 404, Message: "template 'nope' not found"})
+		writeJSON(w, 404, e2b.Error{Code: 404, Message: "template 'nope' not found"})
 	})
 	c, _ := newTestClient(t, srv, nil)
 	for range 2 {
-		if _, err := c.CreateSandbox(t.Context(), NewSandbox{TemplateID: "nope"}); !IsNotFound(err) {
+		if _, err := c.CreateSandbox(t.Context(), e2b.NewSandbox{TemplateID: "nope"}); !IsNotFound(err) {
 			t.Fatalf("error %v, want not found", err)
 		}
 	}
@@ -554,7 +555,7 @@ func TestUploadErrorNamesTheStorage(t *testing.T) {
 	t.Cleanup(storage.Close)
 	api := newAPIServer(t, func(w http.ResponseWriter, r *http.Request) {})
 	c, _ := newTestClient(t, api, nil)
-	err := c.UploadArchive(t.Context(), &TemplateBuildFileUpload{URL: storage.URL + "/b/h.tar?sig=secret"}, strings.NewReader("data"), 4)
+	err := c.UploadArchive(t.Context(), &e2b.TemplateBuildFileUpload{URL: storage.URL + "/b/h.tar?sig=secret"}, strings.NewReader("data"), 4)
 	if statusOf(err) != http.StatusForbidden {
 		t.Fatalf("error %v, want 403", err)
 	}
@@ -580,7 +581,7 @@ func TestUploadConnectionErrorsHideTheSignature(t *testing.T) {
 	t.Cleanup(storage.Close)
 	api := newAPIServer(t, func(w http.ResponseWriter, r *http.Request) {})
 	c, logs := newTestClient(t, api, nil)
-	err := c.UploadArchive(t.Context(), &TemplateBuildFileUpload{URL: storage.URL + "/b/h.tar?X-Amz-Signature=topsecret"}, strings.NewReader("data"), 4)
+	err := c.UploadArchive(t.Context(), &e2b.TemplateBuildFileUpload{URL: storage.URL + "/b/h.tar?X-Amz-Signature=topsecret"}, strings.NewReader("data"), 4)
 	if err == nil {
 		t.Fatal("upload to a server that drops every connection succeeded")
 	}

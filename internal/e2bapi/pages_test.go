@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"net/http"
 	"slices"
 	"strconv"
@@ -12,9 +13,9 @@ import (
 )
 
 // listed is a list item of GET /v2/templates as the spec has it.
-func listed(id, alias string) Template {
-	return Template{TemplateID: id, BuildID: testBuildID, CPUCount: 2, MemoryMB: 1024, DiskSizeMB: 5120, Names: []string{"team/" + alias},
-		Aliases: []string{alias}, CreatedAt: testTime, UpdatedAt: testTime, BuildStatus: BuildReady, EnvdVersion: "0.6.13"}
+func listed(id, alias string) e2b.Template {
+	return e2b.Template{TemplateID: id, BuildID: testBuildID, CPUCount: 2, MemoryMB: 1024, DiskSizeMB: 5120, Names: []string{"team/" + alias},
+		Aliases: []string{alias}, CreatedAt: testTime, UpdatedAt: testTime, BuildStatus: e2b.BuildReady, EnvdVersion: "0.6.13"}
 }
 
 // pagedTemplates is a stand-in of GET /v2/templates over seven templates that pages as E2B
@@ -23,13 +24,13 @@ func listed(id, alias string) Template {
 // request's context ends.
 func pagedTemplates(t *testing.T, block chan struct{}) *apiServer {
 	t.Helper()
-	items := make([]Template, 7)
+	items := make([]e2b.Template, 7)
 	for i := range items {
 		items[i] = listed(fmt.Sprintf("tpl%017d", i), fmt.Sprintf("t%d", i))
 	}
 	return newAPIServer(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v2/templates" {
-			writeJSON(w, 404, Error{Code: 404, Message: "not found"})
+			writeJSON(w, 404, e2b.Error{Code: 404, Message: "not found"})
 			return
 		}
 		limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
@@ -40,7 +41,7 @@ func pagedTemplates(t *testing.T, block chan struct{}) *apiServer {
 				<-r.Context().Done()
 				return
 			}
-			start = slices.IndexFunc(items, func(t Template) bool { return t.TemplateID == token }) + 1
+			start = slices.IndexFunc(items, func(t e2b.Template) bool { return t.TemplateID == token }) + 1
 		}
 		end := min(start+limit, len(items))
 		if end < len(items) {
@@ -134,7 +135,7 @@ func TestTemplatesStops(t *testing.T) {
 func TestTemplatesRefusesEndlessPaging(t *testing.T) {
 	srv := newAPIServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Next-Token", "same")
-		writeJSON(w, 200, []Template{listed(testTemplate, "t")})
+		writeJSON(w, 200, []e2b.Template{listed(testTemplate, "t")})
 	})
 	c, _ := newTestClient(t, srv, nil)
 	var last error

@@ -2,6 +2,7 @@ package e2bapi
 
 import (
 	"context"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"net/http"
 )
 
@@ -16,11 +17,11 @@ const defaultSandboxTimeout int32 = 300
 // default timeout. When that answer is not a 404 too, the server has no v2
 // endpoint and the client goes straight to v1 from then on; two 404s mean
 // the template was not found.
-func (c *Client) CreateSandbox(ctx context.Context, req NewSandbox) (*Sandbox, error) {
+func (c *Client) CreateSandbox(ctx context.Context, req e2b.NewSandbox) (*e2b.Sandbox, error) {
 	if !c.sandboxV1.Load() {
 		v2 := req
 		v2.Secure = nil
-		var out Sandbox
+		var out e2b.Sandbox
 		err := c.call(ctx, http.MethodPost, "/v2/sandboxes", nil, v2, &out)
 		if err == nil {
 			return &out, nil
@@ -38,14 +39,14 @@ func (c *Client) CreateSandbox(ctx context.Context, req NewSandbox) (*Sandbox, e
 	return c.createSandboxV1(ctx, req)
 }
 
-func (c *Client) createSandboxV1(ctx context.Context, req NewSandbox) (*Sandbox, error) {
+func (c *Client) createSandboxV1(ctx context.Context, req e2b.NewSandbox) (*e2b.Sandbox, error) {
 	secure := true
 	req.Secure = &secure
 	if req.Timeout == nil {
 		timeout := defaultSandboxTimeout
 		req.Timeout = &timeout
 	}
-	var out Sandbox
+	var out e2b.Sandbox
 	if err := c.call(ctx, http.MethodPost, "/sandboxes", nil, req, &out); err != nil {
 		return nil, err
 	}
@@ -53,19 +54,19 @@ func (c *Client) createSandboxV1(ctx context.Context, req NewSandbox) (*Sandbox,
 }
 
 func sandboxPath(sandboxID string) (string, error) {
-	if err := ValidateSandboxID(sandboxID); err != nil {
+	if err := e2b.ValidateSandboxID(sandboxID); err != nil {
 		return "", err
 	}
 	return "/sandboxes/" + sandboxID, nil
 }
 
 // GetSandbox reads a running or paused sandbox (GET /sandboxes/{id}).
-func (c *Client) GetSandbox(ctx context.Context, sandboxID string) (*SandboxDetail, error) {
+func (c *Client) GetSandbox(ctx context.Context, sandboxID string) (*e2b.SandboxDetail, error) {
 	path, err := sandboxPath(sandboxID)
 	if err != nil {
 		return nil, err
 	}
-	var out SandboxDetail
+	var out e2b.SandboxDetail
 	if err := c.call(ctx, http.MethodGet, path, nil, nil, &out); err != nil {
 		return nil, err
 	}

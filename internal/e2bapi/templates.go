@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-retryablehttp"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/safehttp"
 )
 
@@ -28,8 +29,8 @@ func segment(what, value string) (string, error) {
 
 // CreateTemplateBuild registers a build (POST /v3/templates, 202): it
 // creates the template or reuses the one the name resolves to.
-func (c *Client) CreateTemplateBuild(ctx context.Context, req TemplateBuildRequestV3) (*TemplateRequestResponseV3, error) {
-	var out TemplateRequestResponseV3
+func (c *Client) CreateTemplateBuild(ctx context.Context, req e2b.TemplateBuildRequestV3) (*e2b.TemplateRequestResponseV3, error) {
+	var out e2b.TemplateRequestResponseV3
 	if err := c.call(ctx, http.MethodPost, "/v3/templates", nil, req, &out); err != nil {
 		return nil, err
 	}
@@ -38,15 +39,15 @@ func (c *Client) CreateTemplateBuild(ctx context.Context, req TemplateBuildReque
 
 // GetFileUploadLink asks whether the build context with files hash hash is
 // stored and where to upload it (GET /templates/{id}/files/{hash}, 201).
-func (c *Client) GetFileUploadLink(ctx context.Context, templateID, hash string) (*TemplateBuildFileUpload, error) {
+func (c *Client) GetFileUploadLink(ctx context.Context, templateID, hash string) (*e2b.TemplateBuildFileUpload, error) {
 	id, err := segment("template ID", templateID)
 	if err != nil {
 		return nil, err
 	}
-	if err := ValidateFilesHash(hash); err != nil {
+	if err := e2b.ValidateFilesHash(hash); err != nil {
 		return nil, err
 	}
-	var out TemplateBuildFileUpload
+	var out e2b.TemplateBuildFileUpload
 	if err := c.call(ctx, http.MethodGet, "/templates/"+id+"/files/"+hash, nil, nil, &out); err != nil {
 		return nil, err
 	}
@@ -59,7 +60,7 @@ func (c *Client) GetFileUploadLink(ctx context.Context, templateID, hash string)
 // credential is sent there. The URL must be https, or http to a loopback
 // host. Each attempt reads the archive from offset 0, so a retry sends the
 // whole body again; attempts are bounded by Config.UploadTimeout.
-func (c *Client) UploadArchive(ctx context.Context, link *TemplateBuildFileUpload, archive io.ReaderAt, size int64) error {
+func (c *Client) UploadArchive(ctx context.Context, link *e2b.TemplateBuildFileUpload, archive io.ReaderAt, size int64) error {
 	if link == nil || link.URL == "" {
 		return errors.New("upload link has no URL")
 	}
@@ -107,7 +108,7 @@ func (c *Client) UploadArchive(ctx context.Context, link *TemplateBuildFileUploa
 
 // StartBuild starts a registered build (POST /v2/templates/{id}/builds/{bid},
 // 202). A build starts once; E2B refuses a second start with 400.
-func (c *Client) StartBuild(ctx context.Context, templateID, buildID string, req TemplateBuildStartV2) error {
+func (c *Client) StartBuild(ctx context.Context, templateID, buildID string, req e2b.TemplateBuildStartV2) error {
 	id, err := segment("template ID", templateID)
 	if err != nil {
 		return err
@@ -117,7 +118,7 @@ func (c *Client) StartBuild(ctx context.Context, templateID, buildID string, req
 		return err
 	}
 	// The spec types steps and args as arrays: absent lists go as [], not null.
-	steps := make([]TemplateStep, len(req.Steps))
+	steps := make([]e2b.TemplateStep, len(req.Steps))
 	for i, step := range req.Steps {
 		if step.Args == nil {
 			step.Args = []string{}
@@ -145,13 +146,13 @@ func buildPath(templateID, buildID string) (string, error) {
 // that starts at index logsOffset (GET /templates/{id}/builds/{bid}/status);
 // math.MaxInt32 asks for the status alone. E2B answers an unknown build with
 // 400, not 404 (IsBuildGone).
-func (c *Client) GetBuildStatus(ctx context.Context, templateID, buildID string, logsOffset int32) (*TemplateBuildInfo, error) {
+func (c *Client) GetBuildStatus(ctx context.Context, templateID, buildID string, logsOffset int32) (*e2b.TemplateBuildInfo, error) {
 	path, err := buildPath(templateID, buildID)
 	if err != nil {
 		return nil, err
 	}
 	query := url.Values{"logsOffset": {strconv.Itoa(int(logsOffset))}}
-	var out TemplateBuildInfo
+	var out e2b.TemplateBuildInfo
 	if err := c.call(ctx, http.MethodGet, path+"/status", query, nil, &out); err != nil {
 		return nil, err
 	}
@@ -161,12 +162,12 @@ func (c *Client) GetBuildStatus(ctx context.Context, templateID, buildID string,
 // GetTemplate reads a template and the first page of its builds
 // (GET /templates/{id}). It takes a template ID only: E2B does not resolve
 // names here.
-func (c *Client) GetTemplate(ctx context.Context, templateID string) (*TemplateWithBuilds, error) {
+func (c *Client) GetTemplate(ctx context.Context, templateID string) (*e2b.TemplateWithBuilds, error) {
 	id, err := segment("template ID", templateID)
 	if err != nil {
 		return nil, err
 	}
-	var out TemplateWithBuilds
+	var out e2b.TemplateWithBuilds
 	if err := c.call(ctx, http.MethodGet, "/templates/"+id, nil, nil, &out); err != nil {
 		return nil, err
 	}
@@ -186,12 +187,12 @@ func (c *Client) DeleteTemplate(ctx context.Context, templateIDOrName string) er
 
 // UpdateTemplate changes a template by ID or name
 // (PATCH /v2/templates/{id}); an empty request changes nothing.
-func (c *Client) UpdateTemplate(ctx context.Context, templateIDOrName string, req TemplateUpdateRequest) (*TemplateUpdateResponse, error) {
+func (c *Client) UpdateTemplate(ctx context.Context, templateIDOrName string, req e2b.TemplateUpdateRequest) (*e2b.TemplateUpdateResponse, error) {
 	id, err := segment("template ID or name", templateIDOrName)
 	if err != nil {
 		return nil, err
 	}
-	var out TemplateUpdateResponse
+	var out e2b.TemplateUpdateResponse
 	if err := c.call(ctx, http.MethodPatch, "/v2/templates/"+id, nil, req, &out); err != nil {
 		return nil, err
 	}
@@ -201,12 +202,12 @@ func (c *Client) UpdateTemplate(ctx context.Context, templateIDOrName string, re
 // GetTemplateByAlias resolves "name", "name:tag" or "namespace/name"
 // (GET /templates/aliases/{name}). 404: no such template (or tag); 403: it
 // exists but belongs to another team.
-func (c *Client) GetTemplateByAlias(ctx context.Context, name string) (*TemplateAliasResponse, error) {
+func (c *Client) GetTemplateByAlias(ctx context.Context, name string) (*e2b.TemplateAliasResponse, error) {
 	alias, err := segment("template name", name)
 	if err != nil {
 		return nil, err
 	}
-	var out TemplateAliasResponse
+	var out e2b.TemplateAliasResponse
 	if err := c.call(ctx, http.MethodGet, "/templates/aliases/"+alias, nil, nil, &out); err != nil {
 		return nil, err
 	}
@@ -215,12 +216,12 @@ func (c *Client) GetTemplateByAlias(ctx context.Context, name string) (*Template
 
 // AssignTags points tags at the build target names ("name:tag" or
 // "name:<buildID>") (POST /templates/tags, 201).
-func (c *Client) AssignTags(ctx context.Context, target string, tags []string) (*AssignedTemplateTags, error) {
+func (c *Client) AssignTags(ctx context.Context, target string, tags []string) (*e2b.AssignedTemplateTags, error) {
 	if target == "" {
 		return nil, errors.New("tag target is empty")
 	}
-	var out AssignedTemplateTags
-	req := AssignTemplateTagsRequest{Target: target, Tags: nonNil(tags)}
+	var out e2b.AssignedTemplateTags
+	req := e2b.AssignTemplateTagsRequest{Target: target, Tags: nonNil(tags)}
 	if err := c.call(ctx, http.MethodPost, "/templates/tags", nil, req, &out); err != nil {
 		return nil, err
 	}
@@ -233,19 +234,19 @@ func (c *Client) DeleteTags(ctx context.Context, name string, tags []string) err
 	if name == "" {
 		return errors.New("template name is empty")
 	}
-	req := DeleteTemplateTagsRequest{Name: name, Tags: nonNil(tags)}
+	req := e2b.DeleteTemplateTagsRequest{Name: name, Tags: nonNil(tags)}
 	err := c.call(ctx, http.MethodDelete, "/templates/tags", nil, req, nil)
 	return err
 }
 
 // ListTags lists the tags of a template by ID or name
 // (GET /templates/{id}/tags).
-func (c *Client) ListTags(ctx context.Context, templateIDOrName string) ([]TemplateTag, error) {
+func (c *Client) ListTags(ctx context.Context, templateIDOrName string) ([]e2b.TemplateTag, error) {
 	id, err := segment("template ID or name", templateIDOrName)
 	if err != nil {
 		return nil, err
 	}
-	var out []TemplateTag
+	var out []e2b.TemplateTag
 	if err := c.call(ctx, http.MethodGet, "/templates/"+id+"/tags", nil, nil, &out); err != nil {
 		return nil, err
 	}
@@ -258,7 +259,7 @@ func (c *Client) ListTags(ctx context.Context, templateIDOrName string) ([]Templ
 type TagResolution struct {
 	// Listed is the tag's newest assignment (BuildID "" when the tag has none) and
 	// ListedStatus the status of its build.
-	Listed       TemplateTag
+	Listed       e2b.TemplateTag
 	ListedStatus string
 	// BuildID is the build the tag resolves to when the API names it: Listed's, when
 	// ready. Otherwise Earlier says whether the tag still resolves, to an earlier ready
@@ -279,7 +280,7 @@ func (c *Client) ResolveTag(ctx context.Context, templateID, tag string) (*TagRe
 		return nil, err
 	}
 	out := &TagResolution{}
-	i := slices.IndexFunc(tags, func(t TemplateTag) bool { return t.Tag == tag })
+	i := slices.IndexFunc(tags, func(t e2b.TemplateTag) bool { return t.Tag == tag })
 	if i < 0 {
 		return out, nil
 	}
@@ -287,13 +288,13 @@ func (c *Client) ResolveTag(ctx context.Context, templateID, tag string) (*TagRe
 	info, err := c.GetBuildStatus(ctx, templateID, out.Listed.BuildID, math.MaxInt32)
 	switch {
 	case IsBuildGone(err):
-		out.ListedStatus = BuildError // a build E2B no longer has starts no sandbox
+		out.ListedStatus = e2b.BuildError // a build E2B no longer has starts no sandbox
 	case err != nil:
 		return nil, err
 	default:
 		out.ListedStatus = info.Status
 	}
-	if out.ListedStatus == BuildReady {
+	if out.ListedStatus == e2b.BuildReady {
 		out.BuildID = out.Listed.BuildID
 		return out, nil
 	}
@@ -301,7 +302,7 @@ func (c *Client) ResolveTag(ctx context.Context, templateID, tag string) (*TagRe
 	if err != nil {
 		return nil, err
 	}
-	if !slices.ContainsFunc(tpl.Builds, func(b TemplateBuild) bool { return b.Status == BuildReady }) {
+	if !slices.ContainsFunc(tpl.Builds, func(b e2b.TemplateBuild) bool { return b.Status == e2b.BuildReady }) {
 		return out, nil // no build serves any tag
 	}
 	_, err = c.GetTemplateByAlias(ctx, templateID+":"+tag)

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine/attach"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine/docker"
@@ -102,11 +102,11 @@ func TestDockerArm64SandboxUnderEmulation(t *testing.T) {
 	ts.buildWait = 5 * time.Minute
 
 	reg, info := ts.buildFrom(image, "arm64-app", run(`uname -m > "$HOME/built-on"`))
-	if info.Status != e2bapi.BuildReady {
+	if info.Status != e2b.BuildReady {
 		t.Fatalf("build = %+v", info)
 	}
 	ts.deleteTemplateAtEnd(reg.TemplateID)
-	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "arm64-app"})
+	sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "arm64-app"})
 	client, err := envdclient.New(envdclient.Config{BaseURL: ts.URL, SandboxID: sb.SandboxID, AccessToken: sb.EnvdAccessToken})
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +130,7 @@ func TestDockerImageWithoutEnvdForItsArchitecture(t *testing.T) {
 	ts := startServer(t, eng)
 
 	_, info := ts.buildFrom(image, "arm64-no-envd", run("true"))
-	if info.Status != e2bapi.BuildError || info.Reason == nil {
+	if info.Status != e2b.BuildError || info.Reason == nil {
 		t.Fatalf("build = %+v, want an error", info)
 	}
 	msg := info.Reason.Message

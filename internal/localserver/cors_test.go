@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 )
 
 // TestCORS: what a browser page running the JS SDK sends to the API and,
@@ -14,7 +14,7 @@ import (
 func TestCORS(t *testing.T) {
 	ts := startServer(t, newFakeEngine(t))
 	ts.build("app")
-	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app"})
+	sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "app"})
 	const origin = "https://app.example"
 	send := func(method, path string, header ...string) *http.Response {
 		t.Helper()

@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/cors"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	envdserver "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/server"
@@ -229,21 +229,21 @@ func (ts *testServer) expectError(method, path string, body any, status int, wan
 	expectError(ts.t, ts.request(method, path, body), status, want)
 }
 
-func (ts *testServer) register(name string, tags ...string) e2bapi.TemplateRequestResponseV3 {
+func (ts *testServer) register(name string, tags ...string) e2b.TemplateRequestResponseV3 {
 	ts.t.Helper()
-	var out e2bapi.TemplateRequestResponseV3
-	ts.call("POST", "/v3/templates", e2bapi.TemplateBuildRequestV3{Name: name, Tags: tags}, http.StatusAccepted, &out)
+	var out e2b.TemplateRequestResponseV3
+	ts.call("POST", "/v3/templates", e2b.TemplateBuildRequestV3{Name: name, Tags: tags}, http.StatusAccepted, &out)
 	return out
 }
 
-func (ts *testServer) start(reg e2bapi.TemplateRequestResponseV3, req e2bapi.TemplateBuildStartV2) {
+func (ts *testServer) start(reg e2b.TemplateRequestResponseV3, req e2b.TemplateBuildStartV2) {
 	ts.t.Helper()
 	ts.call("POST", "/v2/templates/"+reg.TemplateID+"/builds/"+reg.BuildID, req, http.StatusAccepted, nil)
 }
 
-func (ts *testServer) status(templateID, buildID, query string) e2bapi.TemplateBuildInfo {
+func (ts *testServer) status(templateID, buildID, query string) e2b.TemplateBuildInfo {
 	ts.t.Helper()
-	var info e2bapi.TemplateBuildInfo
+	var info e2b.TemplateBuildInfo
 	ts.call("GET", "/templates/"+templateID+"/builds/"+buildID+"/status"+query, nil, http.StatusOK, &info)
 	return info
 }
@@ -252,7 +252,7 @@ func (ts *testServer) status(templateID, buildID, query string) e2bapi.TemplateB
 // good build as buildID, which its bare name resolves to.
 func (ts *testServer) expectTemplateBuild(templateID, buildID string) {
 	ts.t.Helper()
-	var list []e2bapi.Template
+	var list []e2b.Template
 	ts.call("GET", "/templates", nil, 200, &list)
 	for _, tmpl := range list {
 		if tmpl.TemplateID == templateID {
@@ -266,7 +266,7 @@ func (ts *testServer) expectTemplateBuild(templateID, buildID string) {
 }
 
 // waitBuild polls the status as the SDK does until the build ends.
-func (ts *testServer) waitBuild(reg e2bapi.TemplateRequestResponseV3) e2bapi.TemplateBuildInfo {
+func (ts *testServer) waitBuild(reg e2b.TemplateRequestResponseV3) e2b.TemplateBuildInfo {
 	ts.t.Helper()
 	// Generous by default: builds under gVisor on a loaded machine take
 	// minutes.
@@ -274,7 +274,7 @@ func (ts *testServer) waitBuild(reg e2bapi.TemplateRequestResponseV3) e2bapi.Tem
 	deadline := time.Now().Add(wait)
 	for {
 		info := ts.status(reg.TemplateID, reg.BuildID, "")
-		if info.Status == e2bapi.BuildReady || info.Status == e2bapi.BuildError {
+		if info.Status == e2b.BuildReady || info.Status == e2b.BuildError {
 			return info
 		}
 		if time.Now().After(deadline) {
@@ -285,21 +285,21 @@ func (ts *testServer) waitBuild(reg e2bapi.TemplateRequestResponseV3) e2bapi.Tem
 }
 
 // build registers name, starts it with steps and waits for it.
-func (ts *testServer) build(name string, steps ...e2bapi.TemplateStep) (e2bapi.TemplateRequestResponseV3, e2bapi.TemplateBuildInfo) {
+func (ts *testServer) build(name string, steps ...e2b.TemplateStep) (e2b.TemplateRequestResponseV3, e2b.TemplateBuildInfo) {
 	ts.t.Helper()
 	return ts.buildFrom("base:latest", name, steps...)
 }
 
 // buildFrom registers name, starts it from image with steps and waits for it.
-func (ts *testServer) buildFrom(image, name string, steps ...e2bapi.TemplateStep) (e2bapi.TemplateRequestResponseV3, e2bapi.TemplateBuildInfo) {
+func (ts *testServer) buildFrom(image, name string, steps ...e2b.TemplateStep) (e2b.TemplateRequestResponseV3, e2b.TemplateBuildInfo) {
 	ts.t.Helper()
 	reg := ts.register(name)
-	ts.start(reg, e2bapi.TemplateBuildStartV2{FromImage: image, Steps: steps})
+	ts.start(reg, e2b.TemplateBuildStartV2{FromImage: image, Steps: steps})
 	return reg, ts.waitBuild(reg)
 }
 
-func run(cmd string) e2bapi.TemplateStep {
-	return e2bapi.TemplateStep{Type: "RUN", Args: []string{cmd}}
+func run(cmd string) e2b.TemplateStep {
+	return e2b.TemplateStep{Type: "RUN", Args: []string{cmd}}
 }
 
 // fakeEngine stands in for Docker where a test is about API semantics. Its
@@ -320,6 +320,7 @@ type fakeEngine struct {
 	sandboxes     map[string]func() error // stops the sandbox's envd, returning its Serve error
 	removedImages []string
 	deadlines     map[string]time.Time
+	deadlineSets  map[string]int // SetSandboxDeadline calls, by sandbox
 	keptOrphans   []string
 	paused        map[string]bool
 	snapshotErr   error                // when set, CommitSandbox fails with it
@@ -362,13 +363,13 @@ func (e *fakeEngine) Build(ctx context.Context, spec engine.BuildSpec) (*engine.
 	if spec.FromBuild != nil {
 		maps.Copy(env, spec.FromBuild.Env)
 	}
-	spec.Log(e2bapi.BuildLogEntry{Message: "base " + spec.BaseImage, Level: e2bapi.LogDebug, Step: "base"})
+	spec.Log(e2b.BuildLogEntry{Message: "base " + spec.BaseImage, Level: e2b.LogDebug, Step: "base"})
 	for i, st := range spec.Steps {
 		step := strconv.Itoa(i + 1)
-		spec.Log(e2bapi.BuildLogEntry{Message: fmt.Sprintf("%s %s", st.Type, strings.Join(st.Args, " ")), Level: e2bapi.LogInfo, Step: step})
+		spec.Log(e2b.BuildLogEntry{Message: fmt.Sprintf("%s %s", st.Type, strings.Join(st.Args, " ")), Level: e2b.LogInfo, Step: step})
 		switch {
 		case st.Type == steps.Run && st.Args[0] == "fail":
-			spec.Log(e2bapi.BuildLogEntry{Message: "it failed", Level: e2bapi.LogError, Step: step})
+			spec.Log(e2b.BuildLogEntry{Message: "it failed", Level: e2b.LogError, Step: step})
 			return nil, &engine.StepError{Step: step, Err: errors.New("command exited with code 1")}
 		case st.Type == steps.Run && st.Args[0] == "crash":
 			return nil, errors.New("the engine lost the container")
@@ -425,6 +426,11 @@ func (e *fakeEngine) WarmSandbox(ctx context.Context, spec engine.SandboxSpec) (
 		return <-served
 	}
 	e.warmed = append(e.warmed, spec)
+	// The container ends itself at spec.EndAt, as the engine's does.
+	if e.deadlines == nil {
+		e.deadlines = map[string]time.Time{}
+	}
+	e.deadlines[spec.SandboxID] = spec.EndAt
 	e.mu.Unlock()
 	return &engine.Sandbox{ID: spec.SandboxID, ContainerID: "fake-" + spec.SandboxID, EnvdVersion: "0.6.13"}, nil
 }
@@ -493,6 +499,10 @@ func (e *fakeEngine) SetSandboxDeadline(_ context.Context, id string, end time.T
 		e.deadlines = map[string]time.Time{}
 	}
 	e.deadlines[id] = end
+	if e.deadlineSets == nil {
+		e.deadlineSets = map[string]int{}
+	}
+	e.deadlineSets[id]++
 	return nil
 }
 

@@ -9,21 +9,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 )
 
 func boolp(b bool) *bool { return &b }
 
-func (ts *testServer) detail(id string) e2bapi.SandboxDetail {
+func (ts *testServer) detail(id string) e2b.SandboxDetail {
 	ts.t.Helper()
-	var d e2bapi.SandboxDetail
+	var d e2b.SandboxDetail
 	ts.call("GET", "/sandboxes/"+id, nil, http.StatusOK, &d)
 	return d
 }
 
 func (ts *testServer) listIDs(path string) []string {
 	ts.t.Helper()
-	var list []e2bapi.ListedSandbox
+	var list []e2b.ListedSandbox
 	ts.call("GET", path, nil, http.StatusOK, &list)
 	var ids []string
 	for _, sb := range list {
@@ -40,7 +40,7 @@ func TestSandboxPauseAndConnect(t *testing.T) {
 	eng := newFakeEngine(t)
 	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.Now = clock.Now }})
 	ts.build("app")
-	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app", Timeout: int32p(10)})
+	sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "app", Timeout: int32p(10)})
 
 	clock.Advance(2 * time.Second)
 	pausedAt := clock.Now()
@@ -48,7 +48,7 @@ func TestSandboxPauseAndConnect(t *testing.T) {
 	if !eng.isPaused(sb.SandboxID) {
 		t.Fatal("the sandbox's container is not paused")
 	}
-	ts.expectError("POST", "/sandboxes/"+sb.SandboxID+"/pause", e2bapi.SandboxPauseRequest{Memory: boolp(true)}, http.StatusConflict, "already paused")
+	ts.expectError("POST", "/sandboxes/"+sb.SandboxID+"/pause", e2b.SandboxPauseRequest{Memory: boolp(true)}, http.StatusConflict, "already paused")
 	if d := ts.detail(sb.SandboxID); d.State != "paused" || !d.EndAt.Equal(pausedAt) || d.Lifecycle == nil || d.Lifecycle.OnTimeout != "kill" {
 		t.Errorf("paused detail = %+v, want state paused, endAt %v, onTimeout kill", d, pausedAt)
 	}
@@ -74,12 +74,12 @@ func TestSandboxPauseAndConnect(t *testing.T) {
 	if got := ts.listIDs("/sandboxes"); len(got) != 0 {
 		t.Errorf("GET /sandboxes = %v, want none: v1 lists running sandboxes only", got)
 	}
-	ts.expectError("POST", "/sandboxes/"+sb.SandboxID+"/timeout", e2bapi.SandboxTimeoutRequest{Timeout: 100}, http.StatusNotFound, "is paused")
-	ts.expectError("POST", "/sandboxes/"+sb.SandboxID+"/refreshes", e2bapi.SandboxRefreshRequest{Duration: int32p(100)}, http.StatusNotFound, "is paused")
+	ts.expectError("POST", "/sandboxes/"+sb.SandboxID+"/timeout", e2b.SandboxTimeoutRequest{Timeout: 100}, http.StatusNotFound, "is paused")
+	ts.expectError("POST", "/sandboxes/"+sb.SandboxID+"/refreshes", e2b.SandboxRefreshRequest{Duration: int32p(100)}, http.StatusNotFound, "is paused")
 	expectError(t, ts.request("GET", "/health", nil, "E2b-Sandbox-Id", sb.SandboxID, "E2b-Sandbox-Port", "49983"), http.StatusBadGateway, "is paused")
 
-	var resumed e2bapi.Sandbox
-	ts.call("POST", "/v2/sandboxes/"+sb.SandboxID+"/connect", e2bapi.ConnectSandbox{Timeout: int32p(60)}, http.StatusCreated, &resumed)
+	var resumed e2b.Sandbox
+	ts.call("POST", "/v2/sandboxes/"+sb.SandboxID+"/connect", e2b.ConnectSandbox{Timeout: int32p(60)}, http.StatusCreated, &resumed)
 	if resumed.SandboxID != sb.SandboxID || resumed.EnvdAccessToken != sb.EnvdAccessToken {
 		t.Errorf("connect = %+v, want the sandbox with its token", resumed)
 	}
@@ -93,12 +93,12 @@ func TestSandboxPauseAndConnect(t *testing.T) {
 	if d.State != "running" || !d.EndAt.Equal(clock.Now().Add(time.Minute)) || !deadline.Equal(d.EndAt) {
 		t.Errorf("resumed detail = %+v (container end %v), want running until now+60s", d, deadline)
 	}
-	ts.call("POST", "/sandboxes/"+sb.SandboxID+"/connect", e2bapi.ConnectSandbox{Timeout: int32p(60)}, http.StatusOK, nil)
+	ts.call("POST", "/sandboxes/"+sb.SandboxID+"/connect", e2b.ConnectSandbox{Timeout: int32p(60)}, http.StatusOK, nil)
 
 	// The deprecated resume: 201 for a paused sandbox, 409 for a running one.
 	ts.expectError("POST", "/sandboxes/"+sb.SandboxID+"/resume", nil, http.StatusConflict, "already running")
 	ts.call("POST", "/sandboxes/"+sb.SandboxID+"/pause", nil, http.StatusNoContent, nil)
-	ts.call("POST", "/sandboxes/"+sb.SandboxID+"/resume", e2bapi.ResumedSandbox{Timeout: int32p(30)}, http.StatusCreated, nil)
+	ts.call("POST", "/sandboxes/"+sb.SandboxID+"/resume", e2b.ResumedSandbox{Timeout: int32p(30)}, http.StatusCreated, nil)
 	if d := ts.detail(sb.SandboxID); !d.EndAt.Equal(clock.Now().Add(30 * time.Second)) {
 		t.Errorf("endAt after resume = %v, want now+30s", d.EndAt)
 	}
@@ -118,7 +118,7 @@ func TestSandboxOnTimeoutPause(t *testing.T) {
 	eng := newFakeEngine(t)
 	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.Now = clock.Now }})
 	ts.build("app")
-	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app", Timeout: int32p(10), AutoPause: boolp(true)})
+	sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "app", Timeout: int32p(10), AutoPause: boolp(true)})
 	if d := ts.detail(sb.SandboxID); d.Lifecycle == nil || d.Lifecycle.OnTimeout != "pause" {
 		t.Errorf("lifecycle = %+v, want onTimeout pause", d.Lifecycle)
 	}
@@ -145,8 +145,8 @@ func TestSandboxOnTimeoutPause(t *testing.T) {
 	}
 	ts.call("POST", "/v2/sandboxes/"+sb.SandboxID+"/connect", nil, http.StatusCreated, nil)
 
-	ts.expectError("POST", "/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app", AutoPauseMemory: boolp(false)}, http.StatusBadRequest, "only applies when autoPause is true")
-	ts.expectError("POST", "/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app", AutoPause: boolp(true), AutoPauseMemory: boolp(false), AutoResume: &e2bapi.SandboxAutoResume{Enabled: true}}, http.StatusBadRequest, "cannot be combined with autoResume")
+	ts.expectError("POST", "/v2/sandboxes", e2b.NewSandbox{TemplateID: "app", AutoPauseMemory: boolp(false)}, http.StatusBadRequest, "only applies when autoPause is true")
+	ts.expectError("POST", "/v2/sandboxes", e2b.NewSandbox{TemplateID: "app", AutoPause: boolp(true), AutoPauseMemory: boolp(false), AutoResume: &e2b.SandboxAutoResume{Enabled: true}}, http.StatusBadRequest, "cannot be combined with autoResume")
 }
 
 // lifecycle autoResume: traffic through the sandbox proxy resumes a paused
@@ -156,7 +156,7 @@ func TestSandboxAutoResume(t *testing.T) {
 	eng := newFakeEngine(t)
 	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.Now = clock.Now }})
 	ts.build("app")
-	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app", Timeout: int32p(30), AutoPause: boolp(true), AutoResume: &e2bapi.SandboxAutoResume{Enabled: true}})
+	sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "app", Timeout: int32p(30), AutoPause: boolp(true), AutoResume: &e2b.SandboxAutoResume{Enabled: true}})
 	if d := ts.detail(sb.SandboxID); d.Lifecycle == nil || !d.Lifecycle.AutoResume {
 		t.Errorf("lifecycle = %+v, want autoResume", d.Lifecycle)
 	}
@@ -180,10 +180,10 @@ func TestPausedSandboxesOutliveTheServer(t *testing.T) {
 	eng := newFakeEngine(t)
 	ts := startServer(t, eng, serverOptions{dataDir: dataDir, skipCleanup: true})
 	ts.build("app")
-	paused := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app"})
+	paused := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "app"})
 	ts.call("POST", "/sandboxes/"+paused.SandboxID+"/pause", nil, http.StatusNoContent, nil)
-	autoPause := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app", AutoPause: boolp(true)})
-	killed := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app"})
+	autoPause := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "app", AutoPause: boolp(true)})
+	killed := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "app"})
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	if err := ts.Server.Close(ctx); err != nil {

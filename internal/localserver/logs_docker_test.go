@@ -14,12 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
-// The tests in this file need a Docker engine (see docker_test.go).
+// The tests in this file need a Docker engine (see server_docker_test.go).
 
 // A RUN step printing 300,000 lines leaves the build's log within the
 // server's bound (its head and tail, with a marker for the rest), and a
@@ -45,7 +45,7 @@ func TestDockerLongBuildLogIsBounded(t *testing.T) {
 	longPages := pageTimes(t, ts, long, maxEntries-10)
 	rssPaged := rssOf(pid)
 
-	var kept []e2bapi.BuildLogEntry
+	var kept []e2b.BuildLogEntry
 	for {
 		page := ts.status(long.TemplateID, long.BuildID, "?logsOffset="+strconv.Itoa(len(kept))).LogEntries
 		if len(page) == 0 {
@@ -66,7 +66,7 @@ func TestDockerLongBuildLogIsBounded(t *testing.T) {
 		t.Fatalf("%d entries kept, want %d and the marker", len(kept), maxEntries)
 	}
 	marker := kept[maxEntries/2]
-	if marker.Level != e2bapi.LogWarn || !strings.Contains(marker.Message, "log entries (") || !strings.Contains(marker.Message, "dropped here") {
+	if marker.Level != e2b.LogWarn || !strings.Contains(marker.Message, "log entries (") || !strings.Contains(marker.Message, "dropped here") {
 		t.Errorf("entry %d = %+v, want the marker of what was dropped", maxEntries/2, marker)
 	}
 	if last := kept[len(kept)-1]; last.Step != "finalize" {
@@ -75,7 +75,7 @@ func TestDockerLongBuildLogIsBounded(t *testing.T) {
 	if n := strings.Count(joinMessages(kept), "x\n"); n < maxEntries/2 || n >= maxEntries {
 		t.Errorf("%d of the step's lines kept, want most of the bound", n)
 	}
-	var back e2bapi.TemplateBuildLogsResponse
+	var back e2b.TemplateBuildLogsResponse
 	ts.call("GET", "/templates/"+long.TemplateID+"/builds/"+long.BuildID+"/logs?direction=backward&limit=1", nil, http.StatusOK, &back)
 	if len(back.Logs) != 1 || back.Logs[0] != kept[len(kept)-1] {
 		t.Errorf("the newest entry by /logs = %+v, want %+v", back.Logs, kept[len(kept)-1])
@@ -93,7 +93,7 @@ func TestDockerSandboxLogIsBounded(t *testing.T) {
 	if _, info := ts.buildFrom(baseImage, "flood"); info.Status != "ready" {
 		t.Fatalf("build = %+v", info)
 	}
-	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "flood"})
+	sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "flood"})
 	t.Cleanup(func() { _ = eng.StopSandbox(context.WithoutCancel(t.Context()), sb.SandboxID) })
 	client, err := envdclient.New(envdclient.Config{BaseURL: ts.URL, SandboxID: sb.SandboxID, AccessToken: sb.EnvdAccessToken})
 	if err != nil {
@@ -133,7 +133,7 @@ func TestDockerSandboxLogIsBounded(t *testing.T) {
 	// last line, a page of its own, says they are all there and stored.
 	start := time.Now()
 	for {
-		var last e2bapi.SandboxLogsV2Response
+		var last e2b.SandboxLogsV2Response
 		ts.call("GET", "/v2/sandboxes/"+sb.SandboxID+"/logs?limit=1", nil, http.StatusOK, &last)
 		if len(last.Logs) == 1 && last.Logs[0].Message == "flood-end" {
 			break
@@ -153,7 +153,7 @@ func TestDockerSandboxLogIsBounded(t *testing.T) {
 	if len(kept) != maxEntries+1 {
 		t.Fatalf("%d entries stored, want %d and the marker", len(kept), maxEntries)
 	}
-	var warn e2bapi.SandboxLogsV2Response
+	var warn e2b.SandboxLogsV2Response
 	ts.call("GET", "/v2/sandboxes/"+sb.SandboxID+"/logs?level=warn&search=dropped", nil, http.StatusOK, &warn)
 	if len(warn.Logs) != 1 || !strings.Contains(warn.Logs[0].Message, "log entries (") {
 		t.Errorf("v2 warn entries naming a drop = %+v, want the marker", warn.Logs)
@@ -163,16 +163,16 @@ func TestDockerSandboxLogIsBounded(t *testing.T) {
 const pageRounds = 50
 
 // longBuild builds a template of one RUN step and waits up to five minutes.
-func longBuild(t *testing.T, ts *testServer, baseImage, name, command string) e2bapi.TemplateRequestResponseV3 {
+func longBuild(t *testing.T, ts *testServer, baseImage, name, command string) e2b.TemplateRequestResponseV3 {
 	t.Helper()
 	reg := ts.register(name)
-	ts.start(reg, e2bapi.TemplateBuildStartV2{FromImage: baseImage, Steps: []e2bapi.TemplateStep{run(command)}})
+	ts.start(reg, e2b.TemplateBuildStartV2{FromImage: baseImage, Steps: []e2b.TemplateStep{run(command)}})
 	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		info := ts.status(reg.TemplateID, reg.BuildID, "?limit=1")
-		if info.Status == e2bapi.BuildReady {
+		if info.Status == e2b.BuildReady {
 			return reg
 		}
-		if info.Status == e2bapi.BuildError || time.Now().After(deadline) {
+		if info.Status == e2b.BuildError || time.Now().After(deadline) {
 			t.Fatalf("build %s: %s %+v", name, info.Status, info.Reason)
 		}
 	}
@@ -182,7 +182,7 @@ func longBuild(t *testing.T, ts *testServer, baseImage, name, command string) e2
 // of the build: the status at offset, /logs forward and backward, and
 // /logs through a level filter that matches nothing (a scan of the kept
 // log).
-func pageTimes(t *testing.T, ts *testServer, reg e2bapi.TemplateRequestResponseV3, offset int) string {
+func pageTimes(t *testing.T, ts *testServer, reg e2b.TemplateRequestResponseV3, offset int) string {
 	t.Helper()
 	base := "/templates/" + reg.TemplateID + "/builds/" + reg.BuildID
 	var out []string
@@ -197,7 +197,7 @@ func pageTimes(t *testing.T, ts *testServer, reg e2bapi.TemplateRequestResponseV
 	return "[" + strings.Join(out, ", ") + "]"
 }
 
-func joinMessages(entries []e2bapi.BuildLogEntry) string {
+func joinMessages(entries []e2b.BuildLogEntry) string {
 	var b strings.Builder
 	for _, e := range entries {
 		b.WriteString(e.Message + "\n")

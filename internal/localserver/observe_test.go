@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
@@ -19,10 +19,10 @@ func TestSandboxMetrics(t *testing.T) {
 	eng := newFakeEngine(t)
 	ts := startServer(t, eng)
 	ts.build("app")
-	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app"})
+	sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "app"})
 	path := "/sandboxes/" + sb.SandboxID + "/metrics"
 
-	var metrics []e2bapi.SandboxMetric
+	var metrics []e2b.SandboxMetric
 	ts.call("GET", path, nil, http.StatusOK, &metrics)
 	if len(metrics) != 1 {
 		t.Fatalf("metrics = %+v, want one sample", metrics)
@@ -41,7 +41,7 @@ func TestSandboxMetrics(t *testing.T) {
 	ts.expectError("GET", "/sandboxes/inope/metrics", nil, http.StatusNotFound, "not found")
 
 	var all struct {
-		Sandboxes map[string]e2bapi.SandboxMetric `json:"sandboxes"`
+		Sandboxes map[string]e2b.SandboxMetric `json:"sandboxes"`
 	}
 	ts.call("GET", "/sandboxes/metrics?sandbox_ids="+sb.SandboxID+",inope", nil, http.StatusOK, &all)
 	if len(all.Sandboxes) != 1 || all.Sandboxes[sb.SandboxID].CPUCount != 2 {
@@ -59,9 +59,9 @@ func TestSandboxLogs(t *testing.T) {
 	}
 	ts := startServer(t, eng)
 	ts.build("app")
-	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app"})
+	sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "app"})
 
-	var v1 e2bapi.SandboxLogs
+	var v1 e2b.SandboxLogs
 	ts.call("GET", "/sandboxes/"+sb.SandboxID+"/logs", nil, http.StatusOK, &v1)
 	if len(v1.Logs) != 3 || len(v1.LogEntries) != 3 {
 		t.Fatalf("v1 logs = %+v, want three", v1)
@@ -91,7 +91,7 @@ func TestSandboxLogs(t *testing.T) {
 
 	messages := func(query string) []string {
 		t.Helper()
-		var v2 e2bapi.SandboxLogsV2Response
+		var v2 e2b.SandboxLogsV2Response
 		ts.call("GET", "/v2/sandboxes/"+sb.SandboxID+"/logs"+query, nil, http.StatusOK, &v2)
 		var out []string
 		for _, e := range v2.Logs {
@@ -129,10 +129,10 @@ func TestSandboxLogsBoundedAndStoredOnce(t *testing.T) {
 	eng.logs = []engine.LogLine{line(0), line(1)}
 	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.LogBound = store.LogBound{MaxEntries: 4} }})
 	ts.build("app")
-	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app"})
+	sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "app"})
 	forward := func() []string {
 		t.Helper()
-		var v1 e2bapi.SandboxLogs
+		var v1 e2b.SandboxLogs
 		ts.call("GET", "/sandboxes/"+sb.SandboxID+"/logs", nil, http.StatusOK, &v1)
 		var out []string
 		for i, e := range v1.LogEntries {
@@ -160,7 +160,7 @@ func TestSandboxLogsBoundedAndStoredOnce(t *testing.T) {
 	if got := forward(); !slices.Equal(got, want) {
 		t.Errorf("read again = %q, want %q", got, want)
 	}
-	var v2 e2bapi.SandboxLogsV2Response
+	var v2 e2b.SandboxLogsV2Response
 	ts.call("GET", "/v2/sandboxes/"+sb.SandboxID+"/logs?level=warn", nil, http.StatusOK, &v2)
 	if len(v2.Logs) != 1 || v2.Logs[0].Level+" "+v2.Logs[0].Message != marker || v2.Logs[0].Fields["logger"] != "envd" {
 		t.Errorf("v2 warn = %+v, want the marker", v2.Logs)

@@ -4,6 +4,7 @@ package localserver
 
 import (
 	"encoding/json"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/sandboxes"
 	"maps"
 	"net/http"
 	"slices"
@@ -14,7 +15,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
@@ -37,10 +38,10 @@ echo "== id"; id; pwd`
 func TestDockerPoolEquivalence(t *testing.T) {
 	eng, _ := dockerEngine(t)
 	debian := debianImage(t)
-	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.Pool = PoolConfig{PerBuild: 1, Max: 2, Idle: time.Hour} }})
-	var reg e2bapi.TemplateRequestResponseV3
-	ts.call("POST", "/v3/templates", e2bapi.TemplateBuildRequestV3{Name: "same", CPUCount: int32p(1), MemoryMB: int32p(256)}, http.StatusAccepted, &reg)
-	ts.start(reg, e2bapi.TemplateBuildStartV2{FromImage: debian, StartCmd: "sleep 86400", Steps: []e2bapi.TemplateStep{
+	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.Pool = sandboxes.PoolConfig{PerBuild: 1, Max: 2, Idle: time.Hour} }})
+	var reg e2b.TemplateRequestResponseV3
+	ts.call("POST", "/v3/templates", e2b.TemplateBuildRequestV3{Name: "same", CPUCount: int32p(1), MemoryMB: int32p(256)}, http.StatusAccepted, &reg)
+	ts.start(reg, e2b.TemplateBuildStartV2{FromImage: debian, StartCmd: "sleep 86400", Steps: []e2b.TemplateStep{
 		{Type: "ENV", Args: []string{"FROM_BUILD", "b"}},
 		run("echo built > /home/user/built"),
 	}})
@@ -49,8 +50,8 @@ func TestDockerPoolEquivalence(t *testing.T) {
 	}
 	ts.deleteTemplateAtEnd(reg.TemplateID)
 
-	req := e2bapi.NewSandbox{TemplateID: "same", EnvVars: map[string]string{"K": "V"}, Metadata: map[string]string{"m": "1"}}
-	var fresh e2bapi.Sandbox
+	req := e2b.NewSandbox{TemplateID: "same", EnvVars: map[string]string{"K": "V"}, Metadata: map[string]string{"m": "1"}}
+	var fresh e2b.Sandbox
 	ts.call("POST", "/v2/sandboxes", req, http.StatusCreated, &fresh)
 	t.Cleanup(func() { ts.request("DELETE", "/sandboxes/"+fresh.SandboxID, nil).Body.Close() })
 	var want string
@@ -61,7 +62,7 @@ func TestDockerPoolEquivalence(t *testing.T) {
 			t.Fatal("no pooled container after 2 minutes")
 		}
 	}
-	var pooled e2bapi.Sandbox
+	var pooled e2b.Sandbox
 	ts.call("POST", "/v2/sandboxes", req, http.StatusCreated, &pooled)
 	t.Cleanup(func() { ts.request("DELETE", "/sandboxes/"+pooled.SandboxID, nil).Body.Close() })
 	if pooled.SandboxID != want {
@@ -71,7 +72,7 @@ func TestDockerPoolEquivalence(t *testing.T) {
 		t.Errorf("answers differ: fresh %+v, pooled %+v", fresh, pooled)
 	}
 
-	seen := func(sb e2bapi.Sandbox, user string) string {
+	seen := func(sb e2b.Sandbox, user string) string {
 		c, err := envdclient.New(envdclient.Config{BaseURL: ts.URL, SandboxID: sb.SandboxID, AccessToken: sb.EnvdAccessToken})
 		if err != nil {
 			t.Fatal(err)

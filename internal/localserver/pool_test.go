@@ -4,19 +4,21 @@ package localserver
 
 import (
 	"context"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/api"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/sandboxes"
 	"net/http"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
 // startPoolServer starts a server on eng with the pool's bounds and clock.
-func startPoolServer(t *testing.T, eng Engine, pool PoolConfig, clock *testClock, opts ...serverOptions) *testServer {
+func startPoolServer(t *testing.T, eng Engine, pool sandboxes.PoolConfig, clock *testClock, opts ...serverOptions) *testServer {
 	t.Helper()
 	return startServer(t, eng, append(opts, serverOptions{configure: func(c *Config) {
 		c.Pool = pool
@@ -30,19 +32,9 @@ func startPoolServer(t *testing.T, eng Engine, pool PoolConfig, clock *testClock
 // pooled sandbox IDs by build, each list oldest first.
 func (ts *testServer) pooledIDs() map[string][]string {
 	ts.t.Helper()
-	p := &ts.Server.pool
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		p.mu.Lock()
-		warming := len(p.warming)
-		out := map[string][]string{}
-		for b, list := range p.ready {
-			for _, ps := range list {
-				out[b] = append(out[b], ps.id)
-			}
-		}
-		p.mu.Unlock()
-		if warming == 0 {
-			return out
+		if view := ts.Server.sandboxes.Pool(); view.Starting == 0 {
+			return view.Ready
 		}
 		if time.Now().After(deadline) {
 			ts.t.Fatalf("the pool is still starting containers after 30 s")
@@ -79,14 +71,14 @@ func flat(byBuild map[string][]string) []string {
 // its own metadata, env and token, and the pool refills.
 func TestPoolBoundsAndHandOut(t *testing.T) {
 	eng := newFakeEngine(t)
-	ts := startPoolServer(t, eng, PoolConfig{PerBuild: 2, Max: 3, Idle: time.Hour}, nil)
-	a, _ := ts.build("a", e2bapi.TemplateStep{Type: "ENV", Args: []string{"FROM_BUILD", "b"}})
+	ts := startPoolServer(t, eng, sandboxes.PoolConfig{PerBuild: 2, Max: 3, Idle: time.Hour}, nil)
+	a, _ := ts.build("a", e2b.TemplateStep{Type: "ENV", Args: []string{"FROM_BUILD", "b"}})
 	b, _ := ts.build("b")
 	if got := ts.pooledIDs(); len(got) != 0 {
 		t.Fatalf("a build alone filled the pool: %v", got)
 	}
 
-	first := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "a"})
+	first := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "a"})
 	pooled := ts.pooledIDs()
 	if len(pooled[a.BuildID]) != 2 {
 		t.Fatalf("pool after a create from a = %v, want 2 of build %s", pooled, a.BuildID)
@@ -94,13 +86,13 @@ func TestPoolBoundsAndHandOut(t *testing.T) {
 	if rec := recordedPool(t, ts); !slices.Equal(rec, flat(pooled)) {
 		t.Errorf("store records %v, pool holds %v", rec, flat(pooled))
 	}
-	var stats serverStats
+	var stats api.LocalStats
 	ts.call("GET", "/_local/stats", nil, http.StatusOK, &stats)
 	if stats.Pooled != 2 || stats.PoolReady != 2 {
 		t.Errorf("stats pooled %d, ready %d; want 2 and 2", stats.Pooled, stats.PoolReady)
 	}
 	// Invisible before it is handed out.
-	var listed []e2bapi.ListedSandbox
+	var listed []e2b.ListedSandbox
 	ts.call("GET", "/sandboxes", nil, http.StatusOK, &listed)
 	if len(listed) != 1 || listed[0].SandboxID != first.SandboxID {
 		t.Errorf("listed %+v, want only %s", listed, first.SandboxID)
@@ -115,20 +107,20 @@ func TestPoolBoundsAndHandOut(t *testing.T) {
 	}
 
 	// Build b gets what Max leaves: one.
-	ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "b"})
+	ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "b"})
 	if got := ts.pooledIDs(); len(got[b.BuildID]) != 1 || len(flat(got)) != 3 {
 		t.Fatalf("pool = %v, want 2 of a and 1 of b", got)
 	}
 
 	// A create from a hands out the oldest, initialised for this request.
-	sb := ts.createSandbox("/sandboxes", e2bapi.NewSandbox{
+	sb := ts.createSandbox("/sandboxes", e2b.NewSandbox{
 		TemplateID: "a", Secure: new(true), Timeout: int32p(60),
 		Metadata: map[string]string{"m": "1"}, EnvVars: map[string]string{"K": "V"},
 	})
 	if sb.SandboxID != hidden || sb.EnvdAccessToken == "" {
 		t.Fatalf("create = %+v, want the pooled %s with a token", sb, hidden)
 	}
-	var detail e2bapi.SandboxDetail
+	var detail e2b.SandboxDetail
 	ts.call("GET", "/sandboxes/"+sb.SandboxID, nil, http.StatusOK, &detail)
 	if detail.Metadata["m"] != "1" || detail.EndAt.Sub(detail.StartedAt) != time.Minute || detail.EnvdAccessToken != sb.EnvdAccessToken {
 		t.Errorf("detail = %+v", detail)
@@ -161,12 +153,12 @@ func TestPoolBoundsAndHandOut(t *testing.T) {
 // With any bound 0 the pool keeps nothing and a create starts a fresh
 // container.
 func TestPoolOff(t *testing.T) {
-	for _, pool := range []PoolConfig{{}, {PerBuild: 0, Max: 8, Idle: time.Hour}, {PerBuild: 2, Max: 0, Idle: time.Hour}, {PerBuild: 2, Max: 8}} {
+	for _, pool := range []sandboxes.PoolConfig{{}, {PerBuild: 0, Max: 8, Idle: time.Hour}, {PerBuild: 2, Max: 0, Idle: time.Hour}, {PerBuild: 2, Max: 8}} {
 		eng := newFakeEngine(t)
 		ts := startPoolServer(t, eng, pool, nil)
 		ts.build("a")
-		ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "a"})
-		ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "a"})
+		ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "a"})
+		ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "a"})
 		if got := ts.pooledIDs(); len(got) != 0 {
 			t.Errorf("%+v: pool = %v, want none", pool, got)
 		}
@@ -185,9 +177,9 @@ func TestPoolOff(t *testing.T) {
 func TestPoolIdleExpiry(t *testing.T) {
 	clock := newTestClock()
 	eng := newFakeEngine(t)
-	ts := startPoolServer(t, eng, PoolConfig{PerBuild: 1, Max: 4, Idle: time.Minute}, clock)
+	ts := startPoolServer(t, eng, sandboxes.PoolConfig{PerBuild: 1, Max: 4, Idle: time.Minute}, clock)
 	a, _ := ts.build("a")
-	ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "a", Timeout: int32p(3600)})
+	ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "a", Timeout: int32p(3600)})
 	first := ts.pooledIDs()[a.BuildID]
 	if len(first) != 1 {
 		t.Fatalf("pool = %v", first)
@@ -195,13 +187,13 @@ func TestPoolIdleExpiry(t *testing.T) {
 	eng.mu.Lock()
 	end := eng.warmed[len(eng.warmed)-1].EndAt
 	eng.mu.Unlock()
-	if want := clock.Now().Add(time.Minute + poolEndMargin); !end.Equal(want) {
+	if want := clock.Now().Add(time.Minute + sandboxes.PoolEndMargin); !end.Equal(want) {
 		t.Errorf("pooled container ends at %v, want %v", end, want)
 	}
 
 	// Used again within Idle: the expired container is replaced.
 	clock.Advance(40 * time.Second)
-	taken := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "a", Timeout: int32p(3600)})
+	taken := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "a", Timeout: int32p(3600)})
 	if taken.SandboxID != first[0] {
 		t.Fatalf("create = %s, want the pooled %s", taken.SandboxID, first[0])
 	}
@@ -250,11 +242,11 @@ func waitStopped(t *testing.T, eng *fakeEngine, id string) {
 func TestPoolDeleteTemplateAndClose(t *testing.T) {
 	dataDir := t.TempDir()
 	eng := newFakeEngine(t)
-	ts := startPoolServer(t, eng, PoolConfig{PerBuild: 2, Max: 8, Idle: time.Hour}, nil, serverOptions{dataDir: dataDir, skipCleanup: true})
+	ts := startPoolServer(t, eng, sandboxes.PoolConfig{PerBuild: 2, Max: 8, Idle: time.Hour}, nil, serverOptions{dataDir: dataDir, skipCleanup: true})
 	a, _ := ts.build("a")
 	b, _ := ts.build("b")
-	sa := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "a"})
-	ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "b"})
+	sa := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "a"})
+	ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "b"})
 	pooled := ts.pooledIDs()
 	if len(pooled[a.BuildID]) != 2 || len(pooled[b.BuildID]) != 2 {
 		t.Fatalf("pool = %v", pooled)
@@ -320,7 +312,7 @@ func TestPoolAfterCrash(t *testing.T) {
 	st.Close()
 	eng := newFakeEngine(t)
 	eng.sandboxes["ipooled"] = func() error { return nil }
-	ts := startPoolServer(t, eng, PoolConfig{PerBuild: 2, Max: 8, Idle: time.Hour}, nil, serverOptions{dataDir: dataDir})
+	ts := startPoolServer(t, eng, sandboxes.PoolConfig{PerBuild: 2, Max: 8, Idle: time.Hour}, nil, serverOptions{dataDir: dataDir})
 	eng.mu.Lock()
 	kept, left := slices.Clone(eng.keptOrphans), len(eng.sandboxes)
 	eng.mu.Unlock()
@@ -335,31 +327,27 @@ func TestPoolAfterCrash(t *testing.T) {
 // forFreshAndPooled runs a test of sandboxes twice: with the pool off, and
 // with it on, where every sandbox the test creates through
 // createPossiblyPooled comes from the pool.
-func forFreshAndPooled(t *testing.T, test func(t *testing.T, pool PoolConfig)) {
-	t.Run("fresh", func(t *testing.T) { test(t, PoolConfig{}) })
-	t.Run("pooled", func(t *testing.T) { test(t, PoolConfig{PerBuild: 2, Max: 8, Idle: time.Hour}) })
+func forFreshAndPooled(t *testing.T, test func(t *testing.T, pool sandboxes.PoolConfig)) {
+	t.Run("fresh", func(t *testing.T) { test(t, sandboxes.PoolConfig{}) })
+	t.Run("pooled", func(t *testing.T) { test(t, sandboxes.PoolConfig{PerBuild: 2, Max: 8, Idle: time.Hour}) })
 }
 
 // createPossiblyPooled creates a sandbox of the template; with the pool on
 // it waits for a pooled container of the template's build (after a first
 // create, thrown away, that marks the build used) and checks that the
 // sandbox is that container.
-func (ts *testServer) createPossiblyPooled(template string) e2bapi.Sandbox {
+func (ts *testServer) createPossiblyPooled(template string) e2b.Sandbox {
 	t := ts.t
 	t.Helper()
-	if !ts.Server.cfg.Pool.on() {
-		return ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: template})
+	if !ts.Server.cfg.Pool.On() {
+		return ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: template})
 	}
 	_, b, err := ts.Server.store.Resolve(template)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &ts.Server.pool
-	p.mu.Lock()
-	_, used := p.lastUsed[b.ID]
-	p.mu.Unlock()
-	if !used {
-		first := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: template})
+	if !ts.Server.sandboxes.Pool().Recent[b.ID] {
+		first := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: template})
 		ts.call("DELETE", "/sandboxes/"+first.SandboxID, nil, http.StatusNoContent, nil)
 	}
 	var want string
@@ -370,7 +358,7 @@ func (ts *testServer) createPossiblyPooled(template string) e2bapi.Sandbox {
 			t.Fatalf("no pooled container of %s after 2 minutes", template)
 		}
 	}
-	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: template})
+	sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: template})
 	if sb.SandboxID != want {
 		t.Fatalf("sandbox %s of %s is not the pooled %s", sb.SandboxID, template, want)
 	}

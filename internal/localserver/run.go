@@ -17,10 +17,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/egress"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine/docker"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/sandboxes"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
@@ -70,7 +71,7 @@ type Options struct {
 	// Pool bounds the warm pool as given (PerBuild 0: off); the command's
 	// flags default to DefaultPoolSizePerBuild, DefaultPoolMax and
 	// DefaultPoolIdle.
-	Pool PoolConfig
+	Pool sandboxes.PoolConfig
 }
 
 // Run starts the server as o says on the Docker engine and serves until
@@ -228,7 +229,7 @@ func serve(ctx context.Context, ln net.Listener, o Options, dataDir, apiKey stri
 // else a new one that it keeps there.
 func loadAPIKey(dataDir, configured string) (string, error) {
 	if configured != "" {
-		if !e2bapi.IsAPIKey(configured) {
+		if !e2b.IsAPIKey(configured) {
 			return "", fmt.Errorf("API key %q must be e2b_ followed by lower-case hex digits", configured)
 		}
 		return configured, nil
@@ -236,7 +237,7 @@ func loadAPIKey(dataDir, configured string) (string, error) {
 	path := filepath.Join(dataDir, apiKeyFile)
 	if raw, err := os.ReadFile(path); err == nil {
 		key := strings.TrimSpace(string(raw))
-		if !e2bapi.IsAPIKey(key) {
+		if !e2b.IsAPIKey(key) {
 			return "", fmt.Errorf("API key file %s does not hold an e2b_ key; remove it to generate a new one", path)
 		}
 		return key, nil

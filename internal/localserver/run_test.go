@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
@@ -30,7 +30,7 @@ func TestAPIKeyIsGeneratedOnceAndKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !e2bapi.IsAPIKey(key) || len(key) != len("e2b_")+40 {
+	if !e2b.IsAPIKey(key) || len(key) != len("e2b_")+40 {
 		t.Fatalf("generated key %q is not e2b_ + 40 hex", key)
 	}
 	fi, err := os.Stat(filepath.Join(dir, apiKeyFile))
@@ -204,10 +204,7 @@ func TestServeBoundsIdleConnections(t *testing.T) {
 // A request body that stops arriving is cut off at its deadline; the
 // upload path has its own, longer one.
 func TestSlowBodyIsCutOff(t *testing.T) {
-	old := bodyReadTimeout
-	bodyReadTimeout = 300 * time.Millisecond
-	t.Cleanup(func() { bodyReadTimeout = old })
-	ts := startServer(t, newFakeEngine(t))
+	ts := startServer(t, newFakeEngine(t), serverOptions{configure: func(c *Config) { c.bodyReadTimeout = 300 * time.Millisecond }})
 	// Straight to the handler: the contract check would read the body first.
 	hs := httptest.NewServer(ts.Server.Handler())
 	defer hs.Close()

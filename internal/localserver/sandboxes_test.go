@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/builds"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -16,14 +17,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
-func (ts *testServer) createSandbox(path string, req e2bapi.NewSandbox) e2bapi.Sandbox {
+func (ts *testServer) createSandbox(path string, req e2b.NewSandbox) e2b.Sandbox {
 	ts.t.Helper()
-	var sb e2bapi.Sandbox
+	var sb e2b.Sandbox
 	ts.call("POST", path, req, http.StatusCreated, &sb)
 	return sb
 }
@@ -33,23 +34,23 @@ func int32p(n int32) *int32 { return &n }
 func TestSandboxLifecycleAndProxy(t *testing.T) {
 	eng := newFakeEngine(t)
 	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.Domain = "localhost:1" }})
-	reg, info := ts.build("app", e2bapi.TemplateStep{Type: "ENV", Args: []string{"FROM_BUILD", "b"}})
+	reg, info := ts.build("app", e2b.TemplateStep{Type: "ENV", Args: []string{"FROM_BUILD", "b"}})
 	if info.Status != "ready" {
 		t.Fatal(info)
 	}
-	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app", Metadata: map[string]string{"m": "1"}, EnvVars: map[string]string{"K": "V"}})
+	sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "app", Metadata: map[string]string{"m": "1"}, EnvVars: map[string]string{"K": "V"}})
 	if !strings.HasPrefix(sb.SandboxID, "i") || len(sb.SandboxID) != 21 || sb.TemplateID != reg.TemplateID || sb.Alias != "app" ||
-		sb.EnvdVersion != "0.6.13" || len(sb.EnvdAccessToken) != len(rand.Text()) || sb.ClientID != e2bapi.ClientID || sb.Domain == nil || *sb.Domain != "localhost:1" {
+		sb.EnvdVersion != "0.6.13" || len(sb.EnvdAccessToken) != len(rand.Text()) || sb.ClientID != e2b.ClientID || sb.Domain == nil || *sb.Domain != "localhost:1" {
 		t.Fatalf("sandbox = %+v", sb)
 	}
 
-	var detail e2bapi.SandboxDetail
+	var detail e2b.SandboxDetail
 	ts.call("GET", "/sandboxes/"+sb.SandboxID, nil, 200, &detail)
 	if detail.State != "running" || detail.EnvdAccessToken != sb.EnvdAccessToken || detail.Metadata["m"] != "1" ||
 		detail.EndAt.Sub(detail.StartedAt) != 300*time.Second {
 		t.Errorf("detail = %+v, want running with a 300 s timeout", detail)
 	}
-	var tmpl e2bapi.TemplateWithBuilds
+	var tmpl e2b.TemplateWithBuilds
 	ts.call("GET", "/templates/"+reg.TemplateID, nil, 200, &tmpl)
 	if tmpl.SpawnCount != 1 || tmpl.LastSpawnedAt == nil {
 		t.Errorf("spawn count %d last %v, want 1 and set", tmpl.SpawnCount, tmpl.LastSpawnedAt)
@@ -117,11 +118,11 @@ func TestSandboxLifecycleAndProxy(t *testing.T) {
 	expectError(t, hostReq("49983-iunknown.localhost", ""), 502, "sandbox 'iunknown' not found")
 
 	// Lists, with the metadata filter and paging.
-	other := ts.createSandbox("/sandboxes", e2bapi.NewSandbox{TemplateID: "app:default", Metadata: map[string]string{"m": "2"}})
+	other := ts.createSandbox("/sandboxes", e2b.NewSandbox{TemplateID: "app:default", Metadata: map[string]string{"m": "2"}})
 	if other.EnvdAccessToken != "" {
 		t.Errorf("v1 sandbox without secure got a token")
 	}
-	var listed []e2bapi.ListedSandbox
+	var listed []e2b.ListedSandbox
 	ts.call("GET", "/sandboxes", nil, 200, &listed)
 	if len(listed) != 2 {
 		t.Errorf("list = %d sandboxes, want 2", len(listed))
@@ -147,8 +148,8 @@ func TestSandboxRequestErrors(t *testing.T) {
 	eng.mu.Lock()
 	eng.startErr = errors.New("no space left for the container")
 	eng.mu.Unlock()
-	resp := ts.request("POST", "/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app"})
-	var env e2bapi.Error
+	resp := ts.request("POST", "/v2/sandboxes", e2b.NewSandbox{TemplateID: "app"})
+	var env e2b.Error
 	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil || resp.StatusCode != 500 || env.Code != 500 ||
 		env.ErrorCode != "sandbox_create_failed" || !strings.Contains(env.Message, "no space left") {
 		t.Errorf("engine failure = %d %+v %v", resp.StatusCode, env, err)
@@ -157,14 +158,14 @@ func TestSandboxRequestErrors(t *testing.T) {
 	eng.mu.Lock()
 	eng.startErr = nil
 	eng.mu.Unlock()
-	ts.expectError("POST", "/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "nope"}, 404, "template 'nope' not found")
-	ts.expectError("POST", "/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app:v9"}, 404, "tag 'v9'")
-	ts.expectError("POST", "/sandboxes", e2bapi.NewSandbox{TemplateID: "app", Timeout: int32p(0)}, 400, "timeout 0")
-	ts.expectError("POST", "/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app", Timeout: int32p(90000)}, 400, "from 1 to 86400 seconds")
+	ts.expectError("POST", "/v2/sandboxes", e2b.NewSandbox{TemplateID: "nope"}, 404, "template 'nope' not found")
+	ts.expectError("POST", "/v2/sandboxes", e2b.NewSandbox{TemplateID: "app:v9"}, 404, "tag 'v9'")
+	ts.expectError("POST", "/sandboxes", e2b.NewSandbox{TemplateID: "app", Timeout: int32p(0)}, 400, "timeout 0")
+	ts.expectError("POST", "/v2/sandboxes", e2b.NewSandbox{TemplateID: "app", Timeout: int32p(90000)}, 400, "from 1 to 86400 seconds")
 	expectError(t, ts.direct("POST", "/v2/sandboxes", []byte(`{"templateID":"app","timeout":0}`)), 400, "timeout 0")
 	ts.expectError("GET", "/sandboxes/inope", nil, 404, "sandbox 'inope' not found")
 	ts.expectError("DELETE", "/sandboxes/inope", nil, 404, "not found")
-	ts.expectError("POST", "/sandboxes/inope/timeout", e2bapi.SandboxTimeoutRequest{Timeout: 5}, 404, "not found")
+	ts.expectError("POST", "/sandboxes/inope/timeout", e2b.SandboxTimeoutRequest{Timeout: 5}, 404, "not found")
 	expectError(t, ts.direct("GET", "/sandboxes/I-BAD", nil), 400, "may contain only")
 }
 
@@ -173,10 +174,10 @@ func TestSandboxTimeoutIsEnforced(t *testing.T) {
 	eng := newFakeEngine(t)
 	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.Now = clock.Now }})
 	ts.build("app")
-	short := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app", Timeout: int32p(10)})
-	long := ts.createSandbox("/sandboxes", e2bapi.NewSandbox{TemplateID: "app"}) // v1 default: 15 s
-	ts.call("POST", "/sandboxes/"+long.SandboxID+"/timeout", e2bapi.SandboxTimeoutRequest{Timeout: 100}, 204, nil)
-	var detail e2bapi.SandboxDetail
+	short := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "app", Timeout: int32p(10)})
+	long := ts.createSandbox("/sandboxes", e2b.NewSandbox{TemplateID: "app"}) // v1 default: 15 s
+	ts.call("POST", "/sandboxes/"+long.SandboxID+"/timeout", e2b.SandboxTimeoutRequest{Timeout: 100}, 204, nil)
+	var detail e2b.SandboxDetail
 	ts.call("GET", "/sandboxes/"+long.SandboxID, nil, 200, &detail)
 	if !detail.EndAt.Equal(clock.Now().Add(100 * time.Second)) {
 		t.Errorf("endAt after timeout = %v, want now+100s", detail.EndAt)
@@ -202,7 +203,7 @@ func TestSandboxTimeoutIsEnforced(t *testing.T) {
 	}
 	ts.expectError("GET", "/sandboxes/"+short.SandboxID, nil, 404, "not found")
 	// One more sweep at this time leaves the other alone.
-	ts.Server.reapExpired(t.Context())
+	ts.Server.sandboxes.ReapExpired(t.Context())
 	ts.call("GET", "/sandboxes/"+long.SandboxID, nil, 200, &detail)
 
 	ts.call("DELETE", "/sandboxes/"+long.SandboxID, nil, 204, nil)
@@ -220,7 +221,7 @@ func TestDeleteTemplate(t *testing.T) {
 	ts := startServer(t, eng)
 	first, _ := ts.build("app")
 	second, _ := ts.build("app")
-	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app"})
+	sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "app"})
 	ts.expectError("DELETE", "/templates/app", nil, 400, "running or paused sandboxes use it")
 	ts.call("DELETE", "/sandboxes/"+sb.SandboxID, nil, 204, nil)
 	ts.call("DELETE", "/templates/local%2Fapp", nil, 204, nil)
@@ -236,7 +237,7 @@ func TestDeleteTemplate(t *testing.T) {
 	ts.expectError("GET", "/templates/"+first.TemplateID, nil, 404, "not found")
 	ts.expectError("DELETE", "/templates/app", nil, 404, "not found")
 	ts.expectError("GET", "/templates/aliases/app", nil, 404, "not found")
-	var list []e2bapi.Template
+	var list []e2b.Template
 	ts.call("GET", "/templates", nil, 200, &list)
 	if len(list) != 0 {
 		t.Errorf("deleted template still listed: %+v", list)
@@ -251,9 +252,9 @@ func TestCloseAndReopen(t *testing.T) {
 	ts := startServer(t, eng, serverOptions{dataDir: dataDir, skipCleanup: true})
 	good, _ := ts.build("app", run("echo"))
 	running := ts.register("app", "next")
-	ts.start(running, e2bapi.TemplateBuildStartV2{FromImage: "x", Steps: []e2bapi.TemplateStep{run("block")}})
+	ts.start(running, e2b.TemplateBuildStartV2{FromImage: "x", Steps: []e2b.TemplateStep{run("block")}})
 	lastBuildSpec(t, eng, running.BuildID)
-	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app"})
+	sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "app"})
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	if err := ts.Server.Close(ctx); err != nil {
@@ -265,18 +266,18 @@ func TestCloseAndReopen(t *testing.T) {
 
 	again := startServer(t, newFakeEngine(t), serverOptions{dataDir: dataDir})
 	info := again.status(running.TemplateID, running.BuildID, "")
-	if info.Status != "error" || info.Reason.Message != ReasonShutdown {
-		t.Errorf("build running at close = %+v, want error %q", info, ReasonShutdown)
+	if info.Status != "error" || info.Reason.Message != builds.ReasonShutdown {
+		t.Errorf("build running at close = %+v, want error %q", info, builds.ReasonShutdown)
 	}
 	// The list names each tag's newest assignment, the failed build's too (as
 	// E2B's); the template still resolves to the good build.
-	var tags []e2bapi.TemplateTag
+	var tags []e2b.TemplateTag
 	again.call("GET", "/templates/app/tags", nil, 200, &tags)
 	if len(tags) != 2 || tags[0].Tag != "default" || tags[0].BuildID != good.BuildID || tags[1].Tag != "next" || tags[1].BuildID != running.BuildID {
 		t.Errorf("tags after reopen = %+v, want default at %s and next at %s", tags, good.BuildID, running.BuildID)
 	}
 	again.expectTemplateBuild(running.TemplateID, good.BuildID)
-	var sandboxes []e2bapi.ListedSandbox
+	var sandboxes []e2b.ListedSandbox
 	again.call("GET", "/sandboxes", nil, 200, &sandboxes)
 	if len(sandboxes) != 0 {
 		t.Errorf("sandboxes after close = %+v", sandboxes)
@@ -303,6 +304,8 @@ func TestStartAfterCrash(t *testing.T) {
 	for _, sb := range []store.Sandbox{
 		{ID: "ilive", TemplateID: reg.Template.ID, StartedAt: now, EndAt: now.Add(time.Minute), CPUCount: 2, MemoryMB: 1024},
 		{ID: "iexpired", TemplateID: reg.Template.ID, StartedAt: now, EndAt: now.Add(-time.Second)},
+		// Its create never answered: the server died before it ran.
+		{ID: "istarting", TemplateID: reg.Template.ID, StartedAt: now, EndAt: now.Add(time.Minute), State: store.StateStarting},
 	} {
 		if err := st.CreateSandbox(sb); err != nil {
 			t.Fatal(err)
@@ -311,12 +314,12 @@ func TestStartAfterCrash(t *testing.T) {
 	st.Close()
 
 	eng := newFakeEngine(t)
-	for _, id := range []string{"ilive", "iexpired", "iorphan"} {
+	for _, id := range []string{"ilive", "iexpired", "istarting", "iorphan"} {
 		eng.sandboxes[id] = func() error { return nil }
 	}
 	ts := startServer(t, eng, serverOptions{dataDir: dataDir, configure: func(c *Config) { c.Now = clock.Now }})
 	info := ts.status(reg.Template.ID, reg.Build.ID, "")
-	if info.Status != "error" || info.Reason.Message != ReasonRestarted {
+	if info.Status != "error" || info.Reason.Message != builds.ReasonRestarted {
 		t.Errorf("interrupted build = %+v", info)
 	}
 	eng.mu.Lock()
@@ -327,6 +330,7 @@ func TestStartAfterCrash(t *testing.T) {
 	}
 	ts.call("GET", "/sandboxes/ilive", nil, 200, nil)
 	ts.expectError("GET", "/sandboxes/iexpired", nil, 404, "not found")
+	ts.expectError("GET", "/sandboxes/istarting", nil, 404, "not found")
 }
 
 // TestSandboxConnectAndRefresh covers Sandbox.connect (v2 with an optional body, v1 with a
@@ -336,10 +340,10 @@ func TestSandboxConnectAndRefresh(t *testing.T) {
 	eng := newFakeEngine(t)
 	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.Now = clock.Now }})
 	ts.build("app")
-	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app", Timeout: int32p(10)})
+	sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "app", Timeout: int32p(10)})
 	endAt := func() time.Time {
 		t.Helper()
-		var detail e2bapi.SandboxDetail
+		var detail e2b.SandboxDetail
 		ts.call("GET", "/sandboxes/"+sb.SandboxID, nil, 200, &detail)
 		// The container's own deadline moves with the sandbox's end.
 		eng.mu.Lock()
@@ -352,7 +356,7 @@ func TestSandboxConnectAndRefresh(t *testing.T) {
 	}
 	start := clock.Now()
 
-	var connected e2bapi.Sandbox
+	var connected e2b.Sandbox
 	ts.call("POST", "/v2/sandboxes/"+sb.SandboxID+"/connect", nil, 200, &connected)
 	if connected.SandboxID != sb.SandboxID || connected.EnvdAccessToken != sb.EnvdAccessToken || connected.EnvdVersion != sb.EnvdVersion {
 		t.Errorf("connect = %+v, want the sandbox %+v", connected, sb)
@@ -360,17 +364,17 @@ func TestSandboxConnectAndRefresh(t *testing.T) {
 	if got := endAt(); !got.Equal(start.Add(300 * time.Second)) {
 		t.Errorf("endAt after a v2 connect without a body = %v, want now+300s", got)
 	}
-	ts.call("POST", "/sandboxes/"+sb.SandboxID+"/connect", e2bapi.ConnectSandbox{Timeout: int32p(60)}, 200, nil)
+	ts.call("POST", "/sandboxes/"+sb.SandboxID+"/connect", e2b.ConnectSandbox{Timeout: int32p(60)}, 200, nil)
 	if got := endAt(); !got.Equal(start.Add(300 * time.Second)) {
 		t.Errorf("endAt after connecting with a shorter timeout = %v, want it unchanged", got)
 	}
-	ts.call("POST", "/v2/sandboxes/"+sb.SandboxID+"/connect", e2bapi.ConnectSandbox{Timeout: int32p(900)}, 200, nil)
+	ts.call("POST", "/v2/sandboxes/"+sb.SandboxID+"/connect", e2b.ConnectSandbox{Timeout: int32p(900)}, 200, nil)
 	if got := endAt(); !got.Equal(start.Add(900 * time.Second)) {
 		t.Errorf("endAt after connecting for 900 s = %v, want now+900s", got)
 	}
 
 	clock.Advance(800 * time.Second)
-	ts.call("POST", "/sandboxes/"+sb.SandboxID+"/refreshes", e2bapi.SandboxRefreshRequest{Duration: int32p(3600)}, 204, nil)
+	ts.call("POST", "/sandboxes/"+sb.SandboxID+"/refreshes", e2b.SandboxRefreshRequest{Duration: int32p(3600)}, 204, nil)
 	if got := endAt(); !got.Equal(clock.Now().Add(3600 * time.Second)) {
 		t.Errorf("endAt after a refresh of 3600 s = %v, want now+3600s", got)
 	}
@@ -380,9 +384,9 @@ func TestSandboxConnectAndRefresh(t *testing.T) {
 	}
 
 	expectError(t, ts.direct("POST", "/sandboxes/"+sb.SandboxID+"/connect", []byte(`{}`)), 400, "timeout is required")
-	ts.expectError("POST", "/v2/sandboxes/"+sb.SandboxID+"/connect", e2bapi.ConnectSandbox{Timeout: int32p(1 << 30)}, 400, "timeout 1073741824")
+	ts.expectError("POST", "/v2/sandboxes/"+sb.SandboxID+"/connect", e2b.ConnectSandbox{Timeout: int32p(1 << 30)}, 400, "timeout 1073741824")
 	ts.expectError("POST", "/v2/sandboxes/inope/connect", nil, 404, "not found")
-	ts.expectError("POST", "/sandboxes/inope/refreshes", e2bapi.SandboxRefreshRequest{Duration: int32p(5)}, 404, "not found")
+	ts.expectError("POST", "/sandboxes/inope/refreshes", e2b.SandboxRefreshRequest{Duration: int32p(5)}, 404, "not found")
 	expectError(t, ts.direct("POST", "/sandboxes/"+sb.SandboxID+"/refreshes", []byte(`{"duration":3601}`)), 400, "duration 3601")
 }
 
@@ -395,10 +399,10 @@ func TestSandboxIsGoneAtItsEnd(t *testing.T) {
 		c.ReapInterval = time.Hour // the reaper is late
 	}})
 	ts.build("app")
-	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app", Timeout: int32p(10)})
+	sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "app", Timeout: int32p(10)})
 	clock.Advance(10 * time.Second)
 	ts.expectError("GET", "/sandboxes/"+sb.SandboxID, nil, 404, "not found")
-	var list []e2bapi.ListedSandbox
+	var list []e2b.ListedSandbox
 	ts.call("GET", "/sandboxes", nil, 200, &list)
 	if len(list) != 0 {
 		t.Errorf("GET /sandboxes = %+v, want none", list)
@@ -407,8 +411,8 @@ func TestSandboxIsGoneAtItsEnd(t *testing.T) {
 	if len(list) != 0 {
 		t.Errorf("GET /v2/sandboxes = %+v, want none", list)
 	}
-	ts.expectError("POST", "/sandboxes/"+sb.SandboxID+"/timeout", e2bapi.SandboxTimeoutRequest{Timeout: 100}, 404, "not found")
-	ts.expectError("POST", "/sandboxes/"+sb.SandboxID+"/refreshes", e2bapi.SandboxRefreshRequest{Duration: int32p(100)}, 404, "not found")
+	ts.expectError("POST", "/sandboxes/"+sb.SandboxID+"/timeout", e2b.SandboxTimeoutRequest{Timeout: 100}, 404, "not found")
+	ts.expectError("POST", "/sandboxes/"+sb.SandboxID+"/refreshes", e2b.SandboxRefreshRequest{Duration: int32p(100)}, 404, "not found")
 	ts.expectError("POST", "/v2/sandboxes/"+sb.SandboxID+"/connect", nil, 404, "not found")
 	expectError(t, ts.request("GET", "/health", nil, "E2b-Sandbox-Id", sb.SandboxID, "E2b-Sandbox-Port", "49983"), 502, "not found")
 }

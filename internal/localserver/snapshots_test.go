@@ -9,14 +9,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 )
 
 func strp(s string) *string { return &s }
 
 func (ts *testServer) snapshotIDs(query string) []string {
 	ts.t.Helper()
-	var list []e2bapi.SnapshotInfo
+	var list []e2b.SnapshotInfo
 	ts.call("GET", "/snapshots"+query, nil, http.StatusOK, &list)
 	ids := []string{}
 	for _, s := range list {
@@ -32,23 +32,23 @@ func TestSandboxSnapshots(t *testing.T) {
 	eng := newFakeEngine(t)
 	ts := startServer(t, eng)
 	app, _ := ts.build("app")
-	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "app"})
+	sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "app"})
 	path := "/sandboxes/" + sb.SandboxID + "/snapshots"
 
-	var unnamed, named, retagged, intoApp e2bapi.SnapshotInfo
-	ts.call("POST", path, e2bapi.SandboxSnapshotRequest{}, http.StatusCreated, &unnamed)
+	var unnamed, named, retagged, intoApp e2b.SnapshotInfo
+	ts.call("POST", path, e2b.SandboxSnapshotRequest{}, http.StatusCreated, &unnamed)
 	if !strings.HasSuffix(unnamed.SnapshotID, ":default") || len(unnamed.Names) != 0 {
 		t.Errorf("unnamed snapshot = %+v, want <templateID>:default and no names", unnamed)
 	}
-	ts.call("POST", path, e2bapi.SandboxSnapshotRequest{Name: strp("snap:v1")}, http.StatusCreated, &named)
+	ts.call("POST", path, e2b.SandboxSnapshotRequest{Name: strp("snap:v1")}, http.StatusCreated, &named)
 	if named.SnapshotID != "local/snap:v1" || !slices.Equal(named.Names, []string{"local/snap"}) {
 		t.Errorf("named snapshot = %+v", named)
 	}
-	ts.call("POST", path, e2bapi.SandboxSnapshotRequest{Name: strp("local/snap")}, http.StatusCreated, &retagged)
+	ts.call("POST", path, e2b.SandboxSnapshotRequest{Name: strp("local/snap")}, http.StatusCreated, &retagged)
 	if retagged.SnapshotID != "local/snap:default" {
 		t.Errorf("second snapshot of the name = %+v", retagged)
 	}
-	ts.call("POST", path, e2bapi.SandboxSnapshotRequest{Name: strp("app:snap")}, http.StatusCreated, &intoApp)
+	ts.call("POST", path, e2b.SandboxSnapshotRequest{Name: strp("app:snap")}, http.StatusCreated, &intoApp)
 	if intoApp.SnapshotID != "local/app:snap" {
 		t.Errorf("snapshot into the template app = %+v", intoApp)
 	}
@@ -65,12 +65,12 @@ func TestSandboxSnapshots(t *testing.T) {
 	if got := ts.snapshotIDs("?name=nope"); len(got) != 0 {
 		t.Errorf("snapshots named nope = %v, want none", got)
 	}
-	var page []e2bapi.SnapshotInfo
+	var page []e2b.SnapshotInfo
 	if next := ts.call("GET", "/snapshots?limit=1", nil, http.StatusOK, &page).Get("X-Next-Token"); len(page) != 1 || next == "" {
 		t.Errorf("first page of one = %v, next token %q", page, next)
 	}
 
-	var templates []e2bapi.Template
+	var templates []e2b.Template
 	ts.call("GET", "/templates", nil, http.StatusOK, &templates)
 	if len(templates) != 1 || templates[0].TemplateID != app.TemplateID {
 		t.Errorf("GET /templates = %+v, want only app: snapshots are not templates there", templates)
@@ -78,24 +78,24 @@ func TestSandboxSnapshots(t *testing.T) {
 	snapID, _, _ := strings.Cut(unnamed.SnapshotID, ":")
 	ts.expectError("GET", "/templates/"+snapID, nil, http.StatusNotFound, "snapshot")
 
-	from := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "snap:v1"})
+	from := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "snap:v1"})
 	ts.call("DELETE", "/sandboxes/"+from.SandboxID, nil, http.StatusNoContent, nil)
-	ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: unnamed.SnapshotID})
+	ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: unnamed.SnapshotID})
 
-	ts.expectError("POST", path, e2bapi.SandboxSnapshotRequest{Name: strp("other/x")}, http.StatusBadRequest, "namespace 'other'")
-	ts.expectError("POST", path, e2bapi.SandboxSnapshotRequest{Name: strp("bad name!")}, http.StatusBadRequest, "")
-	ts.expectError("POST", "/sandboxes/inope/snapshots", e2bapi.SandboxSnapshotRequest{}, http.StatusNotFound, "not found")
+	ts.expectError("POST", path, e2b.SandboxSnapshotRequest{Name: strp("other/x")}, http.StatusBadRequest, "namespace 'other'")
+	ts.expectError("POST", path, e2b.SandboxSnapshotRequest{Name: strp("bad name!")}, http.StatusBadRequest, "")
+	ts.expectError("POST", "/sandboxes/inope/snapshots", e2b.SandboxSnapshotRequest{}, http.StatusNotFound, "not found")
 
 	eng.mu.Lock()
 	eng.snapshotErr = errors.New("disk full")
 	eng.mu.Unlock()
-	ts.expectError("POST", path, e2bapi.SandboxSnapshotRequest{Name: strp("broken")}, http.StatusInternalServerError, "disk full")
+	ts.expectError("POST", path, e2b.SandboxSnapshotRequest{Name: strp("broken")}, http.StatusInternalServerError, "disk full")
 	if got := ts.snapshotIDs("?name=broken"); len(got) != 0 {
 		t.Errorf("a failed snapshot is listed: %v", got)
 	}
 
 	ts.call("POST", "/sandboxes/"+sb.SandboxID+"/pause", nil, http.StatusNoContent, nil)
-	ts.expectError("POST", path, e2bapi.SandboxSnapshotRequest{}, http.StatusNotFound, "is paused")
+	ts.expectError("POST", path, e2b.SandboxSnapshotRequest{}, http.StatusNotFound, "is paused")
 
 	ts.call("DELETE", "/templates/snap", nil, http.StatusNoContent, nil)
 	eng.mu.Lock()
@@ -110,7 +110,7 @@ func TestSandboxSnapshots(t *testing.T) {
 	// The SDK's deleteSnapshot: DELETE /templates/{snapshotID}, tag and all,
 	// once no sandbox of it is left.
 	ts.expectError("DELETE", "/templates/"+unnamed.SnapshotID, nil, http.StatusBadRequest, "running or paused sandboxes use it")
-	var list []e2bapi.ListedSandbox
+	var list []e2b.ListedSandbox
 	ts.call("GET", "/v2/sandboxes", nil, http.StatusOK, &list)
 	for _, l := range list {
 		if l.TemplateID == snapID {

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/api"
 	"io"
 	"net/http"
 	"os"
@@ -15,16 +16,16 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
 
 func hashOf(n int) string { return fmt.Sprintf("%064x", n) }
 
-func (ts *testServer) link(templateID, hash string) e2bapi.TemplateBuildFileUpload {
+func (ts *testServer) link(templateID, hash string) e2b.TemplateBuildFileUpload {
 	ts.t.Helper()
-	var out e2bapi.TemplateBuildFileUpload
+	var out e2b.TemplateBuildFileUpload
 	ts.call("GET", "/templates/"+templateID+"/files/"+hash, nil, http.StatusCreated, &out)
 	return out
 }
@@ -70,7 +71,7 @@ func TestUploadGrantFlow(t *testing.T) {
 	ts.expectError("GET", "/templates/aaaaaaaaaaaaaaaaaaaa/files/"+hash, nil, 404, "not found")
 
 	first := ts.link(reg.TemplateID, hash)
-	if first.Present || !strings.HasPrefix(first.URL, ts.URL+uploadPath) {
+	if first.Present || !strings.HasPrefix(first.URL, ts.URL+api.UploadPath) {
 		t.Fatalf("link = %+v, want absent and an upload URL on %s", first, ts.URL)
 	}
 	// A failed upload leaves the grant usable.
@@ -101,7 +102,7 @@ func TestUploadGrantFlow(t *testing.T) {
 	late := ts.link(reg.TemplateID, hashOf(2))
 	clock.Advance(ts.Config.UploadURLTTL)
 	expectError(t, put(t, late.URL, archive), 403, "expired")
-	expectError(t, put(t, ts.URL+uploadPath+"made-up", archive), 403, "invalid")
+	expectError(t, put(t, ts.URL+api.UploadPath+"made-up", archive), 403, "invalid")
 	// Nothing of the refused uploads is left behind.
 	spools, _ := os.ReadDir(filepath.Join(ts.Config.DataDir, "uploads"))
 	if len(spools) != 0 {
@@ -158,7 +159,7 @@ func TestCopyStepUsesTheStoredArchive(t *testing.T) {
 	reg := ts.register("app")
 	hash := hashOf(7)
 	putOK(t, ts.link(reg.TemplateID, hash).URL, testutil.Tarball(t, true, testutil.File("a.txt", "A")))
-	ts.start(reg, e2bapi.TemplateBuildStartV2{FromImage: "img", Steps: []e2bapi.TemplateStep{
+	ts.start(reg, e2b.TemplateBuildStartV2{FromImage: "img", Steps: []e2b.TemplateStep{
 		{Type: "COPY", Args: []string{"a.txt", "/a.txt", "", ""}, FilesHash: hash},
 		{Type: "add", Args: []string{"a.txt", "/b.txt", "", ""}, FilesHash: hash},
 	}})
@@ -183,7 +184,7 @@ func TestUploadGrantsArePruned(t *testing.T) {
 	configure := func(c *Config) { c.Now = clock.Now }
 	ts := startServer(t, newFakeEngine(t), serverOptions{configure: configure, dataDir: dataDir, skipCleanup: true})
 	reg := ts.register("app")
-	var last e2bapi.TemplateBuildFileUpload
+	var last e2b.TemplateBuildFileUpload
 	for range 300 {
 		last = ts.link(reg.TemplateID, hashOf(1))
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 )
 
 var _ datasource.DataSourceWithConfigure = (*aliasDataSource)(nil)
@@ -46,7 +46,7 @@ func (d *aliasDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, 
 			"tag": dschema.StringAttribute{
 				MarkdownDescription: "The tag, such as `prod`; `default` is the tag every new build takes.",
 				Required:            true,
-				Validators:          []validator.String{stringCheck{"must be a tag (a-z, 0-9, '-', '_', '.')", e2bapi.ValidateTag}},
+				Validators:          []validator.String{stringCheck{"must be a tag (a-z, 0-9, '-', '_', '.')", e2b.ValidateTag}},
 			},
 			"build_id": dschema.StringAttribute{
 				MarkdownDescription: "The build sandboxes started from `template:tag` run: the tag's newest ready build. " +
@@ -71,7 +71,7 @@ func (d *aliasDataSource) Read(ctx context.Context, req datasource.ReadRequest, 
 	}
 	ctx = d.data.logContext(ctx)
 	template := m.Template.ValueString()
-	tag, err := e2bapi.NormalizeTag(m.Tag.ValueString())
+	tag, err := e2b.NormalizeTag(m.Tag.ValueString())
 	if err != nil {
 		resp.Diagnostics.AddAttributeError(path.Root("tag"), "Invalid tag", err.Error())
 		return

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
@@ -89,7 +90,7 @@ func (r *aliasListResource) List(ctx context.Context, req list.ListRequest, stre
 				each(templateID, template)
 				return failed
 			}
-			if err := eachTemplate(ctx, api, templateFilter{}, 0, func(t e2bapi.Template) bool {
+			if err := eachTemplate(ctx, api, templateFilter{}, 0, func(t e2b.Template) bool {
 				return each(t.TemplateID, templateName(t.Aliases, t.Names))
 			}); err != nil {
 				return err
@@ -114,7 +115,7 @@ func aliasListResults(ctx context.Context, api *e2bapi.Client, req list.ListRequ
 			if err != nil && !e2bapi.IsBuildGone(err) {
 				return nil, err
 			}
-			isReady = err == nil && info.Status == e2bapi.BuildReady
+			isReady = err == nil && info.Status == e2b.BuildReady
 			ready[tag.BuildID] = isReady
 		}
 		if !isReady {

@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/sandboxrun"
 )
@@ -300,7 +301,7 @@ func (r *aliasResource) promote(ctx context.Context, m *aliasModel, operation st
 func (r *aliasResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
 	var state aliasModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
-	if state.Tag.ValueString() == e2bapi.DefaultTag {
+	if state.Tag.ValueString() == e2b.DefaultTag {
 		tflog.Info(ctx, "alias on default removed from the state only: E2B keeps a template's default tag",
 			map[string]any{"template": state.Template.ValueString()})
 		return

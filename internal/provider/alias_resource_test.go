@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfversion"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
@@ -312,7 +313,7 @@ func liveSandboxes(t *testing.T, srv *acctest.Server, name string) []string {
 	resp, err := http.DefaultClient.Do(req)
 	acctest.Must(t, err)
 	defer resp.Body.Close()
-	var listed []e2bapi.ListedSandbox
+	var listed []e2b.ListedSandbox
 	acctest.Must(t, json.NewDecoder(resp.Body).Decode(&listed))
 	var live []string
 	for _, sb := range listed {

@@ -8,7 +8,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 )
 
 // defaultTagPlans sees the plans of one provider instance that decide a template's
@@ -98,7 +98,7 @@ func (d *ProviderData) recordBuildPlan(templateID types.String, tags types.Set) 
 // recordAliasPlan records an e2b_alias; on default it warns when a build without tags of
 // its template is planned too.
 func (d *ProviderData) recordAliasPlan(template, tag types.String) (diags diag.Diagnostics) {
-	if d == nil || d.defaultTag == nil || !known(template) || tag.ValueString() != e2bapi.DefaultTag {
+	if d == nil || d.defaultTag == nil || !known(template) || tag.ValueString() != e2b.DefaultTag {
 		return diags
 	}
 	if d.defaultTag.alias(template.ValueString()) {

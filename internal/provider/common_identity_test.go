@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 )
 
 // The identity contract (common_identity.go), checked through the framework's server as
@@ -188,9 +188,9 @@ func TestResourceIdentity_oldCLI(t *testing.T) {
 	if !isFailed {
 		t.Fatal("the build with exit 3 did not fail")
 	}
-	waiting, err := out.api.CreateTemplateBuild(ctx, e2bapi.TemplateBuildRequestV3{Name: name, Tags: []string{"later"}})
+	waiting, err := out.api.CreateTemplateBuild(ctx, e2b.TemplateBuildRequestV3{Name: name, Tags: []string{"later"}})
 	acctest.Must(t, err)
-	gone, err := out.api.CreateTemplateBuild(ctx, e2bapi.TemplateBuildRequestV3{Name: goneName})
+	gone, err := out.api.CreateTemplateBuild(ctx, e2b.TemplateBuildRequestV3{Name: goneName})
 	acctest.Must(t, err)
 	goneBuild, _ := out.build(&gone.TemplateID, srv.BaseImage, "true", "prod")
 	out.deleteTemplate(&gone.TemplateID)()

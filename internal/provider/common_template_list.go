@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
@@ -29,7 +30,7 @@ type templateFilter struct {
 }
 
 // matches reports whether t passes the filters.
-func (f templateFilter) matches(t e2bapi.Template) bool {
+func (f templateFilter) matches(t e2b.Template) bool {
 	if !f.Public.IsNull() && t.Public != f.Public.ValueBool() {
 		return false
 	}
@@ -50,7 +51,7 @@ func (f templateFilter) matches(t e2bapi.Template) bool {
 // eachTemplate calls yield with every template of the team that passes f, page by page,
 // pageSize (0: E2B's largest) templates a page, until yield returns false or an error
 // (ctx's included) ends the list; it returns that error.
-func eachTemplate(ctx context.Context, api *e2bapi.Client, f templateFilter, pageSize int, yield func(e2bapi.Template) bool) error {
+func eachTemplate(ctx context.Context, api *e2bapi.Client, f templateFilter, pageSize int, yield func(e2b.Template) bool) error {
 	for t, err := range api.Templates(ctx, pageSize) {
 		if err != nil {
 			return err

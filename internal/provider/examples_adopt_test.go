@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
@@ -28,7 +29,7 @@ func TestAccExampleAdopting_identity(t *testing.T) {
 	api := testAPI(t, srv)
 	prefix := uniqueName("acc-adopt") + "-"
 	for _, name := range []string{prefix + "web", prefix + "worker"} {
-		reg, err := api.CreateTemplateBuild(t.Context(), e2bapi.TemplateBuildRequestV3{Name: name})
+		reg, err := api.CreateTemplateBuild(t.Context(), e2b.TemplateBuildRequestV3{Name: name})
 		acctest.Must(t, err)
 		// The apply adopts them and the destroy below deletes them; this is for a test
 		// that fails before.

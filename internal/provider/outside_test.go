@@ -22,6 +22,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfversion"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/openapitest"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
@@ -107,8 +108,8 @@ func (o outside) buildsFinished(name string) func() {
 			acctest.Must(o.t, err)
 			failed, running := false, false
 			for _, b := range tpl.Builds {
-				failed = failed || b.Status == e2bapi.BuildError
-				running = running || b.Status == e2bapi.BuildBuilding
+				failed = failed || b.Status == e2b.BuildError
+				running = running || b.Status == e2b.BuildBuilding
 			}
 			if failed && !running {
 				return
@@ -320,7 +321,7 @@ func TestAccTemplateBuild_outsideTemplateDeleted(t *testing.T) {
 				"e2b_template_build.b": plancheck.ResourceActionCreate,
 			},
 			[]statecheck.StateCheck{
-				statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("status"), knownvalue.StringExact(e2bapi.BuildReady)),
+				statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("status"), knownvalue.StringExact(e2b.BuildReady)),
 				statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("build_id"), differs(&buildID)),
 				identityOnCLIs(t, "e2b_template_build.b", map[string]knownvalue.Check{
 					"template_id": differs(&templateID), "build_id": differs(&buildID),
@@ -362,7 +363,7 @@ func TestAccTemplateBuild_outsideFailedThenFixed(t *testing.T) {
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("e2b_template.t", tfjsonpath.New("id"), capture(&templateID)),
-					statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("status"), knownvalue.StringExact(e2bapi.BuildReady)),
+					statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("status"), knownvalue.StringExact(e2b.BuildReady)),
 					identityOnCLIs(t, "e2b_template_build.b", map[string]knownvalue.Check{
 						"template_id": equalTo("the template's ID", &templateID), "build_id": knownvalue.NotNull(),
 					}),
@@ -405,7 +406,7 @@ func TestAccTemplateBuild_outsideFailedWhileBuilding(t *testing.T) {
 					plancheck.ExpectResourceAction("e2b_template_build.b", plancheck.ResourceActionCreate),
 				}},
 				ConfigStateChecks: []statecheck.StateCheck{
-					statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("status"), knownvalue.StringExact(e2bapi.BuildReady)),
+					statecheck.ExpectKnownValue("e2b_template_build.b", tfjsonpath.New("status"), knownvalue.StringExact(e2b.BuildReady)),
 				},
 			},
 			{

@@ -15,7 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 )
 
 // processTemplate is a template of the Debian test image, which has the bash
@@ -207,7 +207,7 @@ data "e2b_process" "in_sandbox" {
 			},
 			{
 				PreConfig: func() {
-					sb, err := api.CreateSandbox(context.Background(), e2bapi.NewSandbox{TemplateID: name})
+					sb, err := api.CreateSandbox(context.Background(), e2b.NewSandbox{TemplateID: name})
 					acctest.Must(t, err)
 					sandboxID = sb.SandboxID
 					t.Setenv("TF_VAR_sandbox_id", sandboxID)

@@ -22,7 +22,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfversion"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/templatebuild"
 )
@@ -196,7 +196,7 @@ func processTemplateByAPI(t *testing.T, srv *acctest.Server) string {
 	t.Helper()
 	api := testAPI(t, srv)
 	name := uniqueName("acc-eph-proto")
-	reg, err := api.CreateTemplateBuild(t.Context(), e2bapi.TemplateBuildRequestV3{Name: name})
+	reg, err := api.CreateTemplateBuild(t.Context(), e2b.TemplateBuildRequestV3{Name: name})
 	acctest.Must(t, err)
 	t.Cleanup(func() {
 		if err := api.DeleteTemplate(context.Background(), reg.TemplateID); err != nil {
@@ -207,7 +207,7 @@ func processTemplateByAPI(t *testing.T, srv *acctest.Server) string {
 		Steps: []templatebuild.Step{{Step: steps.NewWorkdir("/")}}}, tflogLogger{})
 	acctest.Must(t, err)
 	res, err := templatebuild.NewRunner(api).Run(t.Context(), b, templatebuild.Options{})
-	if err != nil || res.Status != e2bapi.BuildReady {
+	if err != nil || res.Status != e2b.BuildReady {
 		t.Fatalf("building the template: %+v, %v", res, err)
 	}
 	buildID := res.BuildID

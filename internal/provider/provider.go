@@ -27,6 +27,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/safehttp"
 )
@@ -339,7 +340,7 @@ func baseURL(diags *diag.Diagnostics, attr, fromEnv, raw string) string {
 
 func checkAPIKey(key, fromEnv string) diag.Diagnostics {
 	var diags diag.Diagnostics
-	if e2bapi.IsAPIKey(key) {
+	if e2b.IsAPIKey(key) {
 		return diags
 	}
 	detail := "api_key does not look like an E2B API key (e2b_ followed by lower-case hex digits); it is used as given."

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	envd "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/templatebuild"
@@ -67,7 +68,7 @@ func (d *ProviderData) Runner() (*templatebuild.Runner, error) {
 // configured, else at E2B's shared sandbox host https://sandbox.<domain> of
 // the sandbox's domain (or the provider's when the sandbox names none); the
 // client names the sandbox in request headers either way.
-func (d *ProviderData) Envd(sb *e2bapi.Sandbox) (*envd.Client, error) {
+func (d *ProviderData) Envd(sb *e2b.Sandbox) (*envd.Client, error) {
 	domain := d.Domain
 	if sb.Domain != nil && *sb.Domain != "" {
 		domain = *sb.Domain

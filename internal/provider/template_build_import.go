@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/templatebuild"
 )
@@ -64,7 +65,7 @@ func markImported(ctx context.Context, api *e2bapi.Client, templateID, buildID s
 		return
 	}
 	var mark importedBuild
-	if i := slices.IndexFunc(tags, func(t e2bapi.TemplateTag) bool {
+	if i := slices.IndexFunc(tags, func(t e2b.TemplateTag) bool {
 		return t.BuildID == buildID && strings.HasPrefix(t.Tag, templatebuild.SpecTagPrefix)
 	}); i >= 0 {
 		mark.SpecTag = tags[i].Tag

@@ -7,7 +7,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 )
 
 // planChange plans an e2b_template_build that has a state: an imported build is adopted
@@ -42,7 +42,7 @@ func planChange(ctx context.Context, plan, state *templateBuildModel, hashes typ
 			resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root(p.name), p.prior)...)
 		}
 	}
-	if state.Status.ValueString() == e2bapi.BuildBuilding {
+	if state.Status.ValueString() == e2b.BuildBuilding {
 		// An earlier apply stopped waiting: this one waits for the end.
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root("status"), types.StringUnknown())...)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/templatebuild"
 )
@@ -186,7 +187,7 @@ func (r *templateBuildResource) Create(ctx context.Context, req resource.CreateR
 	plan.SpecHash = types.StringValue(b.SpecHash)
 
 	opts := runOptions(ctx, timeout, func(buildID string) error {
-		plan.ID, plan.BuildID, plan.Status = types.StringValue(buildID), types.StringValue(buildID), types.StringValue(e2bapi.BuildBuilding)
+		plan.ID, plan.BuildID, plan.Status = types.StringValue(buildID), types.StringValue(buildID), types.StringValue(e2b.BuildBuilding)
 		// Saved before waiting: an apply that stops now still tracks the build.
 		if resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...); resp.Diagnostics.HasError() {
 			return errStateNotSaved
@@ -243,17 +244,17 @@ func (r *templateBuildResource) Read(ctx context.Context, req resource.ReadReque
 		return
 	}
 	switch info.Status {
-	case e2bapi.BuildError:
+	case e2b.BuildError:
 		// A build that failed after its apply stopped waiting: the next apply makes a new one.
 		tflog.Warn(ctx, "build failed; removing it from the state so that the next apply builds again", map[string]any{"build_id": state.BuildID.ValueString()})
 		resp.State.RemoveResource(ctx)
 		return
-	case e2bapi.BuildWaiting:
+	case e2b.BuildWaiting:
 		// Registered but never started (an apply stopped in between): nothing will ever run it.
 		resp.State.RemoveResource(ctx)
 		return
 	}
-	if info.Status == e2bapi.BuildBuilding && r.data != nil {
+	if info.Status == e2b.BuildBuilding && r.data != nil {
 		// Maybe a tainted object, which the plan replaces: see planAdoption.
 		r.data.leftRunning.record(state.TemplateID.ValueString(), state.SpecHash.ValueString(), state.BuildID.ValueString())
 	}
@@ -295,7 +296,7 @@ func (r *templateBuildResource) Update(ctx context.Context, req resource.UpdateR
 	if plan.Reuse.ValueBool() && !plan.SpecHash.IsNull() {
 		tags = append(tags, templatebuild.SpecTag(plan.SpecHash.ValueString()))
 	}
-	building := state.Status.ValueString() == e2bapi.BuildBuilding
+	building := state.Status.ValueString() == e2b.BuildBuilding
 	if building || adopting || (plan.Reuse.ValueBool() && !state.Reuse.ValueBool()) {
 		runner := runnerOrError(r.data, &resp.Diagnostics)
 		if resp.Diagnostics.HasError() {
@@ -324,7 +325,7 @@ func (r *templateBuildResource) Update(ctx context.Context, req resource.UpdateR
 func (r *templateBuildResource) Delete(ctx context.Context, req resource.DeleteRequest, _ *resource.DeleteResponse) {
 	var state templateBuildModel
 	req.State.Get(ctx, &state)
-	if state.Status.ValueString() == e2bapi.BuildBuilding && r.data != nil {
+	if state.Status.ValueString() == e2b.BuildBuilding && r.data != nil {
 		// A create that timed out, replaced now: the create after this adopts the build.
 		r.data.leftRunning.record(state.TemplateID.ValueString(), state.SpecHash.ValueString(), state.BuildID.ValueString())
 	}
@@ -341,7 +342,7 @@ func (r *templateBuildResource) ImportState(ctx context.Context, req resource.Im
 	if importedIdentity(ctx, req, &identity, &resp.Diagnostics) {
 		templateID, buildID, ok = identity.TemplateID.ValueString(), identity.BuildID.ValueString(), true
 	}
-	if !ok || e2bapi.ValidateTemplateID(templateID) != nil || e2bapi.ValidateBuildID(buildID) != nil {
+	if !ok || e2b.ValidateTemplateID(templateID) != nil || e2b.ValidateBuildID(buildID) != nil {
 		resp.Diagnostics.AddError("Invalid import ID",
 			fmt.Sprintf("Import ID %q must be template_id/build_id, such as abcdefghij0123456789/1f0c6f2e-8f5b-4b8e-9a8e-1c2d3e4f5a6b.", templateID+"/"+buildID))
 		return

@@ -41,6 +41,7 @@ import (
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 )
@@ -317,7 +318,7 @@ resource "e2b_template_build" "v2" {
 							return fmt.Errorf("template has %d builds, want 2: %+v", len(tpl.Builds), tpl.Builds)
 						}
 						for _, b := range tpl.Builds {
-							if b.Status != e2bapi.BuildReady {
+							if b.Status != e2b.BuildReady {
 								return fmt.Errorf("build %s is %s, want every build ready", b.BuildID, b.Status)
 							}
 						}
@@ -1170,7 +1171,7 @@ func TestAddWriteOnlySecrets(t *testing.T) {
 		}
 		return tfsdk.Config{Schema: sch, Raw: plan.Raw}
 	}
-	plain := e2bapi.FromImageRegistry{Type: "registry", Username: "u", Password: "p", AWSSecretAccessKey: "k", ServiceAccountJSON: "j"}
+	plain := e2b.FromImageRegistry{Type: "registry", Username: "u", Password: "p", AWSSecretAccessKey: "k", ServiceAccountJSON: "j"}
 	reg := plain
 	if d := addWriteOnlySecrets(ctx, config(&registryModel{
 		Type: types.StringValue("registry"), PasswordWO: types.StringValue("p-wo"),
@@ -1178,7 +1179,7 @@ func TestAddWriteOnlySecrets(t *testing.T) {
 	}), &reg); d.HasError() {
 		t.Fatal(d)
 	}
-	if want := (e2bapi.FromImageRegistry{Type: "registry", Username: "u", Password: "p-wo", AWSSecretAccessKey: "k-wo", ServiceAccountJSON: "j-wo"}); reg != want {
+	if want := (e2b.FromImageRegistry{Type: "registry", Username: "u", Password: "p-wo", AWSSecretAccessKey: "k-wo", ServiceAccountJSON: "j-wo"}); reg != want {
 		t.Errorf("registry %+v, want %+v", reg, want)
 	}
 	reg = plain
@@ -1266,7 +1267,7 @@ data "e2b_process" "out" {
 			if len(bodies) == 0 {
 				return errors.New("no build start seen")
 			}
-			var req e2bapi.TemplateBuildStartV2
+			var req e2b.TemplateBuildStartV2
 			if err := json.Unmarshal([]byte(bodies[len(bodies)-1]), &req); err != nil {
 				return err
 			}
@@ -1343,7 +1344,7 @@ resource "e2b_template_build" "b" {
 // deletes it when the test ends.
 func builtTemplate(t *testing.T, api *e2bapi.Client, name string) string {
 	t.Helper()
-	reg, err := api.CreateTemplateBuild(t.Context(), e2bapi.TemplateBuildRequestV3{Name: name})
+	reg, err := api.CreateTemplateBuild(t.Context(), e2b.TemplateBuildRequestV3{Name: name})
 	acctest.Must(t, err)
 	t.Cleanup(func() {
 		if err := api.DeleteTemplate(context.Background(), reg.TemplateID); err != nil {
@@ -1375,7 +1376,7 @@ func tagsAt(api *e2bapi.Client, templateID string, buildID *string, tags ...func
 			return err
 		}
 		for _, tag := range tags {
-			if !slices.ContainsFunc(held, func(h e2bapi.TemplateTag) bool { return h.Tag == tag() && h.BuildID == *buildID }) {
+			if !slices.ContainsFunc(held, func(h e2b.TemplateTag) bool { return h.Tag == tag() && h.BuildID == *buildID }) {
 				return fmt.Errorf("tag %s does not point at build %s: %+v", tag(), *buildID, held)
 			}
 		}

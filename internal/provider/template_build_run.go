@@ -15,7 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/templatebuild"
 )
 
@@ -55,7 +55,7 @@ func (r *templateBuildResource) planReuse(ctx context.Context, b *templatebuild.
 	if buildID == "" {
 		return
 	}
-	for name, v := range map[string]string{"id": buildID, "build_id": buildID, "status": e2bapi.BuildReady} {
+	for name, v := range map[string]string{"id": buildID, "build_id": buildID, "status": e2b.BuildReady} {
 		resp.Diagnostics.Append(resp.Plan.SetAttribute(ctx, path.Root(name), v)...)
 	}
 	resp.Diagnostics.AddAttributeWarning(path.Root("build_id"), "Reusing build "+buildID,
@@ -76,7 +76,7 @@ func runOptions(ctx context.Context, timeout time.Duration, started func(string)
 			}
 			return started(buildID)
 		},
-		OnLog: func(e e2bapi.BuildLogEntry, step string) {
+		OnLog: func(e e2b.BuildLogEntry, step string) {
 			tflog.Info(ctx, "build log: "+e.Message, map[string]any{"step": e.Step, "level": e.Level, "step_description": step})
 		},
 	}

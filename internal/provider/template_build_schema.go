@@ -25,7 +25,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/templatebuild"
 )
 
@@ -55,7 +55,7 @@ func buildBaseAttributes() map[string]schema.Attribute {
 		"template_id": schema.StringAttribute{
 			MarkdownDescription: "ID of the template to build (`e2b_template.<name>.id`).",
 			Required:            true,
-			Validators:          []validator.String{stringCheck{"must be a template ID", e2bapi.ValidateTemplateID}},
+			Validators:          []validator.String{stringCheck{"must be a template ID", e2b.ValidateTemplateID}},
 			PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
 		},
 		"from_image": schema.StringAttribute{

@@ -17,7 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/templatebuild"
 )
@@ -82,7 +82,7 @@ func buildSpec(ctx context.Context, m *templateBuildModel) (spec templatebuild.S
 		diags.Append(m.Triggers.ElementsAs(ctx, &spec.Triggers, false)...)
 	}
 	if reg := m.FromImageRegistry; reg != nil {
-		spec.FromImageRegistry = &e2bapi.FromImageRegistry{
+		spec.FromImageRegistry = &e2b.FromImageRegistry{
 			Type: reg.Type.ValueString(), Username: reg.Username.ValueString(), Password: reg.Password.ValueString(),
 			AWSAccessKeyID: reg.AWSAccessKeyID.ValueString(), AWSSecretAccessKey: reg.AWSSecretAccessKey.ValueString(),
 			AWSRegion: reg.AWSRegion.ValueString(), ServiceAccountJSON: reg.ServiceAccountJSON.ValueString(),
@@ -117,7 +117,7 @@ func buildSpec(ctx context.Context, m *templateBuildModel) (spec templatebuild.S
 // addWriteOnlySecrets puts the write-only secrets of from_image_registry into reg (nil
 // without a registry). They are in the configuration only: kept out of the model, which
 // becomes the state also when the apply fails.
-func addWriteOnlySecrets(ctx context.Context, config tfsdk.Config, reg *e2bapi.FromImageRegistry) diag.Diagnostics {
+func addWriteOnlySecrets(ctx context.Context, config tfsdk.Config, reg *e2b.FromImageRegistry) diag.Diagnostics {
 	if reg == nil {
 		return nil
 	}

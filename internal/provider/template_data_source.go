@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
@@ -126,8 +127,8 @@ func (d *templateDataSource) Read(ctx context.Context, req datasource.ReadReques
 func readTemplateData(ctx context.Context, api *e2bapi.Client, m *templateDataModel) (diags diag.Diagnostics) {
 	ref := m.Template.ValueString()
 	identifier, tag := ref, ""
-	if !e2bapi.IsTemplateID(ref) {
-		n, err := e2bapi.ParseName(ref)
+	if !e2b.IsTemplateID(ref) {
+		n, err := e2b.ParseName(ref)
 		if err != nil {
 			diags.AddAttributeError(path.Root("template"), "Invalid template", err.Error())
 			return diags
@@ -155,10 +156,10 @@ func readTemplateData(ctx context.Context, api *e2bapi.Client, m *templateDataMo
 	}
 
 	buildID := tag
-	if !e2bapi.IsBuildID(tag) {
+	if !e2b.IsBuildID(tag) {
 		explicit := tag != ""
 		if !explicit {
-			tag = e2bapi.DefaultTag
+			tag = e2b.DefaultTag
 		}
 		res, err := api.ResolveTag(ctx, templateID, tag)
 		if err != nil {
@@ -250,7 +251,7 @@ func unresolvedTag(template, tag string, res *e2bapi.TagResolution) (title, deta
 
 // templateAlias is the template's name without namespace: its first alias,
 // else its first name's, else the identifier it was looked up by.
-func templateAlias(t *e2bapi.TemplateWithBuilds, identifier string) string {
+func templateAlias(t *e2b.TemplateWithBuilds, identifier string) string {
 	for _, names := range [][]string{t.Aliases, t.Names} {
 		if len(names) > 0 {
 			_, alias, ok := strings.Cut(names[0], "/")

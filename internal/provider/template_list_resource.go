@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
@@ -45,7 +46,7 @@ func (r *templateListResource) List(ctx context.Context, req list.ListRequest, s
 	var filter templateFilter
 	stream.Results = listStream(ctx, r.data, req, &filter, "Listing templates",
 		func(ctx context.Context, api *e2bapi.Client, push func(list.ListResult) bool) error {
-			return eachTemplate(ctx, api, filter, pageSizeFor(req.Limit), func(t e2bapi.Template) bool {
+			return eachTemplate(ctx, api, filter, pageSizeFor(req.Limit), func(t e2b.Template) bool {
 				return push(templateListResult(ctx, req, t))
 			})
 		})
@@ -53,7 +54,7 @@ func (r *templateListResource) List(ctx context.Context, req list.ListRequest, s
 
 // templateListResult is t's identity, name and, when asked, its e2b_template as an
 // import by ID reads it.
-func templateListResult(ctx context.Context, req list.ListRequest, t e2bapi.Template) list.ListResult {
+func templateListResult(ctx context.Context, req list.ListRequest, t e2b.Template) list.ListResult {
 	result := req.NewListResult(ctx)
 	name := templateName(t.Aliases, t.Names)
 	result.DisplayName = name

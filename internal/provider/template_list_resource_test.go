@@ -16,7 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/querycheck"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 )
 
 // listServer is the provider served over tfprotov6 in process and configured for a
@@ -124,13 +124,13 @@ func TestAccTemplateList_paging(t *testing.T) {
 	ids := map[string]string{}
 	team := ""
 	for _, name := range []string{"app-0", "app-1", "app-2", "app-3", "app-4", "other-0", "other-1"} {
-		reg, err := api.CreateTemplateBuild(t.Context(), e2bapi.TemplateBuildRequestV3{Name: name})
+		reg, err := api.CreateTemplateBuild(t.Context(), e2b.TemplateBuildRequestV3{Name: name})
 		acctest.Must(t, err)
 		ids[name] = reg.TemplateID
 		team, _, _ = strings.Cut(reg.Names[0], "/")
 		if name == "app-1" || name == "app-3" {
 			public := true
-			_, err := api.UpdateTemplate(t.Context(), reg.TemplateID, e2bapi.TemplateUpdateRequest{Public: &public})
+			_, err := api.UpdateTemplate(t.Context(), reg.TemplateID, e2b.TemplateUpdateRequest{Public: &public})
 			acctest.Must(t, err)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
@@ -131,7 +132,7 @@ func (r *templateResource) Create(ctx context.Context, req resource.CreateReques
 		return
 	}
 
-	reg, err := api.CreateTemplateBuild(ctx, e2bapi.TemplateBuildRequestV3{Name: name})
+	reg, err := api.CreateTemplateBuild(ctx, e2b.TemplateBuildRequestV3{Name: name})
 	if err != nil {
 		resp.Diagnostics.AddError("Creating template "+name, err.Error())
 		return
@@ -144,7 +145,7 @@ func (r *templateResource) Create(ctx context.Context, req resource.CreateReques
 
 	if plan.Public.ValueBool() != reg.Public {
 		public := plan.Public.ValueBool()
-		if _, err := api.UpdateTemplate(ctx, reg.TemplateID, e2bapi.TemplateUpdateRequest{Public: &public}); err != nil {
+		if _, err := api.UpdateTemplate(ctx, reg.TemplateID, e2b.TemplateUpdateRequest{Public: &public}); err != nil {
 			resp.Diagnostics.AddError("Setting public on template "+name, err.Error())
 			return
 		}
@@ -230,7 +231,7 @@ func (r *templateResource) Update(ctx context.Context, req resource.UpdateReques
 	plan.ID = state.ID
 	if !plan.Public.Equal(state.Public) {
 		public := plan.Public.ValueBool()
-		if _, err := api.UpdateTemplate(ctx, state.ID.ValueString(), e2bapi.TemplateUpdateRequest{Public: &public}); err != nil {
+		if _, err := api.UpdateTemplate(ctx, state.ID.ValueString(), e2b.TemplateUpdateRequest{Public: &public}); err != nil {
 			resp.Diagnostics.AddError("Updating template "+state.Name.ValueString(), err.Error())
 			return
 		}
@@ -315,7 +316,7 @@ func resolveTemplateID(ctx context.Context, api *e2bapi.Client, ref string) (str
 // readTemplateID is resolveTemplateID's lookup; a template nothing answers to is
 // e2bapi.IsNotFound.
 func readTemplateID(ctx context.Context, api *e2bapi.Client, ref string) (string, error) {
-	if e2bapi.IsTemplateID(ref) {
+	if e2b.IsTemplateID(ref) {
 		_, err := api.GetTemplate(ctx, ref)
 		if err == nil || !e2bapi.IsNotFound(err) {
 			return ref, err

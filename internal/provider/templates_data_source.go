@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
@@ -82,7 +83,7 @@ func (d *templatesDataSource) Read(ctx context.Context, req datasource.ReadReque
 	}
 	ctx = d.data.logContext(ctx)
 	var items []attr.Value
-	err := eachTemplate(ctx, api, templateFilter{NamePrefix: m.NamePrefix, Public: m.Public}, 0, func(t e2bapi.Template) bool {
+	err := eachTemplate(ctx, api, templateFilter{NamePrefix: m.NamePrefix, Public: m.Public}, 0, func(t e2b.Template) bool {
 		tags, err := api.ListTags(ctx, t.TemplateID)
 		if e2bapi.IsNotFound(err) {
 			return true // deleted since the list was read
@@ -109,7 +110,7 @@ func (d *templatesDataSource) Read(ctx context.Context, req datasource.ReadReque
 }
 
 // listedTemplate is an element of templates: t and its tags.
-func listedTemplate(ctx context.Context, t e2bapi.Template, tags []e2bapi.TemplateTag) (attr.Value, diag.Diagnostics) {
+func listedTemplate(ctx context.Context, t e2b.Template, tags []e2b.TemplateTag) (attr.Value, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	names, d := types.ListValueFrom(ctx, types.StringType, t.Names)
 	diags.Append(d...)
@@ -117,7 +118,7 @@ func listedTemplate(ctx context.Context, t e2bapi.Template, tags []e2bapi.Templa
 	defaultBuild := types.StringNull()
 	for i, tag := range tags {
 		tagNames[i] = tag.Tag
-		if tag.Tag == e2bapi.DefaultTag {
+		if tag.Tag == e2b.DefaultTag {
 			defaultBuild = types.StringValue(tag.BuildID)
 		}
 	}

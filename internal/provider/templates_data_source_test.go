@@ -10,7 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 )
 
 // TestAccTemplatesDataSource_filters lists a team's templates by name prefix and public:
@@ -21,7 +21,7 @@ func TestAccTemplatesDataSource_filters(t *testing.T) {
 	prefix := uniqueName("acc-templates")
 	publicID := builtTemplate(t, api, prefix+"-public")
 	public := true
-	_, err := api.UpdateTemplate(t.Context(), publicID, e2bapi.TemplateUpdateRequest{Public: &public})
+	_, err := api.UpdateTemplate(t.Context(), publicID, e2b.TemplateUpdateRequest{Public: &public})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/safehttp"
 )
 
@@ -131,12 +131,12 @@ func checkTemplateName(s string) error {
 	// E2B lower-cases and trims a name before it checks it, so its errors speak of
 	// the alias "my app" where the configuration says "My App".
 	if suggested := strings.Join(strings.Fields(strings.ToLower(s)), "-"); suggested != s {
-		if _, err := e2bapi.ParseName(suggested); err == nil && !strings.Contains(suggested, ":") {
+		if _, err := e2b.ParseName(suggested); err == nil && !strings.Contains(suggested, ":") {
 			return fmt.Errorf("it has spaces or upper-case letters: write %q", suggested)
 		}
 		return errors.New("it has spaces or upper-case letters")
 	}
-	n, err := e2bapi.ParseName(s)
+	n, err := e2b.ParseName(s)
 	if err != nil {
 		return err
 	}
@@ -153,7 +153,7 @@ func checkTemplateName(s string) error {
 // without a tag.
 func templateRefValidator() validator.String {
 	return stringCheck{"must be a template ID or name without a tag", func(s string) error {
-		if e2bapi.IsTemplateID(s) {
+		if e2b.IsTemplateID(s) {
 			return nil
 		}
 		return checkTemplateName(s)
@@ -164,7 +164,7 @@ func templateRefValidator() validator.String {
 // "name[:tag]", "name:<buildID>" or a template ID.
 func templateRunRefValidator() validator.String {
 	return stringCheck{"must be a template ID, name, name:tag or name:<build ID>", func(s string) error {
-		_, err := e2bapi.ParseName(s)
+		_, err := e2b.ParseName(s)
 		return err
 	}}
 }
@@ -172,7 +172,7 @@ func templateRunRefValidator() validator.String {
 // tagValidator accepts a build tag.
 func tagValidator() validator.String {
 	return stringCheck{"must be a tag (a-z, 0-9, '-', '_', '.')", func(s string) error {
-		if err := e2bapi.ValidateTag(s); err != nil {
+		if err := e2b.ValidateTag(s); err != nil {
 			return err
 		}
 		if strings.ToLower(s) != s {
@@ -183,11 +183,11 @@ func tagValidator() validator.String {
 }
 
 func buildIDValidator() validator.String {
-	return stringCheck{"must be a build ID (a UUID)", e2bapi.ValidateBuildID}
+	return stringCheck{"must be a build ID (a UUID)", e2b.ValidateBuildID}
 }
 
 func sandboxIDValidator() validator.String {
-	return stringCheck{"must be a sandbox ID", e2bapi.ValidateSandboxID}
+	return stringCheck{"must be a sandbox ID", e2b.ValidateSandboxID}
 }
 
 // domainValidator accepts an E2B domain: a bare DNS name (safehttp.ValidateDomain).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	envd "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 )
@@ -42,7 +43,7 @@ func Promote(ctx context.Context, api *e2bapi.Client, req PromoteRequest, opts O
 			msg: fmt.Sprintf("Template %s has no build %s; %s.", req.Template, req.BuildID, notMoved)}
 	case err != nil:
 		return res, &Error{Stage: StageBuild, Err: err}
-	case info.Status != e2bapi.BuildReady:
+	case info.Status != e2b.BuildReady:
 		return res, &Error{Stage: StageBuild, Err: fmt.Errorf("build %s is %s", req.BuildID, info.Status),
 			msg: fmt.Sprintf("Build %s of template %s is %q, not ready; %s. Sandboxes cannot start from a build that is not ready.",
 				req.BuildID, req.Template, info.Status, notMoved)}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	envd "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 )
 
@@ -85,7 +85,7 @@ func TestPromoteGateTimeoutLeavesTheTag(t *testing.T) {
 }
 
 func TestPromoteRefusesABuildThatIsNotReady(t *testing.T) {
-	for status, want := range map[string]string{e2bapi.BuildBuilding: `is "building", not ready`, e2bapi.BuildError: `is "error", not ready`} {
+	for status, want := range map[string]string{e2b.BuildBuilding: `is "building", not ready`, e2b.BuildError: `is "error", not ready`} {
 		f := &fakeAPI{buildStatus: status}
 		api, opts, _ := setup(t, f)
 		_, err := Promote(t.Context(), api, promoteRequest(&envd.RunRequest{Command: "true"}), opts)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	envd "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 )
@@ -42,7 +43,7 @@ type Request struct {
 // Options are what Run needs besides the request.
 type Options struct {
 	// Connect returns a client for the envd of a sandbox.
-	Connect func(*e2bapi.Sandbox) (*envd.Client, error)
+	Connect func(*e2b.Sandbox) (*envd.Client, error)
 	// Logger receives the progress messages; may be nil.
 	Logger e2bapi.Logger
 	// Secret, when set, is called with the sandbox's envd access token once it is
@@ -98,10 +99,10 @@ func Run(ctx context.Context, api *e2bapi.Client, req Request, opts Options) (re
 	}
 	log := opts.logger()
 	res = &Result{}
-	var sb *e2bapi.Sandbox
+	var sb *e2b.Sandbox
 	if req.Template != "" {
 		ttl := int32((req.Run.Timeout + sandboxGrace + time.Second - 1) / time.Second) //nolint:gosec // bounded by the schema
-		created, err := api.CreateSandbox(ctx, e2bapi.NewSandbox{TemplateID: req.Template, Timeout: &ttl})
+		created, err := api.CreateSandbox(ctx, e2b.NewSandbox{TemplateID: req.Template, Timeout: &ttl})
 		if err != nil {
 			return res, &Error{Stage: StageCreate, Err: err}
 		}
@@ -117,7 +118,7 @@ func Run(ctx context.Context, api *e2bapi.Client, req Request, opts Options) (re
 		if err != nil {
 			return res, &Error{Stage: StageGet, SandboxID: req.SandboxID, Err: err}
 		}
-		sb = &e2bapi.Sandbox{SandboxID: det.SandboxID, TemplateID: det.TemplateID, EnvdVersion: det.EnvdVersion,
+		sb = &e2b.Sandbox{SandboxID: det.SandboxID, TemplateID: det.TemplateID, EnvdVersion: det.EnvdVersion,
 			EnvdAccessToken: det.EnvdAccessToken, Domain: det.Domain}
 	}
 	res.SandboxID = sb.SandboxID

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	envd "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/server"
@@ -36,12 +37,12 @@ const (
 // records tag moves.
 type fakeAPI struct {
 	mu          sync.Mutex
-	created     []e2bapi.NewSandbox
+	created     []e2b.NewSandbox
 	killed      []string
 	killStatus  int
 	createErr   int
 	buildStatus string
-	moved       []e2bapi.AssignTemplateTagsRequest
+	moved       []e2b.AssignTemplateTagsRequest
 }
 
 func (f *fakeAPI) handler(w http.ResponseWriter, r *http.Request) {
@@ -54,40 +55,40 @@ func (f *fakeAPI) handler(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/v2/sandboxes":
-		var req e2bapi.NewSandbox
+		var req e2b.NewSandbox
 		_ = json.NewDecoder(r.Body).Decode(&req)
 		f.created = append(f.created, req)
 		if f.createErr != 0 {
-			reply(f.createErr, e2bapi.Error{Code: f.createErr, Message: "template not found"})
+			reply(f.createErr, e2b.Error{Code: f.createErr, Message: "template not found"})
 			return
 		}
-		reply(http.StatusCreated, e2bapi.Sandbox{TemplateID: "abcdefghij0123456789", SandboxID: testSandbox, ClientID: e2bapi.ClientID,
+		reply(http.StatusCreated, e2b.Sandbox{TemplateID: "abcdefghij0123456789", SandboxID: testSandbox, ClientID: e2b.ClientID,
 			EnvdVersion: "0.6.13", EnvdAccessToken: testToken})
 	case r.Method == http.MethodGet && r.URL.Path == "/sandboxes/"+testSandbox:
 		now := time.Now().UTC()
-		reply(http.StatusOK, e2bapi.SandboxDetail{TemplateID: "abcdefghij0123456789", SandboxID: testSandbox, ClientID: e2bapi.ClientID,
+		reply(http.StatusOK, e2b.SandboxDetail{TemplateID: "abcdefghij0123456789", SandboxID: testSandbox, ClientID: e2b.ClientID,
 			StartedAt: now, EndAt: now.Add(time.Hour), EnvdVersion: "0.6.13", EnvdAccessToken: testToken, CPUCount: 2, MemoryMB: 512,
 			DiskSizeMB: 1024, State: "running"})
 	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/sandboxes/"):
-		reply(http.StatusNotFound, e2bapi.Error{Code: 404, Message: "sandbox not found"})
+		reply(http.StatusNotFound, e2b.Error{Code: 404, Message: "sandbox not found"})
 	case r.Method == http.MethodGet && r.URL.Path == "/templates/"+testTemplateID+"/builds/"+testBuild+"/status":
 		status := f.buildStatus
 		if status == "" {
-			status = e2bapi.BuildReady
+			status = e2b.BuildReady
 		}
-		reply(http.StatusOK, e2bapi.TemplateBuildInfo{TemplateID: testTemplateID, BuildID: testBuild, Status: status,
-			Logs: []string{}, LogEntries: []e2bapi.BuildLogEntry{}})
+		reply(http.StatusOK, e2b.TemplateBuildInfo{TemplateID: testTemplateID, BuildID: testBuild, Status: status,
+			Logs: []string{}, LogEntries: []e2b.BuildLogEntry{}})
 	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/templates/"+testTemplateID+"/builds/"):
-		reply(http.StatusBadRequest, e2bapi.Error{Code: 400, Message: "build not found"})
+		reply(http.StatusBadRequest, e2b.Error{Code: 400, Message: "build not found"})
 	case r.Method == http.MethodPost && r.URL.Path == "/templates/tags":
-		var req e2bapi.AssignTemplateTagsRequest
+		var req e2b.AssignTemplateTagsRequest
 		_ = json.NewDecoder(r.Body).Decode(&req)
 		f.moved = append(f.moved, req)
-		reply(http.StatusCreated, e2bapi.AssignedTemplateTags{Tags: req.Tags, BuildID: testBuild})
+		reply(http.StatusCreated, e2b.AssignedTemplateTags{Tags: req.Tags, BuildID: testBuild})
 	case r.Method == http.MethodDelete && r.URL.Path == "/sandboxes/"+testSandbox:
 		f.killed = append(f.killed, testSandbox)
 		if f.killStatus != 0 {
-			reply(f.killStatus, e2bapi.Error{Code: f.killStatus, Message: "kill refused"})
+			reply(f.killStatus, e2b.Error{Code: f.killStatus, Message: "kill refused"})
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
@@ -119,7 +120,7 @@ func setup(t *testing.T, f *fakeAPI) (*e2bapi.Client, Options, *tokens) {
 	t.Cleanup(daemon.Close)
 	seen := &tokens{}
 	return api, Options{
-		Connect: func(sb *e2bapi.Sandbox) (*envd.Client, error) {
+		Connect: func(sb *e2b.Sandbox) (*envd.Client, error) {
 			return envd.New(envd.Config{BaseURL: envdSrv.URL, SandboxID: sb.SandboxID, AccessToken: sb.EnvdAccessToken})
 		},
 		Secret: func(ctx context.Context, secret string) context.Context { seen.add(secret); return ctx },
@@ -237,7 +238,7 @@ func TestRunErrorsByStage(t *testing.T) {
 		t.Errorf("unknown sandbox: %v, want a get-stage error", err)
 	}
 
-	opts.Connect = func(*e2bapi.Sandbox) (*envd.Client, error) { return nil, errors.New("no route") }
+	opts.Connect = func(*e2b.Sandbox) (*envd.Client, error) { return nil, errors.New("no route") }
 	f.createErr = 0
 	_, err = Run(t.Context(), api, Request{Template: "base", Run: envd.RunRequest{Command: "true"}}, opts)
 	if !errors.As(err, &runErr) || runErr.Stage != StageConnect || f.kills() != 1 {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/openapitest"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
@@ -57,12 +58,12 @@ type fakeBuild struct {
 	id         string
 	tags       []string
 	status     string
-	reason     *e2bapi.BuildStatusReason
+	reason     *e2b.BuildStatusReason
 	cpu, mem   int32
 	createdAt  time.Time
 	finishesAt time.Time
 	failsAt    string // the step that fails, "" when none does
-	logs       []e2bapi.BuildLogEntry
+	logs       []e2b.BuildLogEntry
 }
 
 // fakeBaseImage is the base image of the tests' builds; the stand-in runs nothing.
@@ -128,7 +129,7 @@ func (f *fakeE2B) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(status)
 		_ = json.NewEncoder(w).Encode(v)
 	}
-	fail := func(status int, msg string) { reply(status, e2bapi.Error{Code: status, Message: msg}) }
+	fail := func(status int, msg string) { reply(status, e2b.Error{Code: status, Message: msg}) }
 	var m []string
 	match := func(method string, re *regexp.Regexp) bool {
 		m = re.FindStringSubmatch(r.URL.Path)
@@ -143,7 +144,7 @@ func (f *fakeE2B) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/v3/templates":
-		var req e2bapi.TemplateBuildRequestV3
+		var req e2b.TemplateBuildRequestV3
 		_ = json.NewDecoder(r.Body).Decode(&req)
 		reply(http.StatusAccepted, f.register(req, now))
 	case match(http.MethodGet, templatePath):
@@ -155,7 +156,7 @@ func (f *fakeE2B) serve(w http.ResponseWriter, r *http.Request) {
 			reply(http.StatusOK, tpl.tags())
 		}
 	case r.Method == http.MethodPost && r.URL.Path == "/templates/tags":
-		var req e2bapi.AssignTemplateTagsRequest
+		var req e2b.AssignTemplateTagsRequest
 		_ = json.NewDecoder(r.Body).Decode(&req)
 		name, target, _ := strings.Cut(req.Target, ":")
 		tpl := f.byName(name)
@@ -167,10 +168,10 @@ func (f *fakeE2B) serve(w http.ResponseWriter, r *http.Request) {
 		for _, tag := range req.Tags {
 			tpl.assign(tag, b.id, now)
 		}
-		reply(http.StatusCreated, e2bapi.AssignedTemplateTags{Tags: req.Tags, BuildID: b.id})
+		reply(http.StatusCreated, e2b.AssignedTemplateTags{Tags: req.Tags, BuildID: b.id})
 	case match(http.MethodGet, filesPath):
 		if template() != nil {
-			reply(http.StatusCreated, e2bapi.TemplateBuildFileUpload{Present: f.archives[m[2]], URL: f.uploadURL + "/" + m[2]})
+			reply(http.StatusCreated, e2b.TemplateBuildFileUpload{Present: f.archives[m[2]], URL: f.uploadURL + "/" + m[2]})
 		}
 	case match(http.MethodPost, startPath):
 		tpl := template()
@@ -178,15 +179,15 @@ func (f *fakeE2B) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		b := tpl.build(m[2])
-		if b == nil || b.status != e2bapi.BuildWaiting {
+		if b == nil || b.status != e2b.BuildWaiting {
 			fail(http.StatusBadRequest, "build is not in waiting state")
 			return
 		}
-		var req e2bapi.TemplateBuildStartV2
+		var req e2b.TemplateBuildStartV2
 		_ = json.NewDecoder(r.Body).Decode(&req)
 		for _, o := range tpl.builds {
-			if o.status == e2bapi.BuildBuilding && sharesTag(o, b) {
-				o.status, o.reason = e2bapi.BuildError, &e2bapi.BuildStatusReason{Message: "build was cancelled"}
+			if o.status == e2b.BuildBuilding && sharesTag(o, b) {
+				o.status, o.reason = e2b.BuildError, &e2b.BuildStatusReason{Message: "build was cancelled"}
 			}
 		}
 		b.start(req, now)
@@ -202,13 +203,13 @@ func (f *fakeE2B) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		offset, _ := strconv.Atoi(r.URL.Query().Get("logsOffset"))
-		page := []e2bapi.BuildLogEntry{}
-		if b.status == e2bapi.BuildReady || b.status == e2bapi.BuildError || b.status == e2bapi.BuildBuilding {
+		page := []e2b.BuildLogEntry{}
+		if b.status == e2b.BuildReady || b.status == e2b.BuildError || b.status == e2b.BuildBuilding {
 			if offset < len(b.logs) {
 				page = b.logs[offset:min(len(b.logs), offset+maxLogPage)]
 			}
 		}
-		reply(http.StatusOK, e2bapi.TemplateBuildInfo{TemplateID: tpl.id, BuildID: b.id, Status: b.status,
+		reply(http.StatusOK, e2b.TemplateBuildInfo{TemplateID: tpl.id, BuildID: b.id, Status: b.status,
 			Logs: []string{}, LogEntries: page, Reason: b.reason})
 	default:
 		fail(http.StatusNotFound, "no such endpoint in the stand-in: "+r.Method+" "+r.URL.Path)
@@ -218,17 +219,17 @@ func (f *fakeE2B) serve(w http.ResponseWriter, r *http.Request) {
 // register is POST /v3/templates: a waiting build of the template the name names (a new
 // one when none does), carrying its tags (default when none) from now on, and failing
 // the template's waiting builds that share one of them.
-func (f *fakeE2B) register(req e2bapi.TemplateBuildRequestV3, now time.Time) e2bapi.TemplateRequestResponseV3 {
+func (f *fakeE2B) register(req e2b.TemplateBuildRequestV3, now time.Time) e2b.TemplateRequestResponseV3 {
 	f.n++
 	tpl := f.byName(req.Name)
 	if tpl == nil {
 		tpl = &fakeTemplate{id: fmt.Sprintf("tpl%017d", f.n), name: req.Name}
 		f.templates[tpl.id] = tpl
 	}
-	b := &fakeBuild{id: fmt.Sprintf("00000000-0000-4000-8000-%012d", f.n), tags: req.Tags, status: e2bapi.BuildWaiting,
+	b := &fakeBuild{id: fmt.Sprintf("00000000-0000-4000-8000-%012d", f.n), tags: req.Tags, status: e2b.BuildWaiting,
 		cpu: 2, mem: 1024, createdAt: now}
 	if len(b.tags) == 0 {
-		b.tags = []string{e2bapi.DefaultTag}
+		b.tags = []string{e2b.DefaultTag}
 	}
 	if req.CPUCount != nil {
 		b.cpu = *req.CPUCount
@@ -237,15 +238,15 @@ func (f *fakeE2B) register(req e2bapi.TemplateBuildRequestV3, now time.Time) e2b
 		b.mem = *req.MemoryMB
 	}
 	for _, o := range tpl.builds {
-		if o.status == e2bapi.BuildWaiting && sharesTag(o, b) {
-			o.status, o.reason = e2bapi.BuildError, &e2bapi.BuildStatusReason{Message: "superseded by a newer one"}
+		if o.status == e2b.BuildWaiting && sharesTag(o, b) {
+			o.status, o.reason = e2b.BuildError, &e2b.BuildStatusReason{Message: "superseded by a newer one"}
 		}
 	}
 	tpl.builds = append(tpl.builds, b)
 	for _, tag := range b.tags {
 		tpl.assign(tag, b.id, now)
 	}
-	return e2bapi.TemplateRequestResponseV3{TemplateID: tpl.id, BuildID: b.id, Names: []string{tpl.name}, Tags: b.tags, Aliases: []string{tpl.name}}
+	return e2b.TemplateRequestResponseV3{TemplateID: tpl.id, BuildID: b.id, Names: []string{tpl.name}, Tags: b.tags, Aliases: []string{tpl.name}}
 }
 
 func (f *fakeE2B) byName(name string) *fakeTemplate {
@@ -274,12 +275,12 @@ func sharesTag(a, b *fakeBuild) bool {
 }
 
 // start runs the build on the request's steps.
-func (b *fakeBuild) start(req e2bapi.TemplateBuildStartV2, now time.Time) {
-	b.status = e2bapi.BuildBuilding
+func (b *fakeBuild) start(req e2b.TemplateBuildStartV2, now time.Time) {
+	b.status = e2b.BuildBuilding
 	var took time.Duration
 	for i, s := range req.Steps {
 		step := strconv.Itoa(i + 1)
-		b.logs = append(b.logs, e2bapi.BuildLogEntry{Timestamp: now, Level: e2bapi.LogInfo, Step: step, Message: s.Describe()})
+		b.logs = append(b.logs, e2b.BuildLogEntry{Timestamp: now, Level: e2b.LogInfo, Step: step, Message: s.Describe()})
 		if s.Type != steps.Run || b.failsAt != "" {
 			continue
 		}
@@ -297,12 +298,12 @@ func (b *fakeBuild) start(req e2bapi.TemplateBuildStartV2, now time.Time) {
 
 // advance ends a build in progress whose time has come.
 func (b *fakeBuild) advance(now time.Time) {
-	if b.status != e2bapi.BuildBuilding || now.Before(b.finishesAt) {
+	if b.status != e2b.BuildBuilding || now.Before(b.finishesAt) {
 		return
 	}
-	b.status = e2bapi.BuildReady
+	b.status = e2b.BuildReady
 	if b.failsAt != "" {
-		b.status, b.reason = e2bapi.BuildError, &e2bapi.BuildStatusReason{Message: "command exited with a non-zero code", Step: b.failsAt}
+		b.status, b.reason = e2b.BuildError, &e2b.BuildStatusReason{Message: "command exited with a non-zero code", Step: b.failsAt}
 	}
 }
 
@@ -324,11 +325,11 @@ func (tpl *fakeTemplate) resolve(target string) *fakeBuild {
 	if tpl == nil {
 		return nil
 	}
-	if b := tpl.build(target); b != nil && b.status == e2bapi.BuildReady {
+	if b := tpl.build(target); b != nil && b.status == e2b.BuildReady {
 		return b
 	}
 	for _, a := range slices.Backward(tpl.assignments) {
-		if b := tpl.build(a.buildID); a.tag == target && b.status == e2bapi.BuildReady {
+		if b := tpl.build(a.buildID); a.tag == target && b.status == e2b.BuildReady {
 			return b
 		}
 	}
@@ -336,24 +337,24 @@ func (tpl *fakeTemplate) resolve(target string) *fakeBuild {
 }
 
 // tags is the tag list: every tag's newest assignment, sorted by tag.
-func (tpl *fakeTemplate) tags() []e2bapi.TemplateTag {
+func (tpl *fakeTemplate) tags() []e2b.TemplateTag {
 	newest := map[string]fakeAssignment{}
 	for _, a := range tpl.assignments {
 		newest[a.tag] = a
 	}
-	out := []e2bapi.TemplateTag{}
+	out := []e2b.TemplateTag{}
 	for _, a := range newest {
-		out = append(out, e2bapi.TemplateTag{Tag: a.tag, BuildID: a.buildID, CreatedAt: a.at})
+		out = append(out, e2b.TemplateTag{Tag: a.tag, BuildID: a.buildID, CreatedAt: a.at})
 	}
-	slices.SortFunc(out, func(a, b e2bapi.TemplateTag) int { return strings.Compare(a.Tag, b.Tag) })
+	slices.SortFunc(out, func(a, b e2b.TemplateTag) int { return strings.Compare(a.Tag, b.Tag) })
 	return out
 }
 
-func (tpl *fakeTemplate) withBuilds(now time.Time) e2bapi.TemplateWithBuilds {
-	out := e2bapi.TemplateWithBuilds{TemplateID: tpl.id, Aliases: []string{tpl.name}, Names: []string{tpl.name},
-		CreatedAt: tpl.builds[0].createdAt, UpdatedAt: now, Builds: []e2bapi.TemplateBuild{}}
+func (tpl *fakeTemplate) withBuilds(now time.Time) e2b.TemplateWithBuilds {
+	out := e2b.TemplateWithBuilds{TemplateID: tpl.id, Aliases: []string{tpl.name}, Names: []string{tpl.name},
+		CreatedAt: tpl.builds[0].createdAt, UpdatedAt: now, Builds: []e2b.TemplateBuild{}}
 	for _, b := range tpl.builds {
-		out.Builds = append(out.Builds, e2bapi.TemplateBuild{BuildID: b.id, Status: b.status, CreatedAt: b.createdAt,
+		out.Builds = append(out.Builds, e2b.TemplateBuild{BuildID: b.id, Status: b.status, CreatedAt: b.createdAt,
 			UpdatedAt: now, CPUCount: b.cpu, MemoryMB: b.mem})
 	}
 	return out

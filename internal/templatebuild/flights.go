@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
@@ -90,7 +91,7 @@ func (f *flights) finish(fl *flight) {
 // read afresh, as that one may have taken the waiting build. The wait is bounded by
 // waitCtx. The returned flight, when not nil, must be finished once the build is no
 // longer followed.
-func (r *Runner) startAlone(ctx, waitCtx context.Context, tpl *e2bapi.TemplateWithBuilds, b *Build, log e2bapi.Logger) (string, bool, *flight, error) {
+func (r *Runner) startAlone(ctx, waitCtx context.Context, tpl *e2b.TemplateWithBuilds, b *Build, log e2bapi.Logger) (string, bool, *flight, error) {
 	for {
 		release, err := r.running.starts.lock(waitCtx, b.TemplateID)
 		if err != nil {
@@ -129,10 +130,10 @@ func (r *Runner) startAlone(ctx, waitCtx context.Context, tpl *e2bapi.TemplateWi
 // carriedTags are the tags the build start will carry for E2B's cancelling, taken
 // broadly: the default tag of a waiting build it may run on, and the tags it is
 // registered with otherwise (the default tag when it has none).
-func carriedTags(tpl *e2bapi.TemplateWithBuilds, b *Build) []string {
+func carriedTags(tpl *e2b.TemplateWithBuilds, b *Build) []string {
 	tags := slices.Clone(b.Tags)
-	if len(tags) == 0 || slices.ContainsFunc(tpl.Builds, func(w e2bapi.TemplateBuild) bool { return w.Status == e2bapi.BuildWaiting }) {
-		tags = append(tags, e2bapi.DefaultTag)
+	if len(tags) == 0 || slices.ContainsFunc(tpl.Builds, func(w e2b.TemplateBuild) bool { return w.Status == e2b.BuildWaiting }) {
+		tags = append(tags, e2b.DefaultTag)
 	}
 	return tags
 }

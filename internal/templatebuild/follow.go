@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 )
@@ -25,11 +26,11 @@ const (
 type FailedError struct {
 	TemplateID string
 	BuildID    string
-	Reason     *e2bapi.BuildStatusReason
+	Reason     *e2b.BuildStatusReason
 	// Steps are the build's steps, to name the one that failed; may be nil.
 	Steps []steps.Step
 	// Tail is the last log lines (at most failureLogLines).
-	Tail []e2bapi.BuildLogEntry
+	Tail []e2b.BuildLogEntry
 }
 
 // Error says where and why the build failed, then its last log lines.
@@ -67,9 +68,9 @@ type poller struct {
 // waiting). A full page is followed at once; otherwise it waits the poll interval. A
 // failed build returns the final answer and a *FailedError; when ctx ends first, the error
 // is ctx's and the build goes on.
-func (p poller) follow(ctx context.Context, api *e2bapi.Client, templateID, buildID string, buildSteps []steps.Step, onLog func(e2bapi.BuildLogEntry, string)) (*e2bapi.TemplateBuildInfo, error) {
+func (p poller) follow(ctx context.Context, api *e2bapi.Client, templateID, buildID string, buildSteps []steps.Step, onLog func(e2b.BuildLogEntry, string)) (*e2b.TemplateBuildInfo, error) {
 	var offset int32
-	var tail []e2bapi.BuildLogEntry
+	var tail []e2b.BuildLogEntry
 	for {
 		info, err := api.GetBuildStatus(ctx, templateID, buildID, offset)
 		if err != nil {
@@ -86,10 +87,10 @@ func (p poller) follow(ctx context.Context, api *e2bapi.Client, templateID, buil
 		}
 		offset += int32(len(info.LogEntries)) //nolint:gosec // at most maxLogPage
 		switch info.Status {
-		case e2bapi.BuildWaiting, e2bapi.BuildBuilding:
-		case e2bapi.BuildReady, e2bapi.BuildError:
+		case e2b.BuildWaiting, e2b.BuildBuilding:
+		case e2b.BuildReady, e2b.BuildError:
 			if len(info.LogEntries) == 0 {
-				if info.Status == e2bapi.BuildError {
+				if info.Status == e2b.BuildError {
 					return info, &FailedError{TemplateID: templateID, BuildID: buildID, Reason: info.Reason, Steps: buildSteps, Tail: tail}
 				}
 				return info, nil

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/openapitest"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
@@ -26,11 +27,11 @@ const (
 // buildLog is a stand-in for the build status endpoint: poll n sees visible(n) of the
 // entries, at most a page from the asked offset, and the status status(n).
 type buildLog struct {
-	entries []e2bapi.BuildLogEntry
+	entries []e2b.BuildLogEntry
 	polls   atomic.Int32
 	visible func(poll int) int
 	status  func(poll int) string
-	reason  *e2bapi.BuildStatusReason
+	reason  *e2b.BuildStatusReason
 
 	mu      sync.Mutex
 	offsets []string
@@ -40,7 +41,7 @@ func newBuildLog(n int) *buildLog {
 	b := &buildLog{}
 	at := time.Date(2026, 11, 30, 1, 2, 3, 0, time.UTC)
 	for i := range n {
-		b.entries = append(b.entries, e2bapi.BuildLogEntry{Timestamp: at.Add(time.Duration(i) * time.Millisecond), Message: fmt.Sprintf("line %d", i), Level: e2bapi.LogInfo, Step: "1"})
+		b.entries = append(b.entries, e2b.BuildLogEntry{Timestamp: at.Add(time.Duration(i) * time.Millisecond), Message: fmt.Sprintf("line %d", i), Level: e2b.LogInfo, Step: "1"})
 	}
 	return b
 }
@@ -60,12 +61,12 @@ func (b *buildLog) client(t *testing.T) *e2bapi.Client {
 			t.Errorf("logsOffset %q: %v", q, err)
 		}
 		end := min(b.visible(poll), offset+maxLogPage)
-		page := []e2bapi.BuildLogEntry{}
+		page := []e2b.BuildLogEntry{}
 		if offset < end {
 			page = b.entries[offset:end]
 		}
-		info := e2bapi.TemplateBuildInfo{TemplateID: testTemplate, BuildID: testBuildID, Status: b.status(poll), Logs: []string{}, LogEntries: page}
-		if info.Status == e2bapi.BuildError {
+		info := e2b.TemplateBuildInfo{TemplateID: testTemplate, BuildID: testBuildID, Status: b.status(poll), Logs: []string{}, LogEntries: page}
+		if info.Status == e2b.BuildError {
 			info.Reason = b.reason
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -95,9 +96,9 @@ func TestFollowPagesAndDrains(t *testing.T) {
 	}
 	b.status = func(poll int) string {
 		if poll >= 3 {
-			return e2bapi.BuildReady
+			return e2b.BuildReady
 		}
-		return e2bapi.BuildBuilding
+		return e2b.BuildBuilding
 	}
 	api := b.client(t)
 
@@ -109,11 +110,11 @@ func TestFollowPagesAndDrains(t *testing.T) {
 		fakeNow += d
 		return nil
 	}}
-	info, err := p.follow(t.Context(), api, testTemplate, testBuildID, nil, func(e e2bapi.BuildLogEntry, _ string) { logged = append(logged, e.Message) })
+	info, err := p.follow(t.Context(), api, testTemplate, testBuildID, nil, func(e e2b.BuildLogEntry, _ string) { logged = append(logged, e.Message) })
 	if err != nil {
 		t.Fatalf("follow: %v", err)
 	}
-	if info.Status != e2bapi.BuildReady || len(info.LogEntries) != 0 {
+	if info.Status != e2b.BuildReady || len(info.LogEntries) != 0 {
 		t.Errorf("final answer %+v, want ready with no entries (drained)", info)
 	}
 	if len(logged) != 250 {
@@ -140,16 +141,16 @@ func TestFollowFailure(t *testing.T) {
 	b.visible = func(int) int { return 120 }
 	b.status = func(poll int) string {
 		if poll == 1 {
-			return e2bapi.BuildBuilding
+			return e2b.BuildBuilding
 		}
-		return e2bapi.BuildError
+		return e2b.BuildError
 	}
-	b.reason = &e2bapi.BuildStatusReason{Message: "command failed: exit 1", Step: "2"}
+	b.reason = &e2b.BuildStatusReason{Message: "command failed: exit 1", Step: "2"}
 	api := b.client(t)
 	buildSteps := []steps.Step{steps.NewRun(steps.RunArgs{Command: "true"}), steps.NewRun(steps.RunArgs{Command: "exit 1"})}
 	n := 0
 	p := poller{interval: time.Second, sleep: func(context.Context, time.Duration) error { return nil }}
-	info, err := p.follow(t.Context(), api, testTemplate, testBuildID, buildSteps, func(e2bapi.BuildLogEntry, string) { n++ })
+	info, err := p.follow(t.Context(), api, testTemplate, testBuildID, buildSteps, func(e2b.BuildLogEntry, string) { n++ })
 	var failed *FailedError
 	if !errors.As(err, &failed) || failed.Reason == nil || failed.Reason.Message != "command failed: exit 1" {
 		t.Fatalf("error %v, want a *FailedError with the reason", err)
@@ -160,7 +161,7 @@ func TestFollowFailure(t *testing.T) {
 	if len(failed.Tail) != failureLogLines || failed.Tail[len(failed.Tail)-1].Message != "line 119" {
 		t.Errorf("tail has %d lines ending %+v, want the last %d", len(failed.Tail), failed.Tail[len(failed.Tail)-1], failureLogLines)
 	}
-	if info == nil || info.Status != e2bapi.BuildError {
+	if info == nil || info.Status != e2b.BuildError {
 		t.Errorf("final answer %+v, want the error status", info)
 	}
 	if n != 120 {
@@ -171,7 +172,7 @@ func TestFollowFailure(t *testing.T) {
 func TestFollowStopsWithContext(t *testing.T) {
 	b := newBuildLog(0)
 	b.visible = func(int) int { return 0 }
-	b.status = func(int) string { return e2bapi.BuildBuilding }
+	b.status = func(int) string { return e2b.BuildBuilding }
 	api := b.client(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	p := poller{interval: time.Second, sleep: func(ctx context.Context, d time.Duration) error {
@@ -186,12 +187,12 @@ func TestFollowStopsWithContext(t *testing.T) {
 
 func TestFailedErrorShowsTheTail(t *testing.T) {
 	buildSteps := []steps.Step{steps.NewRun(steps.RunArgs{Command: "true"}), steps.NewRun(steps.RunArgs{Command: "exit 7"})}
-	var tail []e2bapi.BuildLogEntry
+	var tail []e2b.BuildLogEntry
 	for i := range 40 {
-		tail = append(tail, e2bapi.BuildLogEntry{Message: fmt.Sprintf("line %d", i), Step: "2"})
+		tail = append(tail, e2b.BuildLogEntry{Message: fmt.Sprintf("line %d", i), Step: "2"})
 	}
-	tail = append(tail, e2bapi.BuildLogEntry{Message: "no step\n"})
-	err := &FailedError{TemplateID: "tpl", BuildID: "bid", Reason: &e2bapi.BuildStatusReason{Message: "exit status 7", Step: "2"}, Steps: buildSteps, Tail: tail[11:]}
+	tail = append(tail, e2b.BuildLogEntry{Message: "no step\n"})
+	err := &FailedError{TemplateID: "tpl", BuildID: "bid", Reason: &e2b.BuildStatusReason{Message: "exit status 7", Step: "2"}, Steps: buildSteps, Tail: tail[11:]}
 	got := err.Error()
 	for _, want := range []string{"Build bid of template tpl failed at step 2 (RUN exit 7): exit status 7.", "Last 30 log lines", "[2] line 11", "[2] line 39", "[-] no step\n"} {
 		if !strings.Contains(got, want) {

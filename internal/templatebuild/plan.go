@@ -15,6 +15,7 @@ import (
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/dockerfile"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 )
@@ -33,7 +34,7 @@ type Spec struct {
 	TemplateID        string
 	FromImage         string
 	FromTemplate      string
-	FromImageRegistry *e2bapi.FromImageRegistry
+	FromImageRegistry *e2b.FromImageRegistry
 	// Dockerfile is the path of a Dockerfile or its content. Its base, steps and commands
 	// come first, Steps after them; StartCmd and ReadyCmd, when set, win over its CMD.
 	Dockerfile string
@@ -80,7 +81,7 @@ type Build struct {
 	// Tags are the tags the build gets: with Reuse, the spec tag too, and the default
 	// tag when no other is configured (as a build without tags gets it).
 	Tags  []string
-	Start e2bapi.TemplateBuildStartV2
+	Start e2b.TemplateBuildStartV2
 	// SpecHash is the spec hash v1 of what defines the build (design/hashing.md "Spec hash").
 	SpecHash string
 	Reuse    bool
@@ -217,7 +218,7 @@ func resolve(spec Spec) (*Build, error) {
 	b := &Build{
 		TemplateID: spec.TemplateID, CPUCount: spec.CPUCount, MemoryMB: spec.MemoryMB, Tags: spec.Tags,
 		Reuse: spec.Reuse, triggers: spec.Triggers,
-		Start: e2bapi.TemplateBuildStartV2{
+		Start: e2b.TemplateBuildStartV2{
 			FromImage: spec.FromImage, FromTemplate: spec.FromTemplate, FromImageRegistry: spec.FromImageRegistry,
 			Force: spec.Force, StartCmd: spec.StartCmd, ReadyCmd: spec.ReadyCmd, Steps: []steps.Step{},
 		},
@@ -290,7 +291,7 @@ func (b *Build) finish() {
 	b.SpecHash = specHash(b.specFields())
 	if b.Reuse {
 		if len(b.Tags) == 0 {
-			b.Tags = []string{e2bapi.DefaultTag}
+			b.Tags = []string{e2b.DefaultTag}
 		}
 		b.Tags = append(slices.Clone(b.Tags), SpecTag(b.SpecHash))
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
@@ -15,7 +16,7 @@ import (
 // which is meant to run).
 func (r *Runner) Reusable(ctx context.Context, b *Build) (string, error) {
 	buildID, status, err := specTagged(ctx, r.api, b)
-	if status != e2bapi.BuildReady {
+	if status != e2b.BuildReady {
 		return "", err
 	}
 	return buildID, nil
@@ -26,7 +27,7 @@ func (r *Runner) Reusable(ctx context.Context, b *Build) (string, error) {
 // spec that another run is building is waited for (under waitCtx) rather than cancelled by
 // a build sharing its tag. reused is false when there is no build to reuse: b is then to
 // be built.
-func (r *Runner) reuse(ctx, waitCtx context.Context, b *Build, tpl *e2bapi.TemplateWithBuilds, planned string, log e2bapi.Logger) (res Result, reused bool, err error) {
+func (r *Runner) reuse(ctx, waitCtx context.Context, b *Build, tpl *e2b.TemplateWithBuilds, planned string, log e2bapi.Logger) (res Result, reused bool, err error) {
 	if !b.reuses() {
 		return Result{}, false, nil
 	}
@@ -36,7 +37,7 @@ func (r *Runner) reuse(ctx, waitCtx context.Context, b *Build, tpl *e2bapi.Templ
 		if buildID, status, err = specTagged(ctx, r.api, b); err != nil {
 			return Result{}, false, &Error{StageReuse, err}
 		}
-		if status == e2bapi.BuildBuilding {
+		if status == e2b.BuildBuilding {
 			log.Info(ctx, "waiting for a build of the same spec hash that another run started, to reuse it", map[string]any{"build_id": buildID})
 			var failed *FailedError
 			status, err = r.wait(ctx, waitCtx, b.TemplateID, buildID, nil, nil, templateName(tpl), Options{})
@@ -49,7 +50,7 @@ func (r *Runner) reuse(ctx, waitCtx context.Context, b *Build, tpl *e2bapi.Templ
 				return Result{BuildID: buildID, Status: status}, true, err
 			}
 		}
-		if status != e2bapi.BuildReady {
+		if status != e2b.BuildReady {
 			return Result{}, false, nil
 		}
 	} else if ready, err := isReady(ctx, r.api, b.TemplateID, planned); err != nil {
@@ -59,7 +60,7 @@ func (r *Runner) reuse(ctx, waitCtx context.Context, b *Build, tpl *e2bapi.Templ
 		return Result{}, false, &Error{StageReuse, fmt.Errorf("build %s of template %s, which the plan reuses, "+
 			"is no longer a ready build; run terraform plan again", planned, b.TemplateID)}
 	}
-	res = Result{BuildID: buildID, Status: e2bapi.BuildReady}
+	res = Result{BuildID: buildID, Status: e2b.BuildReady}
 	if _, err := r.api.AssignTags(ctx, templateName(tpl)+":"+buildID, b.Tags); err != nil {
 		return res, true, &Error{StageTags, err}
 	}
@@ -81,7 +82,7 @@ func specTagged(ctx context.Context, api *e2bapi.Client, b *Build) (buildID, sta
 		return "", "", err
 	}
 	tag := SpecTag(b.SpecHash)
-	i := slices.IndexFunc(tags, func(t e2bapi.TemplateTag) bool { return t.Tag == tag })
+	i := slices.IndexFunc(tags, func(t e2b.TemplateTag) bool { return t.Tag == tag })
 	if i < 0 {
 		return "", "", nil
 	}
@@ -98,7 +99,7 @@ func specTagged(ctx context.Context, api *e2bapi.Client, b *Build) (buildID, sta
 // reuses reports whether b may take a build instead of building: a forced build, or one
 // with a forced step (the cache skipped from there on), is meant to run.
 func (b *Build) reuses() bool {
-	return b.Reuse && !b.Start.Force && !slices.ContainsFunc(b.Start.Steps, func(s e2bapi.TemplateStep) bool { return s.Force })
+	return b.Reuse && !b.Start.Force && !slices.ContainsFunc(b.Start.Steps, func(s e2b.TemplateStep) bool { return s.Force })
 }
 
 // isReady reports whether the build exists and is ready.
@@ -110,5 +111,5 @@ func isReady(ctx context.Context, api *e2bapi.Client, templateID, buildID string
 	if err != nil {
 		return false, err
 	}
-	return info.Status == e2bapi.BuildReady, nil
+	return info.Status == e2b.BuildReady, nil
 }

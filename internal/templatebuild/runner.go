@@ -14,6 +14,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
@@ -53,7 +54,7 @@ type Options struct {
 	Started func(buildID string) error
 	// OnLog receives every build log line once, in order, with a description of its
 	// step such as "step 2 (RUN make)".
-	OnLog func(line e2bapi.BuildLogEntry, step string)
+	OnLog func(line e2b.BuildLogEntry, step string)
 	// Logger receives the progress messages (uploads, start); may be nil.
 	Logger e2bapi.Logger
 	// Reuse is the build the plan reuses (Reusable), if any: Run takes exactly that one.
@@ -105,13 +106,13 @@ func (r *Runner) Run(ctx context.Context, b *Build, opts Options) (Result, error
 	}
 	if opts.Started != nil {
 		if err := opts.Started(buildID); err != nil {
-			return Result{BuildID: buildID, Status: e2bapi.BuildBuilding}, err
+			return Result{BuildID: buildID, Status: e2b.BuildBuilding}, err
 		}
 	}
 	if err != nil {
 		// The build may be running: the caller keeps it as building, and whoever looks
 		// at it next finds out (a build still waiting was never started).
-		return Result{BuildID: buildID, Status: e2bapi.BuildBuilding}, &Error{StageStart, err}
+		return Result{BuildID: buildID, Status: e2b.BuildBuilding}, &Error{StageStart, err}
 	}
 	// A build registered anew got its tags then; one started on the waiting build only
 	// carries the default tag until it is ready.
@@ -132,24 +133,24 @@ func (r *Runner) Wait(ctx context.Context, templateID, buildID string, tags []st
 	defer cancel()
 	// Followed again: a build started meanwhile must not cancel it. Its tags at the
 	// start are not known here; the default tag and tags cover every case.
-	defer r.running.finish(r.running.add(templateID, buildID, append(slices.Clone(tags), e2bapi.DefaultTag)))
+	defer r.running.finish(r.running.add(templateID, buildID, append(slices.Clone(tags), e2b.DefaultTag)))
 	return r.wait(ctx, waitCtx, templateID, buildID, nil, tags, "", opts)
 }
 
 // wait follows the build under waitCtx, then tags it. name is the template's name when
 // known (else it is read when a tag is missing).
-func (r *Runner) wait(ctx, waitCtx context.Context, templateID, buildID string, buildSteps []e2bapi.TemplateStep, tags []string, name string, opts Options) (string, error) {
+func (r *Runner) wait(ctx, waitCtx context.Context, templateID, buildID string, buildSteps []e2b.TemplateStep, tags []string, name string, opts Options) (string, error) {
 	info, err := r.poller.follow(waitCtx, r.api, templateID, buildID, buildSteps, opts.OnLog)
 	var failed *FailedError
 	switch {
 	case errors.As(err, &failed):
-		return e2bapi.BuildError, err
+		return e2b.BuildError, err
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
-		return e2bapi.BuildBuilding, &TimeoutError{TemplateID: templateID, BuildID: buildID}
+		return e2b.BuildBuilding, &TimeoutError{TemplateID: templateID, BuildID: buildID}
 	case err != nil:
-		return e2bapi.BuildBuilding, &Error{StageFollow, err}
+		return e2b.BuildBuilding, &Error{StageFollow, err}
 	}
-	if info.Status == e2bapi.BuildReady {
+	if info.Status == e2b.BuildReady {
 		if err := assignMissingTags(ctx, r.api, templateID, buildID, name, tags); err != nil {
 			return info.Status, &Error{StageTags, err}
 		}

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 )
 
@@ -19,7 +19,7 @@ func int32p(v int32) *int32 { return &v }
 func vectorBuild() *Build {
 	return &Build{
 		CPUCount: int32p(2), MemoryMB: int32p(1024),
-		Start: e2bapi.TemplateBuildStartV2{
+		Start: e2b.TemplateBuildStartV2{
 			FromImage: "ubuntu:22.04", StartCmd: "python app.py", ReadyCmd: "curl localhost:8000",
 			Steps: []steps.Step{
 				{Type: steps.Copy, Args: []string{"app", "/app", "", ""}, FilesHash: strings.Repeat("a", 64)},
@@ -36,7 +36,7 @@ func TestSpecHashVector(t *testing.T) {
 	if got, want := specHash(vectorBuild().specFields()), "49062e4142b0b31bb7f89c87c95026a6ab61202682eb8c9a438bae07691399a7"; got != want {
 		t.Errorf("spec hash %s, want %s", got, want)
 	}
-	bare := &Build{Start: e2bapi.TemplateBuildStartV2{FromImage: "busybox"}}
+	bare := &Build{Start: e2b.TemplateBuildStartV2{FromImage: "busybox"}}
 	if got, want := specHash(bare.specFields()), "bff107cd971b53a60e75a1fb4e1d5af6071ffb3cc4248a405ae7b768e530cc70"; got != want {
 		t.Errorf("spec hash of a bare base %s, want %s", got, want)
 	}
@@ -76,7 +76,7 @@ func TestSpecHashCovers(t *testing.T) {
 		"tags":       func(b *Build) { b.Tags = []string{"prod"} },
 		"force":      func(b *Build) { b.Start.Force = true },
 		"step force": func(b *Build) { b.Start.Steps[1].Force = true },
-		"registry":   func(b *Build) { b.Start.FromImageRegistry = &e2bapi.FromImageRegistry{Type: "registry", Password: "x"} },
+		"registry":   func(b *Build) { b.Start.FromImageRegistry = &e2b.FromImageRegistry{Type: "registry", Password: "x"} },
 		"context":    func(b *Build) { b.ContextDir = "/elsewhere" },
 		"reuse":      func(b *Build) { b.Reuse = true },
 	}
@@ -93,9 +93,9 @@ func TestSpecHashCovers(t *testing.T) {
 // no build to reuse (the client is never used).
 func TestForcedBuildsDoNotReuse(t *testing.T) {
 	for name, b := range map[string]*Build{
-		"force":      {Reuse: true, Start: e2bapi.TemplateBuildStartV2{Force: true}},
-		"step force": {Reuse: true, Start: e2bapi.TemplateBuildStartV2{Steps: []steps.Step{{Type: steps.Run, Args: []string{"x"}, Force: true}}}},
-		"no reuse":   {Start: e2bapi.TemplateBuildStartV2{Steps: []steps.Step{{Type: steps.Run, Args: []string{"x"}}}}},
+		"force":      {Reuse: true, Start: e2b.TemplateBuildStartV2{Force: true}},
+		"step force": {Reuse: true, Start: e2b.TemplateBuildStartV2{Steps: []steps.Step{{Type: steps.Run, Args: []string{"x"}, Force: true}}}},
+		"no reuse":   {Start: e2b.TemplateBuildStartV2{Steps: []steps.Step{{Type: steps.Run, Args: []string{"x"}}}}},
 	} {
 		r := NewRunner(nil)
 		if id, err := r.Reusable(t.Context(), b); id != "" || err != nil {
@@ -129,7 +129,7 @@ func TestPlanSpecHash(t *testing.T) {
 		t.Errorf("another checkout path: spec hash %s, want %s", other.SpecHash, first.SpecHash)
 	}
 	reused := plan(t.TempDir(), Spec{Reuse: true})
-	if want := []string{e2bapi.DefaultTag, "spec-" + first.SpecHash[:16]}; !slices.Equal(reused.Tags, want) {
+	if want := []string{e2b.DefaultTag, "spec-" + first.SpecHash[:16]}; !slices.Equal(reused.Tags, want) {
 		t.Errorf("reuse without tags: tags %q, want %q", reused.Tags, want)
 	}
 	tagged := plan(t.TempDir(), Spec{Reuse: true, Tags: []string{"v1"}})
@@ -157,7 +157,7 @@ func TestRunReuses(t *testing.T) {
 		t.Fatalf("Reusable before any build = %q, %v", id, err)
 	}
 	first, err := r.Run(ctx, b, Options{})
-	if err != nil || first.Status != e2bapi.BuildReady {
+	if err != nil || first.Status != e2b.BuildReady {
 		t.Fatalf("first run: %+v, %v", first, err)
 	}
 	if id, err := r.Reusable(ctx, b); err != nil || id != first.BuildID {
@@ -175,7 +175,7 @@ func TestRunReuses(t *testing.T) {
 	tags, err := api.ListTags(ctx, reg.TemplateID)
 	acctest.Must(t, err)
 	for _, want := range []string{"v1", "v2", SpecTag(b.SpecHash)} {
-		if !slices.ContainsFunc(tags, func(tt e2bapi.TemplateTag) bool { return tt.Tag == want && tt.BuildID == first.BuildID }) {
+		if !slices.ContainsFunc(tags, func(tt e2b.TemplateTag) bool { return tt.Tag == want && tt.BuildID == first.BuildID }) {
 			t.Errorf("tag %s does not point at %s: %+v", want, first.BuildID, tags)
 		}
 	}
@@ -211,7 +211,7 @@ func TestRunReusesWithinOneProcess(t *testing.T) {
 		wg.Go(func() { results[i], errs[i] = r.Run(ctx, b, Options{}) })
 	}
 	wg.Wait()
-	if errs[0] != nil || errs[1] != nil || results[0] != results[1] || results[0].Status != e2bapi.BuildReady {
+	if errs[0] != nil || errs[1] != nil || results[0] != results[1] || results[0].Status != e2b.BuildReady {
 		t.Fatalf("runs = %+v, %v; want one ready build for both", results, errs)
 	}
 	if ran := ranBuilds(t, api, reg.TemplateID); len(ran) != 1 || ran[0].BuildID != results[0].BuildID {
@@ -235,13 +235,13 @@ func TestRunWaitsForTheSameSpecElsewhere(t *testing.T) {
 				Steps: []Step{{Step: steps.NewRun(steps.RunArgs{Command: "echo mine"})}}}, &recorder{})
 			acctest.Must(t, err)
 			// The other run: a build with the spec tag, started outside this process.
-			started, err := api.CreateTemplateBuild(ctx, e2bapi.TemplateBuildRequestV3{Name: reg.Names[0], Tags: []string{SpecTag(b.SpecHash)}})
+			started, err := api.CreateTemplateBuild(ctx, e2b.TemplateBuildRequestV3{Name: reg.Names[0], Tags: []string{SpecTag(b.SpecHash)}})
 			acctest.Must(t, err)
-			acctest.Must(t, api.StartBuild(ctx, reg.TemplateID, started.BuildID, e2bapi.TemplateBuildStartV2{
+			acctest.Must(t, api.StartBuild(ctx, reg.TemplateID, started.BuildID, e2b.TemplateBuildStartV2{
 				FromImage: fakeBaseImage, Steps: []steps.Step{{Type: steps.Run, Args: []string{other.command}}}}))
 			var log recorder
 			res, err := r.Run(ctx, b, Options{Logger: &log})
-			if err != nil || res.Status != e2bapi.BuildReady || (res.BuildID == started.BuildID) != other.reused {
+			if err != nil || res.Status != e2b.BuildReady || (res.BuildID == started.BuildID) != other.reused {
 				t.Fatalf("Run = %+v, %v; want the other build %s reused: %v", res, err, started.BuildID, other.reused)
 			}
 			if log.count("waiting for a build of the same spec hash that another run started, to reuse it") != 1 {
@@ -262,7 +262,7 @@ func TestRunReuseRunsOnTheWaitingBuild(t *testing.T) {
 	acctest.Must(t, err)
 	r := NewRunner(api)
 	res, err := r.Run(t.Context(), b, Options{})
-	if err != nil || res.BuildID != reg.BuildID || res.Status != e2bapi.BuildReady {
+	if err != nil || res.BuildID != reg.BuildID || res.Status != e2b.BuildReady {
 		t.Fatalf("Run = %+v, %v; want the waiting build %s, ready", res, err, reg.BuildID)
 	}
 	if builds := ranBuilds(t, api, reg.TemplateID); len(builds) != 1 {

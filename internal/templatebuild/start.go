@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
@@ -20,10 +21,10 @@ import (
 // instead of building again and cancelling it. One with reuse that runs on the waiting
 // build (the template's first) gets its spec tag only once ready, as E2B moves tags to
 // ready builds only: until then another process's run of the same spec does not see it.
-func start(ctx context.Context, api *e2bapi.Client, tpl *e2bapi.TemplateWithBuilds, b *Build, log e2bapi.Logger) (buildID string, onWaiting bool, err error) {
+func start(ctx context.Context, api *e2bapi.Client, tpl *e2b.TemplateWithBuilds, b *Build, log e2bapi.Logger) (buildID string, onWaiting bool, err error) {
 	waiting := false
 	for _, w := range tpl.Builds {
-		if w.Status != e2bapi.BuildWaiting {
+		if w.Status != e2b.BuildWaiting {
 			continue
 		}
 		waiting = true
@@ -46,10 +47,10 @@ func start(ctx context.Context, api *e2bapi.Client, tpl *e2bapi.TemplateWithBuil
 	}
 	name := templateName(tpl)
 	tags := b.Tags
-	if waiting && len(tags) > 0 && !slices.Contains(tags, e2bapi.DefaultTag) {
-		tags = append(slices.Clone(tags), e2bapi.DefaultTag)
+	if waiting && len(tags) > 0 && !slices.Contains(tags, e2b.DefaultTag) {
+		tags = append(slices.Clone(tags), e2b.DefaultTag)
 	}
-	out, err := api.CreateTemplateBuild(ctx, e2bapi.TemplateBuildRequestV3{Name: name, Tags: tags, CPUCount: b.CPUCount, MemoryMB: b.MemoryMB})
+	out, err := api.CreateTemplateBuild(ctx, e2b.TemplateBuildRequestV3{Name: name, Tags: tags, CPUCount: b.CPUCount, MemoryMB: b.MemoryMB})
 	if err != nil {
 		return "", false, err
 	}
@@ -75,7 +76,7 @@ var ErrStartUnconfirmed = errors.New("the build may have started")
 // is checked against the build's status before it counts: a build no longer waiting did
 // start. When the status
 // cannot be read either, the error wraps ErrStartUnconfirmed.
-func startKnown(ctx context.Context, api *e2bapi.Client, templateID, buildID string, req e2bapi.TemplateBuildStartV2, log e2bapi.Logger) error {
+func startKnown(ctx context.Context, api *e2bapi.Client, templateID, buildID string, req e2b.TemplateBuildStartV2, log e2bapi.Logger) error {
 	err := api.StartBuild(ctx, templateID, buildID, req)
 	var apiErr *e2bapi.APIError
 	if err == nil || ctx.Err() != nil || (errors.As(err, &apiErr) && apiErr.StatusCode < 500) {
@@ -87,7 +88,7 @@ func startKnown(ctx context.Context, api *e2bapi.Client, templateID, buildID str
 	switch {
 	case statusErr != nil:
 		return fmt.Errorf("starting build %s: %w; reading its status: %w (%w)", buildID, err, statusErr, ErrStartUnconfirmed)
-	case info.Status == e2bapi.BuildWaiting:
+	case info.Status == e2b.BuildWaiting:
 		return err
 	}
 	log.Warn(ctx, "the answer to the build start was lost, but the build started", map[string]any{

@@ -4,11 +4,12 @@ import (
 	"context"
 	"slices"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
 // templateName is the name builds of tpl are registered and tagged under.
-func templateName(tpl *e2bapi.TemplateWithBuilds) string {
+func templateName(tpl *e2b.TemplateWithBuilds) string {
 	switch {
 	case len(tpl.Names) > 0:
 		return tpl.Names[0]
@@ -38,7 +39,7 @@ func assignMissingTags(ctx context.Context, api *e2bapi.Client, templateID, buil
 	}
 	var missing []string
 	for _, tag := range tags {
-		if !slices.ContainsFunc(held, func(h e2bapi.TemplateTag) bool { return h.Tag == tag }) {
+		if !slices.ContainsFunc(held, func(h e2b.TemplateTag) bool { return h.Tag == tag }) {
 			missing = append(missing, tag)
 		}
 	}

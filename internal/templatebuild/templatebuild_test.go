@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 )
@@ -59,11 +60,11 @@ func (r *recorder) count(msg string) int {
 
 // newTemplate registers a template on a stand-in of E2B (which leaves it a waiting
 // build).
-func newTemplate(t *testing.T) (*fakeE2B, *e2bapi.Client, *e2bapi.TemplateRequestResponseV3) {
+func newTemplate(t *testing.T) (*fakeE2B, *e2bapi.Client, *e2b.TemplateRequestResponseV3) {
 	t.Helper()
 	srv := newFakeE2B(t)
 	api := srv.client(t, "")
-	reg, err := api.CreateTemplateBuild(t.Context(), e2bapi.TemplateBuildRequestV3{Name: "templatebuild"})
+	reg, err := api.CreateTemplateBuild(t.Context(), e2b.TemplateBuildRequestV3{Name: "templatebuild"})
 	acctest.Must(t, err)
 	return srv, api, reg
 }
@@ -140,9 +141,9 @@ func TestRunOnTheWaitingBuildThenANewOne(t *testing.T) {
 	first, err := r.Run(ctx, b, Options{
 		Logger:  &log,
 		Started: func(id string) error { started = id; return nil },
-		OnLog:   func(_ e2bapi.BuildLogEntry, step string) { described = append(described, step) },
+		OnLog:   func(_ e2b.BuildLogEntry, step string) { described = append(described, step) },
 	})
-	if err != nil || first.Status != e2bapi.BuildReady {
+	if err != nil || first.Status != e2b.BuildReady {
 		t.Fatalf("first build: %+v, %v", first, err)
 	}
 	if first.BuildID != reg.BuildID || started != first.BuildID || log.count("build started on the template's waiting build") != 1 {
@@ -156,7 +157,7 @@ func TestRunOnTheWaitingBuildThenANewOne(t *testing.T) {
 	b, err = Plan(ctx, spec, &recorder{})
 	acctest.Must(t, err)
 	second, err := r.Run(ctx, b, Options{Logger: &log})
-	if err != nil || second.Status != e2bapi.BuildReady {
+	if err != nil || second.Status != e2b.BuildReady {
 		t.Fatalf("second build: %+v, %v", second, err)
 	}
 	if second.BuildID == first.BuildID || log.count("build started") != 1 {
@@ -186,7 +187,7 @@ func TestRunFailedBuild(t *testing.T) {
 	acctest.Must(t, err)
 	res, err := r.Run(t.Context(), b, Options{})
 	var failed *FailedError
-	if res.Status != e2bapi.BuildError || !errors.As(err, &failed) {
+	if res.Status != e2b.BuildError || !errors.As(err, &failed) {
 		t.Fatalf("Run = %+v, %v; want status error and a FailedError", res, err)
 	}
 	for _, want := range []string{"Build " + res.BuildID + " of template " + reg.TemplateID + " failed at step 1 (RUN echo about to fail; exit 7)", "log lines:", "about to fail"} {
@@ -197,7 +198,7 @@ func TestRunFailedBuild(t *testing.T) {
 }
 
 func TestTemplateName(t *testing.T) {
-	for want, tpl := range map[string]*e2bapi.TemplateWithBuilds{
+	for want, tpl := range map[string]*e2b.TemplateWithBuilds{
 		"team/app": {TemplateID: "id", Names: []string{"team/app"}, Aliases: []string{"app"}},
 		"app":      {TemplateID: "id", Aliases: []string{"app"}},
 		"id":       {TemplateID: "id"},
@@ -252,7 +253,7 @@ func TestRunAnswerOfTheStartLost(t *testing.T) {
 		acctest.Must(t, err)
 		var log recorder
 		res, err := r.Run(ctx, b, Options{Logger: &log})
-		if err != nil || res.Status != e2bapi.BuildReady {
+		if err != nil || res.Status != e2b.BuildReady {
 			t.Fatalf("build %d with its start's answer lost: %+v, %v", i+1, res, err)
 		}
 		if log.count("the answer to the build start was lost, but the build started") != 1 {
@@ -284,7 +285,7 @@ func TestRunTwoBuildsOfOneTemplateAtOnce(t *testing.T) {
 	}
 	wg.Wait()
 	for i := range results {
-		if errs[i] != nil || results[i].Status != e2bapi.BuildReady {
+		if errs[i] != nil || results[i].Status != e2b.BuildReady {
 			t.Errorf("build %d: %+v, %v", i+1, results[i], errs[i])
 		}
 	}
@@ -318,10 +319,10 @@ func TestWaitWhileAnotherBuildStarts(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // Wait has registered the build
 	next, err := r.Run(ctx, plan("echo next"), Options{})
 	wg.Wait()
-	if waitErr != nil || waited != e2bapi.BuildReady {
+	if waitErr != nil || waited != e2b.BuildReady {
 		t.Errorf("the build left going: %s, %v", waited, waitErr)
 	}
-	if err != nil || next.Status != e2bapi.BuildReady {
+	if err != nil || next.Status != e2b.BuildReady {
 		t.Errorf("the next build: %+v, %v", next, err)
 	}
 }
@@ -356,7 +357,7 @@ func runOtherProcess() int {
 		return 1
 	}
 	res, err := NewRunner(api).Run(ctx, b, Options{Logger: &log})
-	if err != nil || res.Status != e2bapi.BuildReady {
+	if err != nil || res.Status != e2b.BuildReady {
 		fmt.Fprintf(os.Stderr, "run: %+v, %v; log %q\n", res, err, log.msgs)
 		return 1
 	}
@@ -390,7 +391,7 @@ func TestRunSameSpecInTwoProcesses(t *testing.T) {
 		other.Stdout, other.Stderr = &otherOut, &otherErr
 		return other.Start()
 	}})
-	if err != nil || res.Status != e2bapi.BuildReady {
+	if err != nil || res.Status != e2b.BuildReady {
 		t.Fatalf("this process: %+v, %v", res, err)
 	}
 	if err := other.Wait(); err != nil {
@@ -400,15 +401,15 @@ func TestRunSameSpecInTwoProcesses(t *testing.T) {
 	if otherOut.String() != res.BuildID {
 		t.Errorf("the other process ended with build %q, this one with %s", otherOut.String(), res.BuildID)
 	}
-	if ran := ranBuilds(t, api, reg.TemplateID, reg.BuildID); len(ran) != 1 || ran[0].BuildID != res.BuildID || ran[0].Status != e2bapi.BuildReady {
+	if ran := ranBuilds(t, api, reg.TemplateID, reg.BuildID); len(ran) != 1 || ran[0].BuildID != res.BuildID || ran[0].Status != e2b.BuildReady {
 		t.Errorf("builds besides the first: %+v, want only %s, ready", ran, res.BuildID)
 	}
 }
 
 // ranBuilds are the builds of the template but those named in before.
-func ranBuilds(t *testing.T, api *e2bapi.Client, templateID string, before ...string) []e2bapi.TemplateBuild {
+func ranBuilds(t *testing.T, api *e2bapi.Client, templateID string, before ...string) []e2b.TemplateBuild {
 	t.Helper()
 	tpl, err := api.GetTemplate(t.Context(), templateID)
 	acctest.Must(t, err)
-	return slices.DeleteFunc(tpl.Builds, func(b e2bapi.TemplateBuild) bool { return slices.Contains(before, b.BuildID) })
+	return slices.DeleteFunc(tpl.Builds, func(b e2b.TemplateBuild) bool { return slices.Contains(before, b.BuildID) })
 }

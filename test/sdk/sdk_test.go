@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/templatebuild"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
@@ -379,7 +379,7 @@ func TestBuildOptionsWire(t *testing.T) {
 	if err != nil {
 		t.Fatalf("wire.mjs: %v\n%s", err, stderr.String())
 	}
-	var sdk e2bapi.TemplateBuildStartV2
+	var sdk e2b.TemplateBuildStartV2
 	if err := json.Unmarshal(out, &sdk); err != nil {
 		t.Fatalf("wire.mjs printed %q: %v", out, err)
 	}

@@ -15,7 +15,7 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/filesystem"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/filesystem/filesystemconnect"
@@ -66,7 +66,7 @@ type Client struct {
 func New(cfg Config) (*Client, error) {
 	// The sandbox ID ends up in a header, so only E2B's grammar is accepted.
 	if cfg.SandboxID != "" {
-		if err := e2bapi.ValidateSandboxID(cfg.SandboxID); err != nil {
+		if err := e2b.ValidateSandboxID(cfg.SandboxID); err != nil {
 			return nil, fmt.Errorf("sandbox ID is not valid: %w", err)
 		}
 	}

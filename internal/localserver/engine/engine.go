@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 )
 
 // BuildSpec is everything a build needs, already resolved by the API layer.
@@ -21,14 +21,14 @@ type BuildSpec struct {
 	BaseImage string
 	// PullBase pulls BaseImage when it is absent (fromImage only).
 	PullBase     bool
-	RegistryAuth *e2bapi.FromImageRegistry
+	RegistryAuth *e2b.FromImageRegistry
 	// FromBuild is the ready build fromTemplate resolved to, whose final user,
 	// workdir and env this build starts with; nil for fromImage.
 	FromBuild *BuildResult
 	// Force rebuilds every phase instead of starting from cached layers;
 	// a step's own Force does so from that step on, as on E2B.
 	Force bool
-	Steps []e2bapi.TemplateStep
+	Steps []e2b.TemplateStep
 	// Archives maps each COPY step's filesHash to the stored archive on disk.
 	Archives map[string]string
 	StartCmd string
@@ -36,7 +36,7 @@ type BuildSpec struct {
 	CPUCount int32
 	MemoryMB int32
 	// Log receives every build log line in order, from one goroutine.
-	Log func(e2bapi.BuildLogEntry)
+	Log func(e2b.BuildLogEntry)
 }
 
 // BuildResult is the state a finished build leaves for its sandboxes.

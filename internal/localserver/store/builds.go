@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
 	"slices"
 	"sort"
 	"time"
@@ -9,7 +10,7 @@ import (
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 )
 
 // Reasons recorded on builds that did not run to the end.
@@ -114,16 +115,16 @@ func (s *Store) RegisterBuild(req RegisterRequest) (Registered, error) {
 		tags = append(tags, name.Tag)
 	}
 	for _, raw := range req.Tags {
-		tag, err := e2bapi.NormalizeTag(raw)
+		tag, err := e2b.NormalizeTag(raw)
 		if err != nil {
-			return Registered{}, errorf(KindInvalid, "%v", err)
+			return Registered{}, failure.New(failure.Invalid, "%v", err)
 		}
 		if !slices.Contains(tags, tag) {
 			tags = append(tags, tag)
 		}
 	}
 	if len(tags) == 0 {
-		tags = []string{e2bapi.DefaultTag}
+		tags = []string{e2b.DefaultTag}
 	}
 
 	var out Registered
@@ -134,7 +135,7 @@ func (s *Store) RegisterBuild(req RegisterRequest) (Registered, error) {
 			return err
 		}
 		build := Build{
-			ID: uuid.NewString(), TemplateID: tmpl.ID, Status: e2bapi.BuildWaiting, Tags: tags,
+			ID: uuid.NewString(), TemplateID: tmpl.ID, Status: e2b.BuildWaiting, Tags: tags,
 			CPUCount: req.CPUCount, MemoryMB: req.MemoryMB, CreatedAt: now, UpdatedAt: now,
 		}
 		builds := tx.Bucket(bucketBuilds)
@@ -143,7 +144,7 @@ func (s *Store) RegisterBuild(req RegisterRequest) (Registered, error) {
 			if err := json.Unmarshal(v, &other); err != nil {
 				return err
 			}
-			if other.Status != e2bapi.BuildWaiting || !sharesTag(other.Tags, tags) {
+			if other.Status != e2b.BuildWaiting || !sharesTag(other.Tags, tags) {
 				return nil
 			}
 			failBuild(&other, &BuildReason{Message: ReasonSuperseded}, now)
@@ -169,16 +170,16 @@ func (s *Store) RegisterBuild(req RegisterRequest) (Registered, error) {
 // parseBuildName parses the name a new build is registered under: the
 // namespace, when given, must be the team's, and the tag must not be a
 // build ID.
-func (s *Store) parseBuildName(raw string) (e2bapi.Name, error) {
-	name, err := e2bapi.ParseName(raw)
+func (s *Store) parseBuildName(raw string) (e2b.Name, error) {
+	name, err := e2b.ParseName(raw)
 	if err != nil {
-		return name, errorf(KindInvalid, "%v", err)
+		return name, failure.New(failure.Invalid, "%v", err)
 	}
 	if name.Namespace != "" && name.Namespace != s.teamSlug {
-		return name, errorf(KindInvalid, "namespace '%s' must match your team '%s'", name.Namespace, s.teamSlug)
+		return name, failure.New(failure.Invalid, "namespace '%s' must match your team '%s'", name.Namespace, s.teamSlug)
 	}
-	if e2bapi.IsBuildID(name.Tag) {
-		return name, errorf(KindInvalid, "template name %q names a build ID where a tag belongs", raw)
+	if e2b.IsBuildID(name.Tag) {
+		return name, failure.New(failure.Invalid, "template name %q names a build ID where a tag belongs", raw)
 	}
 	return name, nil
 }
@@ -193,7 +194,7 @@ func sharesTag(a, b []string) bool {
 }
 
 func failBuild(b *Build, reason *BuildReason, now time.Time) {
-	b.Status = e2bapi.BuildError
+	b.Status = e2b.BuildError
 	b.Reason = reason
 	b.UpdatedAt = now
 	b.FinishedAt = &now
@@ -231,7 +232,7 @@ func templateBuilds(tx *bolt.Tx, templateID string) ([]Build, error) {
 }
 
 // Build returns one build of a live template; a missing pair, or a build of a deleted
-// template, is KindNotFound, as on E2B, which finds builds among its active templates.
+// template, is failure.NotFound, as on E2B, which finds builds among its active templates.
 func (s *Store) Build(templateID, buildID string) (Build, error) {
 	var b Build
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -243,7 +244,7 @@ func (s *Store) Build(templateID, buildID string) (Build, error) {
 		var err error
 		b, found, err = getBuild(tx, templateID, buildID)
 		if err == nil && (!found || t.Deleted) {
-			return errorf(KindNotFound, "Build '%s' not found", buildID)
+			return failure.New(failure.NotFound, "Build '%s' not found", buildID)
 		}
 		return err
 	})
@@ -264,29 +265,29 @@ func (s *Store) StartBuild(templateID, buildID string, req BuildRequest) (Build,
 			return err
 		}
 		if !found {
-			return errorf(KindNotFound, "build '%s' of template '%s' not found", buildID, templateID)
+			return failure.New(failure.NotFound, "build '%s' of template '%s' not found", buildID, templateID)
 		}
 		var t Template
 		if _, err := getJSON(tx.Bucket(bucketTemplates), templateID, &t); err != nil {
 			return err
 		}
 		if t.Deleted {
-			return errorf(KindNotFound, "template '%s' has been deleted", templateID)
+			return failure.New(failure.NotFound, "template '%s' has been deleted", templateID)
 		}
-		if b.Status != e2bapi.BuildWaiting {
-			return errorf(KindInvalid, "build is not in waiting state")
+		if b.Status != e2b.BuildWaiting {
+			return failure.New(failure.Invalid, "build is not in waiting state")
 		}
 		others, err := templateBuilds(tx, templateID)
 		if err != nil {
 			return err
 		}
 		for _, o := range others {
-			if o.ID != b.ID && o.Status == e2bapi.BuildBuilding && sharesTag(o.Tags, b.Tags) {
+			if o.ID != b.ID && o.Status == e2b.BuildBuilding && sharesTag(o.Tags, b.Tags) {
 				superseded = append(superseded, o.ID)
 			}
 		}
 		now := s.now().UTC()
-		b.Status = e2bapi.BuildBuilding
+		b.Status = e2b.BuildBuilding
 		b.UpdatedAt = now
 		b.StepCount = len(req.Steps)
 		b.Request = &req
@@ -303,18 +304,18 @@ func (s *Store) FinishBuild(templateID, buildID string, result *BuildResult, rea
 	updated := false
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b, found, err := getBuild(tx, templateID, buildID)
-		if err != nil || !found || b.Status != e2bapi.BuildBuilding {
+		if err != nil || !found || b.Status != e2b.BuildBuilding {
 			return err
 		}
 		now := s.now().UTC()
 		if reason == nil {
-			b.Status = e2bapi.BuildReady
+			b.Status = e2b.BuildReady
 			b.Result = result
 			b.UpdatedAt = now
 			b.FinishedAt = &now
 		} else {
 			if reason.Step != "" {
-				entries, err := logEntries(tx, buildID, 0, -1, e2bapi.LogWarn)
+				entries, err := logEntries(tx, buildID, 0, -1, e2b.LogWarn)
 				if err != nil {
 					return err
 				}
@@ -345,7 +346,7 @@ func (s *Store) FailBuilding(message string) (int, error) {
 			if err := json.Unmarshal(v, &b); err != nil {
 				return err
 			}
-			if b.Status == e2bapi.BuildBuilding {
+			if b.Status == e2b.BuildBuilding {
 				failBuild(&b, &BuildReason{Message: message}, now)
 				failed = append(failed, b)
 			}

@@ -12,11 +12,11 @@ import (
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 )
 
 // LogEntry is one line of a build's log. Step is "base", "1".."N" or
-// "finalize"; Level one of e2bapi's log levels.
+// "finalize"; Level one of e2b's log levels.
 type LogEntry struct {
 	Timestamp time.Time `json:"timestamp"`
 	Message   string    `json:"message"`
@@ -28,11 +28,11 @@ type LogEntry struct {
 // rank as info.
 func LevelRank(level string) int {
 	switch level {
-	case e2bapi.LogDebug:
+	case e2b.LogDebug:
 		return 0
-	case e2bapi.LogWarn:
+	case e2b.LogWarn:
 		return 2
-	case e2bapi.LogError:
+	case e2b.LogError:
 		return 3
 	default:
 		return 1
@@ -140,7 +140,7 @@ func (m *logMeta) seqAt(p int) uint64 {
 // the time and step of the first entry dropped.
 func (m *logMeta) markerEntry() LogEntry {
 	return LogEntry{
-		Timestamp: m.Marker.Timestamp, Level: e2bapi.LogWarn, Step: m.Marker.Step,
+		Timestamp: m.Marker.Timestamp, Level: e2b.LogWarn, Step: m.Marker.Step,
 		Message: fmt.Sprintf("[%d log entries (%d bytes) dropped here: the log keeps its beginning and its end]", m.Dropped, m.DroppedBytes),
 	}
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -31,7 +32,7 @@ func (s *Store) AddPooled(p Pooled) error {
 			return err
 		}
 		if !found || t.Deleted {
-			return errorf(KindNotFound, "template '%s' not found", p.TemplateID)
+			return failure.New(failure.NotFound, "template '%s' not found", p.TemplateID)
 		}
 		return putJSON(tx.Bucket(bucketPool), p.ID, p)
 	})

@@ -11,7 +11,7 @@ import (
 )
 
 // oldBuildRecord and oldLogRecord are a build and a log line as the store
-// wrote them while it kept E2B's wire types (e2bapi.TemplateBuildStartV2,
+// wrote them while it kept E2B's wire types (e2b.TemplateBuildStartV2,
 // BuildStatusReason, BuildLogEntry) in its records.
 const (
 	oldBuildRecord = `{"id":"b1","templateID":"t1","status":"error","reason":{"message":"command exited with code 1","step":"2","logEntries":[{"timestamp":"2026-11-30T12:00:00Z","message":"boom","level":"error","step":"2"}]},"tags":["default"],"cpuCount":2,"memoryMB":512,"stepCount":2,"createdAt":"2026-11-30T12:00:00Z","updatedAt":"2026-11-30T12:00:00Z","finishedAt":"2026-11-30T12:00:00Z","request":{"fromTemplate":"base","force":true,"steps":[{"type":"COPY","args":["src","/app","user","0644"],"filesHash":"abc","force":true},{"type":"RUN","args":["make"],"force":false}],"startCmd":"serve","readyCmd":"true"},"result":{"Image":"img","User":"user","Workdir":"/app","Env":{"K":"v"},"StartCmd":"serve","ReadyCmd":"true","EnvdVersion":"0.2.0"}}`

@@ -2,16 +2,20 @@ package store
 
 import (
 	"encoding/json"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
 	"sort"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
 
-// Sandbox states, the API's SandboxState.
+// Sandbox states: the API's SandboxState (running, paused), and starting,
+// the state of a sandbox recorded before its container runs, which the API
+// does not show.
 const (
-	StateRunning = "running"
-	StatePaused  = "paused"
+	StateStarting = "starting"
+	StateRunning  = "running"
+	StatePaused   = "paused"
 )
 
 // Sandbox is a running or paused sandbox and what the API answers about it.
@@ -31,8 +35,9 @@ type Sandbox struct {
 	// an engine restart) hands envd anew.
 	EnvVars     map[string]string `json:"envVars,omitempty"`
 	ContainerID string            `json:"containerID"`
-	// State is StatePaused while paused; empty (records before pausing
-	// existed) or StateRunning otherwise.
+	// State is StateStarting until its container runs, StatePaused while
+	// paused; empty (records before pausing existed) or StateRunning
+	// otherwise.
 	State    string     `json:"state,omitempty"`
 	PausedAt *time.Time `json:"pausedAt,omitempty"`
 	// AutoPause pauses the sandbox at its end instead of killing it
@@ -47,6 +52,10 @@ type Sandbox struct {
 // Paused reports whether the sandbox is paused.
 func (sb Sandbox) Paused() bool { return sb.State == StatePaused }
 
+// Starting reports whether the sandbox's container is not running yet: its
+// create owns it until then.
+func (sb Sandbox) Starting() bool { return sb.State == StateStarting }
+
 // Live reports whether the sandbox still exists at now: a paused one until
 // it is killed, one that pauses at its end until it is paused, any other
 // until its end.
@@ -54,8 +63,9 @@ func (sb Sandbox) Live(now time.Time) bool {
 	return sb.Paused() || sb.AutoPause || now.Before(sb.EndAt)
 }
 
-// CreateSandbox records a started sandbox and counts the spawn on its
-// template, unless the template was deleted meanwhile. A pooled container
+// CreateSandbox records a sandbox (starting, as create records it before
+// its container runs) and counts the spawn on its template, unless the
+// template was deleted meanwhile. A pooled container
 // of the same ID, handed out, stops being pooled in the same transaction.
 func (s *Store) CreateSandbox(sb Sandbox) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
@@ -66,7 +76,7 @@ func (s *Store) CreateSandbox(sb Sandbox) error {
 			return err
 		}
 		if !found || t.Deleted {
-			return errorf(KindNotFound, "template '%s' not found", sb.TemplateID)
+			return failure.New(failure.NotFound, "template '%s' not found", sb.TemplateID)
 		}
 		at := sb.StartedAt
 		t.LastSpawnedAt = &at
@@ -82,7 +92,7 @@ func (s *Store) CreateSandbox(sb Sandbox) error {
 }
 
 // Sandbox returns a live sandbox (Sandbox.Live). From its end on a sandbox
-// that is not paused is gone (KindNotFound), as on E2B, although its
+// that is not paused is gone (failure.NotFound), as on E2B, although its
 // record stays until the reaper has stopped its container.
 func (s *Store) Sandbox(id string) (Sandbox, error) {
 	var sb Sandbox
@@ -98,7 +108,7 @@ func (s *Store) liveSandbox(b *bolt.Bucket, id string) (Sandbox, error) {
 	var sb Sandbox
 	found, err := getJSON(b, id, &sb)
 	if err == nil && (!found || !sb.Live(s.now())) {
-		return sb, errorf(KindNotFound, "sandbox '%s' not found", id)
+		return sb, failure.New(failure.NotFound, "sandbox '%s' not found", id)
 	}
 	return sb, err
 }
@@ -181,15 +191,37 @@ func (s *Store) ExtendSandboxEndAt(id string, endAt time.Time) (Sandbox, error) 
 // notRunning is the error for a change only a running sandbox takes: as on
 // E2B, a paused sandbox is not found among the running ones.
 func notRunning(id string) error {
-	return errorf(KindNotFound, "sandbox '%s' is paused: connect to it to resume it", id)
+	return failure.New(failure.NotFound, "sandbox '%s' is paused: connect to it to resume it", id)
 }
 
-// PauseSandbox records that a running sandbox was paused (KindConflict
+// SandboxStarted records that a starting sandbox's container runs: its
+// container and the envd version it runs. Its end may have passed while it
+// started (the reaper ends it then); its create still owns it until now.
+func (s *Store) SandboxStarted(id, containerID, envdVersion string) (Sandbox, error) {
+	var sb Sandbox
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketSandboxes)
+		found, err := getJSON(b, id, &sb)
+		switch {
+		case err != nil:
+			return err
+		case !found:
+			return failure.New(failure.NotFound, "sandbox '%s' not found", id)
+		case !sb.Starting():
+			return failure.New(failure.Conflict, "sandbox '%s' is not starting", id)
+		}
+		sb.State, sb.ContainerID, sb.EnvdVersion = StateRunning, containerID, envdVersion
+		return putJSON(b, id, sb)
+	})
+	return sb, err
+}
+
+// PauseSandbox records that a running sandbox was paused (failure.Conflict
 // when it already was).
 func (s *Store) PauseSandbox(id string) (Sandbox, error) {
 	return s.updateSandbox(id, func(sb *Sandbox) error {
 		if sb.Paused() {
-			return errorf(KindConflict, "Error pausing sandbox - sandbox '%s' is already paused", id)
+			return failure.New(failure.Conflict, "Error pausing sandbox - sandbox '%s' is already paused", id)
 		}
 		now := s.now().UTC()
 		sb.State, sb.PausedAt = StatePaused, &now
@@ -202,7 +234,7 @@ func (s *Store) PauseSandbox(id string) (Sandbox, error) {
 func (s *Store) ResumeSandbox(id string, endAt time.Time, autoPause *bool) (Sandbox, error) {
 	return s.updateSandbox(id, func(sb *Sandbox) error {
 		if !sb.Paused() {
-			return errorf(KindConflict, "Sandbox %s is already running", id)
+			return failure.New(failure.Conflict, "Sandbox %s is already running", id)
 		}
 		sb.State, sb.PausedAt, sb.EndAt = StateRunning, nil, endAt.UTC()
 		if autoPause != nil {

@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 )
 
 // SnapshotRequest is a snapshot of a sandbox to register (POST
@@ -34,7 +34,7 @@ type Snapshot struct {
 // template of the sandbox is created, of no name when the name is empty.
 // The caller commits the image and ends the build with FinishBuild.
 func (s *Store) RegisterSnapshot(req SnapshotRequest) (Snapshot, error) {
-	var name e2bapi.Name
+	var name e2b.Name
 	if req.Name != "" {
 		var err error
 		if name, err = s.parseBuildName(req.Name); err != nil {
@@ -43,7 +43,7 @@ func (s *Store) RegisterSnapshot(req SnapshotRequest) (Snapshot, error) {
 	}
 	tag := name.Tag
 	if tag == "" {
-		tag = e2bapi.DefaultTag
+		tag = e2b.DefaultTag
 	}
 	var out Snapshot
 	err := s.db.Update(func(tx *bolt.Tx) error {
@@ -53,7 +53,7 @@ func (s *Store) RegisterSnapshot(req SnapshotRequest) (Snapshot, error) {
 			return err
 		}
 		build := Build{
-			ID: uuid.NewString(), TemplateID: tmpl.ID, Status: e2bapi.BuildBuilding, Tags: []string{tag},
+			ID: uuid.NewString(), TemplateID: tmpl.ID, Status: e2b.BuildBuilding, Tags: []string{tag},
 			CPUCount: req.CPUCount, MemoryMB: req.MemoryMB, CreatedAt: now, UpdatedAt: now,
 		}
 		if err := putJSON(tx.Bucket(bucketBuilds), string(buildKey(tmpl.ID, build.ID)), build); err != nil {
@@ -117,7 +117,7 @@ func newestReadySnapshot(tx *bolt.Tx, t Template, tag string) (Snapshot, bool, e
 			return err
 		}
 		b, found, err := getBuild(tx, t.ID, a.BuildID)
-		if err == nil && found && b.Status == e2bapi.BuildReady {
+		if err == nil && found && b.Status == e2b.BuildReady {
 			newest, newestSeq = Snapshot{Template: t, Build: b, Tag: a.Tag}, seq
 		}
 		return err

@@ -11,44 +11,15 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
 
-// Kind classifies a store error so the API layer can choose a status code.
-type Kind int
-
-// Error kinds.
-const (
-	KindNotFound Kind = iota + 1
-	KindInvalid
-	KindConflict
-	KindForbidden
-)
-
-// Error is a store error whose message is fit to show an API client.
-type Error struct {
-	Kind    Kind
-	Message string
-}
-
-func (e *Error) Error() string { return e.Message }
-
-func errorf(kind Kind, format string, args ...any) error {
-	return &Error{Kind: kind, Message: fmt.Sprintf(format, args...)}
-}
-
-// KindOf returns the Kind of err, or 0 for errors that are not *Error.
-func KindOf(err error) Kind {
-	var e *Error
-	if errors.As(err, &e) {
-		return e.Kind
-	}
-	return 0
-}
+// The store's errors are failure.Error values of kind NotFound, Invalid,
+// Conflict or Forbidden, with messages fit to show an API client; any other
+// error is the store's own failure.
 
 var (
 	bucketTemplates = []byte("templates")

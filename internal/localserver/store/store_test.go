@@ -2,13 +2,14 @@ package store
 
 import (
 	"fmt"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
 	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 )
 
 func openStore(t *testing.T, path string) *Store {
@@ -65,7 +66,7 @@ func listsAt(t *testing.T, s *Store, templateID, buildID string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := slices.IndexFunc(list, func(l Assignment) bool { return l.Tag == e2bapi.DefaultTag })
+	i := slices.IndexFunc(list, func(l Assignment) bool { return l.Tag == e2b.DefaultTag })
 	if i < 0 || list[i].BuildID != buildID {
 		t.Fatalf("tags = %+v, want default at build %s", list, buildID)
 	}
@@ -77,7 +78,7 @@ func listsAt(t *testing.T, s *Store, templateID, buildID string) {
 func TestRebuildKeepsTagOnLastGoodBuild(t *testing.T) {
 	s := newStore(t)
 	first := register(t, s, "app")
-	if _, _, err := s.Resolve("app"); KindOf(err) != KindNotFound {
+	if _, _, err := s.Resolve("app"); failure.KindOf(err) != failure.NotFound {
 		t.Fatalf("a waiting build must not resolve; got %v", err)
 	}
 	build(t, s, first)
@@ -111,7 +112,7 @@ func TestRebuildKeepsTagOnLastGoodBuild(t *testing.T) {
 	resolvesTo(t, s, "app:default", third.Build.ID)
 	// A pin keeps naming the old build.
 	resolvesTo(t, s, "app:"+first.Build.ID, first.Build.ID)
-	if _, _, err := s.Resolve("app:" + second.Build.ID); KindOf(err) != KindNotFound {
+	if _, _, err := s.Resolve("app:" + second.Build.ID); failure.KindOf(err) != failure.NotFound {
 		t.Fatalf("pinning a failed build must be not found, got %v", err)
 	}
 }
@@ -125,7 +126,7 @@ func TestRegisterSupersedesWaitingBuildsSharingATag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != e2bapi.BuildError || got.Reason == nil || got.Reason.Message != ReasonSuperseded {
+	if got.Status != e2b.BuildError || got.Reason == nil || got.Reason.Message != ReasonSuperseded {
 		t.Fatalf("waiting build sharing tag v2: status %s reason %+v, want error %q", got.Status, got.Reason, ReasonSuperseded)
 	}
 	for _, id := range []string{other.Build.ID, b.Build.ID} {
@@ -133,7 +134,7 @@ func TestRegisterSupersedesWaitingBuildsSharingATag(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Status != e2bapi.BuildWaiting {
+		if got.Status != e2b.BuildWaiting {
 			t.Fatalf("build %s is %s, want waiting", id, got.Status)
 		}
 	}
@@ -150,14 +151,14 @@ func TestRegisterNameRules(t *testing.T) {
 	}
 	cases := []struct {
 		name string
-		kind Kind
+		kind failure.Kind
 	}{
-		{"other/app", KindInvalid},
-		{"Bad Name!", KindInvalid},
-		{r.Template.ID, KindConflict},
+		{"other/app", failure.Invalid},
+		{"Bad Name!", failure.Invalid},
+		{r.Template.ID, failure.Conflict},
 	}
 	for _, c := range cases {
-		if _, err := s.RegisterBuild(RegisterRequest{Name: c.name}); KindOf(err) != c.kind {
+		if _, err := s.RegisterBuild(RegisterRequest{Name: c.name}); failure.KindOf(err) != c.kind {
 			t.Errorf("register %q: %v, want kind %d", c.name, err, c.kind)
 		}
 	}
@@ -165,11 +166,11 @@ func TestRegisterNameRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := s.RegisterBuild(RegisterRequest{Name: r.Template.ID})
-	if want := fmt.Sprintf("Template '%s' has been deleted and cannot be rebuilt", r.Template.ID); KindOf(err) != KindNotFound || err.Error() != want {
+	if want := fmt.Sprintf("Template '%s' has been deleted and cannot be rebuilt", r.Template.ID); failure.KindOf(err) != failure.NotFound || err.Error() != want {
 		t.Fatalf("rebuild of a deleted ID: %v, want %q", err, want)
 	}
 	// As on E2B, which finds builds among its active templates.
-	if _, err := s.Build(r.Template.ID, r.Build.ID); KindOf(err) != KindNotFound {
+	if _, err := s.Build(r.Template.ID, r.Build.ID); failure.KindOf(err) != failure.NotFound {
 		t.Fatalf("a build of a deleted template: %v, want not found", err)
 	}
 	again := register(t, s, "app")
@@ -187,20 +188,20 @@ func TestTagsAssignDeleteList(t *testing.T) {
 		t.Fatalf("assign = %s %v %v", id, tags, err)
 	}
 	resolvesTo(t, s, "app:prod", r.Build.ID)
-	if _, _, err := s.AssignTags("app:nope", []string{"x"}); KindOf(err) != KindNotFound {
+	if _, _, err := s.AssignTags("app:nope", []string{"x"}); failure.KindOf(err) != failure.NotFound {
 		t.Fatalf("assign from a missing tag: %v", err)
 	}
-	if _, _, err := s.AssignTags("app:v1", []string{r.Build.ID}); KindOf(err) != KindInvalid {
+	if _, _, err := s.AssignTags("app:v1", []string{r.Build.ID}); failure.KindOf(err) != failure.Invalid {
 		t.Fatalf("a UUID as a tag: %v", err)
 	}
 	list, err := s.Tags(r.Template.ID)
 	if err != nil || len(list) != 3 || list[0].Tag != "prod" || list[1].Tag != "stable" || list[2].Tag != "v1" {
 		t.Fatalf("tags = %+v %v, want prod, stable, v1", list, err)
 	}
-	if err := s.DeleteTags("app:v1", []string{"prod"}); KindOf(err) != KindInvalid {
+	if err := s.DeleteTags("app:v1", []string{"prod"}); failure.KindOf(err) != failure.Invalid {
 		t.Fatalf("delete with a tag in the name: %v", err)
 	}
-	if err := s.DeleteTags("app", []string{"default"}); KindOf(err) != KindInvalid {
+	if err := s.DeleteTags("app", []string{"default"}); failure.KindOf(err) != failure.Invalid {
 		t.Fatalf("delete default: %v", err)
 	}
 	if err := s.DeleteTags("app", []string{"prod"}); err != nil {
@@ -209,7 +210,7 @@ func TestTagsAssignDeleteList(t *testing.T) {
 	if err := s.DeleteTags("app", []string{"prod"}); err != nil {
 		t.Fatalf("deleting a tag the template lacks: %v, want nothing deleted and no error, as on E2B", err)
 	}
-	if _, _, err := s.Resolve("app:prod"); KindOf(err) != KindNotFound {
+	if _, _, err := s.Resolve("app:prod"); failure.KindOf(err) != failure.NotFound {
 		t.Fatalf("deleted tag still resolves: %v", err)
 	}
 }
@@ -284,7 +285,7 @@ func TestReopenLosesNothing(t *testing.T) {
 		t.Fatalf("FailBuilding = %d %v, want 1", n, err)
 	}
 	b, err := s.Build(r.Template.ID, running.Build.ID)
-	if err != nil || b.Status != e2bapi.BuildError || b.Reason.Message != "the server restarted" {
+	if err != nil || b.Status != e2b.BuildError || b.Reason.Message != "the server restarted" {
 		t.Fatalf("interrupted build = %+v %v", b, err)
 	}
 	logs, err := s.Logs(running.Build.ID, 0, -1, "")
@@ -310,7 +311,7 @@ func TestGrantIsSingleUseAndExpires(t *testing.T) {
 	if _, err := s.CommitUpload(g.Token, "/a"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.CommitUpload(g.Token, "/b"); KindOf(err) != KindForbidden {
+	if _, err := s.CommitUpload(g.Token, "/b"); failure.KindOf(err) != failure.Forbidden {
 		t.Fatalf("replayed grant: %v", err)
 	}
 	// First write wins: a second grant for the same hash keeps /a.
@@ -320,7 +321,7 @@ func TestGrantIsSingleUseAndExpires(t *testing.T) {
 	}
 	g3, _ := s.CreateGrant("t", "h2", time.Minute)
 	now = now.Add(time.Minute)
-	if _, err := s.Grant(g3.Token); KindOf(err) != KindForbidden {
+	if _, err := s.Grant(g3.Token); failure.KindOf(err) != failure.Forbidden {
 		t.Fatalf("expired grant: %v", err)
 	}
 }
@@ -332,10 +333,10 @@ func TestDeletedTemplateTakesNoBuildsOrSandboxes(t *testing.T) {
 	if _, _, err := s.DeleteTemplate("app"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.StartBuild(r.Template.ID, waiting.Build.ID, BuildRequest{FromImage: "x"}); KindOf(err) != KindNotFound {
+	if _, _, err := s.StartBuild(r.Template.ID, waiting.Build.ID, BuildRequest{FromImage: "x"}); failure.KindOf(err) != failure.NotFound {
 		t.Errorf("starting a build of a deleted template: %v", err)
 	}
-	if err := s.CreateSandbox(Sandbox{ID: "i1", TemplateID: r.Template.ID}); KindOf(err) != KindNotFound {
+	if err := s.CreateSandbox(Sandbox{ID: "i1", TemplateID: r.Template.ID}); failure.KindOf(err) != failure.NotFound {
 		t.Errorf("a sandbox of a deleted template: %v", err)
 	}
 }

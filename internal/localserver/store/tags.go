@@ -3,12 +3,13 @@ package store
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
 	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 )
 
 // Assignment points a tag of a template at a build; the newest ready one wins.
@@ -38,22 +39,22 @@ func (s *Store) resolve(tx *bolt.Tx, ref string) (Template, Build, error) {
 	if err != nil {
 		return Template{}, Build{}, err
 	}
-	if e2bapi.IsBuildID(name.Tag) {
+	if e2b.IsBuildID(name.Tag) {
 		b, found, err := getBuild(tx, t.ID, name.Tag)
 		if err != nil {
 			return Template{}, Build{}, err
 		}
 		if !found {
-			return Template{}, Build{}, errorf(KindNotFound, "build '%s' of template '%s' not found", name.Tag, name.Identifier())
+			return Template{}, Build{}, failure.New(failure.NotFound, "build '%s' of template '%s' not found", name.Tag, name.Identifier())
 		}
-		if b.Status != e2bapi.BuildReady {
-			return Template{}, Build{}, errorf(KindNotFound, "build '%s' of template '%s' is %s, not ready", b.ID, name.Identifier(), b.Status)
+		if b.Status != e2b.BuildReady {
+			return Template{}, Build{}, failure.New(failure.NotFound, "build '%s' of template '%s' is %s, not ready", b.ID, name.Identifier(), b.Status)
 		}
 		return t, b, nil
 	}
 	tag := name.Tag
 	if tag == "" {
-		tag = e2bapi.DefaultTag
+		tag = e2b.DefaultTag
 	}
 	b, assigned, err := newestReady(tx, t.ID, tag)
 	if err != nil {
@@ -61,9 +62,9 @@ func (s *Store) resolve(tx *bolt.Tx, ref string) (Template, Build, error) {
 	}
 	if b == nil {
 		if assigned {
-			return Template{}, Build{}, errorf(KindNotFound, "template '%s' has no ready build tagged '%s'", name.Identifier(), tag)
+			return Template{}, Build{}, failure.New(failure.NotFound, "template '%s' has no ready build tagged '%s'", name.Identifier(), tag)
 		}
-		return Template{}, Build{}, errorf(KindNotFound, "tag '%s' of template '%s' not found", tag, name.Identifier())
+		return Template{}, Build{}, failure.New(failure.NotFound, "tag '%s' of template '%s' not found", tag, name.Identifier())
 	}
 	return t, *b, nil
 }
@@ -88,7 +89,7 @@ func newestReady(tx *bolt.Tx, templateID, tag string) (*Build, bool, error) {
 		if err != nil {
 			return nil, true, err
 		}
-		if found && b.Status == e2bapi.BuildReady {
+		if found && b.Status == e2b.BuildReady {
 			return &b, true, nil
 		}
 	}
@@ -135,13 +136,13 @@ func (s *Store) AssignTags(target string, tags []string) (string, []string, erro
 
 func normalizeTags(tags []string) ([]string, error) {
 	if len(tags) == 0 {
-		return nil, errorf(KindInvalid, "at least one tag is required")
+		return nil, failure.New(failure.Invalid, "at least one tag is required")
 	}
 	var out []string
 	for _, raw := range tags {
-		tag, err := e2bapi.NormalizeTag(raw)
+		tag, err := e2b.NormalizeTag(raw)
 		if err != nil {
-			return nil, errorf(KindInvalid, "%v", err)
+			return nil, failure.New(failure.Invalid, "%v", err)
 		}
 		if !slices.Contains(out, tag) {
 			out = append(out, tag)
@@ -157,8 +158,8 @@ func (s *Store) DeleteTags(ref string, tags []string) error {
 	if err != nil {
 		return err
 	}
-	if slices.Contains(normalized, e2bapi.DefaultTag) {
-		return errorf(KindInvalid, "the '%s' tag cannot be deleted", e2bapi.DefaultTag)
+	if slices.Contains(normalized, e2b.DefaultTag) {
+		return failure.New(failure.Invalid, "the '%s' tag cannot be deleted", e2b.DefaultTag)
 	}
 	return s.db.Update(func(tx *bolt.Tx) error {
 		t, name, err := s.lookupRef(tx, ref)
@@ -166,7 +167,7 @@ func (s *Store) DeleteTags(ref string, tags []string) error {
 			return err
 		}
 		if name.Tag != "" || bytes.ContainsRune([]byte(ref), ':') {
-			return errorf(KindInvalid, "name '%s' must not contain a tag", ref)
+			return failure.New(failure.Invalid, "name '%s' must not contain a tag", ref)
 		}
 		tagsBucket := tx.Bucket(bucketTags)
 		for _, tag := range normalized {

@@ -2,12 +2,13 @@ package store
 
 import (
 	"encoding/json"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
 	"sort"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 )
 
 // Template is a template: the stable ID behind a name and its builds.
@@ -46,9 +47,9 @@ func templateFor(tx *bolt.Tx, alias, snapshotOf string, now time.Time) (Template
 		}
 		switch {
 		case alias != "" && found && existing.Deleted:
-			return tmpl, errorf(KindNotFound, "Template '%s' has been deleted and cannot be rebuilt", existing.ID)
+			return tmpl, failure.New(failure.NotFound, "Template '%s' has been deleted and cannot be rebuilt", existing.ID)
 		case alias != "" && found:
-			return tmpl, errorf(KindConflict, "Alias '%s' is already used", alias)
+			return tmpl, failure.New(failure.Conflict, "Alias '%s' is already used", alias)
 		}
 		tmpl = Template{ID: newTemplateID(templates, aliases), Alias: alias, SnapshotOf: snapshotOf, CreatedAt: now}
 		if alias != "" {
@@ -72,7 +73,7 @@ func newTemplateID(templates, aliases *bolt.Bucket) string {
 
 // lookupTemplate finds the live template an identifier names: its alias in
 // the team's namespace, or its ID.
-func (s *Store) lookupTemplate(tx *bolt.Tx, name e2bapi.Name) (Template, bool, error) {
+func (s *Store) lookupTemplate(tx *bolt.Tx, name e2b.Name) (Template, bool, error) {
 	if name.Namespace != "" && name.Namespace != s.teamSlug {
 		return Template{}, false, nil
 	}
@@ -90,17 +91,17 @@ func (s *Store) lookupTemplate(tx *bolt.Tx, name e2bapi.Name) (Template, bool, e
 }
 
 // lookupRef parses ref (an ID or name, tag allowed) and finds its template.
-func (s *Store) lookupRef(tx *bolt.Tx, ref string) (Template, e2bapi.Name, error) {
-	name, err := e2bapi.ParseName(ref)
+func (s *Store) lookupRef(tx *bolt.Tx, ref string) (Template, e2b.Name, error) {
+	name, err := e2b.ParseName(ref)
 	if err != nil {
-		return Template{}, name, errorf(KindInvalid, "%v", err)
+		return Template{}, name, failure.New(failure.Invalid, "%v", err)
 	}
 	t, found, err := s.lookupTemplate(tx, name)
 	if err != nil {
 		return Template{}, name, err
 	}
 	if !found {
-		return Template{}, name, errorf(KindNotFound, "template '%s' not found", name.Identifier())
+		return Template{}, name, failure.New(failure.NotFound, "template '%s' not found", name.Identifier())
 	}
 	return t, name, nil
 }
@@ -110,10 +111,10 @@ func (s *Store) LookupTemplate(ref string) (Template, error) {
 	var t Template
 	err := s.db.View(func(tx *bolt.Tx) error {
 		var err error
-		var name e2bapi.Name
+		var name e2b.Name
 		t, name, err = s.lookupRef(tx, ref)
 		if err == nil && name.Tag != "" {
-			return errorf(KindInvalid, "template reference %q must not contain a tag", ref)
+			return failure.New(failure.Invalid, "template reference %q must not contain a tag", ref)
 		}
 		return err
 	})
@@ -129,7 +130,7 @@ func (s *Store) TemplateByID(id string) (Template, error) {
 			return err
 		}
 		if !found || t.Deleted {
-			return errorf(KindNotFound, "template '%s' not found", id)
+			return failure.New(failure.NotFound, "template '%s' not found", id)
 		}
 		return nil
 	})
@@ -203,7 +204,7 @@ func (s *Store) DeleteTemplate(ref string) (Template, []Build, error) {
 			return err
 		}
 		if inUse > 0 {
-			return errorf(KindInvalid, "cannot delete template '%s': %d running or paused sandboxes use it", t.ID, inUse)
+			return failure.New(failure.Invalid, "cannot delete template '%s': %d running or paused sandboxes use it", t.ID, inUse)
 		}
 		if err := tx.Bucket(bucketAliases).Delete([]byte(t.Alias)); err != nil {
 			return err

@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"encoding/json"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
 	"sort"
 	"time"
 
@@ -107,7 +108,7 @@ func pruneGrants(b *bolt.Bucket, now time.Time, live func(Grant)) (int, error) {
 
 // ErrGrant is deliberately the same for unknown, used and expired grants.
 func ErrGrant() error {
-	return errorf(KindForbidden, "the upload URL is invalid, expired or already used; ask for a new one")
+	return failure.New(failure.Forbidden, "the upload URL is invalid, expired or already used; ask for a new one")
 }
 
 // Grant returns the unexpired grant with this token, spent or not.

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine/attach"
@@ -67,11 +67,11 @@ func Run(ctx context.Context, eng Engine, opts Options, spec engine.BuildSpec) (
 }
 
 func (b *builder) run(ctx context.Context) (*engine.BuildResult, error) {
-	b.logf(stepBase, e2bapi.LogInfo, "Building from %s", b.spec.BaseImage)
+	b.logf(stepBase, e2b.LogInfo, "Building from %s", b.spec.BaseImage)
 	// Before any container: an image no envd build can serve fails here,
 	// with one error naming it, its architecture and where envd was
 	// looked for.
-	img, err := b.eng.BaseImage(ctx, b.spec, func(format string, args ...any) { b.logf(stepBase, e2bapi.LogInfo, format, args...) })
+	img, err := b.eng.BaseImage(ctx, b.spec, func(format string, args ...any) { b.logf(stepBase, e2b.LogInfo, format, args...) })
 	if err != nil {
 		return nil, b.fail(stepBase, err)
 	}
@@ -95,25 +95,25 @@ func (b *builder) run(ctx context.Context) (*engine.BuildResult, error) {
 		return nil, b.fail(stepBase, err)
 	}
 
-	b.emit(stepBase, e2bapi.LogInfo, layerLine(resume >= 0, "base", "FROM "+b.spec.BaseImage, baseKey))
+	b.emit(stepBase, e2b.LogInfo, layerLine(resume >= 0, "base", "FROM "+b.spec.BaseImage, baseKey))
 	if b.spec.FromBuild == nil {
 		if resume < 0 {
-			b.emit(stepBase, e2bapi.LogInfo, layerLine(false, "base", "DEFAULT USER "+defaultUser, keys[0]))
+			b.emit(stepBase, e2b.LogInfo, layerLine(false, "base", "DEFAULT USER "+defaultUser, keys[0]))
 			if err := b.basePhase(ctx, keys[0]); err != nil {
 				return nil, b.fail(stepBase, err)
 			}
 			from = b.eng.LayerRef(keys[0])
 		} else {
-			b.emit(stepBase, e2bapi.LogInfo, layerLine(true, "base", "DEFAULT USER "+defaultUser, keys[0]))
+			b.emit(stepBase, e2b.LogInfo, layerLine(true, "base", "DEFAULT USER "+defaultUser, keys[0]))
 		}
 	}
 	for i, st := range b.spec.Steps {
 		step, line := strconv.Itoa(i+1), fmt.Sprintf("builder %d/%d", i+1, n)
 		if i+1 <= resume {
-			b.emit(step, e2bapi.LogInfo, layerLine(true, line, st.Describe(), keys[i+1]))
+			b.emit(step, e2b.LogInfo, layerLine(true, line, st.Describe(), keys[i+1]))
 			continue
 		}
-		b.emit(step, e2bapi.LogInfo, layerLine(false, line, st.Describe(), keys[i+1]))
+		b.emit(step, e2b.LogInfo, layerLine(false, line, st.Describe(), keys[i+1]))
 		if err := b.stepPhase(ctx, step, from, keys[i+1], st); err != nil {
 			return nil, b.fail(step, err)
 		}
@@ -124,7 +124,7 @@ func (b *builder) run(ctx context.Context) (*engine.BuildResult, error) {
 	if err != nil {
 		return nil, b.fail(stepFinalize, err)
 	}
-	b.logf(stepFinalize, e2bapi.LogInfo, "Build finished: image %s", ref)
+	b.logf(stepFinalize, e2b.LogInfo, "Build finished: image %s", ref)
 	return &engine.BuildResult{
 		Image:       ref,
 		User:        b.user,
@@ -196,7 +196,7 @@ func (b *builder) basePhase(ctx context.Context, key string) error {
 		return err
 	}
 	if !b.sh.Login {
-		b.logf(stepBase, e2bapi.LogInfo, "The image has no /bin/bash: commands run with %s -c", b.sh.Path)
+		b.logf(stepBase, e2b.LogInfo, "The image has no /bin/bash: commands run with %s -c", b.sh.Path)
 	}
 	b.user, b.env, b.workdir = "root", copyEnv(b.base.Env), b.base.Workdir
 	if err := b.setUser(ctx, stepBase, defaultUser, true); err != nil {
@@ -207,7 +207,7 @@ func (b *builder) basePhase(ctx context.Context, key string) error {
 
 // stepPhase runs one step, in the container of the phase before or one
 // from the image from, and commits the result as the layer of key.
-func (b *builder) stepPhase(ctx context.Context, step, from, key string, st e2bapi.TemplateStep) error {
+func (b *builder) stepPhase(ctx context.Context, step, from, key string, st e2b.TemplateStep) error {
 	if err := b.ensureContainer(ctx, from, nil); err != nil {
 		return err
 	}
@@ -254,7 +254,7 @@ func (b *builder) fail(step string, err error) error {
 			err = o
 		}
 	}
-	b.logf(step, e2bapi.LogError, "%v", err)
+	b.logf(step, e2b.LogError, "%v", err)
 	return &engine.StepError{Step: step, Err: err}
 }
 
@@ -270,7 +270,7 @@ func (b *builder) emit(step, level, msg string) {
 	}
 	b.logMu.Lock()
 	defer b.logMu.Unlock()
-	b.spec.Log(e2bapi.BuildLogEntry{Timestamp: time.Now().UTC(), Message: msg, Level: level, Step: step})
+	b.spec.Log(e2b.BuildLogEntry{Timestamp: time.Now().UTC(), Message: msg, Level: level, Step: step})
 }
 
 // ensureAccountFiles gives images without /etc/passwd (minimal busybox
@@ -287,7 +287,7 @@ func (b *builder) ensureAccountFiles(ctx context.Context, c Container) error {
 		if ok, err := c.Exists(ctx, "/"+name); err == nil && ok {
 			continue
 		}
-		b.logf(stepBase, e2bapi.LogInfo, "The image has no /%s: adding one with root", name)
+		b.logf(stepBase, e2b.LogInfo, "The image has no /%s: adding one with root", name)
 		content := files[name]
 		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(content)), Typeflag: tar.TypeReg, ModTime: time.Now()}); err != nil {
 			return err

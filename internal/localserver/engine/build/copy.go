@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 )
 
 // nonGlobPrefix is the part of a COPY source before its first glob
@@ -49,7 +49,7 @@ func nonGlobPrefix(src string) (string, error) {
 // A layer tar of our own registered with ImageLoad would spare the
 // commit but costs about as much on Docker 20.10 (design/performance.md,
 // "Local builds").
-func (b *builder) copy(ctx context.Context, st e2bapi.TemplateStep) error {
+func (b *builder) copy(ctx context.Context, st e2b.TemplateStep) error {
 	args := st.CopyArgs()
 	src, dest, owner, mode := args.Src, args.Dest, args.User, args.Mode
 	if src == "" {

@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 )
 
 // The layer cache (design/local-server.md, "Layer cache"): every phase of a
@@ -42,7 +42,7 @@ func baseKey(scope, imageID string) string {
 // stepKey chains a step onto the key before it. The arguments go in as
 // JSON, not joined with spaces as on E2B: ["echo a b"] and ["echo a", "b"]
 // (the same command as user b) must not share a key.
-func stepKey(prev string, st e2bapi.TemplateStep) string {
+func stepKey(prev string, st e2b.TemplateStep) string {
 	args, _ := json.Marshal(st.Args) // a []string always marshals
 	return hashKeys(prev, st.Type, string(args), st.FilesHash)
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 )
 
@@ -17,7 +17,7 @@ import (
 func (b *builder) finalize(ctx context.Context, from string) (string, error) {
 	ref := b.eng.ImageRef(b.spec.TemplateID, b.spec.BuildID)
 	if b.spec.StartCmd == "" && b.spec.ReadyCmd == "" {
-		b.logf(stepFinalize, e2bapi.LogInfo, "Saving the image")
+		b.logf(stepFinalize, e2b.LogInfo, "Saving the image")
 		return ref, b.eng.CommitUnstarted(ctx, b.spec, from, ref)
 	}
 	if err := b.ensureContainer(ctx, from, nil); err != nil {
@@ -27,7 +27,7 @@ func (b *builder) finalize(ctx context.Context, from string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	b.logf(stepFinalize, e2bapi.LogInfo, "Saving the image")
+	b.logf(stepFinalize, e2b.LogInfo, "Saving the image")
 	err = b.c.CommitImage(ctx, ref)
 	if stopStart != nil {
 		stopStart() // only after the snapshot, which keeps its files
@@ -46,7 +46,7 @@ func (b *builder) startAndWaitReady(ctx context.Context) (func(), error) {
 	var stop func()
 	var startDone <-chan startResult
 	if start != "" {
-		b.logf(stepFinalize, e2bapi.LogInfo, "Running start command: %s", start)
+		b.logf(stepFinalize, e2b.LogInfo, "Running start command: %s", start)
 		startDone, stop = b.startInBackground(ctx, start)
 	}
 	if err := b.waitReady(ctx, ready, startDone); err != nil {
@@ -73,7 +73,7 @@ func (b *builder) startInBackground(ctx context.Context, command string) (<-chan
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		out := newLineLog(func(line string) { b.emit(stepFinalize, e2bapi.LogInfo, line) })
+		out := newLineLog(func(line string) { b.emit(stepFinalize, e2b.LogInfo, line) })
 		cmd, args := b.sh.Command(command)
 		res, err := b.c.Envd().Run(ctx, client.RunRequest{
 			Cmd: cmd, Args: args, Env: b.env, Cwd: b.workdir, User: b.user,
@@ -88,7 +88,7 @@ func (b *builder) startInBackground(ctx context.Context, command string) (<-chan
 // waitReady runs the ready command every ReadyInterval until it exits 0,
 // the start command fails, or ReadyTimeout passes.
 func (b *builder) waitReady(ctx context.Context, ready string, startDone <-chan startResult) error {
-	b.logf(stepFinalize, e2bapi.LogInfo, "Waiting for the ready command: %s", ready)
+	b.logf(stepFinalize, e2b.LogInfo, "Waiting for the ready command: %s", ready)
 	deadline := time.Now().Add(b.opts.ReadyTimeout)
 	readyCtx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
@@ -99,7 +99,7 @@ func (b *builder) waitReady(ctx context.Context, ready string, startDone <-chan 
 		})
 		switch {
 		case err == nil && res.ExitCode == 0:
-			b.logf(stepFinalize, e2bapi.LogInfo, "Ready")
+			b.logf(stepFinalize, e2b.LogInfo, "Ready")
 			return nil
 		case ctx.Err() != nil:
 			return ctx.Err()

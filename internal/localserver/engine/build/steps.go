@@ -8,13 +8,13 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/steps"
 )
 
 // step runs one template step.
-func (b *builder) step(ctx context.Context, step string, st e2bapi.TemplateStep) error {
+func (b *builder) step(ctx context.Context, step string, st e2b.TemplateStep) error {
 	switch st.Type {
 	case steps.Run:
 		run := st.RunArgs()
@@ -57,7 +57,7 @@ func (b *builder) step(ctx context.Context, step string, st e2bapi.TemplateStep)
 // runCommand runs a shell command the way RUN does, streaming its output
 // into the log, and fails on a non-zero exit with its last lines.
 func (b *builder) runCommand(ctx context.Context, step, command, user, cwd string) error {
-	out := newLineLog(func(line string) { b.emit(step, e2bapi.LogInfo, line) })
+	out := newLineLog(func(line string) { b.emit(step, e2b.LogInfo, line) })
 	cmd, args := b.sh.Command(command)
 	res, err := b.c.Envd().Run(ctx, client.RunRequest{
 		Cmd: cmd, Args: args, Env: b.env, Cwd: cwd, User: user,
@@ -161,7 +161,7 @@ func (b *builder) setUser(ctx context.Context, step, name string, admin bool) er
 		return err
 	}
 	for line := range strings.Lines(out) {
-		b.emit(step, e2bapi.LogInfo, strings.TrimRight(line, "\n"))
+		b.emit(step, e2b.LogInfo, strings.TrimRight(line, "\n"))
 	}
 	b.user = name
 	return nil

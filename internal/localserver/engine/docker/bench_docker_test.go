@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 )
@@ -30,7 +30,7 @@ func BenchmarkBuildLayerCache(b *testing.B) {
 			start := time.Now()
 			res, err := d.Build(b.Context(), engine.BuildSpec{
 				TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: dockerEnv.baseImage,
-				Steps: []e2bapi.TemplateStep{
+				Steps: []e2b.TemplateStep{
 					{Type: "COPY", Args: []string{".", "/bench/", "", ""}, FilesHash: "tree"},
 					{Type: "RUN", Args: []string{run}},
 				},

@@ -12,7 +12,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
@@ -41,15 +41,15 @@ func TestBuildAndSandbox(t *testing.T) {
 		"app": contextArchive(t, ctxDir, "app"),
 		"js":  contextArchive(t, ctxDir, "src/*.js"),
 	}
-	copyStep := func(hash, src, dest, user, mode string) e2bapi.TemplateStep {
-		return e2bapi.TemplateStep{Type: "COPY", Args: []string{src, dest, user, mode}, FilesHash: hash}
+	copyStep := func(hash, src, dest, user, mode string) e2b.TemplateStep {
+		return e2b.TemplateStep{Type: "COPY", Args: []string{src, dest, user, mode}, FilesHash: hash}
 	}
 	var log buildLog
 	spec := engine.BuildSpec{
 		TemplateID: randomID("tpl"),
 		BuildID:    randomID("build"),
 		BaseImage:  dockerEnv.baseImage,
-		Steps: []e2bapi.TemplateStep{
+		Steps: []e2b.TemplateStep{
 			{Type: "WORKDIR", Args: []string{"/app"}},                                                          // 1
 			{Type: "ENV", Args: []string{"GREETING", "hello", "NAME", "$GREETING world", "LIT", "$(echo no)"}}, // 2
 			copyStep("top", "top.txt", "/etc/top.txt", "", ""),                                                 // 3: file to a new name
@@ -182,7 +182,7 @@ func TestBuildAndSandbox(t *testing.T) {
 	res2, err := d.Build(t.Context(), engine.BuildSpec{
 		TemplateID: spec.TemplateID, BuildID: randomID("build"), BaseImage: res.Image,
 		FromBuild: res,
-		Steps:     []e2bapi.TemplateStep{{Type: "RUN", Args: []string{`echo "continued as $(id -un) in $(pwd) with $NAME"`}}},
+		Steps:     []e2b.TemplateStep{{Type: "RUN", Args: []string{`echo "continued as $(id -un) in $(pwd) with $NAME"`}}},
 		Log:       log2.add,
 	})
 	if err != nil {
@@ -203,7 +203,7 @@ func TestBuildFailingRun(t *testing.T) {
 	var log buildLog
 	_, err := d.Build(t.Context(), engine.BuildSpec{
 		TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: dockerEnv.baseImage,
-		Steps: []e2bapi.TemplateStep{
+		Steps: []e2b.TemplateStep{
 			{Type: "ENV", Args: []string{"A", "1"}},
 			{Type: "RUN", Args: []string{"echo first-line; echo second-line >&2; exit 3"}},
 			{Type: "RUN", Args: []string{"echo never"}},
@@ -235,7 +235,7 @@ func TestBuildRunWaitsForBackgroundOutput(t *testing.T) {
 	var log buildLog
 	_, err := d.Build(t.Context(), engine.BuildSpec{
 		TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: dockerEnv.baseImage,
-		Steps: []e2bapi.TemplateStep{
+		Steps: []e2b.TemplateStep{
 			{Type: "RUN", Args: []string{"(sleep 2; echo child-line) & echo parent-line"}},
 			{Type: "RUN", Args: []string{"nohup sleep 600 >/dev/null 2>&1 & echo detached"}},
 			{Type: "RUN", Args: []string{"no-such-command-xyz"}},
@@ -260,7 +260,7 @@ func TestBuildRejectsTraversalArchive(t *testing.T) {
 	}
 	_, err := d.Build(t.Context(), engine.BuildSpec{
 		TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: dockerEnv.baseImage,
-		Steps:    []e2bapi.TemplateStep{{Type: "COPY", Args: []string{"ok.txt", "/", "", ""}, FilesHash: "h"}},
+		Steps:    []e2b.TemplateStep{{Type: "COPY", Args: []string{"ok.txt", "/", "", ""}, FilesHash: "h"}},
 		Archives: map[string]string{"h": evil},
 	})
 	var se *engine.StepError
@@ -286,7 +286,7 @@ func TestBuildCancelRemovesContainer(t *testing.T) {
 	d := newTestDocker(t, "")
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	log := buildLog{onLine: func(e e2bapi.BuildLogEntry) {
+	log := buildLog{onLine: func(e e2b.BuildLogEntry) {
 		if e.Message == "started" {
 			cancel()
 		}
@@ -295,7 +295,7 @@ func TestBuildCancelRemovesContainer(t *testing.T) {
 	go func() {
 		_, err := d.Build(ctx, engine.BuildSpec{
 			TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: dockerEnv.baseImage,
-			Steps: []e2bapi.TemplateStep{{Type: "RUN", Args: []string{"echo started; sleep 300"}}},
+			Steps: []e2b.TemplateStep{{Type: "RUN", Args: []string{"echo started; sleep 300"}}},
 			Log:   log.add,
 		})
 		done <- err
@@ -373,7 +373,7 @@ func TestBuildUsesBashWhenPresent(t *testing.T) {
 	var log buildLog
 	res, err := d.Build(t.Context(), engine.BuildSpec{
 		TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: withBash,
-		Steps: []e2bapi.TemplateStep{{Type: "RUN", Args: []string{"echo ran"}}},
+		Steps: []e2b.TemplateStep{{Type: "RUN", Args: []string{"echo ran"}}},
 		Log:   log.add,
 	})
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	"github.com/docker/docker/api/types/registry"
 	docker "github.com/docker/docker/client"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine/attach"
 )
@@ -49,7 +49,7 @@ func ensureImage(ctx context.Context, cli *docker.Client, spec engine.BuildSpec,
 // registryAuth encodes fromImageRegistry credentials for the engine.
 // Username/password registries and GCP (service-account JSON key) work;
 // AWS needs an ECR token exchange the local server does not do.
-func registryAuth(r *e2bapi.FromImageRegistry) (string, error) {
+func registryAuth(r *e2b.FromImageRegistry) (string, error) {
 	if r == nil {
 		return "", nil
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 )
@@ -57,8 +57,8 @@ func TestBuildLayerCache(t *testing.T) {
 	writeFiles(t, ctxDir, map[string]string{"f.txt": "second\n"})
 	second := contextArchive(t, ctxDir, "f.txt")
 	uuid := "cat /proc/sys/kernel/random/uuid > "
-	steps := func() []e2bapi.TemplateStep {
-		return []e2bapi.TemplateStep{
+	steps := func() []e2b.TemplateStep {
+		return []e2b.TemplateStep{
 			{Type: "ENV", Args: []string{"GREETING", "hi"}},                                         // 1
 			{Type: "WORKDIR", Args: []string{"/app"}},                                               // 2
 			{Type: "RUN", Args: []string{uuid + "/s3", "root"}},                                     // 3
@@ -74,7 +74,7 @@ func TestBuildLayerCache(t *testing.T) {
 		log   *buildLog
 		files map[string]string
 	}
-	build := func(force bool, st []e2bapi.TemplateStep) built {
+	build := func(force bool, st []e2b.TemplateStep) built {
 		t.Helper()
 		log := &buildLog{}
 		res, err := d.Build(t.Context(), engine.BuildSpec{
@@ -178,7 +178,7 @@ func TestPruneLayers(t *testing.T) {
 	d.opts.LayerCacheSize = 2
 	spec := engine.BuildSpec{
 		TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: dockerEnv.baseImage,
-		Steps: []e2bapi.TemplateStep{
+		Steps: []e2b.TemplateStep{
 			{Type: "RUN", Args: []string{"echo 1 > /one", "root"}},
 			{Type: "RUN", Args: []string{"echo 2 > /two", "root"}},
 			{Type: "RUN", Args: []string{"echo 3 > /three", "root"}},
@@ -253,7 +253,7 @@ func TestLayerStateKeepsShell(t *testing.T) {
 	d := newTestDocker(t, "")
 	spec := engine.BuildSpec{
 		TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: dockerEnv.baseImage,
-		Steps: []e2bapi.TemplateStep{{Type: "RUN", Args: []string{"true"}}},
+		Steps: []e2b.TemplateStep{{Type: "RUN", Args: []string{"true"}}},
 	}
 	res, err := d.Build(t.Context(), spec)
 	if err != nil {

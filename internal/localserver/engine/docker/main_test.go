@@ -21,7 +21,7 @@ import (
 	docker "github.com/docker/docker/client"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
@@ -176,11 +176,11 @@ func randomID(prefix string) string {
 // buildLog collects a build's log entries.
 type buildLog struct {
 	mu      sync.Mutex
-	entries []e2bapi.BuildLogEntry
-	onLine  func(e2bapi.BuildLogEntry)
+	entries []e2b.BuildLogEntry
+	onLine  func(e2b.BuildLogEntry)
 }
 
-func (l *buildLog) add(e e2bapi.BuildLogEntry) {
+func (l *buildLog) add(e e2b.BuildLogEntry) {
 	l.mu.Lock()
 	l.entries = append(l.entries, e)
 	l.mu.Unlock()

@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/builds"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/sandboxes"
 	"net/http"
 	"os"
 	"os/exec"
@@ -24,7 +26,7 @@ import (
 	"github.com/docker/docker/api/types/image"
 	dockerclient "github.com/docker/docker/client"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine/docker"
@@ -160,7 +162,7 @@ func TestDockerBuildAndSandbox(t *testing.T) {
 	reg := ts.register("docker-app")
 	hash := hashOf(0xd0c)
 	putOK(t, ts.link(reg.TemplateID, hash).URL, testutil.Tarball(t, true, testutil.Dir("app/"), testutil.File("app/hello.txt", "hello from the context\n")))
-	ts.start(reg, e2bapi.TemplateBuildStartV2{FromImage: baseImage, Steps: []e2bapi.TemplateStep{
+	ts.start(reg, e2b.TemplateBuildStartV2{FromImage: baseImage, Steps: []e2b.TemplateStep{
 		{Type: "COPY", Args: []string{"app", "/opt/app", "", ""}, FilesHash: hash},
 		{Type: "ENV", Args: []string{"GREETING", "hi"}},
 		// /tmp is part of the image under gVisor too (envd.TmpKeepFile).
@@ -170,7 +172,7 @@ func TestDockerBuildAndSandbox(t *testing.T) {
 		t.Fatalf("build = %+v", info)
 	}
 
-	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "docker-app", EnvVars: map[string]string{"K": "V"}})
+	sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "docker-app", EnvVars: map[string]string{"K": "V"}})
 	client, err := envdclient.New(envdclient.Config{BaseURL: ts.URL, SandboxID: sb.SandboxID, AccessToken: sb.EnvdAccessToken})
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +187,7 @@ func TestDockerBuildAndSandbox(t *testing.T) {
 	ts.call("DELETE", "/sandboxes/"+sb.SandboxID, nil, http.StatusNoContent, nil)
 
 	failing := ts.register("docker-app")
-	ts.start(failing, e2bapi.TemplateBuildStartV2{FromImage: baseImage, Steps: []e2bapi.TemplateStep{run("true"), run("echo doomed; exit 7")}})
+	ts.start(failing, e2b.TemplateBuildStartV2{FromImage: baseImage, Steps: []e2b.TemplateStep{run("true"), run("echo doomed; exit 7")}})
 	info := ts.waitBuild(failing)
 	if info.Status != "error" || info.Reason == nil || info.Reason.Step != "2" {
 		t.Fatalf("failing build = %+v", info)
@@ -199,7 +201,7 @@ func TestDockerBuildAndSandbox(t *testing.T) {
 		t.Errorf("the failing step's output is not in the log:\n%s", joined)
 	}
 	// The failed rebuild did not take the tag from the good build.
-	sb = ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "docker-app"})
+	sb = ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "docker-app"})
 	ts.call("DELETE", "/sandboxes/"+sb.SandboxID, nil, http.StatusNoContent, nil)
 	// Deleting the template removes its image from the engine.
 	ts.call("DELETE", "/templates/docker-app", nil, http.StatusNoContent, nil)
@@ -312,7 +314,7 @@ func TestDockerRestartAfterSIGKILL(t *testing.T) {
 	hash := hashOf(0x5161)
 	putOK(t, ts.link(good.TemplateID, hash).URL, testutil.Tarball(t, true, testutil.File("f", "kept")))
 	running := ts.register("killed")
-	ts.start(running, e2bapi.TemplateBuildStartV2{FromImage: baseImage, Steps: []e2bapi.TemplateStep{run("sleep 600")}})
+	ts.start(running, e2b.TemplateBuildStartV2{FromImage: baseImage, Steps: []e2b.TemplateStep{run("sleep 600")}})
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		st := ts.status(running.TemplateID, running.BuildID, "")
 		// The step's line comes before its container starts.
@@ -328,9 +330,9 @@ func TestDockerRestartAfterSIGKILL(t *testing.T) {
 	}
 	// A sandbox that lives through the restart: the new server opens a new
 	// channel to it.
-	survivor := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "killed", Timeout: int32p(600)})
+	survivor := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "killed", Timeout: int32p(600)})
 	// A paused sandbox lives through it too, frozen with its processes.
-	frozen := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "killed", Timeout: int32p(600)})
+	frozen := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "killed", Timeout: int32p(600)})
 	frozenClient, err := envdclient.New(envdclient.Config{BaseURL: ts.URL, SandboxID: frozen.SandboxID, AccessToken: frozen.EnvdAccessToken})
 	if err != nil {
 		t.Fatal(err)
@@ -340,10 +342,10 @@ func TestDockerRestartAfterSIGKILL(t *testing.T) {
 	}
 	ts.call("POST", "/sandboxes/"+frozen.SandboxID+"/pause", nil, http.StatusNoContent, nil)
 	// The warm pool (on by default) holds containers of the template too.
-	ts.waitPooledStat(DefaultPoolSizePerBuild)
-	for deadline := time.Now().Add(time.Minute); len(instanceSandboxContainers(t, dataDir)) < 2+DefaultPoolSizePerBuild; time.Sleep(20 * time.Millisecond) {
+	ts.waitPooledStat(sandboxes.DefaultPoolSizePerBuild)
+	for deadline := time.Now().Add(time.Minute); len(instanceSandboxContainers(t, dataDir)) < 2+sandboxes.DefaultPoolSizePerBuild; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("sandbox containers before the kill: %v, want the 2 sandboxes' and the pool's %d", instanceSandboxContainers(t, dataDir), DefaultPoolSizePerBuild)
+			t.Fatalf("sandbox containers before the kill: %v, want the 2 sandboxes' and the pool's %d", instanceSandboxContainers(t, dataDir), sandboxes.DefaultPoolSizePerBuild)
 		}
 	}
 	// What a SIGKILL during the commit of the running build leaves: its
@@ -370,7 +372,7 @@ func TestDockerRestartAfterSIGKILL(t *testing.T) {
 	_, info := startCommand(t, binary, dataDir)
 	ts.URL = info.APIURL
 	st := ts.status(running.TemplateID, running.BuildID, "")
-	if st.Status != "error" || st.Reason == nil || st.Reason.Message != ReasonRestarted {
+	if st.Status != "error" || st.Reason == nil || st.Reason.Message != builds.ReasonRestarted {
 		t.Errorf("interrupted build = %+v", st)
 	}
 	if n := buildContainers(t, running.BuildID); n != 0 {
@@ -394,7 +396,7 @@ func TestDockerRestartAfterSIGKILL(t *testing.T) {
 	}
 	// The list names default's newest assignment, the interrupted build (as
 	// E2B's); the template still resolves to the good build.
-	var tags []e2bapi.TemplateTag
+	var tags []e2b.TemplateTag
 	ts.call("GET", "/templates/killed/tags", nil, 200, &tags)
 	if len(tags) != 1 || tags[0].BuildID != running.BuildID {
 		t.Errorf("tags after restart = %+v, want default at the interrupted build %s", tags, running.BuildID)
@@ -412,7 +414,7 @@ func TestDockerRestartAfterSIGKILL(t *testing.T) {
 		t.Errorf("the sandbox kept across the restart: %v %+v", err, res)
 	}
 	ts.call("DELETE", "/sandboxes/"+survivor.SandboxID, nil, http.StatusNoContent, nil)
-	var detail e2bapi.SandboxDetail
+	var detail e2b.SandboxDetail
 	ts.call("GET", "/sandboxes/"+frozen.SandboxID, nil, http.StatusOK, &detail)
 	if detail.State != "paused" {
 		t.Errorf("the paused sandbox after the restart is %s", detail.State)
@@ -428,7 +430,7 @@ func TestDockerRestartAfterSIGKILL(t *testing.T) {
 	}
 	ts.call("DELETE", "/sandboxes/"+frozen.SandboxID, nil, http.StatusNoContent, nil)
 	// The template still runs sandboxes.
-	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "killed"})
+	sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "killed"})
 	ts.call("DELETE", "/sandboxes/"+sb.SandboxID, nil, http.StatusNoContent, nil)
 	ts.call("DELETE", "/templates/killed", nil, http.StatusNoContent, nil)
 }
@@ -514,8 +516,8 @@ func TestDockerSandboxDeadlineWhileServerIsDown(t *testing.T) {
 	if _, st := ts.buildFrom(baseImage, "deadline", run("true")); st.Status != "ready" {
 		t.Fatalf("build = %+v", st)
 	}
-	short := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "deadline", Timeout: int32p(3)})
-	moved := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "deadline", Timeout: int32p(3)})
+	short := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "deadline", Timeout: int32p(3)})
+	moved := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "deadline", Timeout: int32p(3)})
 	ts.call("POST", "/sandboxes/"+moved.SandboxID+"/timeout", map[string]any{"timeout": 8}, http.StatusNoContent, nil)
 	start := time.Now()
 	if err := cmd.Process.Kill(); err != nil {
@@ -558,7 +560,7 @@ func TestDockerPauseMetricsAndLogs(t *testing.T) {
 	if _, info := ts.buildFrom(baseImage, "docker-pause"); info.Status != "ready" {
 		t.Fatalf("build = %+v", info)
 	}
-	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "docker-pause", EnvVars: map[string]string{"K": "V"}})
+	sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "docker-pause", EnvVars: map[string]string{"K": "V"}})
 	t.Cleanup(func() { _ = eng.StopSandbox(context.WithoutCancel(t.Context()), sb.SandboxID) })
 	client, err := envdclient.New(envdclient.Config{BaseURL: ts.URL, SandboxID: sb.SandboxID, AccessToken: sb.EnvdAccessToken})
 	if err != nil {
@@ -577,12 +579,12 @@ func TestDockerPauseMetricsAndLogs(t *testing.T) {
 	}
 	sh(`echo kept > /tmp/f; sleep 600 >/dev/null 2>&1 & echo $! > /tmp/pid`)
 
-	var metrics []e2bapi.SandboxMetric
+	var metrics []e2b.SandboxMetric
 	ts.call("GET", "/sandboxes/"+sb.SandboxID+"/metrics", nil, http.StatusOK, &metrics)
 	if len(metrics) != 1 || metrics[0].CPUCount < 1 || metrics[0].MemTotal != 1024<<20 || metrics[0].MemUsed <= 0 || metrics[0].DiskUsed <= 0 {
 		t.Errorf("metrics = %+v, want one sample of 1 GiB with memory and disk in use", metrics)
 	}
-	var logs e2bapi.SandboxLogsV2Response
+	var logs e2b.SandboxLogsV2Response
 	ts.call("GET", "/v2/sandboxes/"+sb.SandboxID+"/logs?direction=forward&search=listening", nil, http.StatusOK, &logs)
 	if len(logs.Logs) != 1 || logs.Logs[0].Fields["logger"] != "envd" {
 		t.Errorf("logs = %+v, want envd's listening line", logs.Logs)
@@ -593,7 +595,7 @@ func TestDockerPauseMetricsAndLogs(t *testing.T) {
 		t.Errorf("logs = %+v, want envd's line of the process started", logs.Logs)
 	}
 	// The CLI's `sandbox logs` reads the raw lines of the v1 logs.
-	var v1 e2bapi.SandboxLogs
+	var v1 e2b.SandboxLogs
 	ts.call("GET", "/sandboxes/"+sb.SandboxID+"/logs", nil, http.StatusOK, &v1)
 	started := 0
 	for _, l := range v1.Logs {
@@ -618,7 +620,7 @@ func TestDockerPauseMetricsAndLogs(t *testing.T) {
 		t.Errorf("metrics while paused = %+v, want the frozen memory", metrics)
 	}
 
-	ts.call("POST", "/v2/sandboxes/"+sb.SandboxID+"/connect", e2bapi.ConnectSandbox{Timeout: int32p(120)}, http.StatusCreated, nil)
+	ts.call("POST", "/v2/sandboxes/"+sb.SandboxID+"/connect", e2b.ConnectSandbox{Timeout: int32p(120)}, http.StatusCreated, nil)
 	if got := sh(`kill -0 "$(cat /tmp/pid)" && cat /tmp/f`); got != "kept" {
 		t.Errorf("after resume: %q, want the file and the process kept", got)
 	}
@@ -666,7 +668,7 @@ func TestDockerSnapshot(t *testing.T) {
 	if _, info := ts.buildFrom(baseImage, "docker-snap-src"); info.Status != "ready" {
 		t.Fatalf("build = %+v", info)
 	}
-	run := func(sb e2bapi.Sandbox, script string) string {
+	run := func(sb e2b.Sandbox, script string) string {
 		t.Helper()
 		client, err := envdclient.New(envdclient.Config{BaseURL: ts.URL, SandboxID: sb.SandboxID, AccessToken: sb.EnvdAccessToken})
 		if err != nil {
@@ -678,11 +680,11 @@ func TestDockerSnapshot(t *testing.T) {
 		}
 		return strings.TrimSpace(string(res.Stdout))
 	}
-	src := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "docker-snap-src"})
+	src := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "docker-snap-src"})
 	run(src, `echo snapped > /home/user/snap.txt`)
 
-	var info e2bapi.SnapshotInfo
-	ts.call("POST", "/sandboxes/"+src.SandboxID+"/snapshots", e2bapi.SandboxSnapshotRequest{Name: strp("docker-snap")}, http.StatusCreated, &info)
+	var info e2b.SnapshotInfo
+	ts.call("POST", "/sandboxes/"+src.SandboxID+"/snapshots", e2b.SandboxSnapshotRequest{Name: strp("docker-snap")}, http.StatusCreated, &info)
 	if got := run(src, `cat /home/user/snap.txt`); got != "snapped" {
 		t.Errorf("the source sandbox after the snapshot: %q", got)
 	}
@@ -699,7 +701,7 @@ func TestDockerSnapshot(t *testing.T) {
 		t.Errorf("snapshot image labels = %v", l)
 	}
 
-	from := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: info.SnapshotID})
+	from := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: info.SnapshotID})
 	ts.call("DELETE", "/sandboxes/"+src.SandboxID, nil, http.StatusNoContent, nil)
 	if got := run(from, `cat /home/user/snap.txt; id -un`); got != "snapped\nuser" {
 		t.Errorf("a sandbox of the snapshot: %q, want the file and the template's user", got)

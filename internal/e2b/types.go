@@ -1,4 +1,8 @@
-package e2bapi
+// Package e2b is E2B's control-plane vocabulary: the JSON bodies of its API
+// and its name grammar. Both ends of the wire import it, the client
+// (e2bapi) and the local server, so that neither depends on the other and
+// every body has one definition.
+package e2b
 
 import (
 	"time"

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
@@ -32,7 +32,7 @@ func TestRuntimeFigures(t *testing.T) {
 	eng, baseImage := dockerEngine(t)
 	rt := runtimeOf(t, eng)
 	ts := startServer(t, eng)
-	if _, info := ts.buildFrom(baseImage, "bench-runtime"); info.Status != e2bapi.BuildReady {
+	if _, info := ts.buildFrom(baseImage, "bench-runtime"); info.Status != e2b.BuildReady {
 		t.Fatalf("build = %+v", info)
 	}
 	ts.deleteTemplateAtEnd("bench-runtime")
@@ -40,7 +40,7 @@ func TestRuntimeFigures(t *testing.T) {
 	var create, first, runMany, copyLarge []time.Duration
 	for range rounds {
 		start := time.Now()
-		sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "bench-runtime"})
+		sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: "bench-runtime"})
 		create = append(create, time.Since(start))
 		c, err := envdclient.New(envdclient.Config{BaseURL: ts.URL, SandboxID: sb.SandboxID, AccessToken: sb.EnvdAccessToken})
 		if err != nil {
@@ -56,7 +56,7 @@ func TestRuntimeFigures(t *testing.T) {
 		// A step of its own each round, so that no layer is reused.
 		script := fmt.Sprintf("i=0; while [ $i -lt 2000 ]; do /bin/true; i=$((i+1)); done; echo round %d", i)
 		reg, info := ts.buildFrom(baseImage, "bench-run", run(script))
-		if info.Status != e2bapi.BuildReady {
+		if info.Status != e2b.BuildReady {
 			t.Fatalf("RUN build = %+v", info)
 		}
 		runMany = append(runMany, ts.stepTime(reg, "[builder 1/1]", "Saving the image"))
@@ -67,8 +67,8 @@ func TestRuntimeFigures(t *testing.T) {
 		blob := make([]byte, 64<<20)
 		_, _ = rand.Read(blob)
 		putOK(t, ts.link(reg.TemplateID, hash).URL, testutil.Tarball(t, true, testutil.File("blob", string(blob))))
-		ts.start(reg, e2bapi.TemplateBuildStartV2{FromImage: baseImage, Steps: []e2bapi.TemplateStep{{Type: "COPY", Args: []string{"blob", "/opt/blob", "", ""}, FilesHash: hash}}})
-		if info := ts.waitBuild(reg); info.Status != e2bapi.BuildReady {
+		ts.start(reg, e2b.TemplateBuildStartV2{FromImage: baseImage, Steps: []e2b.TemplateStep{{Type: "COPY", Args: []string{"blob", "/opt/blob", "", ""}, FilesHash: hash}}})
+		if info := ts.waitBuild(reg); info.Status != e2b.BuildReady {
 			t.Fatalf("COPY build = %+v", info)
 		}
 		copyLarge = append(copyLarge, ts.stepTime(reg, "[builder 1/1]", "Saving the image"))
@@ -90,7 +90,7 @@ func TestRuntimeFigures(t *testing.T) {
 
 // stepTime is the time from the build log's first entry containing from to
 // the first later one containing to.
-func (ts *testServer) stepTime(reg e2bapi.TemplateRequestResponseV3, from, to string) time.Duration {
+func (ts *testServer) stepTime(reg e2b.TemplateRequestResponseV3, from, to string) time.Duration {
 	ts.t.Helper()
 	var start time.Time
 	for _, e := range ts.status(reg.TemplateID, reg.BuildID, "").LogEntries {

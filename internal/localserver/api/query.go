@@ -1,10 +1,11 @@
-package localserver
+package api
 
 import (
 	"net/http"
 	"strconv"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
 )
 
 // The query parameters of the list and log endpoints, and their pages.
@@ -18,7 +19,7 @@ func pageLimit(r *http.Request) (int, error) {
 	}
 	n, err := strconv.Atoi(raw)
 	if err != nil || n < 1 || n > 100 {
-		return 0, answer(http.StatusBadRequest, "limit %q must be a number from 1 to 100", raw)
+		return 0, failure.New(failure.Invalid, "limit %q must be a number from 1 to 100", raw)
 	}
 	return n, nil
 }
@@ -48,10 +49,10 @@ func paginate[T any](items []T, limit int, token string, key func(T) string) ([]
 func queryLevel(r *http.Request) (string, error) {
 	level := r.URL.Query().Get("level")
 	switch level {
-	case "", e2bapi.LogDebug, e2bapi.LogInfo, e2bapi.LogWarn, e2bapi.LogError:
+	case "", e2b.LogDebug, e2b.LogInfo, e2b.LogWarn, e2b.LogError:
 		return level, nil
 	}
-	return "", answer(http.StatusBadRequest, "level %q must be one of debug, info, warn, error", level)
+	return "", failure.New(failure.Invalid, "level %q must be one of debug, info, warn, error", level)
 }
 
 // queryInt reads an optional non-negative integer parameter.
@@ -62,7 +63,7 @@ func queryInt(r *http.Request, name string, def int64) (int64, error) {
 	}
 	n, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil || n < 0 {
-		return 0, answer(http.StatusBadRequest, "%s %q must be a non-negative integer", name, raw)
+		return 0, failure.New(failure.Invalid, "%s %q must be a non-negative integer", name, raw)
 	}
 	return n, nil
 }
@@ -76,6 +77,6 @@ func queryDirection(r *http.Request, def string) (string, error) {
 	case "forward", "backward":
 		return direction, nil
 	default:
-		return "", answer(http.StatusBadRequest, "direction %q must be forward or backward", direction)
+		return "", failure.New(failure.Invalid, "direction %q must be forward or backward", direction)
 	}
 }

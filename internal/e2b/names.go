@@ -1,4 +1,4 @@
-package e2bapi
+package e2b
 
 import (
 	"fmt"

@@ -1,14 +1,14 @@
-package localserver
+package sandboxes
 
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"sync"
 	"time"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
@@ -20,53 +20,39 @@ import (
 // when none is given (ResumedSandbox).
 const defaultResumeTimeout = 15
 
-// handlePauseSandbox serves POST /sandboxes/{sandboxID}/pause: 204, 409
-// when already paused. The body ({memory}) is optional; the memory is
-// always kept here.
-func (s *Server) handlePauseSandbox(w http.ResponseWriter, r *http.Request) error {
-	id, _, err := sandboxRequest[e2bapi.SandboxPauseRequest](w, r, true)
-	if err != nil {
-		return err
-	}
-	sb, unlock, err := s.lockedSandbox(id)
+// Pause pauses a running sandbox (Conflict when it is paused already).
+func (s *Manager) Pause(ctx context.Context, id string) error {
+	sb, unlock, err := s.Lock(id)
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	if sb.Paused() {
-		return answer(http.StatusConflict, "Error pausing sandbox - sandbox '%s' is already paused", id)
+		return failure.New(failure.Conflict, "Error pausing sandbox - sandbox '%s' is already paused", id)
 	}
-	if err := s.pauseSandbox(r.Context(), sb); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.pause(ctx, sb)
 }
 
-// handleResumeSandbox serves the deprecated POST /sandboxes/{sandboxID}/resume:
-// 201 with the sandbox, 409 when it runs.
-func (s *Server) handleResumeSandbox(w http.ResponseWriter, r *http.Request) error {
-	id, req, err := sandboxRequest[e2bapi.ResumedSandbox](w, r, true)
+// Resume resumes a paused sandbox for timeout seconds (15 when unset) and,
+// when autoPause is set, says whether it pauses then (Conflict when it
+// runs).
+func (s *Manager) Resume(ctx context.Context, id string, timeout *int32, autoPause *bool) (*e2b.Sandbox, error) {
+	d, err := s.ttl(timeout, defaultResumeTimeout, 0)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	timeout, err := s.ttl(req.Timeout, defaultResumeTimeout, 0)
+	sb, unlock, err := s.Lock(id)
 	if err != nil {
-		return err
-	}
-	sb, unlock, err := s.lockedSandbox(id)
-	if err != nil {
-		return err
+		return nil, err
 	}
 	defer unlock()
 	if !sb.Paused() {
-		return answer(http.StatusConflict, "Sandbox %s is already running", id)
+		return nil, failure.New(failure.Conflict, "Sandbox %s is already running", id)
 	}
-	if sb, err = s.resumeSandbox(r.Context(), sb, timeout, req.AutoPause); err != nil {
-		return err
+	if sb, err = s.resume(ctx, sb, d, autoPause); err != nil {
+		return nil, err
 	}
-	writeJSON(w, http.StatusCreated, s.sandboxAnswer(sb))
-	return nil
+	return s.answer(sb), nil
 }
 
 // sandboxLock is the lock of one sandbox and how many hold or wait for it.
@@ -75,10 +61,10 @@ type sandboxLock struct {
 	users int
 }
 
-// lockedSandbox locks the sandbox id (lockSandbox) and reads its record;
+// Lock locks the sandbox id (sandboxLocks.lock) and reads its record;
 // when it cannot, it returns the error with nothing locked.
-func (s *Server) lockedSandbox(id string) (store.Sandbox, func(), error) {
-	unlock := s.lockSandbox(id)
+func (s *Manager) Lock(id string) (store.Sandbox, func(), error) {
+	unlock := s.sandboxLocks.lock(id)
 	sb, err := s.store.Sandbox(id)
 	if err != nil {
 		unlock()
@@ -87,43 +73,49 @@ func (s *Server) lockedSandbox(id string) (store.Sandbox, func(), error) {
 	return sb, unlock, nil
 }
 
-// lockSandbox takes the lock that serialises the pauses, resumes and
-// snapshots of sandbox id, so that its record and its container agree, and
-// returns its release. Other sandboxes are not held up (a commit takes a
-// while).
-func (s *Server) lockSandbox(id string) func() {
-	s.mu.Lock()
-	l := s.sandboxLocks[id]
+// sandboxLocks are the locks of the sandboxes being paused, resumed or
+// snapshotted, by sandbox ID, each kept while someone holds or waits for it.
+type sandboxLocks struct {
+	mu    sync.Mutex
+	locks map[string]*sandboxLock
+}
+
+// lock takes the lock that serialises the pauses, resumes and snapshots of
+// sandbox id, so that its record and its container agree, and returns its
+// release. Other sandboxes are not held up (a commit takes a while).
+func (ls *sandboxLocks) lock(id string) func() {
+	ls.mu.Lock()
+	l := ls.locks[id]
 	if l == nil {
 		l = &sandboxLock{}
-		s.sandboxLocks[id] = l
+		ls.locks[id] = l
 	}
 	l.users++
-	s.mu.Unlock()
+	ls.mu.Unlock()
 	l.mu.Lock()
 	return func() {
 		l.mu.Unlock()
-		s.mu.Lock()
+		ls.mu.Lock()
 		if l.users--; l.users == 0 {
-			delete(s.sandboxLocks, id)
+			delete(ls.locks, id)
 		}
-		s.mu.Unlock()
+		ls.mu.Unlock()
 	}
 }
 
-// pauseSandbox freezes a running sandbox and records it paused. Its
+// pause freezes a running sandbox and records it paused. Its
 // container's own end is cleared first, so that envd, thawed later, does
 // not end it for an end that passed while it was paused. Callers hold
-// the sandbox's lock (lockSandbox).
-func (s *Server) pauseSandbox(ctx context.Context, sb store.Sandbox) error {
+// the sandbox's lock (sandboxLocks.lock).
+func (s *Manager) pause(ctx context.Context, sb store.Sandbox) error {
 	if err := s.engine.SetSandboxDeadline(ctx, sb.ID, time.Time{}); err != nil {
-		return internal(err)
+		return failure.OwnFailure(err)
 	}
 	if err := s.engine.PauseSandbox(ctx, sb.ID); err != nil {
 		if derr := s.engine.SetSandboxDeadline(ctx, sb.ID, containerEnd(sb)); derr != nil {
 			s.log.Error("restore the end of a sandbox that could not be paused", "sandbox", sb.ID, "err", derr)
 		}
-		return internal(err)
+		return failure.OwnFailure(err)
 	}
 	if _, err := s.store.PauseSandbox(sb.ID); err != nil {
 		if rerr := s.engine.ResumeSandbox(context.WithoutCancel(ctx), engine.SandboxSpec{SandboxID: sb.ID}); rerr != nil {
@@ -134,10 +126,10 @@ func (s *Server) pauseSandbox(ctx context.Context, sb store.Sandbox) error {
 	return nil
 }
 
-// resumeSandbox thaws a paused sandbox to run timeout from now and records
+// resume thaws a paused sandbox to run timeout from now and records
 // it running (and, when autoPause is set, whether it pauses then). Callers
-// hold the sandbox's lock (lockSandbox).
-func (s *Server) resumeSandbox(ctx context.Context, sb store.Sandbox, timeout time.Duration, autoPause *bool) (store.Sandbox, error) {
+// hold the sandbox's lock (sandboxLocks.lock).
+func (s *Manager) resume(ctx context.Context, sb store.Sandbox, timeout time.Duration, autoPause *bool) (store.Sandbox, error) {
 	next := sb
 	next.State, next.EndAt = store.StateRunning, s.cfg.Now().Add(timeout)
 	if autoPause != nil {
@@ -145,17 +137,17 @@ func (s *Server) resumeSandbox(ctx context.Context, sb store.Sandbox, timeout ti
 	}
 	// The end first: envd must find it when it thaws.
 	if err := s.engine.SetSandboxDeadline(ctx, sb.ID, containerEnd(next)); err != nil {
-		return sb, internal(err)
+		return sb, failure.OwnFailure(err)
 	}
 	b, err := s.store.Build(sb.TemplateID, sb.BuildID)
 	if err == nil && b.Result == nil {
 		err = fmt.Errorf("build %s has no image", b.ID)
 	}
 	if err != nil {
-		return sb, internal(err)
+		return sb, failure.OwnFailure(err)
 	}
 	if err := s.engine.ResumeSandbox(ctx, sandboxSpec(next, b)); err != nil {
-		return sb, internal(err)
+		return sb, failure.OwnFailure(err)
 	}
 	resumed, err := s.store.ResumeSandbox(sb.ID, next.EndAt, autoPause)
 	if err != nil {
@@ -169,19 +161,35 @@ func (s *Server) resumeSandbox(ctx context.Context, sb store.Sandbox, timeout ti
 	return resumed, nil
 }
 
+// Reach is nil when traffic may go to the sandbox: it runs, or is paused
+// and traffic resumes it (lifecycle autoResume), which Reach does. Else
+// the sandbox is Unreachable, as E2B's proxy answers: the SDKs read that
+// as "the sandbox was killed or timed out" (isRunning → false).
+func (s *Manager) Reach(ctx context.Context, id string) error {
+	sb, err := s.store.Sandbox(id)
+	if err != nil {
+		return failure.MissingAs(err, failure.Unreachable, "sandbox '%s' not found: it was killed or timed out", id)
+	}
+	if sb.Paused() && !s.autoResume(ctx, sb) {
+		// Its envd is frozen: a request would wait for it in vain.
+		return failure.New(failure.Unreachable, "sandbox '%s' is paused: connect to it to resume it", id)
+	}
+	return nil
+}
+
 // autoResume resumes a paused sandbox that traffic resumes (lifecycle
 // autoResume) for its AutoResume, and reports whether it runs now.
-func (s *Server) autoResume(ctx context.Context, sb store.Sandbox) bool {
+func (s *Manager) autoResume(ctx context.Context, sb store.Sandbox) bool {
 	if sb.AutoResume <= 0 {
 		return false
 	}
-	defer s.lockSandbox(sb.ID)()
+	defer s.sandboxLocks.lock(sb.ID)()
 	sb, err := s.store.Sandbox(sb.ID)
 	if err != nil {
 		return false
 	}
 	if sb.Paused() {
-		if _, err := s.resumeSandbox(ctx, sb, sb.AutoResume, nil); err != nil {
+		if _, err := s.resume(ctx, sb, sb.AutoResume, nil); err != nil {
 			s.log.Error("resume a sandbox for its traffic", "sandbox", sb.ID, "err", err)
 			return false
 		}
@@ -192,13 +200,13 @@ func (s *Server) autoResume(ctx context.Context, sb store.Sandbox) bool {
 
 // pauseAtEnd pauses a sandbox whose end came and that pauses then
 // (lifecycle onTimeout "pause"), for the reaper and the shutdown.
-func (s *Server) pauseAtEnd(ctx context.Context, id string) {
-	defer s.lockSandbox(id)()
+func (s *Manager) pauseAtEnd(ctx context.Context, id string) {
+	defer s.sandboxLocks.lock(id)()
 	sb, err := s.store.Sandbox(id)
 	if err != nil || sb.Paused() {
 		return // killed or paused meanwhile
 	}
-	if err := s.pauseSandbox(ctx, sb); err != nil {
+	if err := s.pause(ctx, sb); err != nil {
 		s.log.Error("pause a sandbox at its end", "sandbox", id, "err", err)
 		return
 	}

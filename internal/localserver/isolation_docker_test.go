@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/sandboxes"
 	"io"
 	"log/slog"
 	"net"
@@ -27,7 +28,7 @@ import (
 	dockerclient "github.com/docker/docker/client"
 	"golang.org/x/sys/unix"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/egress"
@@ -38,7 +39,7 @@ import (
 
 // The tests in this file attack the local server from inside sandboxes
 // and build steps, as root, the way untrusted code would (issue #11). They
-// need the Docker engine of docker_test.go and a Debian image with bash,
+// need the Docker engine of server_docker_test.go and a Debian image with bash,
 // apt and useradd: E2B_TEST_DEBIAN_IMAGE (default e2b-test-debian:bookworm).
 
 // debianImage returns the Debian test image, or reports it missing.
@@ -311,16 +312,16 @@ func TestDockerIsolation(t *testing.T) {
 	forFreshAndPooled(t, testDockerIsolation)
 }
 
-func testDockerIsolation(t *testing.T, pool PoolConfig) {
+func testDockerIsolation(t *testing.T, pool sandboxes.PoolConfig) {
 	eng, _ := dockerEngine(t)
 	debian := debianImage(t)
 	rt := runtimeOf(t, eng)
 	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.Pool = pool }})
 
 	// The build itself: least privilege must not break what templates do.
-	var reg e2bapi.TemplateRequestResponseV3
-	ts.call("POST", "/v3/templates", e2bapi.TemplateBuildRequestV3{Name: "isolation", CPUCount: int32p(1), MemoryMB: int32p(512)}, http.StatusAccepted, &reg)
-	ts.start(reg, e2bapi.TemplateBuildStartV2{FromImage: debian, Steps: []e2bapi.TemplateStep{
+	var reg e2b.TemplateRequestResponseV3
+	ts.call("POST", "/v3/templates", e2b.TemplateBuildRequestV3{Name: "isolation", CPUCount: int32p(1), MemoryMB: int32p(512)}, http.StatusAccepted, &reg)
+	ts.start(reg, e2b.TemplateBuildStartV2{FromImage: debian, Steps: []e2b.TemplateStep{
 		{Type: "RUN", Args: []string{`set -e
 useradd -m probe && chown probe:probe /tmp && su -s /bin/sh probe -c id
 mkdir -p /p/DEBIAN /p/usr/share/e2bprobe && echo installed > /p/usr/share/e2bprobe/f
@@ -555,7 +556,7 @@ func TestDockerEgress(t *testing.T) {
 	forFreshAndPooled(t, testDockerEgress)
 }
 
-func testDockerEgress(t *testing.T, pool PoolConfig) {
+func testDockerEgress(t *testing.T, pool sandboxes.PoolConfig) {
 	debian := debianImage(t)
 	allowedAddr, allowedConns := countingServer(t, "allowed")
 	deniedAddr, deniedConns := countingServer(t, "denied")
@@ -726,7 +727,7 @@ func TestDockerDiskLimit(t *testing.T) {
 	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) }})
 
 	t.Run("RUN step", func(t *testing.T) {
-		reg, info := ts.buildFrom(base, "diskfill-build", e2bapi.TemplateStep{Type: "RUN", Args: []string{diskFillScript, "root"}})
+		reg, info := ts.buildFrom(base, "diskfill-build", e2b.TemplateStep{Type: "RUN", Args: []string{diskFillScript, "root"}})
 		ts.deleteTemplateAtEnd(reg.TemplateID)
 		if info.Status != "error" || info.Reason == nil || !strings.Contains(info.Reason.Message, fmt.Sprintf("past the disk limit of %d MiB", limitMB)) {
 			t.Fatalf("build = %+v, want an error naming the disk limit", info)
@@ -744,9 +745,9 @@ func TestDockerDiskLimit(t *testing.T) {
 		if info.Status != "ready" {
 			t.Fatalf("build = %+v", info)
 		}
-		sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: reg.TemplateID})
+		sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: reg.TemplateID})
 		t.Cleanup(func() { ts.request("DELETE", "/sandboxes/"+sb.SandboxID, nil).Body.Close() })
-		var metrics []e2bapi.SandboxMetric
+		var metrics []e2b.SandboxMetric
 		ts.call("GET", "/sandboxes/"+sb.SandboxID+"/metrics", nil, http.StatusOK, &metrics)
 		if len(metrics) != 1 || metrics[0].DiskTotal != limitMB<<20 || metrics[0].DiskUsed <= 0 || metrics[0].DiskUsed > metrics[0].DiskTotal {
 			t.Fatalf("metrics = %+v, want disk used within a total of %d MiB", metrics, limitMB)

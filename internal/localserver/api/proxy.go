@@ -1,17 +1,20 @@
-package localserver
+package api
 
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"regexp"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/relay"
 )
 
@@ -45,7 +48,7 @@ type sandboxProxy struct {
 }
 
 // newSandboxProxy proxies to sandbox sandboxID, answering its failures with fail.
-func newSandboxProxy(eng Engine, sandboxID string, fail func(http.ResponseWriter, error)) *sandboxProxy {
+func newSandboxProxy(eng Dialer, sandboxID string, fail func(http.ResponseWriter, error)) *sandboxProxy {
 	transport := &http.Transport{
 		// addr is "127.0.0.1:<port>", set by Rewrite below; nothing is
 		// resolved or dialled on the host.
@@ -89,37 +92,24 @@ func unreachable(sandboxID string, port int, err error) error {
 	var refused *relay.RefusedError
 	switch {
 	case errors.As(err, &refused) && port == envd.Port:
-		return answer(http.StatusBadGateway, "envd of sandbox '%s' does not accept connections: %v", sandboxID, err)
+		return failure.New(failure.Unreachable, "envd of sandbox '%s' does not accept connections: %v", sandboxID, err)
 	case errors.As(err, &refused):
-		return answer(http.StatusBadGateway, "The sandbox is running but port is not open: nothing listens on port %d in sandbox '%s'", port, sandboxID)
+		return failure.New(failure.Unreachable, "The sandbox is running but port is not open: nothing listens on port %d in sandbox '%s'", port, sandboxID)
 	case errors.Is(err, engine.ErrPortNotRelayed):
-		return answer(http.StatusBadGateway, "port %d of sandbox '%s' is not reachable through the proxy: %v", port, sandboxID, err)
+		return failure.New(failure.Unreachable, "port %d of sandbox '%s' is not reachable through the proxy: %v", port, sandboxID, err)
 	default:
-		return answer(http.StatusBadGateway, "port %d of sandbox '%s' did not answer: %v", port, sandboxID, err)
+		return failure.New(failure.Unreachable, "port %d of sandbox '%s' did not answer: %v", port, sandboxID, err)
 	}
 }
 
-func (s *Server) proxy(w http.ResponseWriter, r *http.Request, id string, port int) error {
-	sb, err := s.store.Sandbox(id)
-	if err != nil {
-		// 502, as E2B's proxy answers: the SDKs read it as "the sandbox
-		// was killed or timed out" (isRunning → false).
-		return notFoundAs(err, http.StatusBadGateway, "sandbox '%s' not found: it was killed or timed out", id)
-	}
-	if sb.Paused() && !s.autoResume(r.Context(), sb) {
-		// Its envd is frozen: a request would wait for it in vain.
-		return answer(http.StatusBadGateway, "sandbox '%s' is paused: connect to it to resume it", id)
+func (s *sandboxHandlers) proxy(w http.ResponseWriter, r *http.Request, id string, port int) error {
+	if err := s.sandboxes.Reach(r.Context(), id); err != nil {
+		return err
 	}
 	if port < 1 || port > 65535 {
-		return answer(http.StatusBadRequest, "port %d of sandbox '%s' is not a valid port", port, id)
+		return failure.New(failure.Invalid, "port %d of sandbox '%s' is not a valid port", port, id)
 	}
-	s.mu.Lock()
-	p, ok := s.proxies[id]
-	if !ok {
-		p = newSandboxProxy(s.engine, id, s.writeFailure)
-		s.proxies[id] = p
-	}
-	s.mu.Unlock()
+	p := s.proxies.of(id)
 	// Sandbox traffic is long-lived (process streams, WebSockets): no read
 	// deadline beyond the idle and header bounds of the listener.
 	rc := http.NewResponseController(w)
@@ -128,4 +118,50 @@ func (s *Server) proxy(w http.ResponseWriter, r *http.Request, id string, port i
 	_ = rc.EnableFullDuplex()
 	p.proxy.ServeHTTP(w, r)
 	return nil
+}
+
+// Proxies are the proxies to the sandboxes traffic went to, one each, so
+// that a sandbox's connections are reused and dropped when it stops.
+type Proxies struct {
+	dialer    Dialer
+	log       *slog.Logger
+	mu        sync.Mutex
+	bySandbox map[string]*sandboxProxy
+}
+
+// NewProxies makes the proxies, which reach the sandboxes through dialer.
+func NewProxies(dialer Dialer, log *slog.Logger) *Proxies {
+	return &Proxies{dialer: dialer, log: log, bySandbox: map[string]*sandboxProxy{}}
+}
+
+// of is the proxy to sandbox id.
+func (ps *Proxies) of(id string) *sandboxProxy {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	p, ok := ps.bySandbox[id]
+	if !ok {
+		p = newSandboxProxy(ps.dialer, id, func(w http.ResponseWriter, err error) { writeFailure(ps.log, w, err) })
+		ps.bySandbox[id] = p
+	}
+	return p
+}
+
+// Drop closes the connections to a sandbox that was stopped.
+func (ps *Proxies) Drop(sandboxID string) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if p, ok := ps.bySandbox[sandboxID]; ok {
+		p.transport.CloseIdleConnections()
+		delete(ps.bySandbox, sandboxID)
+	}
+}
+
+// Close closes the connections to every sandbox.
+func (ps *Proxies) Close() {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for id, p := range ps.bySandbox {
+		p.transport.CloseIdleConnections()
+		delete(ps.bySandbox, id)
+	}
 }

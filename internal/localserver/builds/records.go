@@ -1,7 +1,7 @@
-package localserver
+package builds
 
 import (
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
@@ -10,7 +10,7 @@ import (
 
 // buildRequestRecord is the record of a start request: everything but its
 // registry credentials, which are never stored.
-func buildRequestRecord(req e2bapi.TemplateBuildStartV2) store.BuildRequest {
+func buildRequestRecord(req e2b.TemplateBuildStartV2) store.BuildRequest {
 	rec := store.BuildRequest{
 		FromImage: req.FromImage, FromTemplate: req.FromTemplate, Force: req.Force,
 		StartCmd: req.StartCmd, ReadyCmd: req.ReadyCmd,
@@ -23,30 +23,30 @@ func buildRequestRecord(req e2bapi.TemplateBuildStartV2) store.BuildRequest {
 }
 
 // wireReason is a build's failure as the build status answers it.
-func wireReason(r *store.BuildReason) *e2bapi.BuildStatusReason {
+func wireReason(r *store.BuildReason) *e2b.BuildStatusReason {
 	if r == nil {
 		return nil
 	}
-	return &e2bapi.BuildStatusReason{Message: r.Message, Step: r.Step, LogEntries: wireLogEntries(r.LogEntries)}
+	return &e2b.BuildStatusReason{Message: r.Message, Step: r.Step, LogEntries: wireLogEntries(r.LogEntries)}
 }
 
 // wireLogEntries are build log lines as the API answers them; nil stays nil.
-func wireLogEntries(entries []store.LogEntry) []e2bapi.BuildLogEntry {
+func wireLogEntries(entries []store.LogEntry) []e2b.BuildLogEntry {
 	if entries == nil {
 		return nil
 	}
-	out := make([]e2bapi.BuildLogEntry, len(entries))
+	out := make([]e2b.BuildLogEntry, len(entries))
 	for i, e := range entries {
-		out[i] = e2bapi.BuildLogEntry{Timestamp: e.Timestamp, Message: e.Message, Level: e.Level, Step: e.Step}
+		out[i] = e2b.BuildLogEntry{Timestamp: e.Timestamp, Message: e.Message, Level: e.Level, Step: e.Step}
 	}
 	return out
 }
 
 // wireTags is a template's tag list as GET /templates/{id}/tags answers it.
-func wireTags(assignments []store.Assignment) []e2bapi.TemplateTag {
-	out := make([]e2bapi.TemplateTag, len(assignments))
+func wireTags(assignments []store.Assignment) []e2b.TemplateTag {
+	out := make([]e2b.TemplateTag, len(assignments))
 	for i, a := range assignments {
-		out[i] = e2bapi.TemplateTag{Tag: a.Tag, BuildID: a.BuildID, CreatedAt: a.AssignedAt}
+		out[i] = e2b.TemplateTag{Tag: a.Tag, BuildID: a.BuildID, CreatedAt: a.AssignedAt}
 	}
 	return out
 }

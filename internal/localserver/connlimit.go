@@ -1,16 +1,14 @@
 package localserver
 
 import (
-	"io"
 	"net"
 	"net/http"
 	"sync"
 	"time"
 )
 
-// Bounds of the server's clients. Request bodies have their own deadline
-// (bodyReadTimeout; uploads uploadReadTimeout; sandbox traffic none, its
-// streams are long-lived), set by the handler only while the body is read.
+// Bounds of the server's clients (request bodies have their own deadline,
+// api.Config.BodyReadTimeout).
 const (
 	DefaultMaxConnections    = 512
 	DefaultIdleTimeout       = 60 * time.Second
@@ -20,45 +18,6 @@ const (
 	// request before it may be closed for a new one when the server is full.
 	evictNewAfter = 250 * time.Millisecond
 )
-
-// Deadlines of request bodies (variables for tests).
-var (
-	bodyReadTimeout   = time.Minute
-	uploadReadTimeout = time.Hour
-)
-
-// boundBody gives the rest of r's body until d to arrive, then lifts the
-// deadline as soon as the body has been read or closed: a deadline left in
-// place would cancel the request's context while the handler still works.
-func boundBody(w http.ResponseWriter, r *http.Request, d time.Duration) {
-	if r.Body == nil || r.Body == http.NoBody {
-		return
-	}
-	rc := http.NewResponseController(w)
-	if rc.SetReadDeadline(time.Now().Add(d)) != nil {
-		return
-	}
-	r.Body = &deadlineBody{ReadCloser: r.Body, lift: func() { _ = rc.SetReadDeadline(time.Time{}) }}
-}
-
-type deadlineBody struct {
-	io.ReadCloser
-	once sync.Once
-	lift func()
-}
-
-func (b *deadlineBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF {
-		b.once.Do(b.lift)
-	}
-	return n, err
-}
-
-func (b *deadlineBody) Close() error {
-	b.once.Do(b.lift)
-	return b.ReadCloser.Close()
-}
 
 // connLimiter caps the open connections of a listener. When the cap is
 // reached, the oldest connection that is idle between requests (or has

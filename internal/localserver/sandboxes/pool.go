@@ -1,7 +1,8 @@
-package localserver
+package sandboxes
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -28,8 +29,8 @@ type PoolConfig struct {
 	Idle time.Duration
 }
 
-// on reports whether the pool keeps anything: every bound above 0.
-func (c PoolConfig) on() bool { return c.PerBuild > 0 && c.Max > 0 && c.Idle > 0 }
+// On reports whether the pool keeps anything: every bound above 0.
+func (c PoolConfig) On() bool { return c.PerBuild > 0 && c.Max > 0 && c.Idle > 0 }
 
 // Defaults of the server's pool flags.
 const (
@@ -43,10 +44,10 @@ const (
 // container start beside it would slow on a small machine.
 const poolRefillDelay = 500 * time.Millisecond
 
-// poolEndMargin is how long after its idle end a pooled container ends
+// PoolEndMargin is how long after its idle end a pooled container ends
 // itself (its envd's deadline), should the server be gone by then; the
 // server removes it first.
-const poolEndMargin = time.Minute
+const PoolEndMargin = time.Minute
 
 // pooledSandbox is a started container of the pool, under the ID of the
 // sandbox it will become.
@@ -56,17 +57,36 @@ type pooledSandbox struct {
 	expires                 time.Time
 }
 
-// warmPool is the pool's bookkeeping; the store holds a record of every
+// warmPool is the pool: its bookkeeping, and the store's record of every
 // container in it (store.Pooled), written before the container is created.
+// It runs its refills as tasks of the Manager, which waits for them at
+// Close.
 type warmPool struct {
+	cfg    Config
+	store  Store
+	engine Engine
+	log    *slog.Logger
+	// ctx, tasks and runMu are the Manager's: a refill starts under runMu
+	// unless ctx ended, so that Close waits for every refill it did not
+	// cancel before it started.
+	ctx    context.Context
+	tasks  *sync.WaitGroup
+	runMu  *sync.Mutex
+	starts startSlots
+
 	mu       sync.Mutex
 	ready    map[string][]pooledSandbox // by build ID, oldest first
 	warming  map[string]int             // containers being started, by build ID
 	lastUsed map[string]time.Time       // the last create, by build ID
 }
 
-func newWarmPool() warmPool {
-	return warmPool{ready: map[string][]pooledSandbox{}, warming: map[string]int{}, lastUsed: map[string]time.Time{}}
+// newWarmPool makes the pool of the Manager m.
+func newWarmPool(m *Manager) *warmPool {
+	return &warmPool{
+		cfg: m.cfg, store: m.store, engine: m.engine, log: m.log,
+		ctx: m.ctx, tasks: &m.tasks, runMu: &m.mu, starts: m.starts,
+		ready: map[string][]pooledSandbox{}, warming: map[string]int{}, lastUsed: map[string]time.Time{},
+	}
 }
 
 // readyCount is the number of pooled containers ready to be handed out.
@@ -91,14 +111,13 @@ func (p *warmPool) size() int {
 
 // takePooled notes a create from the build and hands out its oldest pooled
 // container, when it has one.
-func (s *Server) takePooled(buildID string) (pooledSandbox, bool) {
-	p := &s.pool
+func (p *warmPool) takePooled(buildID string) (pooledSandbox, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !s.cfg.Pool.on() {
+	if !p.cfg.Pool.On() {
 		return pooledSandbox{}, false
 	}
-	p.lastUsed[buildID] = s.cfg.Now()
+	p.lastUsed[buildID] = p.cfg.Now()
 	list := p.ready[buildID]
 	if len(list) == 0 {
 		return pooledSandbox{}, false
@@ -114,13 +133,12 @@ func (s *Server) takePooled(buildID string) (pooledSandbox, bool) {
 
 // fillPool starts in the background the containers the build lacks, within
 // the bounds, one after another.
-func (s *Server) fillPool(templateID, buildID string) {
-	if !s.cfg.Pool.on() {
+func (p *warmPool) fillPool(templateID, buildID string) {
+	if !p.cfg.Pool.On() {
 		return
 	}
-	p := &s.pool
 	p.mu.Lock()
-	n := min(s.cfg.Pool.PerBuild-len(p.ready[buildID])-p.warming[buildID], s.cfg.Pool.Max-p.size())
+	n := min(p.cfg.Pool.PerBuild-len(p.ready[buildID])-p.warming[buildID], p.cfg.Pool.Max-p.size())
 	if n > 0 {
 		p.warming[buildID] += n
 	}
@@ -130,31 +148,30 @@ func (s *Server) fillPool(templateID, buildID string) {
 	}
 	// Under mu, as builds start: Close waits for every task it did not
 	// cancel before they started.
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ctx.Err() != nil {
-		s.unreserve(buildID, n)
+	p.runMu.Lock()
+	defer p.runMu.Unlock()
+	if p.ctx.Err() != nil {
+		p.unreserve(buildID, n)
 		return
 	}
-	s.tasks.Go(func() {
+	p.tasks.Go(func() {
 		select {
-		case <-s.ctx.Done():
+		case <-p.ctx.Done():
 		case <-time.After(poolRefillDelay):
 		}
 		for i := range n {
-			if s.ctx.Err() != nil {
-				s.unreserve(buildID, n-i)
+			if p.ctx.Err() != nil {
+				p.unreserve(buildID, n-i)
 				return
 			}
-			s.warmPooled(templateID, buildID)
+			p.warmPooled(templateID, buildID)
 		}
 	})
 }
 
 // unreserve gives back n reserved places of a build that will not be
 // started.
-func (s *Server) unreserve(buildID string, n int) {
-	p := &s.pool
+func (p *warmPool) unreserve(buildID string, n int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.warming[buildID] -= n; p.warming[buildID] <= 0 {
@@ -166,89 +183,115 @@ func (s *Server) unreserve(buildID string, n int) {
 // by the engine's path for every sandbox (engine.Docker.WarmSandbox), with
 // the ID, labels, limits and network of the sandbox it will become; and
 // adds it to the pool unless its template was deleted meanwhile.
-func (s *Server) warmPooled(templateID, buildID string) {
-	now := s.cfg.Now().UTC()
-	ps := pooledSandbox{id: "i" + store.RandomID(20), templateID: templateID, buildID: buildID, expires: now.Add(s.cfg.Pool.Idle)}
-	b, err := s.store.Build(templateID, buildID)
+func (p *warmPool) warmPooled(templateID, buildID string) {
+	now := p.cfg.Now().UTC()
+	ps := pooledSandbox{id: "i" + store.RandomID(20), templateID: templateID, buildID: buildID, expires: now.Add(p.cfg.Pool.Idle)}
+	b, err := p.store.Build(templateID, buildID)
 	if err == nil {
-		err = s.store.AddPooled(store.Pooled{ID: ps.id, TemplateID: templateID, BuildID: buildID, CreatedAt: now})
+		err = p.store.AddPooled(store.Pooled{ID: ps.id, TemplateID: templateID, BuildID: buildID, CreatedAt: now})
 	}
 	if err != nil || b.Result == nil {
-		s.unreserve(buildID, 1)
+		p.unreserve(buildID, 1)
 		return // the template was deleted meanwhile
 	}
 	sb := store.Sandbox{
 		ID: ps.id, TemplateID: templateID, BuildID: buildID,
-		CPUCount: b.CPUCount, MemoryMB: b.MemoryMB, EndAt: ps.expires.Add(poolEndMargin),
+		CPUCount: b.CPUCount, MemoryMB: b.MemoryMB, EndAt: ps.expires.Add(PoolEndMargin),
 	}
-	release, err := s.startSlot(s.ctx)
+	release, err := p.starts.take(p.ctx)
 	var started *engine.Sandbox
 	if err == nil {
-		started, err = s.engine.WarmSandbox(s.ctx, sandboxSpec(sb, b))
+		started, err = p.engine.WarmSandbox(p.ctx, sandboxSpec(sb, b))
 		release()
 	}
 	if err != nil {
-		s.unreserve(buildID, 1)
-		s.forgetPooled(ps.id)
-		if s.ctx.Err() == nil {
-			s.log.Warn("warm pool: start a container", "template", templateID, "build", buildID, "err", err)
+		p.unreserve(buildID, 1)
+		p.forgetPooled(ps.id)
+		if p.ctx.Err() == nil {
+			p.log.Warn("warm pool: start a container", "template", templateID, "build", buildID, "err", err)
 		}
 		return
 	}
 	ps.started = *started
-	p := &s.pool
 	p.mu.Lock()
 	if p.warming[buildID]--; p.warming[buildID] <= 0 {
 		delete(p.warming, buildID)
 	}
 	// Checked under mu: dropTemplatePool forgets the records before it
 	// takes mu.
-	kept, err := s.store.IsPooled(ps.id)
+	kept, err := p.store.IsPooled(ps.id)
 	if kept && err == nil {
 		p.ready[buildID] = append(p.ready[buildID], ps)
 	}
 	p.mu.Unlock()
 	if !kept || err != nil {
-		s.removePooled(s.ctx, ps)
+		p.removePooled(p.ctx, ps)
 		return
 	}
-	s.log.Debug("warm pool: container ready", "sandbox", ps.id, "build", buildID, "pooled", s.poolSize())
+	p.log.Debug("warm pool: container ready", "sandbox", ps.id, "build", buildID, "pooled", p.poolSize())
 }
 
-func (s *Server) poolSize() int {
-	s.pool.mu.Lock()
-	defer s.pool.mu.Unlock()
-	return s.pool.size()
+func (p *warmPool) poolSize() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.size()
 }
 
-// poolReady is the number of pooled containers ready to be handed out.
-func (s *Server) poolReady() int {
-	s.pool.mu.Lock()
-	defer s.pool.mu.Unlock()
-	return s.pool.readyCount()
+// PoolView is what the warm pool holds at one moment: the sandbox IDs of
+// its ready containers by build, oldest first, how many are starting, and
+// the builds used recently enough to keep theirs.
+type PoolView struct {
+	Ready    map[string][]string
+	Starting int
+	Recent   map[string]bool
+}
+
+// view is the pool as it is now.
+func (p *warmPool) view() PoolView {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v := PoolView{Ready: map[string][]string{}, Recent: map[string]bool{}}
+	for buildID, list := range p.ready {
+		for _, ps := range list {
+			v.Ready[buildID] = append(v.Ready[buildID], ps.id)
+		}
+	}
+	for _, n := range p.warming {
+		v.Starting += n
+	}
+	for buildID := range p.lastUsed {
+		v.Recent[buildID] = true
+	}
+	return v
+}
+
+// readyNow is the number of pooled containers ready to be handed out.
+func (p *warmPool) readyNow() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.readyCount()
 }
 
 // removePooled removes a pooled container and its record; a container
 // that could not be removed keeps its record, for the next start's
 // clean-up.
-func (s *Server) removePooled(ctx context.Context, ps pooledSandbox) {
-	if err := s.engine.StopSandbox(context.WithoutCancel(ctx), ps.id); err != nil {
-		s.log.Error("warm pool: remove a container", "sandbox", ps.id, "err", err)
+func (p *warmPool) removePooled(ctx context.Context, ps pooledSandbox) {
+	if err := p.engine.StopSandbox(context.WithoutCancel(ctx), ps.id); err != nil {
+		p.log.Error("warm pool: remove a container", "sandbox", ps.id, "err", err)
 		return
 	}
-	s.forgetPooled(ps.id)
+	p.forgetPooled(ps.id)
 }
 
-func (s *Server) forgetPooled(ids ...string) {
-	if err := s.store.DeletePooled(ids...); err != nil {
-		s.log.Error("warm pool: forget containers", "sandboxes", ids, "err", err)
+func (p *warmPool) forgetPooled(ids ...string) {
+	if err := p.store.DeletePooled(ids...); err != nil {
+		p.log.Error("warm pool: forget containers", "sandboxes", ids, "err", err)
 	}
 }
 
 // dropPool takes out of the pool the containers drop selects and removes
 // them.
-func (s *Server) dropPool(ctx context.Context, drop func(pooledSandbox) bool) int {
-	p := &s.pool
+func (p *warmPool) dropPool(ctx context.Context, drop func(pooledSandbox) bool) int {
 	var gone []pooledSandbox
 	p.mu.Lock()
 	for buildID, list := range p.ready {
@@ -268,37 +311,36 @@ func (s *Server) dropPool(ctx context.Context, drop func(pooledSandbox) bool) in
 	}
 	p.mu.Unlock()
 	for _, ps := range gone {
-		s.removePooled(ctx, ps)
+		p.removePooled(ctx, ps)
 	}
 	return len(gone)
 }
 
-// dropTemplatePool removes the pooled containers of a template whose
+// dropTemplate removes the pooled containers of a template whose
 // deletion forgot their records (store.DeleteTemplate), before its images
 // go.
-func (s *Server) dropTemplatePool(ctx context.Context, templateID string) {
-	if n := s.dropPool(ctx, func(ps pooledSandbox) bool { return ps.templateID == templateID }); n > 0 {
-		s.log.Info("warm pool: containers of a deleted template removed", "template", templateID, "count", n)
+func (p *warmPool) dropTemplate(ctx context.Context, templateID string) {
+	if n := p.dropPool(ctx, func(ps pooledSandbox) bool { return ps.templateID == templateID }); n > 0 {
+		p.log.Info("warm pool: containers of a deleted template removed", "template", templateID, "count", n)
 	}
 }
 
 // expirePool removes the pooled containers that waited their idle time
 // out, and starts new ones for builds still recently used; builds unused
 // for that long are no longer.
-func (s *Server) expirePool(ctx context.Context) {
-	now := s.cfg.Now()
+func (p *warmPool) expirePool(ctx context.Context) {
+	now := p.cfg.Now()
 	refill := map[string]string{} // build ID → template ID
-	n := s.dropPool(ctx, func(ps pooledSandbox) bool {
+	n := p.dropPool(ctx, func(ps pooledSandbox) bool {
 		if now.Before(ps.expires) {
 			return false
 		}
 		refill[ps.buildID] = ps.templateID
 		return true
 	})
-	p := &s.pool
 	p.mu.Lock()
 	for buildID, at := range p.lastUsed {
-		if now.Sub(at) >= s.cfg.Pool.Idle {
+		if now.Sub(at) >= p.cfg.Pool.Idle {
 			delete(p.lastUsed, buildID)
 		}
 	}
@@ -309,17 +351,17 @@ func (s *Server) expirePool(ctx context.Context) {
 	}
 	p.mu.Unlock()
 	if n > 0 {
-		s.log.Info("warm pool: idle containers removed", "count", n)
+		p.log.Info("warm pool: idle containers removed", "count", n)
 	}
 	for buildID, templateID := range refill {
-		s.fillPool(templateID, buildID)
+		p.fillPool(templateID, buildID)
 	}
 }
 
 // clearPoolRecords forgets the pooled containers a previous run recorded:
 // nothing claims their containers, which the start-up clean-up removes.
-func (s *Server) clearPoolRecords() error {
-	pooled, err := s.store.PooledSandboxes()
+func clearPoolRecords(st Store, log *slog.Logger) error {
+	pooled, err := st.PooledSandboxes()
 	if err != nil || len(pooled) == 0 {
 		return err
 	}
@@ -327,6 +369,6 @@ func (s *Server) clearPoolRecords() error {
 	for i, p := range pooled {
 		ids[i] = p.ID
 	}
-	s.log.Info("warm pool: containers of the previous run to remove", "count", len(ids))
-	return s.store.DeletePooled(ids...)
+	log.Info("warm pool: containers of the previous run to remove", "count", len(ids))
+	return st.DeletePooled(ids...)
 }

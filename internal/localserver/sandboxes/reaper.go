@@ -1,0 +1,83 @@
+package sandboxes
+
+import (
+	"context"
+	"time"
+)
+
+// diskCheckInterval is how often the reaper has the engine measure the
+// containers' file systems against their disk limits. Each measure walks
+// the files every running container changed (measured: 0.5 to 1.5 s for
+// one with 36,000 on a busy 2-core machine), so the next waits at least
+// diskCheckSpacing times as long as the last took: the engine spends at
+// most a tenth of its time on it.
+const (
+	diskCheckInterval = 2 * time.Second
+	diskCheckSpacing  = 10
+)
+
+// reapLoop stops sandboxes whose time ran out (pausing those that pause
+// then) or whose files grew past their disk limit, and expires the warm
+// pool's idle containers, until the Manager closes.
+func (s *Manager) reapLoop() {
+	ticker := time.NewTicker(s.cfg.ReapInterval)
+	defer ticker.Stop()
+	var lastDiskCheck time.Time
+	var diskCheckTook time.Duration
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-ticker.C:
+			s.ReapExpired(s.ctx)
+			s.pool.expirePool(s.ctx)
+			if time.Since(lastDiskCheck) >= max(diskCheckInterval, diskCheckSpacing*diskCheckTook) {
+				lastDiskCheck = time.Now()
+				s.reapOverDisk(s.ctx)
+				diskCheckTook = time.Since(lastDiskCheck)
+			}
+		}
+	}
+}
+
+// ReapExpired ends the sandboxes whose end came: pauses those that pause
+// then, stops the others.
+func (s *Manager) ReapExpired(ctx context.Context) {
+	sandboxes, err := s.store.Sandboxes()
+	if err != nil {
+		s.log.Error("list sandboxes to reap", "err", err)
+		return
+	}
+	now := s.cfg.Now()
+	for _, sb := range sandboxes {
+		// A starting sandbox is its create's until it runs.
+		if sb.Paused() || sb.Starting() || now.Before(sb.EndAt) {
+			continue
+		}
+		if sb.AutoPause {
+			s.pauseAtEnd(ctx, sb.ID)
+			continue
+		}
+		if err := s.stop(ctx, sb.ID); err != nil {
+			s.log.Error("stop expired sandbox", "sandbox", sb.ID, "err", err)
+			continue
+		}
+		s.log.Info("sandbox timed out and was stopped", "sandbox", sb.ID)
+	}
+}
+
+// reapOverDisk stops the sandboxes the engine found past their disk limit
+// (it stopped their containers already) and says why.
+func (s *Manager) reapOverDisk(ctx context.Context) {
+	overruns, err := s.engine.EnforceDiskLimits(ctx)
+	if err != nil {
+		s.log.Error("enforce disk limits", "err", err)
+	}
+	for _, o := range overruns {
+		if err := s.stop(ctx, o.SandboxID); err != nil {
+			s.log.Error("stop a sandbox past its disk limit", "sandbox", o.SandboxID, "err", err)
+			continue
+		}
+		s.log.Warn("sandbox stopped: "+o.Error(), "sandbox", o.SandboxID, "used_mib", o.Used>>20, "limit_mib", o.Limit>>20)
+	}
+}
