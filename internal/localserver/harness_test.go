@@ -111,10 +111,13 @@ func startServer(t *testing.T, eng Engine, opts ...serverOptions) *testServer {
 		// The contract describes no preflights.
 		openapitest.SkipRequests(cors.IsPreflight),
 		openapitest.SkipRequests(func(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/_local/") }))
-	hs := httptest.NewServer(validated)
+	hs := httptest.NewUnstartedServer(validated)
+	checkPanics := failOnPanics(t, hs)
+	hs.Start()
 	ts := &testServer{t: t, URL: hs.URL, Server: srv, Config: srv.cfg, client: hs.Client(), apiKey: testAPIKey}
 	t.Cleanup(func() {
 		hs.Close()
+		checkPanics()
 		if !o.skipCleanup {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
