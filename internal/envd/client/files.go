@@ -68,6 +68,25 @@ func (c *Client) Upload(ctx context.Context, path, user string, body io.Reader) 
 	return discard(resp)
 }
 
+// ReadFile downloads a file of at most limit bytes (GET /files) as user
+// (empty: envd's default user); a longer file is an error.
+func (c *Client) ReadFile(ctx context.Context, path, user string, limit int64) ([]byte, error) {
+	op := fmt.Sprintf("download %q", path)
+	resp, err := c.send(ctx, op, http.MethodGet, "/files", fileQuery(path, user), nil, "")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", op, err)
+	case int64(len(data)) > limit:
+		return nil, fmt.Errorf("%s: the file is longer than %d bytes", op, limit)
+	}
+	return data, nil
+}
+
 func fileQuery(path, user string) url.Values {
 	q := url.Values{"path": {path}}
 	if user != "" {

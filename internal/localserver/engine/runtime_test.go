@@ -57,7 +57,7 @@ func TestChooseRuntime(t *testing.T) {
 		{name: "auto with gVisor", requested: RuntimeAuto, defaultName: "runc", offered: withGVisor,
 			want: Runtime{Name: "runsc", GVisor: true}, wantTested: []string{"runsc"}},
 		{name: "auto, the default is gVisor", requested: RuntimeAuto, defaultName: "gvisor-kvm", offered: withGVisor,
-			want: Runtime{Name: "gvisor-kvm", GVisor: true}},
+			want: Runtime{Name: "gvisor-kvm", GVisor: true}, wantTested: []string{"gvisor-kvm"}},
 		{name: "auto, runsc fails, another gVisor passes", requested: RuntimeAuto, defaultName: "runc", offered: withGVisor, failing: []string{"runsc"},
 			want: Runtime{Name: "gvisor-kvm", GVisor: true}, wantTested: []string{"runsc", "gvisor-kvm"}},
 		{name: "auto, every gVisor fails", requested: RuntimeAuto, defaultName: "runc", offered: withGVisor, failing: []string{"runsc", "gvisor-kvm"},
@@ -159,8 +159,16 @@ func TestRuntimeOnTheEngine(t *testing.T) {
 		}
 		got := runtimeOf(t, d)
 		if len(gvisor) > 0 {
-			if got != (Runtime{Name: gvisor[0], GVisor: true}) || strings.Contains(log, "level=WARN") {
+			if got != (Runtime{Name: gvisor[0], GVisor: true}) {
 				t.Errorf("auto on an engine with %v chose %+v; log:\n%s", gvisor, got, log)
+			}
+			// The self-test reads the seccomp mode of a process under
+			// gVisor: 2 only with runsc's --oci-seccomp.
+			enforced := slices.Contains(info.Runtimes[gvisor[0]].Args, "--oci-seccomp")
+			warned := strings.Contains(log, "level=WARN") && strings.Contains(log, "without the server's seccomp profile") && strings.Contains(log, "--oci-seccomp")
+			if enforced == warned || strings.Count(log, "level=WARN") > 1 {
+				t.Errorf("auto on an engine whose %s has args %v (seccomp enforced: %v): the log must warn of the seccomp profile exactly when it is not enforced:\n%s",
+					gvisor[0], info.Runtimes[gvisor[0]].Args, enforced, log)
 			}
 			return
 		}
@@ -202,4 +210,13 @@ func TestRuntimeOnTheEngine(t *testing.T) {
 			t.Errorf("a named gVisor failing its self-test: %v, want an error naming it", err)
 		}
 	})
+}
+
+func TestSeccompWarning(t *testing.T) {
+	if w := seccompWarning("runsc", "2"); w != "" {
+		t.Errorf("warning for a filtered process: %s", w)
+	}
+	if w := seccompWarning("runsc", "0"); !strings.Contains(w, "runtime runsc") || !strings.Contains(w, "Seccomp: 0") || !strings.Contains(w, `"--oci-seccomp"`) {
+		t.Errorf("warning for an unfiltered process = %q, want the runtime, the mode and the flag named", w)
+	}
 }
