@@ -103,6 +103,7 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 		Labels:     labels,
 	}
 	hc := d.hostConfig(d.opts.Network, cmp.Or(req.runtime, d.runtime.Name))
+	nameContainer(cfg, hc, d.opts.Network)
 	// The engine's own volume and a tmpfs: no host path, so that any
 	// engine works, local or not.
 	hc.VolumesFrom = []string{envdVolume + ":ro"}
