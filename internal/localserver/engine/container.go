@@ -208,6 +208,9 @@ func (d *Docker) removeContainer(ctx context.Context, containerID string) error 
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	err := d.cli.ContainerRemove(ctx, containerID, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if removalInProgress(err) {
+		err = d.awaitRemoval(ctx, containerID)
+	}
 	if isNotFound(err) {
 		err = nil
 	}

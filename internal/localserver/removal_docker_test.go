@@ -1,0 +1,56 @@
+//go:build linux
+
+package localserver
+
+import (
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
+)
+
+// TestDockerConcurrentDeletes: deletes of one sandbox that race one another
+// (as a user's delete races the disk watchdog's stop) each answer 204 or
+// 404, never the engine's "removal … already in progress" as a 500.
+func TestDockerConcurrentDeletes(t *testing.T) {
+	eng, baseImage := dockerEngine(t)
+	runtimeOf(t, eng)
+	ts := startServer(t, eng)
+	if _, info := ts.buildFrom(baseImage, "deleted-at-once"); info.Status != "ready" {
+		t.Fatalf("build = %+v", info)
+	}
+	for range 3 {
+		sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "deleted-at-once"})
+		const deletes = 4
+		answers := make(chan string, deletes)
+		var wg sync.WaitGroup
+		for range deletes {
+			wg.Go(func() {
+				req, err := http.NewRequestWithContext(t.Context(), http.MethodDelete, ts.URL+"/sandboxes/"+sb.SandboxID, nil)
+				if err != nil {
+					answers <- err.Error()
+					return
+				}
+				req.Header.Set("X-API-Key", ts.apiKey)
+				resp, err := ts.client.Do(req)
+				if err != nil {
+					answers <- err.Error()
+					return
+				}
+				body, _ := io.ReadAll(resp.Body)
+				_ = resp.Body.Close()
+				if resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusNotFound {
+					answers <- resp.Status + " " + string(body)
+				}
+			})
+		}
+		wg.Wait()
+		close(answers)
+		for a := range answers {
+			t.Errorf("a delete racing others answered %s, want 204 or 404", a)
+		}
+		ts.expectError("GET", "/sandboxes/"+sb.SandboxID, nil, http.StatusNotFound, "")
+	}
+}
