@@ -1,25 +1,13 @@
 package localserver
 
 import (
-	"bytes"
 	"log"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
-
-// serverLog is what net/http logs through a test server's ErrorLog.
-type serverLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *serverLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
 
 // failOnPanics makes the test fail if hs, not yet started, logs a panic
 // while serving (net/http recovers a handler's panic and logs "http: panic
@@ -28,12 +16,10 @@ func (l *serverLog) Write(p []byte) (int, error) {
 // closed.
 func failOnPanics(t *testing.T, hs *httptest.Server) (check func()) {
 	t.Helper()
-	captured := &serverLog{}
-	hs.Config.ErrorLog = log.New(captured, "", 0)
+	var captured testutil.SyncBuffer
+	hs.Config.ErrorLog = log.New(&captured, "", 0)
 	return func() {
-		captured.mu.Lock()
-		defer captured.mu.Unlock()
-		for line := range strings.SplitSeq(captured.buf.String(), "\n") {
+		for line := range strings.SplitSeq(captured.String(), "\n") {
 			if strings.HasPrefix(line, "http: panic serving") {
 				t.Errorf("the server panicked: %s", line)
 			}

@@ -15,12 +15,7 @@ import (
 // (as a user's delete races the disk watchdog's stop) each answer 204 or
 // 404, never the engine's "removal … already in progress" as a 500.
 func TestDockerConcurrentDeletes(t *testing.T) {
-	eng, baseImage := dockerEngine(t)
-	runtimeOf(t, eng)
-	ts := startServer(t, eng)
-	if _, info := ts.buildFrom(baseImage, "deleted-at-once"); info.Status != "ready" {
-		t.Fatalf("build = %+v", info)
-	}
+	ts := dockerTemplate(t, "deleted-at-once")
 	for range 3 {
 		sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "deleted-at-once"})
 		const deletes = 4
