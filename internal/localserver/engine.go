@@ -53,6 +53,9 @@ type Engine interface {
 	EnforceDiskLimits(ctx context.Context) ([]engine.DiskOverrun, error)
 	// StopSandbox removes the sandbox's container; an unknown ID is not an error.
 	StopSandbox(ctx context.Context, sandboxID string) error
+	// WatchSandboxEnds calls ended, until ctx ends, for each sandbox
+	// container that exits or is removed other than by StopSandbox.
+	WatchSandboxEnds(ctx context.Context, ended func(engine.SandboxEnd))
 	// RemoveOrphans removes containers this server created that keepSandbox
 	// does not claim (after a crash), including leftover build containers,
 	// and the build images of this server that keepImage does not claim

@@ -325,9 +325,10 @@ type fakeEngine struct {
 	deadlines     map[string]time.Time
 	keptOrphans   []string
 	paused        map[string]bool
-	snapshotErr   error                // when set, CommitSandbox fails with it
-	logs          []engine.LogLine     // every fake sandbox's log
-	warmed        []engine.SandboxSpec // every WarmSandbox's spec, in order
+	snapshotErr   error                  // when set, CommitSandbox fails with it
+	logs          []engine.LogLine       // every fake sandbox's log
+	warmed        []engine.SandboxSpec   // every WarmSandbox's spec, in order
+	ends          chan engine.SandboxEnd // what WatchSandboxEnds reports
 }
 
 func newFakeEngine(t *testing.T) *fakeEngine {
@@ -340,7 +341,7 @@ func newFakeEngine(t *testing.T) *fakeEngine {
 	e := &fakeEngine{
 		t: t, dir: dir, release: make(chan struct{}),
 		builds: make(chan engine.BuildSpec, 100), stopped: make(chan string, 100),
-		sandboxes: map[string]func() error{}, paused: map[string]bool{},
+		sandboxes: map[string]func() error{}, paused: map[string]bool{}, ends: make(chan engine.SandboxEnd),
 	}
 	t.Cleanup(func() {
 		e.mu.Lock()
@@ -455,6 +456,18 @@ func (e *fakeEngine) DialSandbox(ctx context.Context, id string, port int) (net.
 	}
 	var d net.Dialer
 	return d.DialContext(ctx, "unix", filepath.Join(e.dir, id+".sock"))
+}
+
+// WatchSandboxEnds reports the ends a test sends on e.ends.
+func (e *fakeEngine) WatchSandboxEnds(ctx context.Context, ended func(engine.SandboxEnd)) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case end := <-e.ends:
+			ended(end)
+		}
+	}
 }
 
 func unixClient(socket string) *http.Client {

@@ -210,6 +210,7 @@ func New(ctx context.Context, cfg Config, eng Engine) (*Server, error) {
 	s.mux = s.routes()
 	s.api = apiCORS.Handler(s.handle(s.serveAPI))
 	s.tasks.Go(s.reapLoop)
+	s.tasks.Go(func() { s.engine.WatchSandboxEnds(s.ctx, s.sandboxEnded) })
 	return s, nil
 }
 

@@ -74,7 +74,9 @@ func (d *Docker) EnforceDiskLimits(ctx context.Context) ([]DiskOverrun, error) {
 			continue
 		}
 		if kind == kindSandbox {
-			// The server stops the sandbox and logs why.
+			// The server stops the sandbox and logs why (so this end is
+			// no SandboxEnd).
+			d.detach(attachKey(kindSandbox, o.SandboxID))
 			stopped = append(stopped, o)
 			continue
 		}

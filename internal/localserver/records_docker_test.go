@@ -7,9 +7,38 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+	"time"
+
+	dockerclient "github.com/docker/docker/client"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
+
+// TestDockerDeadSandboxIsNotRunning: a sandbox whose container the engine
+// killed (as when root in it kills envd) is forgotten once the engine tells
+// of it: GET answers 404, never "running".
+func TestDockerDeadSandboxIsNotRunning(t *testing.T) {
+	ts := dockerTemplate(t, "killed-by-engine")
+	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "killed-by-engine"})
+	cli, err := dockerclient.NewClientWithOpts(dockerclient.FromEnv, dockerclient.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if err := cli.ContainerKill(t.Context(), containerOf(t, sb.SandboxID).ID, "KILL"); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		resp := ts.request("GET", "/sandboxes/"+sb.SandboxID, nil)
+		_ = resp.Body.Close()
+		if resp.StatusCode == http.StatusNotFound {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a minute after its container was killed, GET of the sandbox answers %d, want 404", resp.StatusCode)
+		}
+	}
+}
 
 // TestDockerConcurrentDeletes: deletes of one sandbox that race one another
 // (as a user's delete races the disk watchdog's stop) each answer 204 or
