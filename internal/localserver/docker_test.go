@@ -138,16 +138,16 @@ func dockerEngineWith(t *testing.T, configure func(*engine.DockerOptions)) (Engi
 }
 
 // dockerTemplate starts a server on the real engine, under the test's
-// runtime, with a template name built from the base image alone.
-func dockerTemplate(t *testing.T, name string) *testServer {
+// runtime (returned), with a template name built from the base image alone.
+func dockerTemplate(t *testing.T, name string) (*testServer, engine.Runtime) {
 	t.Helper()
 	eng, baseImage := dockerEngine(t)
-	runtimeOf(t, eng)
+	rt := runtimeOf(t, eng)
 	ts := startServer(t, eng)
 	if _, info := ts.buildFrom(baseImage, name); info.Status != "ready" {
 		t.Fatalf("build = %+v", info)
 	}
-	return ts
+	return ts, rt
 }
 
 // runtimeOf is the runtime the engine runs the server's containers under

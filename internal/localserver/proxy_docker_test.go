@@ -17,7 +17,7 @@ import (
 // connection serves its next request, and the server does not panic
 // (startServer fails the test on a logged panic).
 func TestDockerSandboxKilledMidRequest(t *testing.T) {
-	ts := dockerTemplate(t, "killed-mid-request")
+	ts, _ := dockerTemplate(t, "killed-mid-request")
 	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "killed-mid-request"})
 	// One connection, kept alive across both requests.
 	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}

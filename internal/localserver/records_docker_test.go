@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	dockerclient "github.com/docker/docker/client"
-
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2bapi"
 )
 
@@ -18,14 +16,9 @@ import (
 // killed (as when root in it kills envd) is forgotten once the engine tells
 // of it: GET answers 404, never "running".
 func TestDockerDeadSandboxIsNotRunning(t *testing.T) {
-	ts := dockerTemplate(t, "killed-by-engine")
+	ts, _ := dockerTemplate(t, "killed-by-engine")
 	sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "killed-by-engine"})
-	cli, err := dockerclient.NewClientWithOpts(dockerclient.FromEnv, dockerclient.WithAPIVersionNegotiation())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	if err := cli.ContainerKill(t.Context(), containerOf(t, sb.SandboxID).ID, "KILL"); err != nil {
+	if err := testDockerClient(t).ContainerKill(t.Context(), containerOf(t, sb.SandboxID).ID, "KILL"); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
@@ -44,7 +37,7 @@ func TestDockerDeadSandboxIsNotRunning(t *testing.T) {
 // (as a user's delete races the disk watchdog's stop) each answer 204 or
 // 404, never the engine's "removal … already in progress" as a 500.
 func TestDockerConcurrentDeletes(t *testing.T) {
-	ts := dockerTemplate(t, "deleted-at-once")
+	ts, _ := dockerTemplate(t, "deleted-at-once")
 	for range 3 {
 		sb := ts.createSandbox("/v2/sandboxes", e2bapi.NewSandbox{TemplateID: "deleted-at-once"})
 		const deletes = 4
