@@ -32,9 +32,9 @@ import (
 )
 
 // initEnvd posts body to /init and expects 204 with envd's version.
-func initEnvd(t *testing.T, e *testEnvd, body, token string) {
+func initEnvd(t *testing.T, e *testEnvd, body string) {
 	t.Helper()
-	resp := do(t, http.MethodPost, e.url+"/init", "application/json", strings.NewReader(body), map[string]string{"X-Access-Token": token})
+	resp := do(t, http.MethodPost, e.url+"/init", "application/json", strings.NewReader(body), nil)
 	if resp.status != http.StatusNoContent || resp.header.Get("X-Envd-Version") != "0.6.13" {
 		t.Fatalf("/init answered %d %s %v", resp.status, resp.body, resp.header)
 	}
@@ -107,7 +107,7 @@ func TestHealthAndEnvs(t *testing.T) {
 	if r := do(t, http.MethodGet, e.url+"/health", "", nil, nil); r.status != http.StatusNoContent {
 		t.Errorf("/health = %d", r.status)
 	}
-	initEnvd(t, e, `{"envVars":{"K":"V"},"timestamp":"2020-01-01T00:00:00Z","caBundle":"x","volumeMounts":[],"hyperloopIP":"10.0.0.1","lifecycleID":"l"}`, "")
+	initEnvd(t, e, `{"envVars":{"K":"V"},"timestamp":"2020-01-01T00:00:00Z","caBundle":"x","volumeMounts":[],"hyperloopIP":"10.0.0.1","lifecycleID":"l"}`)
 	r := do(t, http.MethodGet, e.url+"/envs", "", nil, nil)
 	var env map[string]string
 	if err := json.Unmarshal(r.body, &env); err != nil || env["K"] != "V" || env["E2B_SANDBOX"] != "true" {
@@ -123,7 +123,7 @@ func TestAccessToken(t *testing.T) {
 	// contract declares 401 only for /files, openapitest's allowlist adds it
 	// for the rest.
 	e := startEnvd(t, Config{})
-	initEnvd(t, e, `{"accessToken":"secret"}`, "")
+	initEnvd(t, e, `{"accessToken":"secret"}`)
 	const msg = "unauthorized access, please provide a valid access token or method signing if supported"
 
 	// Health stays open.
@@ -140,7 +140,7 @@ func TestAccessToken(t *testing.T) {
 	checkInitRefused(t, e, `{"accessToken":"mine"}`, "secret", initTokenMismatch)
 	checkInitRefused(t, e, `{}`, "secret", initTokenMissing)
 	checkInitRefused(t, e, ``, "", initTokenMissing)
-	initEnvd(t, e, `{"accessToken":"secret","envVars":{"K":"V"}}`, "")
+	initEnvd(t, e, `{"accessToken":"secret","envVars":{"K":"V"}}`)
 	if r := do(t, http.MethodGet, e.url+"/envs", "", nil, map[string]string{"X-Access-Token": "secret"}); !strings.Contains(string(r.body), `"K":"V"`) {
 		t.Errorf("/envs after an /init with the token in its body = %d %s", r.status, r.body)
 	}
@@ -171,7 +171,7 @@ func sign(path, op, user, token string, exp int64) string {
 
 func TestFilesAuth(t *testing.T) {
 	e := startEnvd(t, Config{})
-	initEnvd(t, e, `{"accessToken":"tok"}`, "")
+	initEnvd(t, e, `{"accessToken":"tok"}`)
 	path := filepath.Join(t.TempDir(), "f.txt")
 	filesURL := func(op, user string, exp int64, sig string) string {
 		q := url.Values{"path": {path}}
@@ -418,7 +418,7 @@ func TestCORS(t *testing.T) {
 	// contract does not describe, so unchecked) answered before the token
 	// check, and actual answers readable from any origin.
 	e := startUncheckedEnvd(t)
-	initEnvd(t, e, `{"accessToken":"tok"}`, "")
+	initEnvd(t, e, `{"accessToken":"tok"}`)
 	preflight := func(method, headers string) response {
 		h := map[string]string{"Origin": "https://app.example", "Access-Control-Request-Method": method, "Access-Control-Request-Headers": headers}
 		return do(t, http.MethodOptions, e.url+"/filesystem.Filesystem/ListDir", "", nil, h)
@@ -482,7 +482,7 @@ func TestNoStoreAndMetrics(t *testing.T) {
 
 func TestFilesAuthAsEnvd(t *testing.T) {
 	e := startEnvd(t, Config{})
-	initEnvd(t, e, `{"accessToken":"tok"}`, "")
+	initEnvd(t, e, `{"accessToken":"tok"}`)
 	path := filepath.Join(t.TempDir(), "f.txt")
 	mustWrite(t, path, "data")
 	signed := func(exp int64) string {
@@ -505,7 +505,7 @@ func TestFilesAuthAsEnvd(t *testing.T) {
 	// the files' own checks, as Connect's error JSON (envd's authn
 	// middleware), which the contract's error envelope is not: unchecked.
 	e = startUncheckedEnvd(t)
-	initEnvd(t, e, `{"accessToken":"tok"}`, "")
+	initEnvd(t, e, `{"accessToken":"tok"}`)
 	for _, target := range []string{signed(0), e.url + "/files?path=" + url.QueryEscape(path)} {
 		r := do(t, http.MethodGet, target, "", nil, map[string]string{"Authorization": basicUser("nosuchuser"), "X-Access-Token": "tok"})
 		if r.status != http.StatusUnauthorized || r.header.Get("Content-Type") != "application/json" || string(r.body) != `{"code":"unauthenticated","message":"invalid username: 'nosuchuser'"}` {
