@@ -111,10 +111,13 @@ func startServer(t *testing.T, eng Engine, opts ...serverOptions) *testServer {
 		// The contract describes no preflights.
 		openapitest.SkipRequests(cors.IsPreflight),
 		openapitest.SkipRequests(func(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/_local/") }))
-	hs := httptest.NewServer(validated)
+	hs := httptest.NewUnstartedServer(validated)
+	checkPanics := failOnPanics(t, hs)
+	hs.Start()
 	ts := &testServer{t: t, URL: hs.URL, Server: srv, Config: srv.cfg, client: hs.Client(), apiKey: testAPIKey}
 	t.Cleanup(func() {
 		hs.Close()
+		checkPanics()
 		if !o.skipCleanup {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -323,9 +326,10 @@ type fakeEngine struct {
 	deadlineSets  map[string]int // SetSandboxDeadline calls, by sandbox
 	keptOrphans   []string
 	paused        map[string]bool
-	snapshotErr   error                // when set, CommitSandbox fails with it
-	logs          []engine.LogLine     // every fake sandbox's log
-	warmed        []engine.SandboxSpec // every WarmSandbox's spec, in order
+	snapshotErr   error                  // when set, CommitSandbox fails with it
+	logs          []engine.LogLine       // every fake sandbox's log
+	warmed        []engine.SandboxSpec   // every WarmSandbox's spec, in order
+	ends          chan engine.SandboxEnd // what WatchSandboxEnds reports
 }
 
 func newFakeEngine(t *testing.T) *fakeEngine {
@@ -338,7 +342,7 @@ func newFakeEngine(t *testing.T) *fakeEngine {
 	e := &fakeEngine{
 		t: t, dir: dir, release: make(chan struct{}),
 		builds: make(chan engine.BuildSpec, 100), stopped: make(chan string, 100),
-		sandboxes: map[string]func() error{}, paused: map[string]bool{},
+		sandboxes: map[string]func() error{}, paused: map[string]bool{}, ends: make(chan engine.SandboxEnd),
 	}
 	t.Cleanup(func() {
 		e.mu.Lock()
@@ -458,6 +462,18 @@ func (e *fakeEngine) DialSandbox(ctx context.Context, id string, port int) (net.
 	}
 	var d net.Dialer
 	return d.DialContext(ctx, "unix", filepath.Join(e.dir, id+".sock"))
+}
+
+// WatchSandboxEnds reports the ends a test sends on e.ends.
+func (e *fakeEngine) WatchSandboxEnds(ctx context.Context, ended func(engine.SandboxEnd)) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case end := <-e.ends:
+			ended(end)
+		}
+	}
 }
 
 func unixClient(socket string) *http.Client {

@@ -140,6 +140,19 @@ func dockerEngineWith(t *testing.T, configure func(*docker.DockerOptions)) (Engi
 	return eng, baseImage
 }
 
+// dockerTemplate starts a server on the real engine, under the test's
+// runtime (returned), with a template name built from the base image alone.
+func dockerTemplate(t *testing.T, name string) (*testServer, engine.Runtime) {
+	t.Helper()
+	eng, baseImage := dockerEngine(t)
+	rt := runtimeOf(t, eng)
+	ts := startServer(t, eng)
+	if _, info := ts.buildFrom(baseImage, name); info.Status != "ready" {
+		t.Fatalf("build = %+v", info)
+	}
+	return ts, rt
+}
+
 // runtimeOf is the runtime the engine runs the server's containers under
 // (E2B_TEST_RUNTIME), for checks that differ under gVisor.
 func runtimeOf(t *testing.T, eng Engine) engine.Runtime {

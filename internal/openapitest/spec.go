@@ -225,6 +225,8 @@ var envdAllowlist = []addition{
 	// on the /files operations. (The Connect procedures answer it too, but
 	// they are no operations of this spec.)
 	{"GET /envs answers 401", allowStatuses(http.MethodGet, "/envs", 401)},
+	// /init refuses a body without the token set before, or with another,
+	// with 401 and envd's message as plain text (design/envd.md "HTTP files").
 	{"POST /init answers 401", allowStatuses(http.MethodPost, "/init", 401)},
 	{"GET /metrics answers 401", allowStatuses(http.MethodGet, "/metrics", 401)},
 	// Downloads honour Range requests with 206 Partial Content (design/e2b-api.md

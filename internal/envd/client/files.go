@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -68,6 +69,40 @@ func (c *Client) Upload(ctx context.Context, path, user string, body io.Reader) 
 	return discard(resp)
 }
 
+// ReadFile downloads a file of at most limit bytes (GET /files) as user
+// (empty: envd's default user); a longer file is an error. It asks for
+// gzip, which envd streams: its identity answer seeks to the end, which
+// gVisor's /proc files refuse.
+func (c *Client) ReadFile(ctx context.Context, path, user string, limit int64) ([]byte, error) {
+	op := fmt.Sprintf("download %q", path)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.baseURL+"/files?"+fileQuery(path, user).Encode(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	req.Header.Set("Accept-Encoding", "gzip")
+	resp, err := c.do(op, req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body := io.Reader(resp.Body)
+	if resp.Header.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(resp.Body)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		body = zr
+	}
+	data, err := io.ReadAll(io.LimitReader(body, limit+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", op, err)
+	case int64(len(data)) > limit:
+		return nil, fmt.Errorf("%s: the file is longer than %d bytes", op, limit)
+	}
+	return data, nil
+}
+
 func fileQuery(path, user string) url.Values {
 	q := url.Values{"path": {path}}
 	if user != "" {
@@ -90,6 +125,12 @@ func (c *Client) send(ctx context.Context, op, method, path string, query url.Va
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
+	return c.do(op, req)
+}
+
+// do sends req and turns any non-2xx answer into an *HTTPError. On success
+// the caller owns resp.Body.
+func (c *Client) do(op string, req *http.Request) (*http.Response, error) {
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)

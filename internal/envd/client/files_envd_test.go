@@ -86,13 +86,15 @@ func TestUploadOverwritesAndDownloadMissing(t *testing.T) {
 	if err != nil || string(onDisk) != "second" {
 		t.Errorf("file holds %q (%v), want the second upload", onDisk, err)
 	}
-	var buf bytes.Buffer
-	if err := download(c, t.Context(), path, "root", &buf); err != nil || buf.String() != "second" {
-		t.Errorf("download: %q, %v", buf.String(), err)
+	if got, err := c.ReadFile(t.Context(), path, "root", 6); err != nil || string(got) != "second" {
+		t.Errorf("ReadFile: %q, %v", got, err)
+	}
+	if got, err := c.ReadFile(t.Context(), path, "root", 5); err == nil || !strings.Contains(err.Error(), "longer than 5 bytes") {
+		t.Errorf("ReadFile of a file past the limit: %q, %v", got, err)
 	}
 
 	missing := filepath.Join(t.TempDir(), "nope")
-	err = download(c, t.Context(), missing, "", io.Discard)
+	_, err = c.ReadFile(t.Context(), missing, "", 1<<10)
 	var he *HTTPError
 	if !errors.As(err, &he) || he.StatusCode != http.StatusNotFound || !strings.Contains(err.Error(), missing) {
 		t.Errorf("download of a missing file: %v, want HTTP 404 naming the path", err)

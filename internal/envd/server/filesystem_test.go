@@ -332,7 +332,7 @@ func TestWireHomeRelativePaths(t *testing.T) {
 	}
 	checkRPCError(t, stat("~nobody/x"), http.StatusBadRequest, rpcError{"invalid_argument", "failed to expand path '~nobody/x' for user 'root': cannot expand user-specific home dir"})
 	workdir := t.TempDir()
-	initEnvd(t, e, `{"defaultWorkdir":"`+workdir+`"}`, "")
+	initEnvd(t, e, `{"defaultWorkdir":"`+workdir+`"}`)
 	if r := stat(""); r.status != http.StatusOK || !strings.Contains(string(r.body), `"path":"`+workdir+`"`) {
 		t.Errorf("Stat \"\" with a default workdir = %d %s, want the entry of %s", r.status, r.body, workdir)
 	}

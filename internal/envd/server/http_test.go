@@ -31,12 +31,23 @@ import (
 	pb "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/gen/process"
 )
 
-// initEnvd posts body to /init and expects 204.
-func initEnvd(t *testing.T, e *testEnvd, body, token string) {
+// initEnvd posts body to /init and expects 204 with envd's version.
+func initEnvd(t *testing.T, e *testEnvd, body string) {
 	t.Helper()
-	resp := do(t, http.MethodPost, e.url+"/init", "application/json", strings.NewReader(body), map[string]string{"X-Access-Token": token})
-	if resp.status != http.StatusNoContent {
-		t.Fatalf("/init answered %d %s", resp.status, resp.body)
+	resp := do(t, http.MethodPost, e.url+"/init", "application/json", strings.NewReader(body), nil)
+	if resp.status != http.StatusNoContent || resp.header.Get("X-Envd-Version") != "0.6.13" {
+		t.Fatalf("/init answered %d %s %v", resp.status, resp.body, resp.header)
+	}
+}
+
+// checkInitRefused posts body to /init with token in the header and
+// expects envd 0.6.13's refusal: 401 and message as plain text.
+func checkInitRefused(t *testing.T, e *testEnvd, body, token, message string) {
+	t.Helper()
+	r := do(t, http.MethodPost, e.url+"/init", "application/json", strings.NewReader(body), map[string]string{"X-Access-Token": token})
+	if r.status != http.StatusUnauthorized || string(r.body) != message ||
+		r.header.Get("Content-Type") != "text/plain; charset=utf-8" || r.header.Get("X-Envd-Version") != "0.6.13" {
+		t.Errorf("/init %q with token %q = %d %q %v, want 401 %q as text", body, token, r.status, r.body, r.header, message)
 	}
 }
 
@@ -96,7 +107,7 @@ func TestHealthAndEnvs(t *testing.T) {
 	if r := do(t, http.MethodGet, e.url+"/health", "", nil, nil); r.status != http.StatusNoContent {
 		t.Errorf("/health = %d", r.status)
 	}
-	initEnvd(t, e, `{"envVars":{"K":"V"},"timestamp":"2020-01-01T00:00:00Z","caBundle":"x","volumeMounts":[],"hyperloopIP":"10.0.0.1","lifecycleID":"l"}`, "")
+	initEnvd(t, e, `{"envVars":{"K":"V"},"timestamp":"2020-01-01T00:00:00Z","caBundle":"x","volumeMounts":[],"hyperloopIP":"10.0.0.1","lifecycleID":"l"}`)
 	r := do(t, http.MethodGet, e.url+"/envs", "", nil, nil)
 	var env map[string]string
 	if err := json.Unmarshal(r.body, &env); err != nil || env["K"] != "V" || env["E2B_SANDBOX"] != "true" {
@@ -112,7 +123,7 @@ func TestAccessToken(t *testing.T) {
 	// contract declares 401 only for /files, openapitest's allowlist adds it
 	// for the rest.
 	e := startEnvd(t, Config{})
-	initEnvd(t, e, `{"accessToken":"secret"}`, "")
+	initEnvd(t, e, `{"accessToken":"secret"}`)
 	const msg = "unauthorized access, please provide a valid access token or method signing if supported"
 
 	// Health stays open.
@@ -124,9 +135,15 @@ func TestAccessToken(t *testing.T) {
 	if r := do(t, http.MethodGet, e.url+"/envs", "", nil, map[string]string{"X-Access-Token": "secret"}); r.status != http.StatusOK {
 		t.Errorf("/envs with the token = %d", r.status)
 	}
-	// Nobody without the token can take the sandbox over through /init.
-	checkError(t, do(t, http.MethodPost, e.url+"/init", "application/json", strings.NewReader(`{"accessToken":"mine"}`), nil), http.StatusUnauthorized, msg)
-	initEnvd(t, e, `{"accessToken":"rotated"}`, "secret")
+	// /init reads the token from its body, as envd 0.6.13 does: nobody
+	// without it can take the sandbox over, and nobody can rotate it.
+	checkInitRefused(t, e, `{"accessToken":"mine"}`, "secret", initTokenMismatch)
+	checkInitRefused(t, e, `{}`, "secret", initTokenMissing)
+	checkInitRefused(t, e, ``, "", initTokenMissing)
+	initEnvd(t, e, `{"accessToken":"secret","envVars":{"K":"V"}}`)
+	if r := do(t, http.MethodGet, e.url+"/envs", "", nil, map[string]string{"X-Access-Token": "secret"}); !strings.Contains(string(r.body), `"K":"V"`) {
+		t.Errorf("/envs after an /init with the token in its body = %d %s", r.status, r.body)
+	}
 
 	// Connect procedures: 401 with the JSON envelope, which clients read as unauthenticated.
 	r := do(t, http.MethodPost, e.url+"/process.Process/List", "application/json", strings.NewReader("{}"), nil)
@@ -136,7 +153,7 @@ func TestAccessToken(t *testing.T) {
 		t.Errorf("List without token: %v", err)
 	}
 	req := connect.NewRequest(&pb.ListRequest{})
-	req.Header().Set("X-Access-Token", "rotated")
+	req.Header().Set("X-Access-Token", "secret")
 	if _, err := e.process().List(t.Context(), req); err != nil {
 		t.Errorf("List with token: %v", err)
 	}
@@ -154,7 +171,7 @@ func sign(path, op, user, token string, exp int64) string {
 
 func TestFilesAuth(t *testing.T) {
 	e := startEnvd(t, Config{})
-	initEnvd(t, e, `{"accessToken":"tok"}`, "")
+	initEnvd(t, e, `{"accessToken":"tok"}`)
 	path := filepath.Join(t.TempDir(), "f.txt")
 	filesURL := func(op, user string, exp int64, sig string) string {
 		q := url.Values{"path": {path}}
@@ -401,7 +418,7 @@ func TestCORS(t *testing.T) {
 	// contract does not describe, so unchecked) answered before the token
 	// check, and actual answers readable from any origin.
 	e := startUncheckedEnvd(t)
-	initEnvd(t, e, `{"accessToken":"tok"}`, "tok")
+	initEnvd(t, e, `{"accessToken":"tok"}`)
 	preflight := func(method, headers string) response {
 		h := map[string]string{"Origin": "https://app.example", "Access-Control-Request-Method": method, "Access-Control-Request-Headers": headers}
 		return do(t, http.MethodOptions, e.url+"/filesystem.Filesystem/ListDir", "", nil, h)
@@ -465,7 +482,7 @@ func TestNoStoreAndMetrics(t *testing.T) {
 
 func TestFilesAuthAsEnvd(t *testing.T) {
 	e := startEnvd(t, Config{})
-	initEnvd(t, e, `{"accessToken":"tok"}`, "")
+	initEnvd(t, e, `{"accessToken":"tok"}`)
 	path := filepath.Join(t.TempDir(), "f.txt")
 	mustWrite(t, path, "data")
 	signed := func(exp int64) string {
@@ -488,7 +505,7 @@ func TestFilesAuthAsEnvd(t *testing.T) {
 	// the files' own checks, as Connect's error JSON (envd's authn
 	// middleware), which the contract's error envelope is not: unchecked.
 	e = startUncheckedEnvd(t)
-	initEnvd(t, e, `{"accessToken":"tok"}`, "")
+	initEnvd(t, e, `{"accessToken":"tok"}`)
 	for _, target := range []string{signed(0), e.url + "/files?path=" + url.QueryEscape(path)} {
 		r := do(t, http.MethodGet, target, "", nil, map[string]string{"Authorization": basicUser("nosuchuser"), "X-Access-Token": "tok"})
 		if r.status != http.StatusUnauthorized || r.header.Get("Content-Type") != "application/json" || string(r.body) != `{"code":"unauthenticated","message":"invalid username: 'nosuchuser'"}` {

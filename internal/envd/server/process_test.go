@@ -517,7 +517,7 @@ func TestUnknownUserAndMissingCwd(t *testing.T) {
 func TestEnvironmentAndCwd(t *testing.T) {
 	// No BaseEnv: envd's own HOME is checked (sh -c reads no profile).
 	e := startEnvd(t, Config{BaseEnv: map[string]string{}})
-	initEnvd(t, e, `{"envVars":{"A":"init","B":"init"}}`, "")
+	initEnvd(t, e, `{"envVars":{"A":"init","B":"init"}}`)
 	req := shell(`echo "$A $B $E2B_SANDBOX $USER $LOGNAME $HOME"; pwd`)
 	req.Process.Envs = map[string]string{"B": "req"}
 	r := run(t, e, req, nil)
@@ -535,11 +535,11 @@ func TestEnvironmentAndCwd(t *testing.T) {
 	if !slices.Contains(strings.Split(string(r.stdout), "\n"), "PWD="+dir) {
 		t.Errorf("env printed %q, want PWD=%s", r.stdout, dir)
 	}
-	initEnvd(t, e, `{"defaultWorkdir":"`+dir+`"}`, "")
+	initEnvd(t, e, `{"defaultWorkdir":"`+dir+`"}`)
 	if r := run(t, e, shell("pwd; echo $A"), nil); string(r.stdout) != dir+"\ninit\n" {
 		t.Errorf("with a default workdir: %q, want %s and the kept env", r.stdout, dir)
 	}
-	initEnvd(t, e, `{"envVars":{}}`, "")
+	initEnvd(t, e, `{"envVars":{}}`)
 	if r := run(t, e, shell(`echo "[$A]"`), nil); string(r.stdout) != "[]\n" {
 		t.Errorf("envVars are replaced, not merged: %q", r.stdout)
 	}
@@ -570,7 +570,7 @@ func TestUserSwitching(t *testing.T) {
 		t.Error("the switched user could write into /root")
 	}
 	// The default user set by /init applies without a header.
-	initEnvd(t, e, `{"defaultUser":"`+u.name+`"}`, "")
+	initEnvd(t, e, `{"defaultUser":"`+u.name+`"}`)
 	if r := run(t, e, shell("id -un"), nil); string(r.stdout) != u.name+"\n" {
 		t.Errorf("default user ran as %q", r.stdout)
 	}

@@ -200,12 +200,12 @@ func (st settings) sandboxEnv() map[string]string {
 const unauthorizedMessage = "unauthorized access, please provide a valid access token or method signing if supported"
 
 // requireToken enforces X-Access-Token once /init set one: on every path but
-// GET /health and /files, which accept a token or a signature themselves.
-// /init is covered too so that nothing inside the sandbox can replace the
-// token once it is set.
+// GET /health, /files, which accept a token or a signature themselves, and
+// POST /init, which takes the token from its body (handleInit).
 func (s *Server) requireToken(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/files" || (r.URL.Path == "/health" && r.Method == http.MethodGet) {
+		if r.URL.Path == "/files" || (r.URL.Path == "/health" && r.Method == http.MethodGet) ||
+			(r.URL.Path == "/init" && r.Method == http.MethodPost) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -276,43 +276,6 @@ func writeJSON(w http.ResponseWriter, status int, contentType string, v any) {
 	w.Header().Set("Content-Type", contentType)
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-// initRequest is the body of POST /init. The orchestrator's other fields
-// (timestamp, caBundle, volumeMounts, hyperloopIP, lifecycleID) are accepted
-// and ignored: this envd never changes the clock, the CA store, /etc/hosts or
-// mounts.
-type initRequest struct {
-	EnvVars        *map[string]string `json:"envVars"`
-	AccessToken    *string            `json:"accessToken"`
-	DefaultUser    *string            `json:"defaultUser"`
-	DefaultWorkdir *string            `json:"defaultWorkdir"`
-}
-
-func (s *Server) handleInit(w http.ResponseWriter, r *http.Request) {
-	var req initRequest
-	if r.ContentLength != 0 {
-		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxMessageBytes)).Decode(&req); err != nil {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("invalid /init body: %v", err))
-			return
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if req.EnvVars != nil {
-		s.envVars = maps.Clone(*req.EnvVars)
-	}
-	if req.AccessToken != nil && *req.AccessToken != "" {
-		s.accessToken = *req.AccessToken
-	}
-	if req.DefaultUser != nil && *req.DefaultUser != "" {
-		s.defaultUser = *req.DefaultUser
-	}
-	if req.DefaultWorkdir != nil && *req.DefaultWorkdir != "" {
-		s.defaultWorkdir = *req.DefaultWorkdir
-	}
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusNoContent)
 }
 
 func (s *Server) handleEnvs(w http.ResponseWriter, _ *http.Request) {

@@ -132,7 +132,8 @@ func (dw *dirWatcher) run(ctx context.Context, emit func(*pb.FilesystemEvent) er
 //
 // An upload's temporary is never reported: envd writes an upload in place,
 // so its clients see the target only. The rename that commits an upload
-// shows as the target's CREATE and WRITE (design/envd.md, Watching).
+// shows as the target's CREATE, CHMOD and WRITE, what envd's open, chown
+// and write of a new file show (design/envd.md, Watching).
 func (dw *dirWatcher) handle(ev fsnotify.Event, emit func(*pb.FilesystemEvent) error) error {
 	if target := uploadTarget(filepath.Base(ev.Name)); target != "" {
 		if ev.Has(fsnotify.Rename) {
@@ -142,7 +143,7 @@ func (dw *dirWatcher) handle(ev fsnotify.Event, emit func(*pb.FilesystemEvent) e
 	}
 	op := ev.Op
 	if ev.Name == dw.committing && ev.Has(fsnotify.Create) {
-		op |= fsnotify.Write
+		op |= fsnotify.Chmod | fsnotify.Write
 	}
 	dw.committing = ""
 	var created []string

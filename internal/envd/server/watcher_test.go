@@ -133,6 +133,7 @@ func (ws *watchStream) close() {
 
 func create(name string) event { return event{name, "EVENT_TYPE_CREATE"} }
 func write(name string) event  { return event{name, "EVENT_TYPE_WRITE"} }
+func chmod(name string) event  { return event{name, "EVENT_TYPE_CHMOD"} }
 
 func TestWireWatchDirRecursive(t *testing.T) {
 	e := startEnvd(t, Config{})
@@ -474,8 +475,8 @@ func BenchmarkListDir(b *testing.B) {
 
 // TestWatchUploads uploads through /files into a watched directory: the
 // stream and a polled watcher report the target only, never the temporary
-// an upload is written to, and an upload's commit as the target's CREATE
-// and WRITE, new or replaced.
+// an upload is written to, and an upload's commit as the target's CREATE,
+// CHMOD and WRITE, new or replaced.
 func TestWatchUploads(t *testing.T) {
 	e := startEnvd(t, Config{})
 	dir := t.TempDir()
@@ -503,7 +504,7 @@ func TestWatchUploads(t *testing.T) {
 	mustWrite(t, filepath.Join(dir, "marker"), "")
 	// (sub/deep.txt may be committed before sub is watched: then it is
 	// announced as created with its directory, without its write.)
-	streamed := ws.expect(create("up.txt"), write("up.txt"), create("up.txt"), write("up.txt"), create("sub"), create("sub/deep.txt"), create("marker"))
+	streamed := ws.expect(create("up.txt"), chmod("up.txt"), write("up.txt"), create("up.txt"), chmod("up.txt"), write("up.txt"), create("sub"), create("sub/deep.txt"), create("marker"))
 	var polled []event
 	eventually(t, "the polled watcher's create of marker", func() bool {
 		r := unary(t, e, "/filesystem.Filesystem/GetWatcherEvents", []byte(`{"watcherId":"`+created.WatcherID+`"}`))
@@ -557,4 +558,43 @@ func TestWatchAFile(t *testing.T) {
 	mustWrite(t, file, "x")
 	checkRPCError(t, unary(t, e, "/filesystem.Filesystem/CreateWatcher", []byte(`{"path":"`+file+`"}`)), http.StatusBadRequest,
 		rpcError{"invalid_argument", "path " + file + " not a directory"})
+}
+
+// TestWatchUploadOfNewFile: a file an upload creates is reported exactly as
+// envd 0.6.13 reports it (its open, chown and write), to Connect JSON and
+// Connect proto clients alike.
+func TestWatchUploadOfNewFile(t *testing.T) {
+	e := startEnvd(t, Config{})
+	dir := t.TempDir()
+	ws := openWatch(t, e, `{"path":"`+dir+`"}`, "50")
+	if f := ws.next(); f.data != `{"start":{}}` {
+		t.Fatalf("first frame %s, want the start event", f.data)
+	}
+	stream, err := e.filesystem().WatchDir(t.Context(), connect.NewRequest(&pb.WatchDirRequest{Path: dir}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = stream.Close() }()
+	if !stream.Receive() || stream.Msg().GetStart() == nil {
+		t.Fatalf("first proto message %v (%v), want the start event", stream.Msg(), stream.Err())
+	}
+	if r := do(t, http.MethodPost, e.url+"/files?path="+url.QueryEscape(filepath.Join(dir, "new.txt")), "application/octet-stream", strings.NewReader("content"), nil); r.status != http.StatusOK {
+		t.Fatalf("upload = %d %s", r.status, r.body)
+	}
+	mustWrite(t, filepath.Join(dir, "marker"), "")
+	want := []event{create("new.txt"), chmod("new.txt"), write("new.txt"), create("marker")}
+	if got := ws.expect(create("marker")); !slices.Equal(got, want) {
+		t.Errorf("Connect JSON events %v, want %v", got, want)
+	}
+	var got []event
+	for stream.Receive() {
+		ev := stream.Msg().GetFilesystem()
+		got = append(got, event{ev.GetName(), ev.GetType().String()})
+		if ev.GetName() == "marker" {
+			break
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Connect proto events %v (%v), want %v", got, stream.Err(), want)
+	}
 }

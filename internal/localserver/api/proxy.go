@@ -117,6 +117,10 @@ func (s *sandboxHandlers) proxy(w http.ResponseWriter, r *http.Request, id strin
 	// Let the sandbox read the request body while it streams its answer.
 	_ = rc.EnableFullDuplex()
 	p.proxy.ServeHTTP(w, r)
+	// Full duplex, net/http drains what the sandbox left unread only after
+	// the handler, and then reads the connection twice at once ("invalid
+	// concurrent Body.Read call", golang/go#68560): drain it here.
+	_ = r.Body.Close()
 	return nil
 }
 

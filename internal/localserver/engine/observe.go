@@ -25,6 +25,17 @@ type LogLine struct {
 	Text string
 }
 
+// SandboxEnd is the end of a sandbox's container that the server did not
+// cause: its processes exited (envd killed, the container's own deadline),
+// the engine killed it, or someone removed it.
+type SandboxEnd struct {
+	SandboxID string
+	// Removed tells a container removed ("destroy") from one that exited
+	// ("die", with ExitCode).
+	Removed  bool
+	ExitCode string
+}
+
 // DiskOverrun is a container whose file system grew past its disk limit,
 // stopped for it.
 type DiskOverrun struct {

@@ -91,6 +91,9 @@ type Engine interface {
 	// after since (the zero time: all), oldest first; only among its last
 	// lines when last > 0.
 	SandboxLogs(ctx context.Context, sandboxID string, since time.Time, last int) ([]engine.LogLine, error)
+	// WatchSandboxEnds calls ended, until ctx ends, for each sandbox
+	// container that exits or is removed other than by StopSandbox.
+	WatchSandboxEnds(ctx context.Context, ended func(engine.SandboxEnd))
 }
 
 // Config configures a Manager; the server's Config fills it.
@@ -133,7 +136,8 @@ type Manager struct {
 	starts startSlots
 }
 
-// New makes the Manager and starts its reaper; Recover first, when the
+// New makes the Manager and starts its reaper and its watch of the engine's
+// reports of ended containers (engineEnds); Recover first, when the
 // server starts over an earlier run's records.
 func New(cfg Config, st Store, eng Engine) *Manager {
 	s := &Manager{
@@ -144,6 +148,7 @@ func New(cfg Config, st Store, eng Engine) *Manager {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.pool = newWarmPool(s)
 	s.tasks.Go(s.reapLoop)
+	s.tasks.Go(engineEnds{s}.watch)
 	return s
 }
 

@@ -69,6 +69,7 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 		Labels:     labels,
 	}
 	hc := hostConfig(d.opts.Network, cmp.Or(req.runtime, d.runtime.Name), d.seccompOpt)
+	nameContainer(cfg, hc, d.opts.Network)
 	// The engine's own volume and a tmpfs: no host path, so that any
 	// engine works, local or not.
 	hc.VolumesFrom = []string{envdVolume + ":ro"}
@@ -170,6 +171,9 @@ func removeContainer(ctx context.Context, cli *docker.Client, containerID string
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	err := cli.ContainerRemove(ctx, containerID, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if removalInProgress(err) {
+		err = awaitRemoval(ctx, cli, containerID)
+	}
 	if isNotFound(err) {
 		err = nil
 	}

@@ -54,7 +54,9 @@ func (d *Docker) EnforceDiskLimits(ctx context.Context) ([]engine.DiskOverrun, e
 			continue
 		}
 		if kind == kindSandbox {
-			// The server stops the sandbox and logs why.
+			// The server stops the sandbox and logs why (so this end is
+			// no SandboxEnd).
+			d.channels.Detach(attach.Key(kindSandbox, o.SandboxID))
 			stopped = append(stopped, o)
 			continue
 		}

@@ -50,8 +50,9 @@ func offeredRuntimes(runtimes map[string]system.RuntimeWithStatus) map[string]of
 // chooseRuntime picks the runtime for requested ("" or RuntimeAuto or a
 // runtime's name) among the engine's offered runtimes. selfTest starts a
 // container under a runtime and waits for envd to answer through the
-// server's channel; it runs for every runtime chosen but the engine's
-// default, which every container of the engine already relies on.
+// server's channel; it runs for every runtime chosen but an engine default
+// other than gVisor, which every container of the engine already relies on
+// (gVisor's is tested for its seccomp flag).
 //
 //   - "": the engine's default, as before runtimes could be chosen.
 //   - auto: a gVisor runtime that passes the self-test (the default when it
@@ -62,7 +63,7 @@ func offeredRuntimes(runtimes map[string]system.RuntimeWithStatus) map[string]of
 func chooseRuntime(ctx context.Context, requested, defaultName string, offered map[string]offeredRuntime, selfTest func(ctx context.Context, name string) error) (runtimeChoice, error) {
 	named := func(name string) engine.Runtime { return engine.Runtime{Name: name, GVisor: offered[name].gvisor} }
 	test := func(name string) error {
-		if name == defaultName {
+		if name == defaultName && !offered[name].gvisor {
 			return nil
 		}
 		return selfTest(ctx, name)
@@ -132,7 +133,8 @@ const kindSelfTest = "selftest"
 
 // selfTestRuntime starts a container of the envd image under the runtime
 // name, waits for envd's health through the container's channel (what
-// every sandbox and build needs) and removes it.
+// every sandbox and build needs), warns when the seccomp profile does not
+// bind its processes, and removes it.
 func (d *Docker) selfTestRuntime(ctx context.Context, name string) error {
 	holderID, _, err := d.envd.ForEngine(ctx)
 	if err != nil {
@@ -152,7 +154,14 @@ func (d *Docker) selfTestRuntime(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	mode, err := seccompMode(ctx, rc)
 	d.discard(ctx, rc)
+	if err != nil {
+		return fmt.Errorf("read the seccomp mode of a container's process: %w", err)
+	}
+	if warning := seccompWarning(name, mode); warning != "" {
+		d.log.Warn(warning, "runtime", name)
+	}
 	return nil
 }
 

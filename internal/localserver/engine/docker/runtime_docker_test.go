@@ -2,6 +2,7 @@ package docker
 
 import (
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,8 +75,16 @@ func TestRuntimeOnTheEngine(t *testing.T) {
 		}
 		got := runtimeOf(t, d)
 		if len(gvisor) > 0 {
-			if got != (engine.Runtime{Name: gvisor[0], GVisor: true}) || strings.Contains(log, "level=WARN") {
+			if got != (engine.Runtime{Name: gvisor[0], GVisor: true}) {
 				t.Errorf("auto on an engine with %v chose %+v; log:\n%s", gvisor, got, log)
+			}
+			// The self-test reads the seccomp mode of a process under
+			// gVisor: 2 only with runsc's --oci-seccomp.
+			enforced := slices.Contains(info.Runtimes[gvisor[0]].Args, "--oci-seccomp")
+			warned := strings.Contains(log, "level=WARN") && strings.Contains(log, "without the server's seccomp profile") && strings.Contains(log, "--oci-seccomp")
+			if enforced == warned || strings.Count(log, "level=WARN") > 1 {
+				t.Errorf("auto on an engine whose %s has args %v (seccomp enforced: %v): the log must warn of the seccomp profile exactly when it is not enforced:\n%s",
+					gvisor[0], info.Runtimes[gvisor[0]].Args, enforced, log)
 			}
 			return
 		}

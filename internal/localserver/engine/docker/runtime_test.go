@@ -52,7 +52,7 @@ func TestChooseRuntime(t *testing.T) {
 		{name: "auto with gVisor", requested: engine.RuntimeAuto, defaultName: "runc", offered: withGVisor,
 			want: engine.Runtime{Name: "runsc", GVisor: true}, wantTested: []string{"runsc"}},
 		{name: "auto, the default is gVisor", requested: engine.RuntimeAuto, defaultName: "gvisor-kvm", offered: withGVisor,
-			want: engine.Runtime{Name: "gvisor-kvm", GVisor: true}},
+			want: engine.Runtime{Name: "gvisor-kvm", GVisor: true}, wantTested: []string{"gvisor-kvm"}},
 		{name: "auto, runsc fails, another gVisor passes", requested: engine.RuntimeAuto, defaultName: "runc", offered: withGVisor, failing: []string{"runsc"},
 			want: engine.Runtime{Name: "gvisor-kvm", GVisor: true}, wantTested: []string{"runsc", "gvisor-kvm"}},
 		{name: "auto, every gVisor fails", requested: engine.RuntimeAuto, defaultName: "runc", offered: withGVisor, failing: []string{"runsc", "gvisor-kvm"},
@@ -92,5 +92,14 @@ func TestChooseRuntime(t *testing.T) {
 				t.Errorf("chose %+v (fallback %q), want %+v (fallback %q)", got.Runtime, got.fallback, tc.want, tc.wantFallback)
 			}
 		})
+	}
+}
+
+func TestSeccompWarning(t *testing.T) {
+	if w := seccompWarning("runsc", "2"); w != "" {
+		t.Errorf("warning for a filtered process: %s", w)
+	}
+	if w := seccompWarning("runsc", "0"); !strings.Contains(w, "runtime runsc") || !strings.Contains(w, "Seccomp: 0") || !strings.Contains(w, `"--oci-seccomp"`) {
+		t.Errorf("warning for an unfiltered process = %q, want the runtime, the mode and the flag named", w)
 	}
 }
