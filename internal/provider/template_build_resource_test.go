@@ -977,8 +977,8 @@ resource "e2b_template_build" "b" {
 `, someTemplateID, timeouts)
 	}
 	planErrors(t, map[string]struct{ config, err string }{
-		"negative create": {build(`{ create = "-5s" }`), `(?s)Invalid timeout.*"-5s" is out of range: it must be from 1s to 168h`},
-		"huge update":     {build(`{ update = "100000000h" }`), `(?s)Invalid timeout.*"100000000h" is too long: it must be from 1s to 168h`},
+		"negative create": {build(`{ create = "-5s" }`), `(?s)Invalid timeout.*"-5s"\s+is\s+out\s+of\s+range:\s+it\s+must\s+be\s+from\s+1s\s+to\s+168h`},
+		"huge update":     {build(`{ update = "100000000h" }`), `(?s)Invalid timeout.*"100000000h"\s+is\s+too\s+long:\s+it\s+must\s+be\s+from\s+1s\s+to\s+168h`},
 	})
 }
 
