@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	envdserver "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/server"
 )
@@ -23,13 +24,17 @@ const envdIntro = "Usage: terraform-provider-e2b envd [flags]\n\n" +
 //	envd --listen 127.0.0.1:49983|unix:///path/envd.sock [--default-user U] [--default-workdir D]
 //	     [--egress unix:///run/e2b/egress.sock --egress-listen 127.0.0.1:49984]
 //	     [--deadline-file /run/e2b/deadline] [--channel]
+//	envd --extract DIR
 //
 // With --egress, envd offers the egress proxy behind that socket on
 // --egress-listen (envd/server.RunOptions); with --deadline-file, it stops
 // once the time in that file has passed. With --channel it is not envd
 // but the local server's channel agent for the envd the other flags
 // describe (envd/server.RunChannel): the server starts it through the
-// engine's exec API and speaks to it on standard input and output.
+// engine's exec API and speaks to it on standard input and output. With
+// --extract it only writes the tar archive on its standard input below DIR
+// (buildcontext.Extract): the server's COPY into a running build
+// container, started the same way.
 //
 // It serves until SIGINT or SIGTERM and returns the exit code: 0 (also for
 // --help), 2 for bad flags, 1 when envd fails.
@@ -42,12 +47,20 @@ func Envd(args []string, stdout, stderr io.Writer) int {
 	defaultUser := flags.String("default-user", "", "user for requests that name none (default root; POST /init may change it)")
 	defaultWorkdir := flags.String("default-workdir", "", "working directory for processes started without one (default the user's home)")
 	channel := flags.Bool("channel", false, "serve the local server's channel on standard input and output for the envd these flags describe (started by the server)")
+	extract := flags.String("extract", "", "write the tar archive on standard input below this directory, with its owners and modes, and exit (started by the server)")
 	version := flags.Bool("version", false, "print the envd protocol version and exit")
 	if err := parseFlags(flags, args, envdIntro, stdout); err != nil {
 		return usageExit(stderr, "envd", err)
 	}
 	if *version {
 		fmt.Fprintln(stdout, envd.Version)
+		return 0
+	}
+	if *extract != "" {
+		if err := buildcontext.Extract(os.Stdin, *extract); err != nil {
+			fmt.Fprintln(stderr, "envd --extract:", err)
+			return 1
+		}
 		return 0
 	}
 	opts := envdserver.RunOptions{

@@ -41,10 +41,10 @@ func nonGlobPrefix(src string) (string, error) {
 
 // copy runs a COPY/ADD step (args [src, dest, user, mode]) with Docker's
 // COPY semantics. The stored archive, checked when it was uploaded, goes
-// into the container by one route: the engine extracts it at the
-// container's root, chrooted into the container's files, each entry
-// renamed to its destination and given the step's owner and mode on the
-// way (placement). Only the owner's IDs and what the destination is are
+// into the container by one route: it is extracted at the container's
+// root from inside the container (Container.CopyTo), each entry renamed
+// to its destination and given the step's owner and mode on the way
+// (placement). Only the owner's IDs and what the destination is are
 // asked of the container first, by a script that moves no file.
 // A layer tar of our own registered with ImageLoad would spare the
 // commit but costs about as much on Docker 20.10 (design/performance.md,

@@ -62,8 +62,10 @@ type Container interface {
 	// Exists tells whether path exists in the container's files.
 	Exists(ctx context.Context, path string) (bool, error)
 	// CopyTo extracts the tar archive content into the container at dir,
-	// with the ownership and modes its headers give, chrooted into the
-	// container's files.
+	// with the ownership and modes its headers give, confined to the
+	// container's files. Once the container started, the files are
+	// written from inside it, so that its next process sees them under
+	// any runtime.
 	CopyTo(ctx context.Context, dir string, content io.Reader) error
 	// CommitLayer commits the container as the layer of key with state and
 	// returns by how much the layer outgrew the image the container

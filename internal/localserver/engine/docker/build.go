@@ -163,7 +163,10 @@ func (c *buildContainer) Exists(ctx context.Context, path string) (bool, error) 
 }
 
 func (c *buildContainer) CopyTo(ctx context.Context, dir string, content io.Reader) error {
-	return c.d.cli.CopyToContainer(ctx, c.id, dir, content, container.CopyToContainerOptions{})
+	if c.rc == nil {
+		return c.d.cli.CopyToContainer(ctx, c.id, dir, content, container.CopyToContainerOptions{})
+	}
+	return extractInside(ctx, c.d.cli, c.id, dir, content)
 }
 
 func (c *buildContainer) CommitLayer(ctx context.Context, key string, state []byte) (int64, error) {

@@ -384,3 +384,36 @@ func TestBuildUsesBashWhenPresent(t *testing.T) {
 		t.Errorf("RUN did not go through bash -l -c:\n%s", &log)
 	}
 }
+
+// TestBuildCopySeenByTheNextStep copies into a directory the steps before
+// it looked into, and over a file they read: the next step sees what the
+// COPY wrote. Under gVisor a copy made from outside the running container
+// (the engine's archive API) was not seen by the sandbox, which keeps
+// what it already looked up of its files.
+func TestBuildCopySeenByTheNextStep(t *testing.T) {
+	t.Parallel()
+	d := newTestDocker(t, "")
+	ctxDir := t.TempDir()
+	writeFiles(t, ctxDir, map[string]string{"app/a.txt": "copied a\n", "app/sub/b.txt": "copied b\n", "top.txt": "copied top\n"})
+	var log buildLog
+	res, err := d.Build(t.Context(), engine.BuildSpec{
+		TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: dockerEnv.baseImage,
+		Steps: []e2b.TemplateStep{
+			{Type: "RUN", Args: []string{`mkdir -p /opt/app/sub && echo old > /opt/app/old.txt && echo old > /opt/top.txt && ls -la /opt/app /opt/app/sub && cat /opt/top.txt && ! cat /opt/app/a.txt`, "root"}},
+			{Type: "COPY", Args: []string{"app", "/opt/app", "", ""}, FilesHash: "app"},
+			{Type: "COPY", Args: []string{"top.txt", "/opt/top.txt", "", ""}, FilesHash: "top"},
+			{Type: "RUN", Args: []string{`cat /opt/app/a.txt /opt/app/sub/b.txt /opt/app/old.txt /opt/top.txt`}},
+		},
+		Archives: map[string]string{"app": contextArchive(t, ctxDir, "app"), "top": contextArchive(t, ctxDir, "top.txt")},
+		Log:      log.add,
+	})
+	if err != nil {
+		t.Fatalf("build: %v\nlog:\n%s", err, &log)
+	}
+	removeImageAtEnd(t, d, res.Image)
+	for _, want := range []string{"copied a", "copied b", "old", "copied top"} {
+		if !log.has("4", want) {
+			t.Errorf("step 4 does not see %q:\n%s", want, &log)
+		}
+	}
+}
