@@ -21,11 +21,12 @@ import (
 )
 
 // equivalenceScript prints what a sandbox's processes see: environment,
-// hostname, processes (the script's own left out), cgroup limits and the
+// hostname, processes (the script's own left out: ps runs alone, so that
+// the rest of a pipeline is not seen starting or not), cgroup limits and the
 // file names of the root file system and the sandbox's tmpfs.
 const equivalenceScript = `echo "== env"; env | sort
 echo "== hostname"; hostname
-echo "== ps"; ps -eo user:12,args --no-headers | grep -v -e 'ps -eo' -e 'grep -v' -e 'sh -c echo "== env"' | sort
+echo "== ps"; procs=$(ps -eo user:12,args --no-headers); printf '%s\n' "$procs" | grep -v -e 'ps -eo' -e 'sh -c echo "== env"' | sort
 echo "== cgroup"; ` + cgroupScript + `
 echo "== files"; find / -xdev \( -path /proc -o -path /sys \) -prune -o -print 2>/dev/null | sort | md5sum
 echo "== run"; ls -A /run/e2b /tmp /dev/shm 2>&1
