@@ -32,7 +32,7 @@ func uncompressed(br *bufio.Reader) (stream io.Reader, gzipped bool, closeFn fun
 // extracted into is refused, as CheckArchive refuses it, before edit sees it. A
 // directory's name gets its trailing slash back. The local server's COPY places an
 // archive in the container this way, each entry renamed to its destination with the
-// step's owner and mode, for Extract to write at the container's root.
+// step's owner and mode, for envd to write at the container's root (envd/server.Extract).
 func Rewrite(w io.Writer, r io.Reader, edit func(*tar.Header) ([]*tar.Header, error)) error {
 	stream, _, closeFn, err := uncompressed(bufio.NewReaderSize(r, 64<<10))
 	if err != nil {

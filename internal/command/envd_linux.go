@@ -11,7 +11,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/buildcontext"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	envdserver "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/server"
 )
@@ -33,7 +32,7 @@ const envdIntro = "Usage: terraform-provider-e2b envd [flags]\n\n" +
 // describe (envd/server.RunChannel): the server starts it through the
 // engine's exec API and speaks to it on standard input and output. With
 // --extract it only writes the tar archive on its standard input below DIR
-// (buildcontext.Extract): the server's COPY into a running build
+// (envd/server.Extract): the server's COPY into a running build
 // container, started the same way.
 //
 // It serves until SIGINT or SIGTERM and returns the exit code: 0 (also for
@@ -57,7 +56,7 @@ func Envd(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if *extract != "" {
-		if err := buildcontext.Extract(os.Stdin, *extract); err != nil {
+		if err := envdserver.Extract(os.Stdin, *extract); err != nil {
 			fmt.Fprintln(stderr, "envd --extract:", err)
 			return 1
 		}

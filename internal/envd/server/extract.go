@@ -1,4 +1,4 @@
-package buildcontext
+package server
 
 import (
 	"archive/tar"
@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"time"
@@ -17,9 +18,9 @@ import (
 // its header gives; an existing directory stays and takes the header's
 // owner and mode; any other existing entry is replaced, but a directory
 // is never replaced by a file. Missing parents are made, root's, 0755.
-// Names are confined to dir as Rewrite confines them; symlinks already
-// below dir are followed, as they are inside the container whose files
-// dir is.
+// Names (and hard links' targets) must be local (filepath.IsLocal), as
+// buildcontext.Rewrite makes them; symlinks already below dir are
+// followed, as they are inside the container whose files dir is.
 //
 // It is how envd --extract places a build's COPY from inside the build
 // container: a runtime that keeps what the container already looked up of
@@ -39,10 +40,10 @@ func Extract(r io.Reader, dir string) error {
 		if err != nil {
 			return fmt.Errorf("extract: %w", err)
 		}
-		name, err := entryName(h.Name)
-		if err != nil {
-			return fmt.Errorf("extract: entry %q: %w", h.Name, err)
+		if !filepath.IsLocal(h.Name) {
+			return fmt.Errorf("extract: entry %q: the name is absolute, empty or leaves the directory", h.Name)
 		}
+		name := path.Clean(h.Name)
 		if name == "." {
 			continue // dir itself is the caller's
 		}
@@ -75,7 +76,7 @@ func extractEntry(tr *tar.Reader, h *tar.Header, dir, target string) error {
 	case err != nil:
 		return err
 	}
-	if existing != nil && !(existing.IsDir() && h.Typeflag == tar.TypeDir) {
+	if existing != nil && (!existing.IsDir() || h.Typeflag != tar.TypeDir) {
 		if existing.IsDir() {
 			return errors.New("cannot overwrite a directory with a file")
 		}
@@ -107,11 +108,10 @@ func extractEntry(tr *tar.Reader, h *tar.Header, dir, target string) error {
 			return err
 		}
 	case tar.TypeLink:
-		linked, err := entryName(h.Linkname)
-		if err != nil {
-			return fmt.Errorf("hard link to %q: %w", h.Linkname, err)
+		if !filepath.IsLocal(h.Linkname) {
+			return fmt.Errorf("the hard link's target %q is absolute, empty or leaves the directory", h.Linkname)
 		}
-		if err := os.Link(filepath.Join(dir, filepath.FromSlash(linked)), target); err != nil {
+		if err := os.Link(filepath.Join(dir, filepath.FromSlash(h.Linkname)), target); err != nil {
 			return err
 		}
 	default:
