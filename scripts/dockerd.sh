@@ -37,18 +37,18 @@ runsc_binary() {
 # --config-file that registers RUNSC (when given) as the runtime "runsc".
 # --network=none: runsc cannot join Docker's none network on this kernel;
 # --overlay2=none: otherwise a container's writes stay in gVisor's memory
-# overlay and docker commit misses them. Not --oci-seccomp (which makes
-# runsc enforce the containers' seccomp profile): with it, on the engine
-# that shares no files, dpkg-deb's lzma failed with ENOMEM in a RUN step and
-# a COPY into an existing directory was not seen by the next step
-# (TestDockerIsolation, TestAccExamples_apply/group/quickstart); the
-# server's self-test warns that seccomp is not enforced under gVisor.
+# overlay and docker commit misses them; --allow-suid: otherwise runsc
+# ignores the setuid bit and sudo fails (TestDockerSudo). Not --oci-seccomp
+# (which makes runsc enforce the containers' seccomp profile): with it, on
+# the engine that shares no files, dpkg-deb's lzma failed with ENOMEM in a
+# RUN step (TestDockerIsolation); the server's self-test warns that seccomp
+# is not enforced under gVisor.
 write_engine_config() {
 	if [[ -z "$2" ]]; then
 		echo '{}' >"$1"
 		return 0
 	fi
-	printf '{"runtimes": {"runsc": {"path": "%s", "runtimeArgs": ["--network=none", "--overlay2=none"]}}}\n' "$2" >"$1"
+	printf '{"runtimes": {"runsc": {"path": "%s", "runtimeArgs": ["--network=none", "--overlay2=none", "--allow-suid"]}}}\n' "$2" >"$1"
 }
 
 start_dockerd() {

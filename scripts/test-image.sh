@@ -30,11 +30,11 @@ set -euo pipefail
 BUSYBOX_IMAGE="${E2B_TEST_BASE_IMAGE:-e2b-test-base:latest}"
 BUSYBOX_RECIPE=2
 DEBIAN_IMAGE="${E2B_TEST_DEBIAN_IMAGE:-e2b-test-debian:bookworm}"
-DEBIAN_RECIPE=2
+DEBIAN_RECIPE=3
 ARM64_IMAGE="${E2B_TEST_ARM64_IMAGE:-e2b-test-base-arm64:latest}"
 ARM64_RECIPE=1
-# What E2B's base image has that the examples need (DEBIAN_RECIPE 2).
-DEBIAN_INCLUDE=iproute2,curl,procps,python3
+# What E2B's base image has that the examples and tests need (DEBIAN_RECIPE 3: sudo).
+DEBIAN_INCLUDE=iproute2,curl,procps,python3,sudo
 DEBIAN_SUITE=bookworm
 
 log() { printf 'test-image.sh: %s\n' "$*" >&2; }

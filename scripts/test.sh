@@ -218,8 +218,8 @@ newer_terraform() {
 # SDK interop test, the isolation tests; the main pass runs them under
 # runc), and over TCP under runc (a build with a sandbox, and the egress
 # proxy, whose traffic rides the engine channel).
-isolation_tests='^(TestDockerIsolation|TestDockerEgress)$'
-tcp_tests='^(TestDockerEgress|TestDockerBuildAndSandbox)$'
+isolation_tests='^(TestDockerIsolation|TestDockerEgress|TestDockerSudo)$'
+tcp_tests='^(TestDockerEgress|TestDockerBuildAndSandbox|TestDockerSudo)$'
 
 # run_isolated_engine_tests NAME HOST RUNTIME RUN PACKAGES...: the tests
 # matching RUN on the engine at HOST, their servers' containers under

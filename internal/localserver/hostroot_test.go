@@ -30,3 +30,25 @@ func TestHostRootWarning(t *testing.T) {
 		})
 	}
 }
+
+func TestSudoWarning(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		runtime engine.Runtime
+		warns   bool
+	}{
+		{"runc", engine.Runtime{Name: "runc"}, false},
+		{"gVisor with --allow-suid", engine.Runtime{Name: "runsc", GVisor: true, AllowSuid: true}, false},
+		{"gVisor without --allow-suid", engine.Runtime{Name: "runsc", GVisor: true}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := sudoWarning(engine.EngineInfo{Runtime: tc.runtime})
+			if (got != "") != tc.warns {
+				t.Fatalf("warning %q, want one: %v", got, tc.warns)
+			}
+			if tc.warns && !strings.Contains(got, "--allow-suid") {
+				t.Errorf("the warning does not name the flag: %q", got)
+			}
+		})
+	}
+}

@@ -804,3 +804,48 @@ func usedMiB(t *testing.T, msg string) int {
 	n, _ := strconv.Atoi(m[1])
 	return n
 }
+
+// sudoScript prints, as the template's user, who sudo makes it and the
+// effective capabilities of a process under sudo and of one of root's.
+const sudoScript = `id -un; sudo -n id -u 2>&1; sudo -n grep CapEff /proc/self/status 2>&1; grep CapEff /proc/1/status`
+
+// sudo works as on E2B where root in a container is not root of the host
+// (gVisor, or the engine's user namespace): the template's user runs
+// `sudo -n` in a build step and in a sandbox and becomes the container's
+// root, with no capability more than its root has. Elsewhere (runc
+// without a user namespace, runsc without --allow-suid) containers keep
+// no-new-privileges, sudo says so, and a start-up warning names it.
+func TestDockerSudo(t *testing.T) {
+	eng, _ := dockerEngineWith(t, nil)
+	info, err := eng.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := engine.SetuidAllowed(info.Runtime, info.UserNamespace, engine.NetworkNone); info.Setuid != want {
+		t.Fatalf("the engine allows setuid programs: %v, want %v (runtime %+v, user namespace %v)", info.Setuid, want, info.Runtime, info.UserNamespace)
+	}
+	if warnings := hostRootWarning(info) + sudoWarning(info); !info.Setuid && !strings.Contains(warnings, "sudo") {
+		t.Errorf("the start-up warnings do not say that sudo does not work: %q", warnings)
+	}
+	ts := startServer(t, eng)
+	reg, build := ts.buildFrom(debianImage(t), "sudo", e2b.TemplateStep{Type: "RUN", Args: []string{"{ " + sudoScript + "; } > /home/user/in-build.txt"}})
+	ts.deleteTemplateAtEnd(reg.TemplateID)
+	if build.Status != "ready" {
+		t.Fatalf("build = %+v", build)
+	}
+	sb := ts.probeSandbox("sudo")
+	inBuild, _ := sb.sh("user", "cat /home/user/in-build.txt")
+	inSandbox, _ := sb.sh("user", sudoScript)
+	for where, out := range map[string]string{"a build step": inBuild, "a sandbox": inSandbox} {
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 4 || lines[0] != "user" {
+			t.Fatalf("in %s, as the template's user:\n%s", where, out)
+		}
+		switch {
+		case info.Setuid && (lines[1] != "0" || lines[2] != lines[3]):
+			t.Errorf("in %s, sudo -n gives %q with %q; want uid 0 with root's %q", where, lines[1], lines[2], lines[3])
+		case !info.Setuid && !strings.Contains(lines[1], "no new privileges"):
+			t.Errorf("in %s, sudo -n says %q; want the no-new-privileges refusal", where, lines[1])
+		}
+	}
+}

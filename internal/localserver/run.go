@@ -124,11 +124,13 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, stdout io.Writer) 
 	if o.Network == engine.NetworkHost {
 		logger.Warn("containers share the host's network (--network host): sandbox code reaches every loopback service of this machine, this server's API included, and its listeners appear on the host; egress is not filtered. Do not run untrusted code this way.")
 	}
-	if warning := hostRootWarning(info); warning != "" {
-		logger.Warn(warning)
+	for _, warning := range []string{hostRootWarning(info), sudoWarning(info)} {
+		if warning != "" {
+			logger.Warn(warning)
+		}
 	}
 	logger.Info("doctor", "engine", info.ServerVersion, "api", info.APIVersion, "runtime", info.Runtime.Name, "gvisor", info.Runtime.GVisor, "os", info.OS, "arch", info.Arch,
-		"user_namespace", info.UserNamespace, "data_dir", dataDir, "network", o.Network, "egress", egressSummary(o.Network, policy),
+		"user_namespace", info.UserNamespace, "sudo", info.Setuid, "data_dir", dataDir, "network", o.Network, "egress", egressSummary(o.Network, policy),
 		"envd_binary", info.EnvdBinary)
 	return serve(ctx, ln, o, dataDir, apiKey, dockerEngine, info.Runtime, policy, logger, stdout)
 }

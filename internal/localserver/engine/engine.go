@@ -113,4 +113,23 @@ type EngineInfo struct {
 	// namespace of their own (dockerd --userns-remap), so that root in a
 	// container is not root of the host.
 	UserNamespace bool
+	// Setuid tells whether setuid programs (sudo) work in the server's
+	// containers (SetuidAllowed).
+	Setuid bool
+}
+
+// SetuidAllowed tells whether sandbox and build containers run without
+// no-new-privileges, so that sudo and other setuid programs work as on
+// E2B: only where root in a container is not root of the host, under
+// gVisor (a kernel of its own; registered with --allow-suid, without which
+// it ignores the setuid bit) or in a user namespace of the engine's, and
+// not on the host's network (which runs in the host's user namespace).
+func SetuidAllowed(runtime Runtime, userNamespace bool, network string) bool {
+	if network == NetworkHost {
+		return false
+	}
+	if runtime.GVisor {
+		return runtime.AllowSuid
+	}
+	return userNamespace
 }

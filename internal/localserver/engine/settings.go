@@ -22,6 +22,10 @@ type Runtime struct {
 	// GVisor tells whether it is gVisor's runsc: containers then have a
 	// kernel of their own (design/local-server.md, "Runtimes").
 	GVisor bool
+	// AllowSuid tells whether gVisor runs setuid programs with their
+	// owner's IDs: runsc ignores the setuid bit unless the engine
+	// registered it with --allow-suid.
+	AllowSuid bool
 }
 
 // Default limits of the engine's containers and caches.

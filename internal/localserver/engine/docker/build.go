@@ -108,7 +108,7 @@ func (e buildEngine) CommitUnstarted(ctx context.Context, spec engine.BuildSpec,
 	created, err := d.cli.ContainerCreate(createCtx, &container.Config{
 		Image: from, User: "0:0", Entrypoint: strslice.StrSlice{attach.EnvdPath},
 		Labels: d.labels.of(kindBuild, spec.TemplateID, spec.BuildID, ""),
-	}, hostConfig(engine.NetworkNone, d.runtime.Name, d.seccompOpt), nil, nil, "")
+	}, hostConfig(engine.NetworkNone, d.runtime.Name, d.seccompOpt, false), nil, nil, "")
 	cancel()
 	if err != nil {
 		return fmt.Errorf("create a container from %s: %w", from, err)

@@ -68,7 +68,7 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 		Entrypoint: attach.EnvdCommand(d.opts.Network, d.channels.Egress()),
 		Labels:     labels,
 	}
-	hc := hostConfig(d.opts.Network, cmp.Or(req.runtime, d.runtime.Name), d.seccompOpt)
+	hc := hostConfig(d.opts.Network, cmp.Or(req.runtime, d.runtime.Name), d.seccompOpt, req.runtime == "" && d.setuid)
 	nameContainer(cfg, hc, d.opts.Network)
 	// The engine's own volume and a tmpfs: no host path, so that any
 	// engine works, local or not.
@@ -196,16 +196,20 @@ func (d *Docker) discard(ctx context.Context, rc *runningContainer) {
 
 // hostConfig is where the host configuration of every container the server
 // creates starts, started or not: its network; the project's seccomp
-// profile and no-new-privileges (setuid binaries and file capabilities
-// gain nothing: processes keep at most what envd gave them); and the
-// engine's own log of its output (json-file, what SandboxLogs reads)
-// bounded, so that a container printing forever cannot fill the engine's
-// disk.
-func hostConfig(network, runtime, seccompOpt string) *container.HostConfig {
+// profile; no-new-privileges (setuid binaries and file capabilities gain
+// nothing: processes keep at most what envd gave them) unless setuid;
+// and the engine's own log of its output (json-file, what SandboxLogs
+// reads) bounded, so that a container printing forever cannot fill the
+// engine's disk.
+func hostConfig(network, runtime, seccompOpt string, setuid bool) *container.HostConfig {
+	secOpts := []string{"no-new-privileges", seccompOpt}
+	if setuid {
+		secOpts = secOpts[1:]
+	}
 	hc := &container.HostConfig{
 		Runtime:     runtime,
 		NetworkMode: container.NetworkMode(network),
-		SecurityOpt: []string{"no-new-privileges", seccompOpt},
+		SecurityOpt: secOpts,
 		LogConfig: container.LogConfig{Type: "json-file", Config: map[string]string{
 			"max-size": containerLogFileSize,
 			"max-file": strconv.Itoa(containerLogFiles),

@@ -104,7 +104,11 @@ type Docker struct {
 	// runtime is the runtime every sandbox and build container runs under,
 	// chosen at start (runtime.go).
 	runtime engine.Runtime
-	layers  *layerStore
+	// setuid: sandbox and build containers run without no-new-privileges,
+	// so that sudo works as on E2B, because root in them is not root of
+	// the host (engine.SetuidAllowed).
+	setuid bool
+	layers *layerStore
 
 	mu sync.Mutex
 	// startCmds cancels the streams that keep sandbox start commands
@@ -180,7 +184,7 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 	}
 	d.envd, err = attach.NewVolumes(ctx, cli, attach.VolumesOptions{
 		EnvdBinaries: opts.EnvdBinaries, LabelPrefix: opts.LabelPrefix, Instance: opts.Instance,
-		HostConfig: hostConfig(engine.NetworkNone, "", d.seccompOpt),
+		HostConfig: hostConfig(engine.NetworkNone, "", d.seccompOpt, false),
 	})
 	if err != nil {
 		cli.Close()
@@ -197,6 +201,12 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 		return nil, err
 	}
 	d.runtime = choice.Runtime
+	userns, err := userNamespace(info)
+	if err != nil {
+		d.Close() //nolint:contextcheck // Close bounds its clean-up with a context of its own
+		return nil, err
+	}
+	d.setuid = engine.SetuidAllowed(d.runtime, userns, opts.Network)
 	if choice.fallback != "" {
 		d.log.Warn("containers run under "+choice.Name+" and share this machine's kernel: "+choice.fallback+". Install gVisor (runsc) and register it in the engine for a kernel per sandbox (docs/guides/sandbox-security.md).", "runtime", choice.Name)
 	}
@@ -258,9 +268,9 @@ func (d *Docker) Info(ctx context.Context) (engine.EngineInfo, error) {
 	if err != nil {
 		return engine.EngineInfo{}, err
 	}
-	secOpts, err := system.DecodeSecurityOptions(info.SecurityOptions)
+	userns, err := userNamespace(info)
 	if err != nil {
-		return engine.EngineInfo{}, fmt.Errorf("docker info: security options: %w", err)
+		return engine.EngineInfo{}, err
 	}
 	return engine.EngineInfo{
 		ServerVersion: info.ServerVersion,
@@ -269,6 +279,17 @@ func (d *Docker) Info(ctx context.Context) (engine.EngineInfo, error) {
 		OS:            info.OperatingSystem,
 		Arch:          info.Architecture,
 		EnvdBinary:    envdBinary,
-		UserNamespace: slices.ContainsFunc(secOpts, func(o system.SecurityOpt) bool { return o.Name == "userns" }),
+		UserNamespace: userns,
+		Setuid:        d.setuid,
 	}, nil
+}
+
+// userNamespace tells whether the engine runs containers in a user
+// namespace of their own (dockerd --userns-remap).
+func userNamespace(info system.Info) (bool, error) {
+	secOpts, err := system.DecodeSecurityOptions(info.SecurityOptions)
+	if err != nil {
+		return false, fmt.Errorf("docker info: security options: %w", err)
+	}
+	return slices.ContainsFunc(secOpts, func(o system.SecurityOpt) bool { return o.Name == "userns" }), nil
 }

@@ -21,6 +21,8 @@ import (
 // offeredRuntime is what chooseRuntime knows of one runtime of the engine.
 type offeredRuntime struct {
 	gvisor bool
+	// allowSuid: a gVisor runtime registered with --allow-suid.
+	allowSuid bool
 }
 
 // runtimeChoice is chooseRuntime's answer: the runtime and, when auto fell
@@ -42,9 +44,23 @@ func isGVisor(name string, rt system.Runtime) bool {
 func offeredRuntimes(runtimes map[string]system.RuntimeWithStatus) map[string]offeredRuntime {
 	out := make(map[string]offeredRuntime, len(runtimes))
 	for name, rt := range runtimes {
-		out[name] = offeredRuntime{gvisor: isGVisor(name, rt.Runtime)}
+		gvisor := isGVisor(name, rt.Runtime)
+		out[name] = offeredRuntime{gvisor: gvisor, allowSuid: gvisor && flagSet(rt.Args, "allow-suid")}
 	}
 	return out
+}
+
+// flagSet tells whether args set the boolean flag name (-name, --name,
+// --name=true).
+func flagSet(args []string, name string) bool {
+	set := false
+	for _, arg := range args {
+		flag, value, hasValue := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+		if flag == name && arg != flag {
+			set = !hasValue || value == "true" || value == "1"
+		}
+	}
+	return set
 }
 
 // chooseRuntime picks the runtime for requested ("" or RuntimeAuto or a
@@ -61,7 +77,9 @@ func offeredRuntimes(runtimes map[string]system.RuntimeWithStatus) map[string]of
 //   - a name: that runtime; one the engine lacks or that fails its
 //     self-test is an error naming it, never a fallback.
 func chooseRuntime(ctx context.Context, requested, defaultName string, offered map[string]offeredRuntime, selfTest func(ctx context.Context, name string) error) (runtimeChoice, error) {
-	named := func(name string) engine.Runtime { return engine.Runtime{Name: name, GVisor: offered[name].gvisor} }
+	named := func(name string) engine.Runtime {
+		return engine.Runtime{Name: name, GVisor: offered[name].gvisor, AllowSuid: offered[name].allowSuid}
+	}
 	test := func(name string) error {
 		if name == defaultName && !offered[name].gvisor {
 			return nil

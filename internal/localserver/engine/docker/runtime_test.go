@@ -31,6 +31,28 @@ func TestIsGVisor(t *testing.T) {
 	}
 }
 
+// A gVisor runtime honours the setuid bit only when the engine passes it
+// --allow-suid, however the flag is spelt.
+func TestOfferedRuntimesAllowSuid(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rt   system.Runtime
+		want bool
+	}{
+		{"runsc", system.Runtime{Path: "runsc", Args: []string{"--network=none", "--allow-suid"}}, true},
+		{"runsc", system.Runtime{Path: "runsc", Args: []string{"-allow-suid=true"}}, true},
+		{"runsc", system.Runtime{Path: "runsc", Args: []string{"--allow-suid", "--allow-suid=false"}}, false},
+		{"runsc", system.Runtime{Path: "runsc", Args: []string{"--network=none"}}, false},
+		{"runsc", system.Runtime{Path: "runsc", Args: []string{"allow-suid"}}, false}, // an argument, not a flag
+		{"runc", system.Runtime{Path: "runc", Args: []string{"--allow-suid"}}, false},
+	} {
+		got := offeredRuntimes(map[string]system.RuntimeWithStatus{tc.name: {Runtime: tc.rt}})[tc.name].allowSuid
+		if got != tc.want {
+			t.Errorf("%s %v: allowSuid %v, want %v", tc.name, tc.rt.Args, got, tc.want)
+		}
+	}
+}
+
 // chooseRuntime's cases, with a self-test that fails where the case needs
 // it (a real engine's runsc passes; TestRuntimeOnTheEngine runs that).
 func TestChooseRuntime(t *testing.T) {

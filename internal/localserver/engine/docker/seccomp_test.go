@@ -53,7 +53,7 @@ func TestHostConfigHardening(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hc := hostConfig(engine.NetworkNone, "", opt)
+	hc := hostConfig(engine.NetworkNone, "", opt, false)
 	if !slices.Contains(hc.SecurityOpt, "no-new-privileges") {
 		t.Errorf("security options %q lack no-new-privileges", hc.SecurityOpt)
 	}
