@@ -714,7 +714,7 @@ func (ts *testServer) debianProbeSandbox(debian, name string) *probeSandbox {
 
 // diskFillScript, run as root, writes 8 MiB files, ten a second, up to 2
 // GiB, then prints that it wrote them all: a writer the disk limit must
-// stop. Not in /tmp, which gVisor keeps in memory.
+// stop.
 const diskFillScript = `i=0; while [ $i -lt 256 ]; do dd if=/dev/zero of=/fill.$i bs=1M count=8 2>/dev/null || exit 1; i=$((i+1)); sleep 0.1; done; echo wrote-2GiB`
 
 // A sandbox and a RUN step that write past the disk limit are stopped:

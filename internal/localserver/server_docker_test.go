@@ -178,7 +178,9 @@ func TestDockerBuildAndSandbox(t *testing.T) {
 	ts.start(reg, e2b.TemplateBuildStartV2{FromImage: baseImage, Steps: []e2b.TemplateStep{
 		{Type: "COPY", Args: []string{"app", "/opt/app", "", ""}, FilesHash: hash},
 		{Type: "ENV", Args: []string{"GREETING", "hi"}},
-		// /tmp is part of the image under gVisor too (envd.TmpKeepFile).
+		// /tmp is part of the image under gVisor too (envd.TmpKeepFile),
+		// and in a sandbox a directory of its root file system, not a
+		// mount of its own, under both runtimes as on E2B.
 		run(`echo built > "$HOME/built.txt"; echo in-tmp > /tmp/kept.txt`),
 	}})
 	if info := ts.waitBuild(reg); info.Status != "ready" {
@@ -190,7 +192,7 @@ func TestDockerBuildAndSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := client.Run(t.Context(), envdclient.RunRequest{Cmd: "/bin/sh", Args: []string{"-c", `cat /opt/app/hello.txt /home/user/built.txt /tmp/kept.txt; ls -A /tmp; echo "$GREETING $K"`}})
+	res, err := client.Run(t.Context(), envdclient.RunRequest{Cmd: "/bin/sh", Args: []string{"-c", `cat /opt/app/hello.txt /home/user/built.txt /tmp/kept.txt; ls -A /tmp; awk '$2 == "/tmp" { print "mounted:", $3 }' /proc/mounts; echo "$GREETING $K"`}})
 	if err != nil {
 		t.Fatal(err)
 	}
