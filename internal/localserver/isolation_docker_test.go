@@ -4,7 +4,6 @@ package localserver
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/sandboxes"
 	"io"
@@ -316,6 +315,16 @@ func testDockerIsolation(t *testing.T, pool sandboxes.PoolConfig) {
 	eng, _ := dockerEngine(t)
 	debian := debianImage(t)
 	rt := runtimeOf(t, eng)
+	engInfo, err := eng.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Setuid programs work only where root in a container is not the
+	// host's (TestDockerSudo); elsewhere no-new-privileges holds.
+	noNewPrivs := "NoNewPrivs:\t1"
+	if engInfo.Setuid {
+		noNewPrivs = "NoNewPrivs:\t0"
+	}
 	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.Pool = pool }})
 
 	// The build itself: least privilege must not break what templates do.
@@ -340,7 +349,7 @@ cat /usr/share/e2bprobe/f; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status
 		t.Fatalf("build = %+v\n%s", info, buildLog)
 	}
 	t.Run("build step limits", func(t *testing.T) {
-		for _, want := range []string{"(probe) gid=", "installed", "NoNewPrivs:\t1", ioUringRefused, "536870912", "100000 100000", "\n" + pidsSeenInside(rt) + "\n"} {
+		for _, want := range []string{"(probe) gid=", "installed", noNewPrivs, ioUringRefused, "536870912", "100000 100000", "\n" + pidsSeenInside(rt) + "\n"} {
 			if !strings.Contains(buildLog, want) {
 				t.Errorf("build log lacks %q:\n%s", want, buildLog)
 			}
@@ -367,8 +376,10 @@ cat /usr/share/e2bprobe/f; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status
 		}
 		// The agent is sealed: root, without CAP_SYS_PTRACE, reaches neither
 		// its standard streams nor its memory or environment. Root may kill
-		// it (as it may kill envd); the server then starts another, and what
-		// root plants where the agent listens is replaced, never followed.
+		// it (as it may kill envd), which ends that sandbox alone
+		// (TestDockerChannelAgentKilled), and what root plants where the
+		// agent listens is never followed.
+		victim := ts.probeSandbox("isolation")
 		canaryPath, hits := canary(t)
 		script := fmt.Sprintf(`for p in /proc/[0-9]*; do
   if tr '\0' ' ' <$p/cmdline 2>/dev/null | grep -q '^/.e2b/envd envd .*--channel'; then pid=${p#/proc/}; fi
@@ -378,14 +389,17 @@ readlink /proc/$pid/fd/0; head -c1 /proc/$pid/fd/0; cat /proc/$pid/environ; head
 ln -sf %s /run/e2b/egress.sock
 (sleep 1; kill -9 $pid) >/dev/null 2>&1 &
 exit 0`, canaryPath)
-		out, _ = a.sh("root", script)
+		out, _ = victim.sh("root", script)
 		if !regexp.MustCompile(`agent=[0-9]+`).MatchString(out) || strings.Count(out, "Permission denied") < 3 || strings.Contains(out, "pipe:") {
 			t.Errorf("root in the sandbox reached the channel agent:\n%s", out)
 		}
 		time.Sleep(2 * time.Second)
-		for _, p := range []*probeSandbox{a, b, a} {
+		if _, err := victim.client.Run(t.Context(), envdclient.RunRequest{Cmd: "/bin/true", Timeout: time.Minute}); err == nil {
+			t.Error("the sandbox whose agent was killed still answers: a new agent was started")
+		}
+		for _, p := range []*probeSandbox{a, b} {
 			if out, code := p.sh("", "echo alive"); code != 0 || out != "alive\n" {
-				t.Errorf("sandbox %s after its agent was killed: %q (exit %d)", p.id, out, code)
+				t.Errorf("sandbox %s after another's agent was killed: %q (exit %d)", p.id, out, code)
 			}
 		}
 		if n := hits.Load(); n != 0 {
@@ -404,8 +418,8 @@ exit 0`, canaryPath)
 		if eff := capEff(t, out); eff&(1<<capNetRaw) != 0 || eff&(1<<capMknod) != 0 || eff&^dockerDefaultCaps != 0 {
 			t.Errorf("root in the sandbox has CapEff %#x: want no NET_RAW, no MKNOD, nothing beyond Docker's defaults", eff)
 		}
-		if !strings.Contains(out, "NoNewPrivs:\t1") {
-			t.Errorf("no-new-privileges is not set: %s", out)
+		if !strings.Contains(out, noNewPrivs) {
+			t.Errorf("want %q (the engine allows setuid programs: %v): %s", noNewPrivs, engInfo.Setuid, out)
 		}
 		marker := "marker-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 		done := make(chan struct{})
@@ -493,8 +507,8 @@ exit 0`, canaryPath)
 		if string(hc.NetworkMode) != "none" {
 			t.Errorf("network mode %q, want none", hc.NetworkMode)
 		}
-		if !bytes.Contains([]byte(strings.Join(hc.SecurityOpt, ",")), []byte("no-new-privileges")) {
-			t.Errorf("security options %v lack no-new-privileges", hc.SecurityOpt)
+		if slices.Contains(hc.SecurityOpt, "no-new-privileges") == engInfo.Setuid {
+			t.Errorf("security options have no-new-privileges: %v; the engine allows setuid programs: %v", slices.Contains(hc.SecurityOpt, "no-new-privileges"), engInfo.Setuid)
 		}
 		if !slices.ContainsFunc(hc.SecurityOpt, func(o string) bool {
 			return strings.HasPrefix(o, "seccomp={") && !strings.Contains(o, "io_uring")
@@ -847,5 +861,69 @@ func TestDockerSudo(t *testing.T) {
 		case !info.Setuid && !strings.Contains(lines[1], "no new privileges"):
 			t.Errorf("in %s, sudo -n says %q; want the no-new-privileges refusal", where, lines[1])
 		}
+	}
+}
+
+// agentKillScript, run as root in the background, kills the channel
+// agent and then watches for 20 s for a new one to attack before it
+// seals itself (the race of issue 33): it records every agent it sees in
+// /agents-seen. "--chan[n]el" does not match the script's own command
+// line.
+const agentKillScript = `agents() { for p in /proc/[0-9]*; do tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q -e '--chan[n]el' && echo "${p#/proc/}"; done; }
+first=$(agents)
+[ -n "$first" ] || { echo "no agent" >/agents-seen; exit 1; }
+kill -9 $first
+i=0; while [ $i -lt 200 ]; do for p in $(agents); do echo "$p" >>/agents-seen; done; sleep 0.1; i=$((i+1)); done`
+
+// Root in a sandbox kills the channel agent and lies in wait for the next
+// one, to read what the server sends before the agent protects itself:
+// none comes. The server stops the sandbox, as when envd dies, and says
+// why; the sandbox's next request fails, and its record ends.
+func TestDockerChannelAgentKilled(t *testing.T) {
+	eng, base := dockerEngine(t)
+	var logs testutil.SyncBuffer
+	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) }})
+	reg, build := ts.buildFrom(base, "agent-killed")
+	ts.deleteTemplateAtEnd(reg.TemplateID)
+	if build.Status != "ready" {
+		t.Fatalf("build = %+v", build)
+	}
+	for round := range 3 {
+		sb := ts.createPossiblyPooled("agent-killed")
+		c, err := envdclient.New(envdclient.Config{BaseURL: ts.URL, SandboxID: sb.SandboxID, AccessToken: sb.EnvdAccessToken})
+		if err != nil {
+			t.Fatal(err)
+		}
+		insp := containerOf(t, sb.SandboxID)
+		res, err := c.Run(t.Context(), envdclient.RunRequest{Cmd: "/bin/sh", Args: []string{"-c", "setsid sh -c \"$0\" >/dev/null 2>&1 </dev/null & sleep 1", agentKillScript}, User: "root"})
+		if err != nil && res == nil {
+			t.Logf("round %d: the request that killed the agent: %v", round, err)
+		}
+		// The next request fails, and the sandbox ends.
+		if _, err := c.Run(t.Context(), envdclient.RunRequest{Cmd: "/bin/true", Timeout: time.Minute}); err == nil {
+			t.Errorf("round %d: a request after the agent was killed succeeded: a new agent was started", round)
+		} else {
+			t.Logf("round %d: the next request: %v", round, err)
+		}
+		deadline := time.Now().Add(2 * time.Minute)
+		for ts.request("GET", "/sandboxes/"+sb.SandboxID, nil).StatusCode != http.StatusNotFound {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: the sandbox still answers after its agent was killed", round)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		// No exec was made in the container after the killed agent's.
+		cli, err := dockerclient.NewClientWithOpts(dockerclient.FromEnv, dockerclient.WithAPIVersionNegotiation())
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, err := cli.ContainerInspect(t.Context(), insp.ID)
+		cli.Close()
+		if err == nil && len(after.ExecIDs) > len(insp.ExecIDs) {
+			t.Errorf("round %d: %d execs in the container after the kill, %d before", round, len(after.ExecIDs), len(insp.ExecIDs))
+		}
+	}
+	if n := strings.Count(logs.String(), "sandbox ended: its container exited"); n != 3 {
+		t.Errorf("the server logged %d of the 3 sandboxes' ends:\n%s", n, logs.String())
 	}
 }

@@ -62,9 +62,11 @@ func Key(kind, id string) string { return kind + "/" + id }
 
 // Attachment is the server's end of one container: its channel (package
 // relay), opened through the engine's exec API when first needed and again
-// whenever it ended (a server restart, a killed agent, a rebooted
-// container), the sandbox's end, handed to the agent on every new
-// channel, and the one envd client of the container.
+// after a server restart (a new attachment) or a reboot of the container
+// (Restarted), the sandbox's end, handed to the agent on every new
+// channel, and the one envd client of the container. A channel that ends
+// while its container runs is not opened again: the container goes
+// (agentLost).
 type Attachment struct {
 	owner       *Channels
 	containerID string
@@ -72,7 +74,7 @@ type Attachment struct {
 	envd        *client.Client
 
 	mu      sync.Mutex
-	ch      *relay.Channel // nil or ended: open a new one
+	ch      *relay.Channel // nil: open one; ended: the agent is lost
 	token   string         // the access token every envd request carries
 	end     time.Time      // the sandbox's end as last set; zero: none
 	endSet  bool
@@ -163,6 +165,9 @@ func (a *Attachment) channel(ctx context.Context) (*relay.Channel, error) {
 	}
 	if a.paused {
 		return nil, errors.New("the container is paused")
+	}
+	if a.ch != nil {
+		return nil, a.agentLost(ctx)
 	}
 	// Not bounded by the caller's (a health poll's second): an agent that
 	// starts slowly on a busy engine would be started again and again.
@@ -296,8 +301,42 @@ func (a *Attachment) Thaw(ctx context.Context) error {
 }
 
 // Restarted marks a container started again (a stopped sandbox booted
-// anew): its first channel gets the sandbox's end, as any new channel does.
-func (a *Attachment) Restarted() { a.setPaused(false) }
+// anew): its channel, which ended with it, is opened again and gets the
+// sandbox's end, as any new channel does.
+func (a *Attachment) Restarted() {
+	a.mu.Lock()
+	a.paused = false
+	a.ch = nil
+	a.mu.Unlock()
+}
+
+// errAgentLost is the answer for a container whose channel agent ended
+// while it ran.
+var errAgentLost = errors.New("the sandbox's channel agent ended while the sandbox ran (a process in it killed it): the sandbox is stopped, as when envd dies")
+
+// agentLost answers a request for a channel that ended. When the
+// container still runs, a process in it killed the agent: a new agent
+// would be readable through /proc until it seals itself (relay.Seal), and
+// a process of the container may wait for it to read what the server
+// sends (design/engine-channel.md, "Only envd may act as envd"). So none
+// is started: the container is killed, as when envd dies, and the
+// engine's events end its sandbox or build. Called with a.mu held.
+func (a *Attachment) agentLost(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), openTimeout)
+	defer cancel()
+	insp, err := a.owner.cli.ContainerInspect(ctx, a.containerID)
+	if err != nil {
+		return fmt.Errorf("the container's channel ended: %w", err)
+	}
+	if insp.State == nil || !insp.State.Running {
+		return errors.New("the container is not running")
+	}
+	a.owner.log.Warn("the channel agent of a running container ended: stopping the container, as when envd dies", "container", ShortID(a.containerID))
+	if err := a.owner.cli.ContainerKill(ctx, a.containerID, "KILL"); err != nil && !strings.Contains(err.Error(), "is not running") {
+		return fmt.Errorf("%w; stopping the container: %w", errAgentLost, err)
+	}
+	return errAgentLost
+}
 
 func (a *Attachment) setPaused(paused bool) {
 	a.mu.Lock()
