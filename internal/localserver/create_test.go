@@ -38,7 +38,7 @@ func TestSandboxCreateIsOneForwardFlow(t *testing.T) {
 		if sets != wantSets {
 			t.Errorf("the end went down %d times by SetSandboxDeadline, want %d", sets, wantSets)
 		}
-		rec, err := ts.Server.Store().Sandbox(sb.SandboxID)
+		rec, err := ts.Server.Store().Sandboxes.Sandbox(sb.SandboxID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +57,7 @@ func TestStartingSandboxIsNotListed(t *testing.T) {
 		ID: "istarting", TemplateID: reg.TemplateID, BuildID: reg.BuildID, State: store.StateStarting,
 		StartedAt: time.Now(), EndAt: time.Now().Add(time.Hour),
 	}
-	if err := ts.Server.Store().CreateSandbox(starting); err != nil {
+	if err := ts.Server.Store().Sandboxes.CreateSandbox(starting); err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range []string{"/sandboxes", "/v2/sandboxes"} {

@@ -146,7 +146,7 @@ func TestDockerSandboxLogIsBounded(t *testing.T) {
 	t.Logf("v2 one-entry page, mean of %d: %s on the short log; %s after %d lines, once the server took them in (%s)",
 		pageRounds, short, pages(), lines, taken)
 
-	kept, err := ts.Server.Store().LogPage(store.SandboxLogID(sb.SandboxID), store.LogQuery{Cursor: -1, Limit: 10 * maxEntries})
+	kept, err := ts.Server.Store().Sandboxes.SandboxLogPage(sb.SandboxID, store.LogQuery{Cursor: -1, Limit: 10 * maxEntries})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -167,7 +167,7 @@ func TestSandboxLogsBoundedAndStoredOnce(t *testing.T) {
 	}
 
 	ts.call("DELETE", "/sandboxes/"+sb.SandboxID, nil, http.StatusNoContent, nil)
-	if page, err := ts.Server.Store().LogPage(store.SandboxLogID(sb.SandboxID), store.LogQuery{Cursor: -1, Limit: 10}); err != nil || len(page) != 0 {
+	if page, err := ts.Server.Store().Sandboxes.SandboxLogPage(sb.SandboxID, store.LogQuery{Cursor: -1, Limit: 10}); err != nil || len(page) != 0 {
 		t.Errorf("the killed sandbox's log = %+v %v, want none", page, err)
 	}
 }

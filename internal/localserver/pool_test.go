@@ -45,7 +45,7 @@ func (ts *testServer) pooledIDs() map[string][]string {
 // recordedPool is what the store records of the pool.
 func recordedPool(t *testing.T, ts *testServer) []string {
 	t.Helper()
-	pooled, err := ts.Server.store.PooledSandboxes()
+	pooled, err := ts.Server.store.Sandboxes.PooledSandboxes()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func TestPoolDeleteTemplateAndClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if rec, err := st.PooledSandboxes(); err != nil || len(rec) != 0 {
+	if rec, err := st.Sandboxes.PooledSandboxes(); err != nil || len(rec) != 0 {
 		t.Errorf("records after close: %v %v", rec, err)
 	}
 }
@@ -302,11 +302,11 @@ func TestPoolAfterCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := st.RegisterBuild(store.RegisterRequest{Name: "app", CPUCount: 2, MemoryMB: 1024})
+	reg, err := st.Catalog.RegisterBuild(store.RegisterRequest{Name: "app", CPUCount: 2, MemoryMB: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.AddPooled(store.Pooled{ID: "ipooled", TemplateID: reg.Template.ID, BuildID: reg.Build.ID, CreatedAt: time.Now()}); err != nil {
+	if err := st.Sandboxes.AddPooled(store.Pooled{ID: "ipooled", TemplateID: reg.Template.ID, BuildID: reg.Build.ID, CreatedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
@@ -342,7 +342,7 @@ func (ts *testServer) createPossiblyPooled(template string) e2b.Sandbox {
 	if !ts.Server.cfg.Pool.On() {
 		return ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: template})
 	}
-	_, b, err := ts.Server.store.Resolve(template)
+	_, b, err := ts.Server.store.Catalog.Resolve(template)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -194,7 +194,7 @@ func TestSandboxTimeoutIsEnforced(t *testing.T) {
 	}
 	// The engine stops the container before the record goes; wait for both.
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if all, err := ts.Server.Store().Sandboxes(); err == nil && !slices.ContainsFunc(all, func(sb store.Sandbox) bool { return sb.ID == short.SandboxID }) {
+		if all, err := ts.Server.Store().Sandboxes.Sandboxes(); err == nil && !slices.ContainsFunc(all, func(sb store.Sandbox) bool { return sb.ID == short.SandboxID }) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -293,11 +293,11 @@ func TestStartAfterCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := st.RegisterBuild(store.RegisterRequest{Name: "app", CPUCount: 2, MemoryMB: 1024})
+	reg, err := st.Catalog.RegisterBuild(store.RegisterRequest{Name: "app", CPUCount: 2, MemoryMB: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := st.StartBuild(reg.Template.ID, reg.Build.ID, store.BuildRequest{FromImage: "x"}); err != nil {
+	if _, _, err := st.Catalog.StartBuild(reg.Template.ID, reg.Build.ID, store.BuildRequest{FromImage: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	now := clock.Now()
@@ -307,7 +307,7 @@ func TestStartAfterCrash(t *testing.T) {
 		// Its create never answered: the server died before it ran.
 		{ID: "istarting", TemplateID: reg.Template.ID, StartedAt: now, EndAt: now.Add(time.Minute), State: store.StateStarting},
 	} {
-		if err := st.CreateSandbox(sb); err != nil {
+		if err := st.Sandboxes.CreateSandbox(sb); err != nil {
 			t.Fatal(err)
 		}
 	}

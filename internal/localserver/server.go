@@ -178,17 +178,17 @@ func New(ctx context.Context, cfg Config, eng Engine) (*Server, error) {
 		Domain: cfg.Domain, MaxSandboxTimeout: cfg.MaxSandboxTimeout, ReapInterval: cfg.ReapInterval,
 		Pool: cfg.Pool, LogBound: cfg.LogBound, Now: cfg.Now, Logger: cfg.Logger, Stopped: s.proxies.Drop,
 	}
-	s.sandboxes = sandboxes.New(sbCfg, st, eng)
+	s.sandboxes = sandboxes.New(sbCfg, st.Catalog, st.Sandboxes, eng)
 	s.builds = builds.New(builds.Config{
 		MaxCPUCount: cfg.MaxCPUCount, MaxMemoryMB: cfg.MaxMemoryMB, MaxBuildTime: cfg.MaxBuildTime, LogBound: cfg.LogBound,
 		ArchiveDir: archiveDir, SpoolDir: spoolDir, UploadURLTTL: cfg.UploadURLTTL,
 		MaxUploadBytes: cfg.MaxUploadBytes, MaxUnpackedBytes: cfg.MaxUnpackedBytes, MaxArchiveEntries: cfg.MaxArchiveEntries,
 		Now: cfg.Now, Logger: cfg.Logger, Deleting: s.sandboxes.DropTemplatePool,
 		AppendLogs: cfg.appendLogs, WriteSpool: cfg.writeSpool,
-	}, st, eng)
+	}, st.Catalog, st.Uploads, eng)
 	s.api = api.New(api.Config{
 		APIKey: cfg.APIKey, PublicURL: cfg.PublicURL, BodyReadTimeout: cfg.bodyReadTimeout, Logger: cfg.Logger,
-	}, s.builds, s.sandboxes, sandboxes.NewObserver(sbCfg, st, eng), st, s.proxies)
+	}, s.builds, s.sandboxes, sandboxes.NewObserver(sbCfg, st.Sandboxes, eng), st, s.proxies)
 	return s, nil
 }
 
@@ -196,14 +196,14 @@ func New(ctx context.Context, cfg Config, eng Engine) (*Server, error) {
 // builds' and the sandboxes' records, then the containers and images no
 // record claims.
 func (s *Server) recover(ctx context.Context, spoolDir string) error {
-	if err := builds.Recover(s.store, spoolDir, s.log); err != nil {
+	if err := builds.Recover(s.store.Catalog, s.store.Uploads, spoolDir, s.log); err != nil {
 		return err
 	}
-	live, err := sandboxes.Recover(s.store, s.cfg.Now(), s.log)
+	live, err := sandboxes.Recover(s.store.Sandboxes, s.cfg.Now(), s.log)
 	if err != nil {
 		return err
 	}
-	images, err := builds.OwnedImages(s.store)
+	images, err := builds.OwnedImages(s.store.Catalog)
 	if err != nil {
 		return err
 	}

@@ -703,7 +703,7 @@ func TestDockerSnapshot(t *testing.T) {
 	if got := run(src, `cat /home/user/snap.txt`); got != "snapped" {
 		t.Errorf("the source sandbox after the snapshot: %q", got)
 	}
-	snaps, err := ts.Server.Store().Snapshots(src.SandboxID, "", "")
+	snaps, err := ts.Server.Store().Catalog.Snapshots(src.SandboxID, "", "")
 	if err != nil || len(snaps) != 1 {
 		t.Fatalf("snapshots = %+v, %v", snaps, err)
 	}

@@ -89,7 +89,7 @@ func TestUploadGrantFlow(t *testing.T) {
 	}
 	// First write wins: a different body for the same hash is accepted and dropped.
 	putOK(t, again.URL, testutil.Tarball(t, false, testutil.File("other.txt", "B")))
-	path, _, _ := ts.Server.Store().ArchivePath(hash)
+	path, _, _ := ts.Server.Store().Uploads.ArchivePath(hash)
 	stored, err := os.ReadFile(path)
 	if err != nil || !bytes.Equal(stored, archive) {
 		t.Fatalf("stored archive changed (err %v)", err)

@@ -54,7 +54,7 @@ func (s *templateHandlers) handleBuildStatus(w http.ResponseWriter, r *http.Requ
 }
 
 // handleBuildLogs serves the /logs variant: a page of the kept entries by
-// time (store.LogPage), forward by default.
+// time (store.Catalog.LogPage), forward by default.
 func (s *templateHandlers) handleBuildLogs(w http.ResponseWriter, r *http.Request) error {
 	cursor, limit, level, err := buildLogsQuery(r, "cursor", -1)
 	if err != nil {

@@ -12,7 +12,7 @@ const maxLogPage = 100
 // Status is the build's status with a page of its log from offset: at most
 // limit entries (100 at most) at or above level.
 func (s *Manager) Status(templateID, buildID string, offset, limit int, level string) (e2b.TemplateBuildInfo, error) {
-	b, err := s.store.Build(templateID, buildID)
+	b, err := s.catalog.Build(templateID, buildID)
 	if err != nil {
 		return e2b.TemplateBuildInfo{}, failure.MissingAs(err, failure.Invalid, "Build '%s' not found", buildID)
 	}
@@ -21,7 +21,7 @@ func (s *Manager) Status(templateID, buildID string, offset, limit int, level st
 		Logs: []string{}, LogEntries: []e2b.BuildLogEntry{}, Reason: wireReason(b.Reason),
 	}
 	if b.Status != e2b.BuildWaiting {
-		entries, err := s.store.Logs(buildID, offset, min(limit, maxLogPage), level)
+		entries, err := s.catalog.Logs(buildID, offset, min(limit, maxLogPage), level)
 		if err != nil {
 			return e2b.TemplateBuildInfo{}, failure.OwnFailure(err)
 		}
@@ -30,14 +30,14 @@ func (s *Manager) Status(templateID, buildID string, offset, limit int, level st
 	return info, nil
 }
 
-// Logs is a page of the build's kept log by time (store.LogPage): at most
+// Logs is a page of the build's kept log by time (store.Catalog.LogPage): at most
 // 100 entries.
 func (s *Manager) Logs(templateID, buildID string, q store.LogQuery) ([]e2b.BuildLogEntry, error) {
-	if _, err := s.store.Build(templateID, buildID); err != nil {
+	if _, err := s.catalog.Build(templateID, buildID); err != nil {
 		return nil, err
 	}
 	q.Limit = min(q.Limit, maxLogPage)
-	out, err := s.store.LogPage(buildID, q)
+	out, err := s.catalog.LogPage(buildID, q)
 	if err != nil {
 		return nil, failure.OwnFailure(err)
 	}

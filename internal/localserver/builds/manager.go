@@ -2,8 +2,8 @@
 // registration, tags, the intake of uploaded build contexts (checked once,
 // here), the start of a build, the runner that drives it on the engine,
 // and its log. It knows no HTTP: the API calls it and answers its errors by
-// their kind (failure). Its store and engine are the small interfaces
-// declared here.
+// their kind (failure). The store's catalog and uploads and the engine are
+// the small interfaces declared here.
 package builds
 
 import (
@@ -20,8 +20,9 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
-// Store is what the builds need of the server's records.
-type Store interface {
+// Catalog is what the builds need of the templates' records
+// (store.Catalog): templates, tags, builds and build logs.
+type Catalog interface {
 	RegisterBuild(req store.RegisterRequest) (store.Registered, error)
 	StartBuild(templateID, buildID string, req store.BuildRequest) (store.Build, []string, error)
 	FinishBuild(templateID, buildID string, result *store.BuildResult, reason *store.BuildReason) (bool, error)
@@ -41,8 +42,12 @@ type Store interface {
 
 	AppendLogs(buildID string, bound store.LogBound, entries []store.LogEntry) error
 	Logs(buildID string, offset, limit int, minLevel string) ([]store.LogEntry, error)
-	LogPage(logID string, q store.LogQuery) ([]store.LogEntry, error)
+	LogPage(buildID string, q store.LogQuery) ([]store.LogEntry, error)
+}
 
+// Uploads is what the builds need of the upload grants and stored archives
+// (store.Uploads).
+type Uploads interface {
 	CreateGrant(templateID, hash string, ttl time.Duration) (store.Grant, error)
 	Grant(token string) (store.Grant, error)
 	CommitUpload(token, path string) (string, error)
@@ -99,10 +104,11 @@ const (
 
 // Manager runs the templates' builds. Make it with New, end it with Close.
 type Manager struct {
-	cfg    Config
-	store  Store
-	engine Engine
-	log    *slog.Logger
+	cfg     Config
+	catalog Catalog
+	uploads Uploads
+	engine  Engine
+	log     *slog.Logger
 
 	// ctx is cancelled by Close; builds run under it.
 	ctx    context.Context
@@ -115,8 +121,8 @@ type Manager struct {
 
 // New makes the Manager and starts the pruning of expired upload grants;
 // Recover first, when the server starts over an earlier run's records.
-func New(cfg Config, st Store, eng Engine) *Manager {
-	s := &Manager{cfg: cfg, store: st, engine: eng, log: cfg.Logger, running: map[string]*runningBuild{}}
+func New(cfg Config, catalog Catalog, uploads Uploads, eng Engine) *Manager {
+	s := &Manager{cfg: cfg, catalog: catalog, uploads: uploads, engine: eng, log: cfg.Logger, running: map[string]*runningBuild{}}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.tasks.Go(s.pruneGrantsLoop)
 	return s
@@ -125,15 +131,15 @@ func New(cfg Config, st Store, eng Engine) *Manager {
 // Recover cleans up after an earlier run that may have been killed: its
 // running builds are failed, its expired upload grants pruned and its
 // upload spools (incomplete uploads, whose grants stay usable) removed.
-func Recover(st Store, spoolDir string, log *slog.Logger) error {
-	n, err := st.FailBuilding(ReasonRestarted)
+func Recover(catalog Catalog, uploads Uploads, spoolDir string, log *slog.Logger) error {
+	n, err := catalog.FailBuilding(ReasonRestarted)
 	if err != nil {
 		return err
 	}
 	if n > 0 {
 		log.Info("builds interrupted by the previous run marked as failed", "count", n)
 	}
-	if n, err := st.PruneGrants(); err != nil {
+	if n, err := uploads.PruneGrants(); err != nil {
 		return err
 	} else if n > 0 {
 		log.Info("expired upload grants pruned", "count", n)
@@ -159,7 +165,7 @@ func (s *Manager) Close(ctx context.Context) {
 	select {
 	case <-done:
 	case <-ctx.Done():
-		if _, err := s.store.FailBuilding(ReasonShutdown); err != nil {
+		if _, err := s.catalog.FailBuilding(ReasonShutdown); err != nil {
 			s.log.Error("mark builds failed at shutdown", "err", err)
 		}
 	}
@@ -168,14 +174,14 @@ func (s *Manager) Close(ctx context.Context) {
 // OwnedImages is the set of images the ready builds of live templates own,
 // for the start-up clean-up: a build the previous run was killed in may
 // have committed one no record owns.
-func OwnedImages(st Store) (map[string]bool, error) {
-	templates, err := st.Templates()
+func OwnedImages(catalog Catalog) (map[string]bool, error) {
+	templates, err := catalog.Templates()
 	if err != nil {
 		return nil, err
 	}
 	owned := map[string]bool{}
 	for _, t := range templates {
-		builds, err := st.Builds(t.ID)
+		builds, err := catalog.Builds(t.ID)
 		if err != nil {
 			return nil, err
 		}

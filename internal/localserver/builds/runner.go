@@ -46,7 +46,7 @@ func (s *Manager) runBuild(ctx context.Context, spec engine.BuildSpec, failure *
 	} else {
 		s.log.Info("build ready", "template", spec.TemplateID, "build", spec.BuildID, "image", result.Image)
 	}
-	if _, err := s.store.FinishBuild(spec.TemplateID, spec.BuildID, (*store.BuildResult)(result), failure); err != nil {
+	if _, err := s.catalog.FinishBuild(spec.TemplateID, spec.BuildID, (*store.BuildResult)(result), failure); err != nil {
 		s.log.Error("record build result", "build", spec.BuildID, "err", err)
 	}
 }
@@ -71,7 +71,7 @@ func (s *Manager) newLogWriter(buildID string) *logWriter {
 	appendLogs := s.cfg.AppendLogs
 	if appendLogs == nil {
 		appendLogs = func(buildID string, entries []store.LogEntry) error {
-			return s.store.AppendLogs(buildID, s.cfg.LogBound, entries)
+			return s.catalog.AppendLogs(buildID, s.cfg.LogBound, entries)
 		}
 	}
 	go func() {

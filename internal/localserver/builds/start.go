@@ -20,7 +20,7 @@ func (s *Manager) CheckBuild(templateID, buildID string) error {
 	if err := e2b.ValidateBuildID(buildID); err != nil {
 		return failure.New(failure.Invalid, "%v", err)
 	}
-	if _, err := s.store.Build(templateID, buildID); err != nil {
+	if _, err := s.catalog.Build(templateID, buildID); err != nil {
 		return failure.MissingAs(err, failure.NotFound, "build '%s' of template '%s' not found", buildID, templateID)
 	}
 	return nil
@@ -46,7 +46,7 @@ func (s *Manager) Start(templateID, buildID string, req e2b.TemplateBuildStartV2
 	if s.ctx.Err() != nil {
 		return failure.New(failure.Unavailable, "the server is shutting down")
 	}
-	b, superseded, err := s.store.StartBuild(templateID, buildID, buildRequestRecord(req))
+	b, superseded, err := s.catalog.StartBuild(templateID, buildID, buildRequestRecord(req))
 	if err != nil {
 		return err
 	}
@@ -91,7 +91,7 @@ func (s *Manager) buildSpec(templateID, buildID string, req *e2b.TemplateBuildSt
 		Archives: map[string]string{},
 	}
 	if req.FromTemplate != "" {
-		_, base, err := s.store.Resolve(req.FromTemplate)
+		_, base, err := s.catalog.Resolve(req.FromTemplate)
 		if err != nil {
 			return spec, nil, failure.New(failure.Invalid, "fromTemplate '%s': %v", req.FromTemplate, err)
 		}
@@ -114,7 +114,7 @@ func (s *Manager) buildSpec(templateID, buildID string, req *e2b.TemplateBuildSt
 		if step.FilesHash == "" {
 			return spec, nil, failure.New(failure.Invalid, "step %d (COPY) has no filesHash", i+1)
 		}
-		archive, ok, err := s.store.ArchivePath(step.FilesHash)
+		archive, ok, err := s.uploads.ArchivePath(step.FilesHash)
 		if err != nil {
 			return spec, nil, failure.OwnFailure(err)
 		}

@@ -37,7 +37,7 @@ func (s *Manager) Register(req e2b.TemplateBuildRequestV3) (e2b.TemplateRequestR
 	if mem < 128 || mem%2 != 0 || mem > s.cfg.MaxMemoryMB {
 		return e2b.TemplateRequestResponseV3{}, failure.New(failure.Invalid, "memoryMB %d is invalid: it must be an even number from 128 to %d", mem, s.cfg.MaxMemoryMB)
 	}
-	reg, err := s.store.RegisterBuild(store.RegisterRequest{Name: name, Tags: req.Tags, CPUCount: cpu, MemoryMB: mem})
+	reg, err := s.catalog.RegisterBuild(store.RegisterRequest{Name: name, Tags: req.Tags, CPUCount: cpu, MemoryMB: mem})
 	if err != nil {
 		return e2b.TemplateRequestResponseV3{}, err
 	}
@@ -45,7 +45,7 @@ func (s *Manager) Register(req e2b.TemplateBuildRequestV3) (e2b.TemplateRequestR
 		TemplateID: reg.Template.ID,
 		BuildID:    reg.Build.ID,
 		Public:     reg.Template.Public,
-		Names:      []string{s.store.Name(reg.Template)},
+		Names:      []string{s.catalog.Name(reg.Template)},
 		Tags:       reg.Build.Tags,
 		Aliases:    []string{reg.Template.Alias},
 	}, nil
@@ -54,13 +54,13 @@ func (s *Manager) Register(req e2b.TemplateBuildRequestV3) (e2b.TemplateRequestR
 // listItem is a template as the list endpoints show it: buildID is the
 // newest ready build (the newest build when none is ready).
 func (s *Manager) listItem(t store.Template) (e2b.Template, error) {
-	builds, err := s.store.Builds(t.ID)
+	builds, err := s.catalog.Builds(t.ID)
 	if err != nil {
 		return e2b.Template{}, err
 	}
 	item := e2b.Template{
 		TemplateID: t.ID, Public: t.Public,
-		Aliases: []string{t.Alias}, Names: []string{s.store.Name(t)},
+		Aliases: []string{t.Alias}, Names: []string{s.catalog.Name(t)},
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
 		LastSpawnedAt: t.LastSpawnedAt, SpawnCount: t.SpawnCount,
 		BuildCount: int32(len(builds)), //nolint:gosec // the wire type is int32; a template has far fewer builds
@@ -86,7 +86,7 @@ func (s *Manager) listItem(t store.Template) (e2b.Template, error) {
 // Templates lists the templates, snapshots aside (GET /snapshots lists
 // those, as on E2B).
 func (s *Manager) Templates() ([]e2b.Template, error) {
-	templates, err := s.store.Templates()
+	templates, err := s.catalog.Templates()
 	if err != nil {
 		return nil, failure.OwnFailure(err)
 	}
@@ -106,20 +106,20 @@ func (s *Manager) Templates() ([]e2b.Template, error) {
 
 // Template is the template of that ID with all its builds, newest first.
 func (s *Manager) Template(id string) (e2b.TemplateWithBuilds, error) {
-	t, err := s.store.TemplateByID(id)
+	t, err := s.catalog.TemplateByID(id)
 	if err != nil {
 		return e2b.TemplateWithBuilds{}, failure.MissingAs(err, failure.NotFound, "Template %s not found", id) // E2B's words here
 	}
 	if t.SnapshotOf != "" {
 		return e2b.TemplateWithBuilds{}, failure.New(failure.NotFound, "template '%s' not found: it is a snapshot", t.ID)
 	}
-	builds, err := s.store.Builds(t.ID)
+	builds, err := s.catalog.Builds(t.ID)
 	if err != nil {
 		return e2b.TemplateWithBuilds{}, failure.OwnFailure(err)
 	}
 	out := e2b.TemplateWithBuilds{
 		TemplateID: t.ID, Public: t.Public,
-		Aliases: []string{t.Alias}, Names: []string{s.store.Name(t)},
+		Aliases: []string{t.Alias}, Names: []string{s.catalog.Name(t)},
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
 		LastSpawnedAt: t.LastSpawnedAt, SpawnCount: t.SpawnCount,
 		Builds: []e2b.TemplateBuild{},
@@ -139,7 +139,7 @@ func (s *Manager) Template(id string) (e2b.TemplateWithBuilds, error) {
 
 // Delete deletes the template ref names and removes its builds' images.
 func (s *Manager) Delete(ctx context.Context, ref string) error {
-	t, builds, err := s.store.DeleteTemplate(ref)
+	t, builds, err := s.catalog.DeleteTemplate(ref)
 	if err != nil {
 		return err
 	}
@@ -164,14 +164,14 @@ func (s *Manager) Update(ref string, public *bool) (e2b.TemplateUpdateResponse, 
 	var t store.Template
 	var err error
 	if public == nil {
-		t, err = s.store.LookupTemplate(ref)
+		t, err = s.catalog.LookupTemplate(ref)
 	} else {
-		t, err = s.store.SetPublic(ref, *public)
+		t, err = s.catalog.SetPublic(ref, *public)
 	}
 	if err != nil {
 		return e2b.TemplateUpdateResponse{}, err
 	}
-	return e2b.TemplateUpdateResponse{Names: []string{s.store.Name(t)}}, nil
+	return e2b.TemplateUpdateResponse{Names: []string{s.catalog.Name(t)}}, nil
 }
 
 // Alias is the template a name (with a tag: that tag's) refers to.
@@ -182,9 +182,9 @@ func (s *Manager) Alias(ref string) (e2b.TemplateAliasResponse, error) {
 	}
 	var t store.Template
 	if name.Tag != "" {
-		t, _, err = s.store.Resolve(ref)
+		t, _, err = s.catalog.Resolve(ref)
 	} else {
-		t, err = s.store.LookupTemplate(ref)
+		t, err = s.catalog.LookupTemplate(ref)
 	}
 	if err != nil {
 		return e2b.TemplateAliasResponse{}, err
@@ -194,7 +194,7 @@ func (s *Manager) Alias(ref string) (e2b.TemplateAliasResponse, error) {
 
 // AssignTags moves tags to the build target names.
 func (s *Manager) AssignTags(req e2b.AssignTemplateTagsRequest) (e2b.AssignedTemplateTags, error) {
-	buildID, tags, err := s.store.AssignTags(req.Target, req.Tags)
+	buildID, tags, err := s.catalog.AssignTags(req.Target, req.Tags)
 	if err != nil {
 		return e2b.AssignedTemplateTags{}, err
 	}
@@ -203,16 +203,16 @@ func (s *Manager) AssignTags(req e2b.AssignTemplateTagsRequest) (e2b.AssignedTem
 
 // DeleteTags removes tags of the template req names.
 func (s *Manager) DeleteTags(req e2b.DeleteTemplateTagsRequest) error {
-	return s.store.DeleteTags(req.Name, req.Tags)
+	return s.catalog.DeleteTags(req.Name, req.Tags)
 }
 
 // Tags lists the tags of the template ref names.
 func (s *Manager) Tags(ref string) ([]e2b.TemplateTag, error) {
-	t, err := s.store.LookupTemplate(ref)
+	t, err := s.catalog.LookupTemplate(ref)
 	if err != nil {
 		return nil, err
 	}
-	tags, err := s.store.Tags(t.ID)
+	tags, err := s.catalog.Tags(t.ID)
 	if err != nil {
 		return nil, failure.OwnFailure(err)
 	}

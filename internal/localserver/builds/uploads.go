@@ -21,15 +21,15 @@ func (s *Manager) FileLink(templateID, hash string) (present bool, token string,
 	if e2b.ValidateFilesHash(hash) != nil {
 		return false, "", failure.New(failure.Invalid, "Invalid files hash")
 	}
-	t, err := s.store.TemplateByID(templateID)
+	t, err := s.catalog.TemplateByID(templateID)
 	if err != nil {
 		return false, "", err
 	}
-	_, present, err = s.store.ArchivePath(hash)
+	_, present, err = s.uploads.ArchivePath(hash)
 	if err != nil {
 		return false, "", failure.OwnFailure(err)
 	}
-	grant, err := s.store.CreateGrant(t.ID, hash, s.cfg.UploadURLTTL)
+	grant, err := s.uploads.CreateGrant(t.ID, hash, s.cfg.UploadURLTTL)
 	if err != nil {
 		return false, "", failure.OwnFailure(err)
 	}
@@ -45,7 +45,7 @@ func (s *Manager) FileLink(templateID, hash string) (present bool, token string,
 // the grant usable for a retry; success spends it, and a repeated upload on
 // the spent grant succeeds (see repeatedUpload).
 func (s *Manager) Upload(token string, size int64, body io.Reader) error {
-	grant, err := s.store.Grant(token)
+	grant, err := s.uploads.Grant(token)
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func (s *Manager) Upload(token string, size int64, body io.Reader) error {
 	if err := syncDir(s.cfg.ArchiveDir); err != nil {
 		return s.storageError(err)
 	}
-	if _, err := s.store.CommitUpload(token, final); err != nil {
+	if _, err := s.uploads.CommitUpload(token, final); err != nil {
 		return s.storageError(err)
 	}
 	return nil
@@ -106,7 +106,7 @@ func (s *Manager) Upload(token string, size int64, body io.Reader) error {
 // told it succeeded when the archive of the grant's hash is stored. The
 // body is read (within the limit) and dropped; the first write won.
 func (s *Manager) repeatedUpload(grant store.Grant, body io.Reader) error {
-	if _, present, err := s.store.ArchivePath(grant.Hash); err != nil {
+	if _, present, err := s.uploads.ArchivePath(grant.Hash); err != nil {
 		return failure.OwnFailure(err)
 	} else if !present {
 		return store.ErrGrant()
@@ -178,7 +178,7 @@ func (s *Manager) pruneGrantsLoop() {
 		case <-s.ctx.Done():
 			return
 		case <-ticker.C:
-			if _, err := s.store.PruneGrants(); err != nil {
+			if _, err := s.uploads.PruneGrants(); err != nil {
 				s.log.Error("prune expired upload grants", "err", err)
 			}
 		}

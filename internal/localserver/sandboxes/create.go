@@ -36,7 +36,7 @@ func (s *Manager) Create(ctx context.Context, req e2b.NewSandbox, defaultTimeout
 			return nil, failure.New(failure.Invalid, "autoPauseMemory=false (filesystem-only auto-pause) cannot be combined with autoResume: a filesystem-only snapshot cannot be auto-resumed by traffic and must be resumed explicitly.")
 		}
 	}
-	t, b, err := s.store.Resolve(req.TemplateID)
+	t, b, err := s.catalog.Resolve(req.TemplateID)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +61,7 @@ func (s *Manager) Create(ctx context.Context, req e2b.NewSandbox, defaultTimeout
 	if autoResume {
 		sb.AutoResume = timeout
 	}
-	if err := s.store.CreateSandbox(sb); err != nil {
+	if err := s.records.CreateSandbox(sb); err != nil {
 		if fromPool {
 			s.pool.removePooled(ctx, pooled)
 		}
@@ -73,7 +73,7 @@ func (s *Manager) Create(ctx context.Context, req e2b.NewSandbox, defaultTimeout
 		if envdVersion == "" {
 			envdVersion = b.Result.EnvdVersion
 		}
-		sb, err = s.store.SandboxStarted(id, started.ContainerID, envdVersion)
+		sb, err = s.records.SandboxStarted(id, started.ContainerID, envdVersion)
 		if err != nil {
 			err = failure.OwnFailure(err)
 			if stopErr := s.engine.StopSandbox(context.WithoutCancel(ctx), id); stopErr != nil {
@@ -85,7 +85,7 @@ func (s *Manager) Create(ctx context.Context, req e2b.NewSandbox, defaultTimeout
 		err = failure.Wrap(failure.SandboxNotStarted, "start sandbox", err)
 	}
 	if err != nil {
-		if _, delErr := s.store.DeleteSandbox(id); delErr != nil {
+		if _, delErr := s.records.DeleteSandbox(id); delErr != nil {
 			s.log.Error("forget a sandbox that did not start", "sandbox", id, "err", delErr)
 		}
 		return nil, err

@@ -15,7 +15,7 @@ import (
 
 // Kill stops the sandbox and forgets it.
 func (s *Manager) Kill(ctx context.Context, id string) error {
-	if _, err := s.store.Sandbox(id); err != nil {
+	if _, err := s.records.Sandbox(id); err != nil {
 		return err
 	}
 	if err := s.stop(ctx, id); err != nil {
@@ -33,7 +33,7 @@ func (s *Manager) stop(ctx context.Context, id string) error {
 	if s.cfg.Stopped != nil {
 		s.cfg.Stopped(id)
 	}
-	_, err := s.store.DeleteSandbox(id)
+	_, err := s.records.DeleteSandbox(id)
 	return err
 }
 
@@ -43,7 +43,7 @@ func (s *Manager) SetTimeout(ctx context.Context, id string, seconds int32) erro
 	if err != nil {
 		return err
 	}
-	sb, err := s.store.SetSandboxEndAt(id, s.cfg.Now().Add(timeout))
+	sb, err := s.records.SetSandboxEndAt(id, s.cfg.Now().Add(timeout))
 	if err != nil {
 		return err
 	}
@@ -91,7 +91,7 @@ func (s *Manager) Refresh(ctx context.Context, id string, seconds int32) error {
 // extend moves the sandbox's end to now+d when that is later, in the store
 // and in its container.
 func (s *Manager) extend(ctx context.Context, id string, d time.Duration) (store.Sandbox, error) {
-	sb, err := s.store.ExtendSandboxEndAt(id, s.cfg.Now().Add(d))
+	sb, err := s.records.ExtendSandboxEndAt(id, s.cfg.Now().Add(d))
 	if err != nil {
 		return sb, err
 	}

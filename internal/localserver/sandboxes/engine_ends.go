@@ -16,7 +16,7 @@ func (e engineEnds) watch() { e.m.engine.WatchSandboxEnds(e.m.ctx, e.ended) }
 func (e engineEnds) ended(end engine.SandboxEnd) {
 	m := e.m
 	defer m.sandboxLocks.lock(end.SandboxID)()
-	sb, err := m.store.Sandbox(end.SandboxID)
+	sb, err := m.records.Sandbox(end.SandboxID)
 	if err != nil || (sb.Paused() && !end.Removed) {
 		return // a pooled container, removed meanwhile, or paused
 	}

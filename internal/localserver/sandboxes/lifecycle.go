@@ -65,7 +65,7 @@ type sandboxLock struct {
 // when it cannot, it returns the error with nothing locked.
 func (s *Manager) Lock(id string) (store.Sandbox, func(), error) {
 	unlock := s.sandboxLocks.lock(id)
-	sb, err := s.store.Sandbox(id)
+	sb, err := s.records.Sandbox(id)
 	if err != nil {
 		unlock()
 		return store.Sandbox{}, nil, err
@@ -117,7 +117,7 @@ func (s *Manager) pause(ctx context.Context, sb store.Sandbox) error {
 		}
 		return failure.OwnFailure(err)
 	}
-	if _, err := s.store.PauseSandbox(sb.ID); err != nil {
+	if _, err := s.records.PauseSandbox(sb.ID); err != nil {
 		if rerr := s.engine.ResumeSandbox(context.WithoutCancel(ctx), engine.SandboxSpec{SandboxID: sb.ID}); rerr != nil {
 			s.log.Error("thaw a sandbox whose pause could not be recorded", "sandbox", sb.ID, "err", rerr)
 		}
@@ -139,7 +139,7 @@ func (s *Manager) resume(ctx context.Context, sb store.Sandbox, timeout time.Dur
 	if err := s.engine.SetSandboxDeadline(ctx, sb.ID, containerEnd(next)); err != nil {
 		return sb, failure.OwnFailure(err)
 	}
-	b, err := s.store.Build(sb.TemplateID, sb.BuildID)
+	b, err := s.catalog.Build(sb.TemplateID, sb.BuildID)
 	if err == nil && b.Result == nil {
 		err = fmt.Errorf("build %s has no image", b.ID)
 	}
@@ -149,7 +149,7 @@ func (s *Manager) resume(ctx context.Context, sb store.Sandbox, timeout time.Dur
 	if err := s.engine.ResumeSandbox(ctx, sandboxSpec(next, b)); err != nil {
 		return sb, failure.OwnFailure(err)
 	}
-	resumed, err := s.store.ResumeSandbox(sb.ID, next.EndAt, autoPause)
+	resumed, err := s.records.ResumeSandbox(sb.ID, next.EndAt, autoPause)
 	if err != nil {
 		// The sandbox runs but is recorded paused: pause it again so that
 		// the record holds.
@@ -166,7 +166,7 @@ func (s *Manager) resume(ctx context.Context, sb store.Sandbox, timeout time.Dur
 // the sandbox is Unreachable, as E2B's proxy answers: the SDKs read that
 // as "the sandbox was killed or timed out" (isRunning → false).
 func (s *Manager) Reach(ctx context.Context, id string) error {
-	sb, err := s.store.Sandbox(id)
+	sb, err := s.records.Sandbox(id)
 	if err != nil {
 		return failure.MissingAs(err, failure.Unreachable, "sandbox '%s' not found: it was killed or timed out", id)
 	}
@@ -184,7 +184,7 @@ func (s *Manager) autoResume(ctx context.Context, sb store.Sandbox) bool {
 		return false
 	}
 	defer s.sandboxLocks.lock(sb.ID)()
-	sb, err := s.store.Sandbox(sb.ID)
+	sb, err := s.records.Sandbox(sb.ID)
 	if err != nil {
 		return false
 	}
@@ -202,7 +202,7 @@ func (s *Manager) autoResume(ctx context.Context, sb store.Sandbox) bool {
 // (lifecycle onTimeout "pause"), for the reaper and the shutdown.
 func (s *Manager) pauseAtEnd(ctx context.Context, id string) {
 	defer s.sandboxLocks.lock(id)()
-	sb, err := s.store.Sandbox(id)
+	sb, err := s.records.Sandbox(id)
 	if err != nil || sb.Paused() {
 		return // killed or paused meanwhile
 	}

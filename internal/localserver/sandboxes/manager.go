@@ -18,11 +18,24 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
-// Store is what the sandboxes need of the server's records.
-type Store interface {
+// Catalog is what the sandboxes need of the templates' records
+// (store.Catalog): the builds they start from, and snapshots, templates
+// whose one build is a sandbox's file system.
+type Catalog interface {
 	Resolve(ref string) (store.Template, store.Build, error)
 	Build(templateID, buildID string) (store.Build, error)
+	LookupTemplate(ref string) (store.Template, error)
+	Name(t store.Template) string
+	TeamSlug() string
 
+	RegisterSnapshot(req store.SnapshotRequest) (store.Snapshot, error)
+	FinishBuild(templateID, buildID string, result *store.BuildResult, reason *store.BuildReason) (bool, error)
+	Snapshots(sandboxID, templateID, tag string) ([]store.Snapshot, error)
+}
+
+// Records is what the sandboxes need of their own records
+// (store.Sandboxes).
+type Records interface {
 	CreateSandbox(sb store.Sandbox) error
 	SandboxStarted(id, containerID, envdVersion string) (store.Sandbox, error)
 	Sandbox(id string) (store.Sandbox, error)
@@ -37,17 +50,14 @@ type Store interface {
 	// Their logs, kept under a bound and read a page at a time.
 	SandboxLogSince(sandboxID string) (time.Time, error)
 	AppendSandboxLogs(sandboxID string, bound store.LogBound, entries []store.LogEntry) error
-	LogPage(logID string, q store.LogQuery) ([]store.LogEntry, error)
+	SandboxLogPage(sandboxID string, q store.LogQuery) ([]store.LogEntry, error)
 
-	// Snapshots: templates whose one build is a sandbox's file system.
-	RegisterSnapshot(req store.SnapshotRequest) (store.Snapshot, error)
-	FinishBuild(templateID, buildID string, result *store.BuildResult, reason *store.BuildReason) (bool, error)
-	Snapshots(sandboxID, templateID, tag string) ([]store.Snapshot, error)
-	LookupTemplate(ref string) (store.Template, error)
-	Name(t store.Template) string
-	TeamSlug() string
+	PoolRecords
+}
 
-	// The warm pool's containers, recorded before they are created.
+// PoolRecords is what the warm pool needs of the records of its
+// containers, recorded before they are created (store.Sandboxes).
+type PoolRecords interface {
 	AddPooled(p store.Pooled) error
 	IsPooled(id string) (bool, error)
 	PooledSandboxes() ([]store.Pooled, error)
@@ -116,10 +126,11 @@ type Config struct {
 
 // Manager runs the sandboxes. Make it with New, end it with Close.
 type Manager struct {
-	cfg    Config
-	store  Store
-	engine Engine
-	log    *slog.Logger
+	cfg     Config
+	catalog Catalog
+	records Records
+	engine  Engine
+	log     *slog.Logger
 
 	// ctx is cancelled by Close; the reaper and the pool's refills run
 	// under it.
@@ -139,9 +150,9 @@ type Manager struct {
 // New makes the Manager and starts its reaper and its watch of the engine's
 // reports of ended containers (engineEnds); Recover first, when the
 // server starts over an earlier run's records.
-func New(cfg Config, st Store, eng Engine) *Manager {
+func New(cfg Config, catalog Catalog, records Records, eng Engine) *Manager {
 	s := &Manager{
-		cfg: cfg, store: st, engine: eng, log: cfg.Logger,
+		cfg: cfg, catalog: catalog, records: records, engine: eng, log: cfg.Logger,
 		sandboxLocks: sandboxLocks{locks: map[string]*sandboxLock{}},
 		starts:       make(startSlots, maxContainerStarts()),
 	}
@@ -155,8 +166,8 @@ func New(cfg Config, st Store, eng Engine) *Manager {
 // Recover forgets the sandboxes of an earlier run that ended meanwhile or
 // never started, and its pooled containers, and returns the live ones,
 // whose containers the engine's clean-up keeps.
-func Recover(st Store, now time.Time, log *slog.Logger) (map[string]bool, error) {
-	sandboxes, err := st.Sandboxes()
+func Recover(records Records, now time.Time, log *slog.Logger) (map[string]bool, error) {
+	sandboxes, err := records.Sandboxes()
 	if err != nil {
 		return nil, err
 	}
@@ -166,11 +177,11 @@ func Recover(st Store, now time.Time, log *slog.Logger) (map[string]bool, error)
 		// to its client.
 		if sb.Live(now) && !sb.Starting() {
 			live[sb.ID] = true
-		} else if _, err := st.DeleteSandbox(sb.ID); err != nil {
+		} else if _, err := records.DeleteSandbox(sb.ID); err != nil {
 			return nil, err
 		}
 	}
-	return live, clearPoolRecords(st, log)
+	return live, clearPoolRecords(records, log)
 }
 
 // Close stops the reaper and the pool's refills, removes the warm pool,
@@ -186,7 +197,7 @@ func (s *Manager) Close(ctx context.Context) error {
 	if n := s.pool.dropPool(ctx, func(pooledSandbox) bool { return true }); n > 0 {
 		s.log.Info("warm pool: containers removed at shutdown", "count", n)
 	}
-	sandboxes, err := s.store.Sandboxes()
+	sandboxes, err := s.records.Sandboxes()
 	errs := []error{err}
 	for _, sb := range sandboxes {
 		switch {
@@ -221,7 +232,7 @@ func (s *Manager) Pool() PoolView { return s.pool.view() }
 func (s *Manager) PoolReady() int { return s.pool.readyNow() }
 
 // DropTemplatePool removes the pooled containers of a template whose
-// deletion forgot their records (store.DeleteTemplate), before its images
+// deletion forgot their records (store.Catalog.DeleteTemplate), before its images
 // go.
 func (s *Manager) DropTemplatePool(ctx context.Context, templateID string) {
 	s.pool.dropTemplate(ctx, templateID)

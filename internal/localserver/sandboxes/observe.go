@@ -21,15 +21,15 @@ import (
 // Observer samples the sandboxes' metrics and keeps and pages their logs.
 // It changes no sandbox, so it is a type apart from Manager.
 type Observer struct {
-	cfg    Config
-	store  Store
-	engine Engine
-	log    *slog.Logger
+	cfg     Config
+	records Records
+	engine  Engine
+	log     *slog.Logger
 }
 
 // NewObserver makes the Observer.
-func NewObserver(cfg Config, st Store, eng Engine) *Observer {
-	return &Observer{cfg: cfg, store: st, engine: eng, log: cfg.Logger}
+func NewObserver(cfg Config, records Records, eng Engine) *Observer {
+	return &Observer{cfg: cfg, records: records, engine: eng, log: cfg.Logger}
 }
 
 // Metrics is one sample of the sandbox taken now, when now is within
@@ -38,7 +38,7 @@ func (s *Observer) Metrics(ctx context.Context, id string, start, end int64) ([]
 	if start > end {
 		return nil, failure.New(failure.Invalid, "start %d is after end %d", start, end)
 	}
-	if _, err := s.store.Sandbox(id); err != nil {
+	if _, err := s.records.Sandbox(id); err != nil {
 		return nil, err
 	}
 	m, err := s.engine.SandboxMetrics(ctx, id)
@@ -60,7 +60,7 @@ func (s *Observer) LatestMetrics(ctx context.Context, ids []string) (map[string]
 	}
 	out := map[string]e2b.SandboxMetric{}
 	for _, id := range ids {
-		if _, err := s.store.Sandbox(id); err != nil {
+		if _, err := s.records.Sandbox(id); err != nil {
 			continue
 		}
 		m, err := s.engine.SandboxMetrics(ctx, id)
@@ -85,44 +85,42 @@ func metricOf(m engine.SandboxMetrics) e2b.SandboxMetric {
 const maxLogsLimit = 1000
 
 // storeSandboxLog takes into the store, within the log bound, the lines
-// the sandbox's container wrote since the last one stored, and returns
-// the sandbox's log ID. The store's log is what the endpoints page, so a
-// page costs what it holds, not the log's length; a request reads from
-// the engine only what is new.
-func (s *Observer) storeSandboxLog(ctx context.Context, id string) (string, error) {
-	if _, err := s.store.Sandbox(id); err != nil {
-		return "", err
+// the sandbox's container wrote since the last one stored. The store's
+// log is what the endpoints page, so a page costs what it holds, not the
+// log's length; a request reads from the engine only what is new.
+func (s *Observer) storeSandboxLog(ctx context.Context, id string) error {
+	if _, err := s.records.Sandbox(id); err != nil {
+		return err
 	}
-	since, err := s.store.SandboxLogSince(id)
+	since, err := s.records.SandboxLogSince(id)
 	if err != nil {
-		return "", failure.OwnFailure(err)
+		return failure.OwnFailure(err)
 	}
-	logID := store.SandboxLogID(id)
 	if !since.IsZero() {
 		// Most requests find nothing new: the last line alone says so, and
 		// Docker finds it from the end of its file, where reading from a
 		// time scans the file from its start.
 		newest, err := s.engine.SandboxLogs(ctx, id, time.Time{}, 1)
 		if err != nil {
-			return "", failure.OwnFailure(err)
+			return failure.OwnFailure(err)
 		}
 		if len(newest) == 0 || !newest[0].Time.After(since) {
-			return logID, nil
+			return nil
 		}
 	}
 	lines, err := s.engine.SandboxLogs(ctx, id, since, 0)
 	if err != nil {
-		return "", failure.OwnFailure(err)
+		return failure.OwnFailure(err)
 	}
 	entries := make([]store.LogEntry, len(lines))
 	for i, l := range lines {
 		e, _ := logEntry(l, e2b.LogInfo)
 		entries[i] = store.LogEntry{Timestamp: l.Time.UTC(), Message: l.Text, Level: e.Level}
 	}
-	if err := s.store.AppendSandboxLogs(id, s.cfg.LogBound, entries); err != nil {
-		return "", failure.OwnFailure(err)
+	if err := s.records.AppendSandboxLogs(id, s.cfg.LogBound, entries); err != nil {
+		return failure.OwnFailure(err)
 	}
-	return logID, nil
+	return nil
 }
 
 // sandboxLogEntry is a stored sandbox log line as E2B answers it, and its
@@ -135,11 +133,10 @@ func sandboxLogEntry(e store.LogEntry) (e2b.SandboxLogEntry, string) {
 // limit entries: the deprecated endpoint's answer, which has no bound of
 // its own.
 func (s *Observer) Logs(ctx context.Context, id string, start, limit int64) (e2b.SandboxLogs, error) {
-	logID, err := s.storeSandboxLog(ctx, id)
-	if err != nil {
+	if err := s.storeSandboxLog(ctx, id); err != nil {
 		return e2b.SandboxLogs{}, err
 	}
-	page, err := s.store.LogPage(logID, store.LogQuery{Cursor: start, Limit: int(min(limit, math.MaxInt32))})
+	page, err := s.records.SandboxLogPage(id, store.LogQuery{Cursor: start, Limit: int(min(limit, math.MaxInt32))})
 	if err != nil {
 		return e2b.SandboxLogs{}, failure.OwnFailure(err)
 	}
@@ -158,8 +155,7 @@ func (s *Observer) LogPage(ctx context.Context, id string, q store.LogQuery, sea
 	if q.Limit > maxLogsLimit {
 		return nil, failure.New(failure.Invalid, "limit %d must be from 0 to %d", q.Limit, maxLogsLimit)
 	}
-	logID, err := s.storeSandboxLog(ctx, id)
-	if err != nil {
+	if err := s.storeSandboxLog(ctx, id); err != nil {
 		return nil, err
 	}
 	if search != "" {
@@ -168,7 +164,7 @@ func (s *Observer) LogPage(ctx context.Context, id string, q store.LogQuery, sea
 			return strings.Contains(se.Message, search)
 		}
 	}
-	page, err := s.store.LogPage(logID, q)
+	page, err := s.records.SandboxLogPage(id, q)
 	if err != nil {
 		return nil, failure.OwnFailure(err)
 	}

@@ -62,10 +62,11 @@ type pooledSandbox struct {
 // It runs its refills as tasks of the Manager, which waits for them at
 // Close.
 type warmPool struct {
-	cfg    Config
-	store  Store
-	engine Engine
-	log    *slog.Logger
+	cfg     Config
+	catalog Catalog
+	records PoolRecords
+	engine  Engine
+	log     *slog.Logger
 	// ctx, tasks and runMu are the Manager's: a refill starts under runMu
 	// unless ctx ended, so that Close waits for every refill it did not
 	// cancel before it started.
@@ -83,7 +84,7 @@ type warmPool struct {
 // newWarmPool makes the pool of the Manager m.
 func newWarmPool(m *Manager) *warmPool {
 	return &warmPool{
-		cfg: m.cfg, store: m.store, engine: m.engine, log: m.log,
+		cfg: m.cfg, catalog: m.catalog, records: m.records, engine: m.engine, log: m.log,
 		ctx: m.ctx, tasks: &m.tasks, runMu: &m.mu, starts: m.starts,
 		ready: map[string][]pooledSandbox{}, warming: map[string]int{}, lastUsed: map[string]time.Time{},
 	}
@@ -186,9 +187,9 @@ func (p *warmPool) unreserve(buildID string, n int) {
 func (p *warmPool) warmPooled(templateID, buildID string) {
 	now := p.cfg.Now().UTC()
 	ps := pooledSandbox{id: "i" + store.RandomID(20), templateID: templateID, buildID: buildID, expires: now.Add(p.cfg.Pool.Idle)}
-	b, err := p.store.Build(templateID, buildID)
+	b, err := p.catalog.Build(templateID, buildID)
 	if err == nil {
-		err = p.store.AddPooled(store.Pooled{ID: ps.id, TemplateID: templateID, BuildID: buildID, CreatedAt: now})
+		err = p.records.AddPooled(store.Pooled{ID: ps.id, TemplateID: templateID, BuildID: buildID, CreatedAt: now})
 	}
 	if err != nil || b.Result == nil {
 		p.unreserve(buildID, 1)
@@ -219,7 +220,7 @@ func (p *warmPool) warmPooled(templateID, buildID string) {
 	}
 	// Checked under mu: dropTemplatePool forgets the records before it
 	// takes mu.
-	kept, err := p.store.IsPooled(ps.id)
+	kept, err := p.records.IsPooled(ps.id)
 	if kept && err == nil {
 		p.ready[buildID] = append(p.ready[buildID], ps)
 	}
@@ -284,7 +285,7 @@ func (p *warmPool) removePooled(ctx context.Context, ps pooledSandbox) {
 }
 
 func (p *warmPool) forgetPooled(ids ...string) {
-	if err := p.store.DeletePooled(ids...); err != nil {
+	if err := p.records.DeletePooled(ids...); err != nil {
 		p.log.Error("warm pool: forget containers", "sandboxes", ids, "err", err)
 	}
 }
@@ -317,7 +318,7 @@ func (p *warmPool) dropPool(ctx context.Context, drop func(pooledSandbox) bool) 
 }
 
 // dropTemplate removes the pooled containers of a template whose
-// deletion forgot their records (store.DeleteTemplate), before its images
+// deletion forgot their records (store.Catalog.DeleteTemplate), before its images
 // go.
 func (p *warmPool) dropTemplate(ctx context.Context, templateID string) {
 	if n := p.dropPool(ctx, func(ps pooledSandbox) bool { return ps.templateID == templateID }); n > 0 {
@@ -360,7 +361,7 @@ func (p *warmPool) expirePool(ctx context.Context) {
 
 // clearPoolRecords forgets the pooled containers a previous run recorded:
 // nothing claims their containers, which the start-up clean-up removes.
-func clearPoolRecords(st Store, log *slog.Logger) error {
+func clearPoolRecords(st PoolRecords, log *slog.Logger) error {
 	pooled, err := st.PooledSandboxes()
 	if err != nil || len(pooled) == 0 {
 		return err

@@ -34,7 +34,7 @@ func listed(sb store.Sandbox) e2b.ListedSandbox {
 // List lists the live sandboxes whose metadata has every key and value of
 // metadata and whose state is among states.
 func (s *Manager) List(metadata map[string]string, states []string) ([]e2b.ListedSandbox, error) {
-	all, err := s.store.LiveSandboxes()
+	all, err := s.records.LiveSandboxes()
 	if err != nil {
 		return nil, failure.OwnFailure(err)
 	}
@@ -59,7 +59,7 @@ next:
 
 // Get is the sandbox's detail.
 func (s *Manager) Get(id string) (e2b.SandboxDetail, error) {
-	sb, err := s.store.Sandbox(id)
+	sb, err := s.records.Sandbox(id)
 	if err != nil {
 		return e2b.SandboxDetail{}, err
 	}

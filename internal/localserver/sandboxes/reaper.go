@@ -43,7 +43,7 @@ func (s *Manager) reapLoop() {
 // ReapExpired ends the sandboxes whose end came: pauses those that pause
 // then, stops the others.
 func (s *Manager) ReapExpired(ctx context.Context) {
-	sandboxes, err := s.store.Sandboxes()
+	sandboxes, err := s.records.Sandboxes()
 	if err != nil {
 		s.log.Error("list sandboxes to reap", "err", err)
 		return

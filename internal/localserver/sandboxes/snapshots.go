@@ -28,14 +28,14 @@ func (s *Manager) Snapshot(ctx context.Context, id, name string) (e2b.SnapshotIn
 		// E2B snapshots running sandboxes only.
 		return e2b.SnapshotInfo{}, failure.New(failure.NotFound, "sandbox '%s' is paused: connect to it to resume it before a snapshot", id)
 	}
-	src, err := s.store.Build(sb.TemplateID, sb.BuildID)
+	src, err := s.catalog.Build(sb.TemplateID, sb.BuildID)
 	if err == nil && src.Result == nil {
 		err = errors.New("it has no image")
 	}
 	if err != nil {
 		return e2b.SnapshotInfo{}, failure.OwnFailure(fmt.Errorf("the build of sandbox %s: %w", id, err))
 	}
-	snap, err := s.store.RegisterSnapshot(store.SnapshotRequest{Name: name, SandboxID: id, CPUCount: src.CPUCount, MemoryMB: src.MemoryMB})
+	snap, err := s.catalog.RegisterSnapshot(store.SnapshotRequest{Name: name, SandboxID: id, CPUCount: src.CPUCount, MemoryMB: src.MemoryMB})
 	if err != nil {
 		return e2b.SnapshotInfo{}, err
 	}
@@ -44,14 +44,14 @@ func (s *Manager) Snapshot(ctx context.Context, id, name string) (e2b.SnapshotIn
 	ctx = context.WithoutCancel(ctx)
 	ref, err := s.engine.CommitSandbox(ctx, engine.SnapshotSpec{SandboxID: id, TemplateID: snap.Template.ID, BuildID: snap.Build.ID, Image: src.Result.Image})
 	if err != nil {
-		if _, ferr := s.store.FinishBuild(snap.Template.ID, snap.Build.ID, nil, &store.BuildReason{Message: err.Error()}); ferr != nil {
+		if _, ferr := s.catalog.FinishBuild(snap.Template.ID, snap.Build.ID, nil, &store.BuildReason{Message: err.Error()}); ferr != nil {
 			s.log.Error("record a failed snapshot", "build", snap.Build.ID, "err", ferr)
 		}
 		return e2b.SnapshotInfo{}, failure.OwnFailure(err)
 	}
 	result := *src.Result
 	result.Image = ref
-	finished, err := s.store.FinishBuild(snap.Template.ID, snap.Build.ID, &result, nil)
+	finished, err := s.catalog.FinishBuild(snap.Template.ID, snap.Build.ID, &result, nil)
 	if err == nil && !finished {
 		err = errors.New("the build is no longer building")
 	}
@@ -75,14 +75,14 @@ func (s *Manager) Snapshots(sandboxID, rawName string) ([]e2b.SnapshotInfo, erro
 		if err != nil {
 			return nil, failure.New(failure.Invalid, "Invalid name: %v", err)
 		}
-		if name.Namespace != "" && name.Namespace != s.store.TeamSlug() {
-			return nil, failure.New(failure.Invalid, "namespace '%s' must match your team '%s'", name.Namespace, s.store.TeamSlug())
+		if name.Namespace != "" && name.Namespace != s.catalog.TeamSlug() {
+			return nil, failure.New(failure.Invalid, "namespace '%s' must match your team '%s'", name.Namespace, s.catalog.TeamSlug())
 		}
 		tag = name.Tag
 		if tag == "" && strings.Contains(rawName, ":") {
 			tag = e2b.DefaultTag
 		}
-		t, err := s.store.LookupTemplate(name.Identifier())
+		t, err := s.catalog.LookupTemplate(name.Identifier())
 		if failure.KindOf(err) == failure.NotFound {
 			return []e2b.SnapshotInfo{}, nil
 		}
@@ -91,7 +91,7 @@ func (s *Manager) Snapshots(sandboxID, rawName string) ([]e2b.SnapshotInfo, erro
 		}
 		templateID = t.ID
 	}
-	snaps, err := s.store.Snapshots(sandboxID, templateID, tag)
+	snaps, err := s.catalog.Snapshots(sandboxID, templateID, tag)
 	if err != nil {
 		return nil, failure.OwnFailure(err)
 	}
@@ -109,6 +109,6 @@ func (s *Manager) snapshotInfo(snap store.Snapshot) e2b.SnapshotInfo {
 	if snap.Template.Alias == "" {
 		return e2b.SnapshotInfo{SnapshotID: snap.Template.ID + ":" + snap.Tag, Names: []string{}}
 	}
-	name := s.store.Name(snap.Template)
+	name := s.catalog.Name(snap.Template)
 	return e2b.SnapshotInfo{SnapshotID: name + ":" + snap.Tag, Names: []string{name}}
 }

@@ -105,8 +105,8 @@ func buildKey(templateID, buildID string) []byte {
 // creating the template when the team has none by that name, and assigns the
 // build its tags. Waiting builds of the template sharing a tag are failed as
 // superseded.
-func (s *Store) RegisterBuild(req RegisterRequest) (Registered, error) {
-	name, err := s.parseBuildName(req.Name)
+func (c *Catalog) RegisterBuild(req RegisterRequest) (Registered, error) {
+	name, err := parseBuildName(c.teamSlug, req.Name)
 	if err != nil {
 		return Registered{}, err
 	}
@@ -128,8 +128,8 @@ func (s *Store) RegisterBuild(req RegisterRequest) (Registered, error) {
 	}
 
 	var out Registered
-	err = s.db.Update(func(tx *bolt.Tx) error {
-		now := s.now().UTC()
+	err = c.db.Update(func(tx *bolt.Tx) error {
+		now := c.now().UTC()
 		tmpl, err := templateFor(tx, name.Alias, "", now)
 		if err != nil {
 			return err
@@ -168,15 +168,15 @@ func (s *Store) RegisterBuild(req RegisterRequest) (Registered, error) {
 }
 
 // parseBuildName parses the name a new build is registered under: the
-// namespace, when given, must be the team's, and the tag must not be a
-// build ID.
-func (s *Store) parseBuildName(raw string) (e2b.Name, error) {
+// namespace, when given, must be team's, and the tag must not be a build
+// ID.
+func parseBuildName(team, raw string) (e2b.Name, error) {
 	name, err := e2b.ParseName(raw)
 	if err != nil {
 		return name, failure.New(failure.Invalid, "%v", err)
 	}
-	if name.Namespace != "" && name.Namespace != s.teamSlug {
-		return name, failure.New(failure.Invalid, "namespace '%s' must match your team '%s'", name.Namespace, s.teamSlug)
+	if name.Namespace != "" && name.Namespace != team {
+		return name, failure.New(failure.Invalid, "namespace '%s' must match your team '%s'", name.Namespace, team)
 	}
 	if e2b.IsBuildID(name.Tag) {
 		return name, failure.New(failure.Invalid, "template name %q names a build ID where a tag belongs", raw)
@@ -207,9 +207,9 @@ func getBuild(tx *bolt.Tx, templateID, buildID string) (Build, bool, error) {
 }
 
 // Builds lists the builds of a template, newest first.
-func (s *Store) Builds(templateID string) ([]Build, error) {
+func (c *Catalog) Builds(templateID string) ([]Build, error) {
 	var out []Build
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := c.db.View(func(tx *bolt.Tx) error {
 		var err error
 		out, err = templateBuilds(tx, templateID)
 		return err
@@ -233,9 +233,9 @@ func templateBuilds(tx *bolt.Tx, templateID string) ([]Build, error) {
 
 // Build returns one build of a live template; a missing pair, or a build of a deleted
 // template, is failure.NotFound, as on E2B, which finds builds among its active templates.
-func (s *Store) Build(templateID, buildID string) (Build, error) {
+func (c *Catalog) Build(templateID, buildID string) (Build, error) {
 	var b Build
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := c.db.View(func(tx *bolt.Tx) error {
 		var t Template
 		if _, err := getJSON(tx.Bucket(bucketTemplates), templateID, &t); err != nil {
 			return err
@@ -254,10 +254,10 @@ func (s *Store) Build(templateID, buildID string) (Build, error) {
 // StartBuild moves a waiting build to building and records its request. It
 // returns the IDs of the template's other building builds that share a tag:
 // the caller cancels them.
-func (s *Store) StartBuild(templateID, buildID string, req BuildRequest) (Build, []string, error) {
+func (c *Catalog) StartBuild(templateID, buildID string, req BuildRequest) (Build, []string, error) {
 	var b Build
 	var superseded []string
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := c.db.Update(func(tx *bolt.Tx) error {
 		var found bool
 		var err error
 		b, found, err = getBuild(tx, templateID, buildID)
@@ -286,7 +286,7 @@ func (s *Store) StartBuild(templateID, buildID string, req BuildRequest) (Build,
 				superseded = append(superseded, o.ID)
 			}
 		}
-		now := s.now().UTC()
+		now := c.now().UTC()
 		b.Status = e2b.BuildBuilding
 		b.UpdatedAt = now
 		b.StepCount = len(req.Steps)
@@ -300,14 +300,14 @@ func (s *Store) StartBuild(templateID, buildID string, req BuildRequest) (Build,
 // reason is nil, else error with reason, to which the warn and error log
 // entries of the failed step are added. A build that is no longer building
 // is left as it is (false).
-func (s *Store) FinishBuild(templateID, buildID string, result *BuildResult, reason *BuildReason) (bool, error) {
+func (c *Catalog) FinishBuild(templateID, buildID string, result *BuildResult, reason *BuildReason) (bool, error) {
 	updated := false
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := c.db.Update(func(tx *bolt.Tx) error {
 		b, found, err := getBuild(tx, templateID, buildID)
 		if err != nil || !found || b.Status != e2b.BuildBuilding {
 			return err
 		}
-		now := s.now().UTC()
+		now := c.now().UTC()
 		if reason == nil {
 			b.Status = e2b.BuildReady
 			b.Result = result
@@ -335,11 +335,11 @@ func (s *Store) FinishBuild(templateID, buildID string, result *BuildResult, rea
 
 // FailBuilding marks every building build as error with message: at start-up
 // no build of this process can be running yet.
-func (s *Store) FailBuilding(message string) (int, error) {
+func (c *Catalog) FailBuilding(message string) (int, error) {
 	n := 0
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := c.db.Update(func(tx *bolt.Tx) error {
 		builds := tx.Bucket(bucketBuilds)
-		now := s.now().UTC()
+		now := c.now().UTC()
 		var failed []Build
 		err := builds.ForEach(func(_, v []byte) error {
 			var b Build

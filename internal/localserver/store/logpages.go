@@ -15,9 +15,9 @@ import (
 // offset is a seek; with one, the entries before it are scanned (their
 // level is in the time keys' values, so no entry is decoded), at most the
 // log's bound.
-func (s *Store) Logs(buildID string, offset, limit int, minLevel string) ([]LogEntry, error) {
+func (c *Catalog) Logs(buildID string, offset, limit int, minLevel string) ([]LogEntry, error) {
 	var out []LogEntry
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := c.db.View(func(tx *bolt.Tx) error {
 		var err error
 		out, err = logEntries(tx, buildID, offset, limit, minLevel)
 		return err
@@ -86,52 +86,71 @@ type LogQuery struct {
 	Match func(LogEntry) bool
 }
 
-// LogPage returns one page of the kept log of logID. It seeks the cursor
+// LogPage returns one page of the build's kept log (logPage).
+func (c *Catalog) LogPage(buildID string, q LogQuery) ([]LogEntry, error) {
+	var out []LogEntry
+	err := c.db.View(func(tx *bolt.Tx) error {
+		var err error
+		out, err = logPage(tx, buildID, q)
+		return err
+	})
+	return out, err
+}
+
+// SandboxLogPage returns one page of the sandbox's kept log (logPage).
+func (s *Sandboxes) SandboxLogPage(sandboxID string, q LogQuery) ([]LogEntry, error) {
+	var out []LogEntry
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		out, err = logPage(tx, sandboxLogID(sandboxID), q)
+		return err
+	})
+	return out, err
+}
+
+// logPage returns one page of the kept log of logID. It seeks the cursor
 // and reads forward (or backward) only as far as the page needs: a page
 // costs its own entries, plus, under a level or Match filter, the entries
 // that filter skips, which for a filter that matches little is up to the
 // whole kept log (the log's bound).
-func (s *Store) LogPage(logID string, q LogQuery) ([]LogEntry, error) {
+func logPage(tx *bolt.Tx, logID string, q LogQuery) ([]LogEntry, error) {
 	out := []LogEntry{}
-	err := s.db.View(func(tx *bolt.Tx) error {
-		l, ok, err := openLog(tx, logID, false)
-		if err != nil || !ok || q.Limit <= 0 {
-			return err
-		}
-		minRank := levelRankOf(q.MinLevel)
-		c := l.times.Cursor()
-		var k, v []byte
-		next := c.Next
-		switch {
-		case q.Backward && q.Cursor >= 0:
-			// The last key at or before the cursor's millisecond.
-			if k, _ = c.Seek(u64(uint64(q.Cursor) + 1)); k == nil {
-				k, v = c.Last()
-			} else {
-				k, v = c.Prev()
-			}
-			next = c.Prev
-		case q.Backward:
+	l, ok, err := openLog(tx, logID, false)
+	if err != nil || !ok || q.Limit <= 0 {
+		return out, err
+	}
+	minRank := levelRankOf(q.MinLevel)
+	c := l.times.Cursor()
+	var k, v []byte
+	next := c.Next
+	switch {
+	case q.Backward && q.Cursor >= 0:
+		// The last key at or before the cursor's millisecond.
+		if k, _ = c.Seek(u64(uint64(q.Cursor) + 1)); k == nil {
 			k, v = c.Last()
-			next = c.Prev
-		case q.Cursor >= 0:
-			k, v = c.Seek(u64(uint64(q.Cursor)))
-		default:
-			k, v = c.First()
+		} else {
+			k, v = c.Prev()
 		}
-		for ; k != nil && len(out) < q.Limit; k, v = next() {
-			if int(v[0]) < minRank {
-				continue
-			}
-			e, _, err := l.get(binary.BigEndian.Uint64(k[8:]))
-			if err != nil {
-				return err
-			}
-			if q.Match == nil || q.Match(e) {
-				out = append(out, e)
-			}
+		next = c.Prev
+	case q.Backward:
+		k, v = c.Last()
+		next = c.Prev
+	case q.Cursor >= 0:
+		k, v = c.Seek(u64(uint64(q.Cursor)))
+	default:
+		k, v = c.First()
+	}
+	for ; k != nil && len(out) < q.Limit; k, v = next() {
+		if int(v[0]) < minRank {
+			continue
 		}
-		return nil
-	})
-	return out, err
+		e, _, err := l.get(binary.BigEndian.Uint64(k[8:]))
+		if err != nil {
+			return nil, err
+		}
+		if q.Match == nil || q.Match(e) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
 }

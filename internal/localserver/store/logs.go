@@ -284,11 +284,11 @@ func (l *logBuckets) save() error {
 
 // AppendLogs appends entries to the log of a build, in order, keeping the
 // log within bound.
-func (s *Store) AppendLogs(buildID string, bound LogBound, entries []LogEntry) error {
+func (c *Catalog) AppendLogs(buildID string, bound LogBound, entries []LogEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
+	return c.db.Update(func(tx *bolt.Tx) error {
 		return appendLogs(tx, buildID, bound, entries)
 	})
 }
@@ -306,15 +306,16 @@ func appendLogs(tx *bolt.Tx, logID string, bound LogBound, entries []LogEntry) e
 	return l.save()
 }
 
-// SandboxLogID is the ID of a sandbox's log, for LogPage.
-func SandboxLogID(sandboxID string) string { return "sandbox/" + sandboxID }
+// sandboxLogID is the ID of a sandbox's log; a build's log has the build's
+// ID, a UUID.
+func sandboxLogID(sandboxID string) string { return "sandbox/" + sandboxID }
 
 // SandboxLogSince is the time the sandbox's container log is to be read
 // again from: that of its last stored line (the zero time when none).
-func (s *Store) SandboxLogSince(sandboxID string) (time.Time, error) {
+func (s *Sandboxes) SandboxLogSince(sandboxID string) (time.Time, error) {
 	var since time.Time
 	err := s.db.View(func(tx *bolt.Tx) error {
-		l, ok, err := openLog(tx, SandboxLogID(sandboxID), false)
+		l, ok, err := openLog(tx, sandboxLogID(sandboxID), false)
 		if ok {
 			since = l.meta.Last
 		}
@@ -327,7 +328,7 @@ func (s *Store) SandboxLogSince(sandboxID string) (time.Time, error) {
 // later than its last: lines read again from SandboxLogSince on, maybe by
 // two requests at once, are stored once. A sandbox without a record gets
 // no log, so that none outlives DeleteSandbox.
-func (s *Store) AppendSandboxLogs(sandboxID string, bound LogBound, entries []LogEntry) error {
+func (s *Sandboxes) AppendSandboxLogs(sandboxID string, bound LogBound, entries []LogEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
@@ -335,7 +336,7 @@ func (s *Store) AppendSandboxLogs(sandboxID string, bound LogBound, entries []Lo
 		if tx.Bucket(bucketSandboxes).Get([]byte(sandboxID)) == nil {
 			return nil
 		}
-		logID := SandboxLogID(sandboxID)
+		logID := sandboxLogID(sandboxID)
 		l, ok, err := openLog(tx, logID, false)
 		if err != nil {
 			return err

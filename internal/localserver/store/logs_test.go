@@ -47,16 +47,16 @@ func wantMessages(t *testing.T, what string, got []LogEntry, want ...string) {
 
 func TestLogsPagingAndLevel(t *testing.T) {
 	s := newStore(t)
-	if err := s.AppendLogs("b", LogBound{}, numbered(0, 10)); err != nil {
+	if err := s.Catalog.AppendLogs("b", LogBound{}, numbered(0, 10)); err != nil {
 		t.Fatal(err)
 	}
-	page, _ := s.Logs("b", 3, 4, "")
+	page, _ := s.Catalog.Logs("b", 3, 4, "")
 	wantMessages(t, "offset 3 limit 4", page, "3", "4", "5", "6")
-	warn, _ := s.Logs("b", 1, 10, "warn")
+	warn, _ := s.Catalog.Logs("b", 1, 10, "warn")
 	wantMessages(t, "warn from 1", warn, "3", "6", "9")
-	past, _ := s.Logs("b", 10, 10, "")
+	past, _ := s.Catalog.Logs("b", 10, 10, "")
 	wantMessages(t, "offset past the end", past)
-	none, _ := s.Logs("missing", 0, 10, "")
+	none, _ := s.Catalog.Logs("missing", 0, 10, "")
 	if none == nil || len(none) != 0 {
 		t.Fatalf("missing build logs = %#v, want empty non-nil", none)
 	}
@@ -70,11 +70,11 @@ func TestLogBoundKeepsHeadAndTail(t *testing.T) {
 	bound := LogBound{MaxEntries: 10}
 	all := numbered(0, 100)
 	for batch := range slices.Chunk(all, 7) {
-		if err := s.AppendLogs("b", bound, batch); err != nil {
+		if err := s.Catalog.AppendLogs("b", bound, batch); err != nil {
 			t.Fatal(err)
 		}
 	}
-	kept, err := s.Logs("b", 0, -1, "")
+	kept, err := s.Catalog.Logs("b", 0, -1, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,13 +83,13 @@ func TestLogBoundKeepsHeadAndTail(t *testing.T) {
 	if m := kept[5]; m.Level != "warn" || m.Step != "1" || !m.Timestamp.Equal(all[5].Timestamp) {
 		t.Errorf("marker = %+v, want warn at step 1 and the time of entry 5", m)
 	}
-	page, _ := s.Logs("b", 4, 3, "")
+	page, _ := s.Catalog.Logs("b", 4, 3, "")
 	wantMessages(t, "offset 4 limit 3", page, "4", marker, "95")
-	page, _ = s.Logs("b", 9, 5, "")
+	page, _ = s.Catalog.Logs("b", 9, 5, "")
 	wantMessages(t, "offset 9", page, "98", "99")
-	warn, _ := s.Logs("b", 1, -1, "warn")
+	warn, _ := s.Catalog.Logs("b", 1, -1, "warn")
 	wantMessages(t, "warn from 1", warn, "3", marker, "96", "99")
-	errs, _ := s.Logs("b", 0, -1, "error")
+	errs, _ := s.Catalog.Logs("b", 0, -1, "error")
 	wantMessages(t, "error", errs)
 
 	n := 0
@@ -110,32 +110,32 @@ func TestLogBoundInBytes(t *testing.T) {
 	for i := range 20 {
 		entries = append(entries, LogEntry{Timestamp: logEpoch, Message: fmt.Sprintf("line %04d", i), Level: "info"})
 	}
-	if err := s.AppendLogs("b", bound, entries); err != nil {
+	if err := s.Catalog.AppendLogs("b", bound, entries); err != nil {
 		t.Fatal(err)
 	}
 	// 9 bytes a line: the head takes 2 (18 of 20 bytes), the tail 2.
-	kept, _ := s.Logs("b", 0, -1, "")
+	kept, _ := s.Catalog.Logs("b", 0, -1, "")
 	wantMessages(t, "kept", kept, "line 0000", "line 0001",
 		"[16 log entries (144 bytes) dropped here: the log keeps its beginning and its end]", "line 0018", "line 0019")
 	// A line larger than the tail's share is dropped as it comes.
-	if err := s.AppendLogs("b", bound, []LogEntry{{Timestamp: logEpoch, Message: strings.Repeat("x", 30), Level: "info"}}); err != nil {
+	if err := s.Catalog.AppendLogs("b", bound, []LogEntry{{Timestamp: logEpoch, Message: strings.Repeat("x", 30), Level: "info"}}); err != nil {
 		t.Fatal(err)
 	}
-	kept, _ = s.Logs("b", 0, -1, "")
+	kept, _ = s.Catalog.Logs("b", 0, -1, "")
 	wantMessages(t, "after a long line", kept, "line 0000", "line 0001",
 		"[19 log entries (192 bytes) dropped here: the log keeps its beginning and its end]")
 }
 
 func TestLogPageCursors(t *testing.T) {
 	s := newStore(t)
-	if err := s.AppendLogs("b", LogBound{MaxEntries: 10}, numbered(0, 20)); err != nil {
+	if err := s.Catalog.AppendLogs("b", LogBound{MaxEntries: 10}, numbered(0, 20)); err != nil {
 		t.Fatal(err)
 	}
 	marker := "[10 log entries (15 bytes) dropped here: the log keeps its beginning and its end]"
 	ms := func(i int) int64 { return logEpoch.Add(time.Duration(i) * time.Millisecond).UnixMilli() }
 	page := func(q LogQuery) []LogEntry {
 		t.Helper()
-		out, err := s.LogPage("b", q)
+		out, err := s.Catalog.LogPage("b", q)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,7 +152,7 @@ func TestLogPageCursors(t *testing.T) {
 	wantMessages(t, "warn forward", page(LogQuery{Cursor: -1, Limit: 10, MinLevel: "warn"}), "0", "3", marker, "15", "18")
 	wantMessages(t, "warn backward from 17", page(LogQuery{Cursor: ms(17), Backward: true, Limit: 2, MinLevel: "warn"}), "15", marker)
 	wantMessages(t, "matching", page(LogQuery{Cursor: -1, Limit: 10, Match: func(e LogEntry) bool { return strings.HasSuffix(e.Message, "7") }}), "17")
-	missing, err := s.LogPage("missing", LogQuery{Cursor: -1, Limit: 1})
+	missing, err := s.Catalog.LogPage("missing", LogQuery{Cursor: -1, Limit: 1})
 	if err != nil || missing == nil || len(missing) != 0 {
 		t.Errorf("page of a missing log = %#v %v, want empty non-nil", missing, err)
 	}
@@ -167,10 +167,10 @@ func TestLogTimeKeysFollowAppendOrder(t *testing.T) {
 		{Timestamp: logEpoch, Message: "b", Level: "info"},
 		{Timestamp: logEpoch.Add(2 * time.Second), Message: "c", Level: "info"},
 	}
-	if err := s.AppendLogs("b", LogBound{}, entries); err != nil {
+	if err := s.Catalog.AppendLogs("b", LogBound{}, entries); err != nil {
 		t.Fatal(err)
 	}
-	out, _ := s.LogPage("b", LogQuery{Cursor: -1, Limit: 10})
+	out, _ := s.Catalog.LogPage("b", LogQuery{Cursor: -1, Limit: 10})
 	wantMessages(t, "forward", out, "a", "b", "c")
 	if !out[1].Timestamp.Equal(logEpoch) {
 		t.Errorf("entry b's timestamp = %v, want its own %v", out[1].Timestamp, logEpoch)
@@ -203,27 +203,27 @@ func TestOldLayoutLogsMigrate(t *testing.T) {
 
 	s = openStore(t, path)
 	defer s.Close()
-	all, err := s.Logs("old", 0, -1, "")
+	all, err := s.Catalog.Logs("old", 0, -1, "")
 	if err != nil || len(all) != 50 || all[49].Message != "49" {
 		t.Fatalf("migrated log = %d entries %v, want 50", len(all), err)
 	}
-	page, _ := s.Logs("old", 47, 10, "")
+	page, _ := s.Catalog.Logs("old", 47, 10, "")
 	wantMessages(t, "offset 47", page, "47", "48", "49")
-	back, _ := s.LogPage("old", LogQuery{Cursor: -1, Backward: true, Limit: 2})
+	back, _ := s.Catalog.LogPage("old", LogQuery{Cursor: -1, Backward: true, Limit: 2})
 	wantMessages(t, "backward", back, "49", "48")
-	if err := s.AppendLogs("old", LogBound{MaxEntries: 10}, numbered(50, 60)); err != nil {
+	if err := s.Catalog.AppendLogs("old", LogBound{MaxEntries: 10}, numbered(50, 60)); err != nil {
 		t.Fatal(err)
 	}
-	page, _ = s.Logs("old", 48, -1, "")
+	page, _ = s.Catalog.Logs("old", 48, -1, "")
 	wantMessages(t, "after an append", page, "48", "49", "[5 log entries (10 bytes) dropped here: the log keeps its beginning and its end]", "55", "56", "57", "58", "59")
-	empty, err := s.Logs("empty", 0, -1, "")
+	empty, err := s.Catalog.Logs("empty", 0, -1, "")
 	if err != nil || len(empty) != 0 {
 		t.Errorf("migrated empty log = %+v %v", empty, err)
 	}
 	// A second open finds nothing left to migrate.
 	s.Close()
 	s = openStore(t, path)
-	if again, _ := s.Logs("old", 0, -1, ""); len(again) != 56 {
+	if again, _ := s.Catalog.Logs("old", 0, -1, ""); len(again) != 56 {
 		t.Errorf("after reopening: %d entries, want 56", len(again))
 	}
 }
@@ -241,7 +241,7 @@ func BenchmarkAppendLogBatch(b *testing.B) {
 	bound := LogBound{MaxEntries: DefaultMaxLogEntries, MaxBytes: DefaultMaxLogBytes}
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := s.AppendLogs("build", bound, batch); err != nil {
+		if err := s.Catalog.AppendLogs("build", bound, batch); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -263,7 +263,7 @@ func BenchmarkLogPage(b *testing.B) {
 		for j := range batch {
 			batch[j] = LogEntry{Timestamp: logEpoch.Add(time.Duration(i*1000+j) * time.Millisecond), Message: "x", Level: "info", Step: "1"}
 		}
-		if err := s.AppendLogs("build", bound, batch); err != nil {
+		if err := s.Catalog.AppendLogs("build", bound, batch); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -277,7 +277,7 @@ func BenchmarkLogPage(b *testing.B) {
 	} {
 		b.Run(q.name, func(b *testing.B) {
 			for b.Loop() {
-				if _, err := s.LogPage("build", q.q); err != nil {
+				if _, err := s.Catalog.LogPage("build", q.q); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -290,25 +290,25 @@ func BenchmarkLogPage(b *testing.B) {
 func TestSandboxLogsAppendOnceAndOnlyForRecords(t *testing.T) {
 	s := newStore(t)
 	r := register(t, s, "app")
-	if err := s.CreateSandbox(Sandbox{ID: "i1", TemplateID: r.Template.ID}); err != nil {
+	if err := s.Sandboxes.CreateSandbox(Sandbox{ID: "i1", TemplateID: r.Template.ID}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AppendSandboxLogs("i1", LogBound{}, numbered(0, 3)); err != nil {
+	if err := s.Sandboxes.AppendSandboxLogs("i1", LogBound{}, numbered(0, 3)); err != nil {
 		t.Fatal(err)
 	}
-	since, err := s.SandboxLogSince("i1")
+	since, err := s.Sandboxes.SandboxLogSince("i1")
 	if err != nil || !since.Equal(logEpoch.Add(2*time.Millisecond)) {
 		t.Errorf("since = %v %v, want the last line's time", since, err)
 	}
-	if err := s.AppendSandboxLogs("i1", LogBound{}, numbered(2, 5)); err != nil {
+	if err := s.Sandboxes.AppendSandboxLogs("i1", LogBound{}, numbered(2, 5)); err != nil {
 		t.Fatal(err)
 	}
-	page, _ := s.LogPage(SandboxLogID("i1"), LogQuery{Cursor: -1, Limit: 10})
+	page, _ := s.Sandboxes.SandboxLogPage("i1", LogQuery{Cursor: -1, Limit: 10})
 	wantMessages(t, "read again from the last line", page, "0", "1", "2", "3", "4")
-	if err := s.AppendSandboxLogs("gone", LogBound{}, numbered(0, 3)); err != nil {
+	if err := s.Sandboxes.AppendSandboxLogs("gone", LogBound{}, numbered(0, 3)); err != nil {
 		t.Fatal(err)
 	}
-	page, _ = s.LogPage(SandboxLogID("gone"), LogQuery{Cursor: -1, Limit: 10})
+	page, _ = s.Sandboxes.SandboxLogPage("gone", LogQuery{Cursor: -1, Limit: 10})
 	wantMessages(t, "a sandbox without a record", page)
 }
 
@@ -317,16 +317,16 @@ func TestSandboxLogsAppendOnceAndOnlyForRecords(t *testing.T) {
 func TestFailedBuildReasonTakesKeptEntries(t *testing.T) {
 	s := newStore(t)
 	r := register(t, s, "app")
-	if _, _, err := s.StartBuild(r.Template.ID, r.Build.ID, BuildRequest{FromImage: "x"}); err != nil {
+	if _, _, err := s.Catalog.StartBuild(r.Template.ID, r.Build.ID, BuildRequest{FromImage: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AppendLogs(r.Build.ID, LogBound{MaxEntries: 6}, numbered(0, 20)); err != nil {
+	if err := s.Catalog.AppendLogs(r.Build.ID, LogBound{MaxEntries: 6}, numbered(0, 20)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.FinishBuild(r.Template.ID, r.Build.ID, nil, &BuildReason{Message: "exit 1", Step: "1"}); err != nil {
+	if _, err := s.Catalog.FinishBuild(r.Template.ID, r.Build.ID, nil, &BuildReason{Message: "exit 1", Step: "1"}); err != nil {
 		t.Fatal(err)
 	}
-	b, err := s.Build(r.Template.ID, r.Build.ID)
+	b, err := s.Catalog.Build(r.Template.ID, r.Build.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package store
 
 import (
 	"encoding/json"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -24,22 +23,17 @@ type Pooled struct {
 
 // AddPooled records a pooled container before it is created, unless its
 // template was deleted meanwhile (not found).
-func (s *Store) AddPooled(p Pooled) error {
+func (s *Sandboxes) AddPooled(p Pooled) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
-		var t Template
-		found, err := getJSON(tx.Bucket(bucketTemplates), p.TemplateID, &t)
-		if err != nil {
+		if _, err := liveTemplateByID(tx, p.TemplateID); err != nil {
 			return err
-		}
-		if !found || t.Deleted {
-			return failure.New(failure.NotFound, "template '%s' not found", p.TemplateID)
 		}
 		return putJSON(tx.Bucket(bucketPool), p.ID, p)
 	})
 }
 
 // IsPooled reports whether id is recorded as a pooled container.
-func (s *Store) IsPooled(id string) (bool, error) {
+func (s *Sandboxes) IsPooled(id string) (bool, error) {
 	found := false
 	err := s.db.View(func(tx *bolt.Tx) error {
 		found = tx.Bucket(bucketPool).Get([]byte(id)) != nil
@@ -49,7 +43,7 @@ func (s *Store) IsPooled(id string) (bool, error) {
 }
 
 // PooledSandboxes lists the pooled containers recorded.
-func (s *Store) PooledSandboxes() ([]Pooled, error) {
+func (s *Sandboxes) PooledSandboxes() ([]Pooled, error) {
 	var out []Pooled
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketPool).ForEach(func(_, v []byte) error {
@@ -65,7 +59,7 @@ func (s *Store) PooledSandboxes() ([]Pooled, error) {
 }
 
 // DeletePooled forgets pooled containers; an unknown ID is not an error.
-func (s *Store) DeletePooled(ids ...string) error {
+func (s *Sandboxes) DeletePooled(ids ...string) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketPool)
 		for _, id := range ids {

@@ -53,7 +53,7 @@ func TestRecordsReadWhatEarlierStoresWrote(t *testing.T) {
 		}},
 		Result: &BuildResult{Image: "img", User: "user", Workdir: "/app", Env: map[string]string{"K": "v"}, StartCmd: "serve", ReadyCmd: "true", EnvdVersion: "0.2.0"},
 	}
-	got, err := s.Build("t1", "b1")
+	got, err := s.Catalog.Build("t1", "b1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestRecordsReadWhatEarlierStoresWrote(t *testing.T) {
 		t.Errorf("build encodes as\n%s\nwas\n%s", raw, oldBuildRecord)
 	}
 
-	logs, err := s.Logs("b1", 0, -1, "")
+	logs, err := s.Catalog.Logs("b1", 0, -1, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,25 +63,20 @@ func (sb Sandbox) Live(now time.Time) bool {
 	return sb.Paused() || sb.AutoPause || now.Before(sb.EndAt)
 }
 
+// Sandboxes is the records of the sandboxes, their logs and the warm pool's
+// containers. It is safe for concurrent use.
+type Sandboxes struct {
+	db  *bolt.DB
+	now func() time.Time
+}
+
 // CreateSandbox records a sandbox (starting, as create records it before
 // its container runs) and counts the spawn on its template, unless the
 // template was deleted meanwhile. A pooled container
 // of the same ID, handed out, stops being pooled in the same transaction.
-func (s *Store) CreateSandbox(sb Sandbox) error {
+func (s *Sandboxes) CreateSandbox(sb Sandbox) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
-		templates := tx.Bucket(bucketTemplates)
-		var t Template
-		found, err := getJSON(templates, sb.TemplateID, &t)
-		if err != nil {
-			return err
-		}
-		if !found || t.Deleted {
-			return failure.New(failure.NotFound, "template '%s' not found", sb.TemplateID)
-		}
-		at := sb.StartedAt
-		t.LastSpawnedAt = &at
-		t.SpawnCount++
-		if err := putJSON(templates, t.ID, t); err != nil {
+		if err := countSpawn(tx, sb.TemplateID, sb.StartedAt); err != nil {
 			return err
 		}
 		if err := tx.Bucket(bucketPool).Delete([]byte(sb.ID)); err != nil {
@@ -94,7 +89,7 @@ func (s *Store) CreateSandbox(sb Sandbox) error {
 // Sandbox returns a live sandbox (Sandbox.Live). From its end on a sandbox
 // that is not paused is gone (failure.NotFound), as on E2B, although its
 // record stays until the reaper has stopped its container.
-func (s *Store) Sandbox(id string) (Sandbox, error) {
+func (s *Sandboxes) Sandbox(id string) (Sandbox, error) {
 	var sb Sandbox
 	err := s.db.View(func(tx *bolt.Tx) error {
 		var err error
@@ -104,7 +99,7 @@ func (s *Store) Sandbox(id string) (Sandbox, error) {
 	return sb, err
 }
 
-func (s *Store) liveSandbox(b *bolt.Bucket, id string) (Sandbox, error) {
+func (s *Sandboxes) liveSandbox(b *bolt.Bucket, id string) (Sandbox, error) {
 	var sb Sandbox
 	found, err := getJSON(b, id, &sb)
 	if err == nil && (!found || !sb.Live(s.now())) {
@@ -114,7 +109,7 @@ func (s *Store) liveSandbox(b *bolt.Bucket, id string) (Sandbox, error) {
 }
 
 // LiveSandboxes lists the live sandboxes (Sandbox.Live), oldest first.
-func (s *Store) LiveSandboxes() ([]Sandbox, error) {
+func (s *Sandboxes) LiveSandboxes() ([]Sandbox, error) {
 	all, err := s.Sandboxes()
 	live := all[:0]
 	now := s.now()
@@ -128,7 +123,7 @@ func (s *Store) LiveSandboxes() ([]Sandbox, error) {
 
 // Sandboxes lists every recorded sandbox, expired ones included (for the
 // reaper), oldest first.
-func (s *Store) Sandboxes() ([]Sandbox, error) {
+func (s *Sandboxes) Sandboxes() ([]Sandbox, error) {
 	var out []Sandbox
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketSandboxes).ForEach(func(_, v []byte) error {
@@ -150,12 +145,12 @@ func (s *Store) Sandboxes() ([]Sandbox, error) {
 }
 
 // DeleteSandbox forgets a sandbox; false when it was not recorded.
-func (s *Store) DeleteSandbox(id string) (bool, error) {
+func (s *Sandboxes) DeleteSandbox(id string) (bool, error) {
 	found := false
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketSandboxes)
 		found = b.Get([]byte(id)) != nil
-		if err := deleteLog(tx, SandboxLogID(id)); err != nil {
+		if err := deleteLog(tx, sandboxLogID(id)); err != nil {
 			return err
 		}
 		return b.Delete([]byte(id))
@@ -164,7 +159,7 @@ func (s *Store) DeleteSandbox(id string) (bool, error) {
 }
 
 // SetSandboxEndAt moves the expiry of a running sandbox and returns it.
-func (s *Store) SetSandboxEndAt(id string, endAt time.Time) (Sandbox, error) {
+func (s *Sandboxes) SetSandboxEndAt(id string, endAt time.Time) (Sandbox, error) {
 	return s.updateSandbox(id, func(sb *Sandbox) error {
 		if sb.Paused() {
 			return notRunning(id)
@@ -176,7 +171,7 @@ func (s *Store) SetSandboxEndAt(id string, endAt time.Time) (Sandbox, error) {
 
 // ExtendSandboxEndAt moves a running sandbox's end to endAt when that is
 // later, never earlier, and returns the sandbox.
-func (s *Store) ExtendSandboxEndAt(id string, endAt time.Time) (Sandbox, error) {
+func (s *Sandboxes) ExtendSandboxEndAt(id string, endAt time.Time) (Sandbox, error) {
 	return s.updateSandbox(id, func(sb *Sandbox) error {
 		if sb.Paused() {
 			return notRunning(id)
@@ -197,7 +192,7 @@ func notRunning(id string) error {
 // SandboxStarted records that a starting sandbox's container runs: its
 // container and the envd version it runs. Its end may have passed while it
 // started (the reaper ends it then); its create still owns it until now.
-func (s *Store) SandboxStarted(id, containerID, envdVersion string) (Sandbox, error) {
+func (s *Sandboxes) SandboxStarted(id, containerID, envdVersion string) (Sandbox, error) {
 	var sb Sandbox
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketSandboxes)
@@ -218,7 +213,7 @@ func (s *Store) SandboxStarted(id, containerID, envdVersion string) (Sandbox, er
 
 // PauseSandbox records that a running sandbox was paused (failure.Conflict
 // when it already was).
-func (s *Store) PauseSandbox(id string) (Sandbox, error) {
+func (s *Sandboxes) PauseSandbox(id string) (Sandbox, error) {
 	return s.updateSandbox(id, func(sb *Sandbox) error {
 		if sb.Paused() {
 			return failure.New(failure.Conflict, "Error pausing sandbox - sandbox '%s' is already paused", id)
@@ -231,7 +226,7 @@ func (s *Store) PauseSandbox(id string) (Sandbox, error) {
 
 // ResumeSandbox records that a paused sandbox runs again, until endAt, and
 // whether it pauses then (unchanged when autoPause is nil).
-func (s *Store) ResumeSandbox(id string, endAt time.Time, autoPause *bool) (Sandbox, error) {
+func (s *Sandboxes) ResumeSandbox(id string, endAt time.Time, autoPause *bool) (Sandbox, error) {
 	return s.updateSandbox(id, func(sb *Sandbox) error {
 		if !sb.Paused() {
 			return failure.New(failure.Conflict, "Sandbox %s is already running", id)
@@ -244,7 +239,24 @@ func (s *Store) ResumeSandbox(id string, endAt time.Time, autoPause *bool) (Sand
 	})
 }
 
-func (s *Store) updateSandbox(id string, change func(*Sandbox) error) (Sandbox, error) {
+// sandboxesOf counts the recorded sandboxes of a template, in the
+// transaction that deletes it.
+func sandboxesOf(tx *bolt.Tx, templateID string) (int, error) {
+	n := 0
+	err := tx.Bucket(bucketSandboxes).ForEach(func(_, v []byte) error {
+		var sb Sandbox
+		if err := json.Unmarshal(v, &sb); err != nil {
+			return err
+		}
+		if sb.TemplateID == templateID {
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
+func (s *Sandboxes) updateSandbox(id string, change func(*Sandbox) error) (Sandbox, error) {
 	var sb Sandbox
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketSandboxes)

@@ -33,11 +33,11 @@ type Snapshot struct {
 // an existing template of the team takes the build; otherwise a snapshot
 // template of the sandbox is created, of no name when the name is empty.
 // The caller commits the image and ends the build with FinishBuild.
-func (s *Store) RegisterSnapshot(req SnapshotRequest) (Snapshot, error) {
+func (c *Catalog) RegisterSnapshot(req SnapshotRequest) (Snapshot, error) {
 	var name e2b.Name
 	if req.Name != "" {
 		var err error
-		if name, err = s.parseBuildName(req.Name); err != nil {
+		if name, err = parseBuildName(c.teamSlug, req.Name); err != nil {
 			return Snapshot{}, err
 		}
 	}
@@ -46,8 +46,8 @@ func (s *Store) RegisterSnapshot(req SnapshotRequest) (Snapshot, error) {
 		tag = e2b.DefaultTag
 	}
 	var out Snapshot
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		now := s.now().UTC()
+	err := c.db.Update(func(tx *bolt.Tx) error {
+		now := c.now().UTC()
 		tmpl, err := templateFor(tx, name.Alias, req.SandboxID, now)
 		if err != nil {
 			return err
@@ -69,9 +69,9 @@ func (s *Store) RegisterSnapshot(req SnapshotRequest) (Snapshot, error) {
 // newest assignment of tag (any tag when empty) whose build is ready;
 // templates without one are left out, as are those of other sandboxes when
 // sandboxID is set and other templates when templateID is.
-func (s *Store) Snapshots(sandboxID, templateID, tag string) ([]Snapshot, error) {
+func (c *Catalog) Snapshots(sandboxID, templateID, tag string) ([]Snapshot, error) {
 	var out []Snapshot
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := c.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketTemplates).ForEach(func(_, v []byte) error {
 			var t Template
 			if err := json.Unmarshal(v, &t); err != nil {

@@ -1,9 +1,10 @@
-// Package store keeps the local server's state (templates, builds, tag
-// assignments, upload grants, stored archives, build and sandbox logs and
-// sandboxes) in a bbolt database in the data directory. Every change is one
-// transaction, so a crash at any moment leaves either the state before or
-// the state after it, and concurrent requests (tag moves above all) never
-// see half of a change.
+// Package store keeps the local server's state in a bbolt database in the
+// data directory: the catalog (templates, tags, builds, snapshots and build
+// logs), the sandboxes (with their logs and the warm pool's containers) and
+// the uploads (grants and stored archives), each a type of its own over the
+// one database (Store). Every change is one transaction, so a crash at any
+// moment leaves either the state before or the state after it, and
+// concurrent requests (tag moves above all) never see half of a change.
 package store
 
 import (
@@ -37,11 +38,22 @@ var (
 	counterUploads = []byte("uploads")
 )
 
-// Store is the state database. It is safe for concurrent use.
+// Store is the state database: one bbolt file whose records fall into three
+// kinds, each reached through its own type so that a user takes only the
+// kind it needs. A change that spans kinds (a template deleted with its
+// pooled containers, a sandbox recorded with its template's spawn count) is
+// still one transaction, done by the type whose change it is over plain
+// functions of the other kind's buckets. It is safe for concurrent use.
 type Store struct {
-	db       *bolt.DB
-	teamSlug string
-	now      func() time.Time
+	// Catalog is the templates, their aliases, tags, builds, snapshots and
+	// build logs.
+	Catalog *Catalog
+	// Sandboxes is the sandboxes, their logs and the warm pool's containers.
+	Sandboxes *Sandboxes
+	// Uploads is the upload grants and the stored archives.
+	Uploads *Uploads
+
+	db *bolt.DB
 }
 
 // Open opens (creating when absent) the database at path. teamSlug is the
@@ -66,17 +78,16 @@ func Open(path, teamSlug string, now func() time.Time) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("initialise state database %s: %w", path, err)
 	}
-	return &Store{db: db, teamSlug: teamSlug, now: now}, nil
+	return &Store{
+		Catalog:   &Catalog{db: db, teamSlug: teamSlug, now: now},
+		Sandboxes: &Sandboxes{db: db, now: now},
+		Uploads:   &Uploads{db: db, now: now},
+		db:        db,
+	}, nil
 }
 
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
-
-// TeamSlug is the namespace of the one team this server has.
-func (s *Store) TeamSlug() string { return s.teamSlug }
-
-// Name is the public name of t ("<slug>/<alias>").
-func (s *Store) Name(t Template) string { return s.teamSlug + "/" + t.Alias }
 
 func getJSON(b *bolt.Bucket, key string, v any) (bool, error) {
 	raw := b.Get([]byte(key))

@@ -30,12 +30,12 @@ func assign(tx *bolt.Tx, templateID, tag, buildID string, now time.Time) error {
 	return putJSON(tagsBucket, string(key), Assignment{TemplateID: templateID, Tag: tag, BuildID: buildID, AssignedAt: now})
 }
 
-// resolve finds the build ref names: "name:<buildID>" pins a build; otherwise
+// resolve finds the build ref names in team's namespace: "name:<buildID>" pins a build; otherwise
 // the newest assignment of the tag ("default" when absent) whose build is
 // ready, so that a running or failed rebuild never takes a tag away from the
 // last good build.
-func (s *Store) resolve(tx *bolt.Tx, ref string) (Template, Build, error) {
-	t, name, err := s.lookupRef(tx, ref)
+func resolve(tx *bolt.Tx, team, ref string) (Template, Build, error) {
+	t, name, err := lookupRef(tx, team, ref)
 	if err != nil {
 		return Template{}, Build{}, err
 	}
@@ -98,12 +98,12 @@ func newestReady(tx *bolt.Tx, templateID, tag string) (*Build, bool, error) {
 
 // Resolve finds the ready build a reference names (template ID or name,
 // optionally ":tag" or ":<buildID>").
-func (s *Store) Resolve(ref string) (Template, Build, error) {
+func (c *Catalog) Resolve(ref string) (Template, Build, error) {
 	var t Template
 	var b Build
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := c.db.View(func(tx *bolt.Tx) error {
 		var err error
-		t, b, err = s.resolve(tx, ref)
+		t, b, err = resolve(tx, c.teamSlug, ref)
 		return err
 	})
 	return t, b, err
@@ -111,18 +111,18 @@ func (s *Store) Resolve(ref string) (Template, Build, error) {
 
 // AssignTags points tags at the build target names ("name:tag" or
 // "name:<buildID>", tag "default" when absent) and returns that build's ID.
-func (s *Store) AssignTags(target string, tags []string) (string, []string, error) {
+func (c *Catalog) AssignTags(target string, tags []string) (string, []string, error) {
 	normalized, err := normalizeTags(tags)
 	if err != nil {
 		return "", nil, err
 	}
 	var buildID string
-	err = s.db.Update(func(tx *bolt.Tx) error {
-		t, b, err := s.resolve(tx, target)
+	err = c.db.Update(func(tx *bolt.Tx) error {
+		t, b, err := resolve(tx, c.teamSlug, target)
 		if err != nil {
 			return err
 		}
-		now := s.now().UTC()
+		now := c.now().UTC()
 		for _, tag := range normalized {
 			if err := assign(tx, t.ID, tag, b.ID, now); err != nil {
 				return err
@@ -153,7 +153,7 @@ func normalizeTags(tags []string) ([]string, error) {
 
 // DeleteTags removes every assignment of tags from the template name names
 // (no tag allowed in name; "default" cannot be deleted).
-func (s *Store) DeleteTags(ref string, tags []string) error {
+func (c *Catalog) DeleteTags(ref string, tags []string) error {
 	normalized, err := normalizeTags(tags)
 	if err != nil {
 		return err
@@ -161,8 +161,8 @@ func (s *Store) DeleteTags(ref string, tags []string) error {
 	if slices.Contains(normalized, e2b.DefaultTag) {
 		return failure.New(failure.Invalid, "the '%s' tag cannot be deleted", e2b.DefaultTag)
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
-		t, name, err := s.lookupRef(tx, ref)
+	return c.db.Update(func(tx *bolt.Tx) error {
+		t, name, err := lookupRef(tx, c.teamSlug, ref)
 		if err != nil {
 			return err
 		}
@@ -194,9 +194,9 @@ func (s *Store) DeleteTags(ref string, tags []string) error {
 // whatever the status of its build, as E2B lists them (design/e2b-api.md "Names, aliases, tags"):
 // a tag a build in progress or a failed one took is listed at that build,
 // though it resolves to the newest ready one (resolve).
-func (s *Store) Tags(templateID string) ([]Assignment, error) {
+func (c *Catalog) Tags(templateID string) ([]Assignment, error) {
 	var out []Assignment
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := c.db.View(func(tx *bolt.Tx) error {
 		// Keys are template, tag, sequence: a tag's rows are adjacent, newest last.
 		return forEachPrefix(tx.Bucket(bucketTags), templateKeyPrefix(templateID), func(_, v []byte) error {
 			var a Assignment

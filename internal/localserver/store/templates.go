@@ -72,9 +72,9 @@ func newTemplateID(templates, aliases *bolt.Bucket) string {
 }
 
 // lookupTemplate finds the live template an identifier names: its alias in
-// the team's namespace, or its ID.
-func (s *Store) lookupTemplate(tx *bolt.Tx, name e2b.Name) (Template, bool, error) {
-	if name.Namespace != "" && name.Namespace != s.teamSlug {
+// team's namespace, or its ID.
+func lookupTemplate(tx *bolt.Tx, team string, name e2b.Name) (Template, bool, error) {
+	if name.Namespace != "" && name.Namespace != team {
 		return Template{}, false, nil
 	}
 	templates := tx.Bucket(bucketTemplates)
@@ -90,13 +90,14 @@ func (s *Store) lookupTemplate(tx *bolt.Tx, name e2b.Name) (Template, bool, erro
 	return t, true, nil
 }
 
-// lookupRef parses ref (an ID or name, tag allowed) and finds its template.
-func (s *Store) lookupRef(tx *bolt.Tx, ref string) (Template, e2b.Name, error) {
+// lookupRef parses ref (an ID or name, tag allowed) and finds its template
+// in team's namespace.
+func lookupRef(tx *bolt.Tx, team, ref string) (Template, e2b.Name, error) {
 	name, err := e2b.ParseName(ref)
 	if err != nil {
 		return Template{}, name, failure.New(failure.Invalid, "%v", err)
 	}
-	t, found, err := s.lookupTemplate(tx, name)
+	t, found, err := lookupTemplate(tx, team, name)
 	if err != nil {
 		return Template{}, name, err
 	}
@@ -107,12 +108,12 @@ func (s *Store) lookupRef(tx *bolt.Tx, ref string) (Template, e2b.Name, error) {
 }
 
 // LookupTemplate finds the live template an ID or name (without tag) names.
-func (s *Store) LookupTemplate(ref string) (Template, error) {
+func (c *Catalog) LookupTemplate(ref string) (Template, error) {
 	var t Template
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := c.db.View(func(tx *bolt.Tx) error {
 		var err error
 		var name e2b.Name
-		t, name, err = s.lookupRef(tx, ref)
+		t, name, err = lookupRef(tx, c.teamSlug, ref)
 		if err == nil && name.Tag != "" {
 			return failure.New(failure.Invalid, "template reference %q must not contain a tag", ref)
 		}
@@ -122,25 +123,44 @@ func (s *Store) LookupTemplate(ref string) (Template, error) {
 }
 
 // TemplateByID returns the live template with exactly this ID.
-func (s *Store) TemplateByID(id string) (Template, error) {
+func (c *Catalog) TemplateByID(id string) (Template, error) {
 	var t Template
-	err := s.db.View(func(tx *bolt.Tx) error {
-		found, err := getJSON(tx.Bucket(bucketTemplates), id, &t)
-		if err != nil {
-			return err
-		}
-		if !found || t.Deleted {
-			return failure.New(failure.NotFound, "template '%s' not found", id)
-		}
-		return nil
+	err := c.db.View(func(tx *bolt.Tx) error {
+		var err error
+		t, err = liveTemplateByID(tx, id)
+		return err
 	})
 	return t, err
 }
 
+// liveTemplateByID returns the live template with exactly this ID, in a
+// transaction of any kind's change that needs one (failure.NotFound when
+// there is none).
+func liveTemplateByID(tx *bolt.Tx, id string) (Template, error) {
+	var t Template
+	found, err := getJSON(tx.Bucket(bucketTemplates), id, &t)
+	if err == nil && (!found || t.Deleted) {
+		return t, failure.New(failure.NotFound, "template '%s' not found", id)
+	}
+	return t, err
+}
+
+// countSpawn counts a sandbox started at at on the live template with this
+// ID, in the transaction that records the sandbox.
+func countSpawn(tx *bolt.Tx, templateID string, at time.Time) error {
+	t, err := liveTemplateByID(tx, templateID)
+	if err != nil {
+		return err
+	}
+	t.LastSpawnedAt = &at
+	t.SpawnCount++
+	return putJSON(tx.Bucket(bucketTemplates), t.ID, t)
+}
+
 // Templates lists the live templates, oldest first.
-func (s *Store) Templates() ([]Template, error) {
+func (c *Catalog) Templates() ([]Template, error) {
 	var out []Template
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := c.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketTemplates).ForEach(func(_, v []byte) error {
 			var t Template
 			if err := json.Unmarshal(v, &t); err != nil {
@@ -162,16 +182,16 @@ func (s *Store) Templates() ([]Template, error) {
 }
 
 // SetPublic sets the public flag of the template ref names.
-func (s *Store) SetPublic(ref string, public bool) (Template, error) {
+func (c *Catalog) SetPublic(ref string, public bool) (Template, error) {
 	var t Template
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := c.db.Update(func(tx *bolt.Tx) error {
 		var err error
-		t, _, err = s.lookupRef(tx, ref)
+		t, _, err = lookupRef(tx, c.teamSlug, ref)
 		if err != nil {
 			return err
 		}
 		t.Public = public
-		t.UpdatedAt = s.now().UTC()
+		t.UpdatedAt = c.now().UTC()
 		return putJSON(tx.Bucket(bucketTemplates), t.ID, t)
 	})
 	return t, err
@@ -180,26 +200,16 @@ func (s *Store) SetPublic(ref string, public bool) (Template, error) {
 // DeleteTemplate soft-deletes the template ref names unless a sandbox uses
 // it: its alias is freed, its ID stays reserved. It returns the template's
 // builds so that their images can be removed.
-func (s *Store) DeleteTemplate(ref string) (Template, []Build, error) {
+func (c *Catalog) DeleteTemplate(ref string) (Template, []Build, error) {
 	var t Template
 	var builds []Build
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := c.db.Update(func(tx *bolt.Tx) error {
 		var err error
-		t, _, err = s.lookupRef(tx, ref)
+		t, _, err = lookupRef(tx, c.teamSlug, ref)
 		if err != nil {
 			return err
 		}
-		inUse := 0
-		err = tx.Bucket(bucketSandboxes).ForEach(func(_, v []byte) error {
-			var sb Sandbox
-			if err := json.Unmarshal(v, &sb); err != nil {
-				return err
-			}
-			if sb.TemplateID == t.ID {
-				inUse++
-			}
-			return nil
-		})
+		inUse, err := sandboxesOf(tx, t.ID)
 		if err != nil {
 			return err
 		}
@@ -210,7 +220,7 @@ func (s *Store) DeleteTemplate(ref string) (Template, []Build, error) {
 			return err
 		}
 		t.Deleted = true
-		t.UpdatedAt = s.now().UTC()
+		t.UpdatedAt = c.now().UTC()
 		if builds, err = templateBuilds(tx, t.ID); err != nil {
 			return err
 		}

@@ -21,16 +21,11 @@ type Grant struct {
 	UsedAt     *time.Time `json:"usedAt,omitempty"`
 }
 
-// Stats are counters that are not part of the E2B API.
-type Stats struct {
-	// Uploads counts accepted archive uploads since the data dir was created.
-	Uploads  int64 `json:"uploads"`
-	Archives int   `json:"archives"`
-	// Grants counts the upload grants kept (live ones and spent ones
-	// that have not expired yet).
-	Grants int `json:"grants"`
-	// Pooled counts the warm pool's containers, started or starting.
-	Pooled int `json:"pooled"`
+// Uploads is the grants to upload build contexts and the archives stored
+// by the uploads. It is safe for concurrent use.
+type Uploads struct {
+	db  *bolt.DB
+	now func() time.Time
 }
 
 // MaxGrantsPerArchive bounds the grants kept for one template and hash:
@@ -41,10 +36,10 @@ const MaxGrantsPerArchive = 16
 // templateID, valid for ttl. In the same transaction it prunes the expired
 // grants and keeps at most MaxGrantsPerArchive for templateID and hash, so
 // grants cannot pile up however many links are asked for.
-func (s *Store) CreateGrant(templateID, hash string, ttl time.Duration) (Grant, error) {
-	now := s.now().UTC()
+func (u *Uploads) CreateGrant(templateID, hash string, ttl time.Duration) (Grant, error) {
+	now := u.now().UTC()
 	g := Grant{Token: RandomID(40), TemplateID: templateID, Hash: hash, ExpiresAt: now.Add(ttl)}
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := u.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketGrants)
 		var same []Grant
 		_, err := pruneGrants(b, now, func(old Grant) {
@@ -69,11 +64,11 @@ func (s *Store) CreateGrant(templateID, hash string, ttl time.Duration) (Grant, 
 
 // PruneGrants deletes the expired grants, spent or not, and reports how
 // many it deleted.
-func (s *Store) PruneGrants() (int, error) {
+func (u *Uploads) PruneGrants() (int, error) {
 	n := 0
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := u.db.Update(func(tx *bolt.Tx) error {
 		var err error
-		n, err = pruneGrants(tx.Bucket(bucketGrants), s.now(), func(Grant) {})
+		n, err = pruneGrants(tx.Bucket(bucketGrants), u.now(), func(Grant) {})
 		return err
 	})
 	return n, err
@@ -112,23 +107,23 @@ func ErrGrant() error {
 }
 
 // Grant returns the unexpired grant with this token, spent or not.
-func (s *Store) Grant(token string) (Grant, error) {
+func (u *Uploads) Grant(token string) (Grant, error) {
 	var g Grant
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := u.db.View(func(tx *bolt.Tx) error {
 		var err error
-		g, err = s.liveGrant(tx, token)
+		g, err = u.liveGrant(tx, token)
 		return err
 	})
 	return g, err
 }
 
-func (s *Store) liveGrant(tx *bolt.Tx, token string) (Grant, error) {
+func (u *Uploads) liveGrant(tx *bolt.Tx, token string) (Grant, error) {
 	var g Grant
 	found, err := getJSON(tx.Bucket(bucketGrants), token, &g)
 	if err != nil {
 		return g, err
 	}
-	if !found || !s.now().Before(g.ExpiresAt) {
+	if !found || !u.now().Before(g.ExpiresAt) {
 		return g, ErrGrant()
 	}
 	return g, nil
@@ -137,17 +132,17 @@ func (s *Store) liveGrant(tx *bolt.Tx, token string) (Grant, error) {
 // CommitUpload spends the grant and records path as the archive of its
 // hash unless an archive is already stored (first write wins). It reports
 // the path of the stored archive. A spent grant cannot commit again.
-func (s *Store) CommitUpload(token, path string) (string, error) {
+func (u *Uploads) CommitUpload(token, path string) (string, error) {
 	stored := path
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		g, err := s.liveGrant(tx, token)
+	err := u.db.Update(func(tx *bolt.Tx) error {
+		g, err := u.liveGrant(tx, token)
 		if err != nil {
 			return err
 		}
 		if g.UsedAt != nil {
 			return ErrGrant()
 		}
-		now := s.now().UTC()
+		now := u.now().UTC()
 		g.UsedAt = &now
 		if err := putJSON(tx.Bucket(bucketGrants), token, g); err != nil {
 			return err
@@ -169,26 +164,11 @@ func (s *Store) CommitUpload(token, path string) (string, error) {
 }
 
 // ArchivePath returns the stored archive of hash.
-func (s *Store) ArchivePath(hash string) (string, bool, error) {
+func (u *Uploads) ArchivePath(hash string) (string, bool, error) {
 	var path string
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := u.db.View(func(tx *bolt.Tx) error {
 		path = string(tx.Bucket(bucketArchives).Get([]byte(hash)))
 		return nil
 	})
 	return path, path != "", err
-}
-
-// Stats returns the counters of GET /_local/stats.
-func (s *Store) Stats() (Stats, error) {
-	var st Stats
-	err := s.db.View(func(tx *bolt.Tx) error {
-		if raw := tx.Bucket(bucketCounters).Get(counterUploads); raw != nil {
-			st.Uploads = int64(binary.BigEndian.Uint64(raw)) //nolint:gosec // the counter only counts up from 0, one per upload
-		}
-		st.Archives = tx.Bucket(bucketArchives).Stats().KeyN
-		st.Grants = tx.Bucket(bucketGrants).Stats().KeyN
-		st.Pooled = tx.Bucket(bucketPool).Stats().KeyN
-		return nil
-	})
-	return st, err
 }
