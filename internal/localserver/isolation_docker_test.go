@@ -819,9 +819,10 @@ func usedMiB(t *testing.T, msg string) int {
 	return n
 }
 
-// sudoScript prints, as the template's user, who sudo makes it and the
-// effective capabilities of a process under sudo and of one of root's.
-const sudoScript = `id -un; sudo -n id -u 2>&1; sudo -n grep CapEff /proc/self/status 2>&1; grep CapEff /proc/1/status`
+// sudoScript prints, as the template's user, who it is, who sudo makes
+// it (or sudo's first line of refusal), and the effective capabilities of
+// a process under sudo and of one of root's, a line each.
+const sudoScript = `echo "who=$(id -un)"; echo "sudo=$(sudo -n id -u 2>&1 | head -n1)"; echo "sudo-caps=$(sudo -n grep CapEff /proc/self/status 2>&1 | head -n1)"; echo "root-caps=$(grep CapEff /proc/1/status)"`
 
 // sudo works as on E2B where root in a container is not root of the host
 // (gVisor, or the engine's user namespace): the template's user runs
@@ -851,15 +852,20 @@ func TestDockerSudo(t *testing.T) {
 	inBuild, _ := sb.sh("user", "cat /home/user/in-build.txt")
 	inSandbox, _ := sb.sh("user", sudoScript)
 	for where, out := range map[string]string{"a build step": inBuild, "a sandbox": inSandbox} {
-		lines := strings.Split(strings.TrimSpace(out), "\n")
-		if len(lines) != 4 || lines[0] != "user" {
+		got := map[string]string{}
+		for line := range strings.Lines(out) {
+			if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok {
+				got[k] = v
+			}
+		}
+		if got["who"] != "user" {
 			t.Fatalf("in %s, as the template's user:\n%s", where, out)
 		}
 		switch {
-		case info.Setuid && (lines[1] != "0" || lines[2] != lines[3]):
-			t.Errorf("in %s, sudo -n gives %q with %q; want uid 0 with root's %q", where, lines[1], lines[2], lines[3])
-		case !info.Setuid && !strings.Contains(lines[1], "no new privileges"):
-			t.Errorf("in %s, sudo -n says %q; want the no-new-privileges refusal", where, lines[1])
+		case info.Setuid && (got["sudo"] != "0" || got["sudo-caps"] != got["root-caps"]):
+			t.Errorf("in %s, sudo -n gives %q with %q; want uid 0 with root's %q", where, got["sudo"], got["sudo-caps"], got["root-caps"])
+		case !info.Setuid && !strings.Contains(got["sudo"], "no new privileges"):
+			t.Errorf("in %s, sudo -n says %q; want the no-new-privileges refusal", where, got["sudo"])
 		}
 	}
 }
