@@ -35,7 +35,12 @@ func TestRuntimeOnTheEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gvisor := gvisorRuntimes(info.DefaultRuntime, offeredRuntimes(info.Runtimes))
+	offered := offeredRuntimes(info.Runtimes)
+	gvisor := gvisorRuntimes(info.DefaultRuntime, offered)
+	// What the engine's first gVisor runtime is, --allow-suid included.
+	firstGVisor := func() engine.Runtime {
+		return engine.Runtime{Name: gvisor[0], GVisor: true, AllowSuid: offered[gvisor[0]].allowSuid}
+	}
 
 	start := func(t *testing.T, runtime string, envdTimeout time.Duration) (*Docker, string, error) {
 		t.Helper()
@@ -75,7 +80,7 @@ func TestRuntimeOnTheEngine(t *testing.T) {
 		}
 		got := runtimeOf(t, d)
 		if len(gvisor) > 0 {
-			if got != (engine.Runtime{Name: gvisor[0], GVisor: true}) {
+			if got != firstGVisor() {
 				t.Errorf("auto on an engine with %v chose %+v; log:\n%s", gvisor, got, log)
 			}
 			// The self-test reads the seccomp mode of a process under
@@ -110,7 +115,7 @@ func TestRuntimeOnTheEngine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := runtimeOf(t, d); got != (engine.Runtime{Name: gvisor[0], GVisor: true}) {
+		if got := runtimeOf(t, d); got != firstGVisor() {
 			t.Errorf("chose %+v", got)
 		}
 	})
