@@ -126,12 +126,15 @@ func (s *Server) Stop() error {
 	return nil
 }
 
-// RemoveImages removes the images of the stopped server: its layer cache,
-// which a server keeps across restarts, and build images a failed test left.
-func (s *Server) RemoveImages() error {
+// RemoveEngineObjects removes everything of the stopped server from the
+// engine, records or not: its layer cache, which a server keeps across
+// restarts, the images of templates a test left, the containers of paused
+// sandboxes and its envd volume.
+func (s *Server) RemoveEngineObjects() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	return docker.RemoveInstanceImages(ctx, s.dockerHost, localserver.InstanceOf(s.DataDir))
+	_, err := docker.Prune(ctx, docker.PruneOptions{DockerHost: s.dockerHost, Instance: localserver.InstanceOf(s.DataDir)})
+	return err
 }
 
 // ModuleRoot is the repository root (the directory of go.mod).
@@ -317,7 +320,7 @@ func Another(t testing.TB) *Server {
 	if s != nil {
 		t.Cleanup(func() {
 			_ = s.Stop()
-			if err := s.RemoveImages(); err != nil {
+			if err := s.RemoveEngineObjects(); err != nil {
 				t.Errorf("cleanup: %v", err)
 			}
 		})
@@ -344,8 +347,8 @@ func startIn(ctx context.Context, binary, dir, dockerHost string, images Images)
 func StopShared() {
 	if shared.server != nil {
 		_ = shared.server.Stop()
-		if err := shared.server.RemoveImages(); err != nil {
-			fmt.Fprintln(os.Stderr, "acctest: remove the shared server's images:", err)
+		if err := shared.server.RemoveEngineObjects(); err != nil {
+			fmt.Fprintln(os.Stderr, "acctest: remove the shared server's objects from the engine:", err)
 		}
 	}
 	if shared.dir != "" {
