@@ -46,8 +46,16 @@ func (s *Manager) runBuild(ctx context.Context, spec engine.BuildSpec, failure *
 	} else {
 		s.log.Info("build ready", "template", spec.TemplateID, "build", spec.BuildID, "image", result.Image)
 	}
-	if _, err := s.store.FinishBuild(spec.TemplateID, spec.BuildID, (*store.BuildResult)(result), failure); err != nil {
+	recorded, err := s.store.FinishBuild(spec.TemplateID, spec.BuildID, (*store.BuildResult)(result), failure)
+	if err != nil {
 		s.log.Error("record build result", "build", spec.BuildID, "err", err)
+	}
+	if !recorded && result != nil {
+		// The build ended meanwhile (superseded, or its template deleted):
+		// no record owns the image it made.
+		if err := s.engine.RemoveImage(context.WithoutCancel(ctx), result.Image); err != nil {
+			s.log.Warn("remove the image of a build that ended meanwhile", "build", spec.BuildID, "err", err)
+		}
 	}
 }
 
