@@ -45,13 +45,12 @@ func Prune(ctx context.Context, o PruneOptions, w io.Writer, log *slog.Logger) e
 			return err
 		}
 		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-		var total int64
+		fmt.Fprintln(tw, "KIND\tNAME\tSIZE\tUNIQUE")
 		for _, obj := range objects {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", obj.Kind, obj.Name, size(obj.Size))
-			total += max(obj.Size, 0)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", obj.Kind, obj.Name, size(obj.Size), size(obj.Unique))
 		}
 		tw.Flush()
-		fmt.Fprintf(w, "%d objects of the server of %s on the engine, %s\n", len(objects), dataDir, size(total))
+		fmt.Fprintf(w, "%d objects of the server of %s on the engine (SIZE counts the layers an image shares, UNIQUE only its own)\n", len(objects), dataDir)
 		return nil
 	}
 	c, err := storedClaims(dataDir, log)
@@ -60,11 +59,12 @@ func Prune(ctx context.Context, o PruneOptions, w io.Writer, log *slog.Logger) e
 	}
 	report, err := docker.Prune(ctx, docker.PruneOptions{Instance: instance, KeepSandbox: c.sandbox, KeepImage: c.image})
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "\tKIND\tNAME\tSIZE\tUNIQUE")
 	for _, obj := range report.Removed {
-		fmt.Fprintf(tw, "removed\t%s\t%s\t%s\n", obj.Kind, obj.Name, size(obj.Size))
+		fmt.Fprintf(tw, "removed\t%s\t%s\t%s\t%s\n", obj.Kind, obj.Name, size(obj.Size), size(obj.Unique))
 	}
 	for _, obj := range report.Kept {
-		fmt.Fprintf(tw, "kept\t%s\t%s\t%s\n", obj.Kind, obj.Name, size(obj.Size))
+		fmt.Fprintf(tw, "kept\t%s\t%s\t%s\t%s\n", obj.Kind, obj.Name, size(obj.Size), size(obj.Unique))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "%d removed, %d kept (records own them, or containers run from them); %s freed\n", len(report.Removed), len(report.Kept), size(report.Freed))

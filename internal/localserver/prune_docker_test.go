@@ -155,3 +155,31 @@ func instanceObjects(t *testing.T, cli *dockerclient.Client, instance string, vo
 	}
 	return out
 }
+
+// With --prune-on-exit a stop takes the layer cache too: after a destroy
+// nothing of the server stays on the engine.
+func TestDockerPruneOnExit(t *testing.T) {
+	_, baseImage := dockerEngine(t)
+	binary, dataDir := buildEnvdBinary(t), t.TempDir()
+	cmd, info, stderr := startCommandLog(t, binary, dataDir, "--prune-on-exit")
+	ts := &testServer{t: t, URL: info.APIURL, client: http.DefaultClient, apiKey: info.APIKey}
+	cli, err := dockerclient.NewClientWithOpts(dockerclient.FromEnv, dockerclient.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if _, info := ts.buildFrom(baseImage, "pruned-on-exit", run("echo cached > /tmp/layer")); info.Status != "ready" {
+		t.Fatalf("build = %+v", info)
+	}
+	volumes := envdVolumes(t, cli, InstanceOf(dataDir))
+	ts.call("DELETE", "/templates/pruned-on-exit", nil, http.StatusNoContent, nil)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("server exit: %v; stderr:\n%s", err, stderr.String())
+	}
+	if left := instanceObjects(t, cli, InstanceOf(dataDir), volumes); len(left) > 0 {
+		t.Errorf("left after a stop with --prune-on-exit: %v; stderr:\n%s", left, stderr.String())
+	}
+}

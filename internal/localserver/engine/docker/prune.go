@@ -11,7 +11,6 @@ import (
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/image"
 	docker "github.com/docker/docker/client"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine/attach"
@@ -36,9 +35,13 @@ type Object struct {
 	// ID is the engine's ID of the container or image.
 	ID string
 	// Size is the engine's measure in bytes: a container's writable layer,
-	// an image's layers no other image shares; -1 for an envd volume,
-	// which the engine does not measure cheaply (a copy of this binary).
+	// an image's layers (those it shares with other images included); -1
+	// for an envd volume, which the engine does not measure cheaply (a
+	// copy of this binary).
 	Size int64
+	// Unique is the part of Size no other image shares: what removing
+	// this object alone frees.
+	Unique int64
 }
 
 // PruneOptions say which engine and server instance Prune cleans, and
@@ -78,11 +81,7 @@ func Prune(ctx context.Context, opts PruneOptions) (PruneReport, error) {
 		return report, err
 	}
 	defer in.cli.Close()
-	before, err := in.objects(ctx)
-	if err != nil {
-		return report, err
-	}
-	layersBefore, err := in.layersSize(ctx)
+	before, layersBefore, err := in.objects(ctx)
 	if err != nil {
 		return report, err
 	}
@@ -101,12 +100,10 @@ func Prune(ctx context.Context, opts PruneOptions) (PruneReport, error) {
 		removeOrphanImages(ctx, in.cli, in.labels, defaultImageRepository, in.log, opts.KeepImage, nil),
 		in.layers.prune(ctx, 0),
 		attach.RemovableVolumes(in.cli, defaultLabelPrefix, opts.Instance).Remove(ctx, false))
-	after, err := in.objects(ctx)
+	after, layersAfter, err := in.objects(ctx)
 	if err != nil {
 		return report, errors.Join(append(errs, err)...)
 	}
-	layersAfter, err := in.layersSize(ctx)
-	errs = append(errs, err)
 	report.Kept = after
 	report.Freed = max(layersBefore-layersAfter, 0)
 	for _, o := range before {
@@ -129,7 +126,8 @@ func Objects(ctx context.Context, dockerHost, instance string) ([]Object, error)
 		return nil, err
 	}
 	defer in.cli.Close()
-	return in.objects(ctx)
+	objects, _, err := in.objects(ctx)
+	return objects, err
 }
 
 // instance is a server instance's objects on an engine, without a server.
@@ -155,40 +153,44 @@ func openInstance(dockerHost, name string) (*instance, error) {
 }
 
 // objects lists the instance's sandbox and build containers, envd volumes,
-// build images and layer images.
-func (in *instance) objects(ctx context.Context) ([]Object, error) {
+// build images and layer images, and returns the size of all image layers
+// on the engine.
+func (in *instance) objects(ctx context.Context) ([]Object, int64, error) {
 	containers, err := in.cli.ContainerList(ctx, container.ListOptions{All: true, Size: true, Filters: filters.NewArgs(
 		filters.Arg("label", in.labels.key("instance")+"="+in.labels.instance),
 	)})
 	if err != nil {
-		return nil, fmt.Errorf("list containers: %w", err)
+		return nil, 0, fmt.Errorf("list containers: %w", err)
 	}
 	var out []Object
 	for _, c := range containers {
 		kind, id, _ := in.labels.orphaned(c, nil)
 		switch kind {
 		case kindSandbox:
-			out = append(out, Object{Kind: ObjectSandbox, Name: attach.ShortID(c.ID) + " (sandbox " + id + ")", ID: c.ID, Size: c.SizeRw})
+			out = append(out, Object{Kind: ObjectSandbox, Name: attach.ShortID(c.ID) + " (sandbox " + id + ")", ID: c.ID, Size: c.SizeRw, Unique: c.SizeRw})
 		case kindBuild:
-			out = append(out, Object{Kind: ObjectBuild, Name: attach.ShortID(c.ID) + " (build " + id + ")", ID: c.ID, Size: c.SizeRw})
+			out = append(out, Object{Kind: ObjectBuild, Name: attach.ShortID(c.ID) + " (build " + id + ")", ID: c.ID, Size: c.SizeRw, Unique: c.SizeRw})
 		}
 	}
 	holders, err := in.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
 		filters.Arg("label", in.labels.key("envd-of")+"="+in.labels.instance),
 	)})
 	if err != nil {
-		return nil, fmt.Errorf("list envd volumes: %w", err)
+		return nil, 0, fmt.Errorf("list envd volumes: %w", err)
 	}
 	for _, h := range holders {
-		out = append(out, Object{Kind: ObjectEnvd, Name: strings.TrimPrefix(firstOr(h.Names, attach.ShortID(h.ID)), "/"), ID: h.ID, Size: -1})
+		out = append(out, Object{Kind: ObjectEnvd, Name: strings.TrimPrefix(firstOr(h.Names, attach.ShortID(h.ID)), "/"), ID: h.ID, Size: -1, Unique: -1})
 	}
-	images, err := in.cli.ImageList(ctx, image.ListOptions{SharedSize: true, Filters: filters.NewArgs(
-		filters.Arg("label", in.labels.key("instance")+"="+in.labels.instance),
-	)})
+	// The disk use's list, unlike the image list before API 1.42, has each
+	// image's shared size.
+	du, err := in.cli.DiskUsage(ctx, types.DiskUsageOptions{Types: []types.DiskUsageObject{types.ImageObject}})
 	if err != nil {
-		return nil, fmt.Errorf("list images: %w", err)
+		return nil, 0, fmt.Errorf("the engine's disk use: %w", err)
 	}
-	for _, img := range images {
+	for _, img := range du.Images {
+		if img.Labels[in.labels.key("instance")] != in.labels.instance {
+			continue
+		}
 		kind := ObjectImage
 		if img.Labels[in.labels.key("kind")] == kindLayer {
 			kind = ObjectLayer
@@ -197,22 +199,13 @@ func (in *instance) objects(ctx context.Context) ([]Object, error) {
 		if name == "" {
 			name = attach.ShortID(img.ID) + " (untagged)"
 		}
-		size := img.Size
+		unique := img.Size
 		if img.SharedSize > 0 {
-			size -= img.SharedSize
+			unique -= img.SharedSize
 		}
-		out = append(out, Object{Kind: kind, Name: name, ID: img.ID, Size: size})
+		out = append(out, Object{Kind: kind, Name: name, ID: img.ID, Size: img.Size, Unique: unique})
 	}
-	return out, nil
-}
-
-// layersSize is the size of all image layers on the engine.
-func (in *instance) layersSize(ctx context.Context) (int64, error) {
-	du, err := in.cli.DiskUsage(ctx, types.DiskUsageOptions{Types: []types.DiskUsageObject{types.ImageObject}})
-	if err != nil {
-		return 0, fmt.Errorf("the engine's disk use: %w", err)
-	}
-	return du.LayersSize, nil
+	return out, du.LayersSize, nil
 }
 
 func firstOr(names []string, otherwise string) string {

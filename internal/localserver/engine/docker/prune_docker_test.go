@@ -25,7 +25,8 @@ func buildImage(t *testing.T, d *Docker) string {
 	t.Helper()
 	res, err := d.Build(t.Context(), engine.BuildSpec{
 		TemplateID: randomID("tpl"), BuildID: randomID("build"), BaseImage: dockerEnv.baseImage,
-		Steps: []e2b.TemplateStep{{Type: "RUN", Args: []string{"head -c 1048576 /dev/urandom > /big", "root"}}},
+		// Its own marker: the two builds of a test share no layer.
+		Steps: []e2b.TemplateStep{{Type: "RUN", Args: []string{"echo " + randomID("m") + " > /marker; head -c 1048576 /dev/urandom > /big", "root"}}},
 	})
 	if err != nil {
 		t.Fatal(err)
