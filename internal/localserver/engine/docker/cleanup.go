@@ -106,8 +106,8 @@ func removeOrphanImages(ctx context.Context, cli *docker.Client, l labels, repos
 }
 
 // RemoveImage removes a build's image; a missing image is not an error.
-// An image a container still runs from (a paused sandbox of a deleted
-// template, or a build from it) goes when the last such container does:
+// An image a container still runs from (a build from the deleted
+// template) goes when the last such container does:
 // the engine refuses to remove it meanwhile, and a forced removal would
 // only take its tag, leaving the image to no one.
 func (d *Docker) RemoveImage(ctx context.Context, ref string) error {
