@@ -116,10 +116,10 @@ const serverIntro = "Usage: terraform-provider-e2b server [flags]\n" +
 
 // Server runs the `server` subcommand until SIGINT or SIGTERM and returns
 // the exit code: 0 (also for --help), 2 for bad flags, 1 when the server fails.
-// `server prune` is ServerPrune.
+// `server prune` is serverPrune.
 func Server(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "prune" {
-		return ServerPrune(args[1:], stdout, stderr)
+		return serverPrune(args[1:], stdout, stderr)
 	}
 	opts, err := parseServer(args, stdout)
 	if err != nil {
@@ -143,9 +143,9 @@ const pruneIntro = "Usage: terraform-provider-e2b server prune [flags]\n\n" +
 	"removed and kept and the space freed. A running server is refused (stop it first); --list\n" +
 	"works while it runs. Every flag can also be set as E2B_LOCAL_<FLAG>."
 
-// ServerPrune runs `server prune` and returns the exit code: 0 (also for
+// serverPrune runs `server prune` and returns the exit code: 0 (also for
 // --help), 2 for bad flags, 1 when pruning fails or the server runs.
-func ServerPrune(args []string, stdout, stderr io.Writer) int {
+func serverPrune(args []string, stdout, stderr io.Writer) int {
 	var o localserver.PruneOptions
 	fs := flag.NewFlagSet("server prune", flag.ContinueOnError)
 	fs.StringVar(&o.DataDir, "data-dir", defaultDataDir(), "the server's data directory, as given to the server")

@@ -24,6 +24,9 @@ import (
 // engine and commits the result as an image, then prunes the layer cache.
 // No build container outlives it.
 func (d *Docker) Build(ctx context.Context, spec engine.BuildSpec) (*engine.BuildResult, error) {
+	d.mu.Lock()
+	d.built = true
+	d.mu.Unlock()
 	res, err := build.Run(ctx, buildEngine{d}, build.Options{ReadyTimeout: d.opts.ReadyTimeout, ReadyInterval: d.opts.ReadyInterval}, spec)
 	if perr := d.layers.prune(ctx, d.opts.LayerCacheSize); perr != nil {
 		d.log.Warn("prune the layer cache", "error", perr)

@@ -118,6 +118,11 @@ type Docker struct {
 	// awaited are the images of deleted templates that wait for the
 	// containers running from them to end (RemoveImage).
 	awaited map[string]bool
+	// built is set by the first Build: Close then removes the build
+	// containers left, which are this server's own (a second server on
+	// the same data directory, which fails to open its records, must not
+	// remove the first one's).
+	built bool
 }
 
 // NewDocker connects to the engine named by DOCKER_HOST (or the default
@@ -238,8 +243,9 @@ func engineUnreachable(host string, err error) error {
 }
 
 // Close ends the streams attached to sandboxes' start commands (which
-// kills those commands), removes the build containers left (no build
-// outlives the server: the next start fails those that were running) and
+// kills those commands), removes the build containers left when it ran
+// builds (no build outlives the server: the next start fails those that
+// were running) and
 // the awaited images no container runs from any more, and releases the
 // engine connection. Sandbox containers are left alone: stopping them is
 // the caller's decision.
@@ -253,7 +259,13 @@ func (d *Docker) Close() error {
 	d.channels.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	errs := []error{d.removeBuildContainers(ctx)}
+	var errs []error
+	d.mu.Lock()
+	built := d.built
+	d.mu.Unlock()
+	if built {
+		errs = append(errs, d.removeBuildContainers(ctx))
+	}
 	d.removeAwaited(ctx)
 	// The envd volume goes with the server unless a container of it (a kept
 	// sandbox) still mounts it: a server whose data directory is deleted

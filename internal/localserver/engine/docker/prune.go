@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
@@ -76,7 +77,7 @@ type PruneReport struct {
 // volumes no container mounts. The instance's server must not be running.
 func Prune(ctx context.Context, opts PruneOptions) (PruneReport, error) {
 	var report PruneReport
-	in, err := openInstance(opts.DockerHost, opts.Instance)
+	in, err := openInstance(ctx, opts.DockerHost, opts.Instance)
 	if err != nil {
 		return report, err
 	}
@@ -121,7 +122,7 @@ func Prune(ctx context.Context, opts PruneOptions) (PruneReport, error) {
 // Objects lists what the server instance keeps on the engine at
 // dockerHost (empty: DOCKER_HOST, else the default socket).
 func Objects(ctx context.Context, dockerHost, instance string) ([]Object, error) {
-	in, err := openInstance(dockerHost, instance)
+	in, err := openInstance(ctx, dockerHost, instance)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +139,7 @@ type instance struct {
 	log    *slog.Logger
 }
 
-func openInstance(dockerHost, name string) (*instance, error) {
+func openInstance(ctx context.Context, dockerHost, name string) (*instance, error) {
 	opt := docker.FromEnv
 	if dockerHost != "" {
 		opt = docker.WithHost(dockerHost)
@@ -146,6 +147,12 @@ func openInstance(dockerHost, name string) (*instance, error) {
 	cli, err := docker.NewClientWithOpts(opt, docker.WithAPIVersionNegotiation())
 	if err != nil {
 		return nil, err
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := cli.Ping(pingCtx); err != nil {
+		cli.Close()
+		return nil, engineUnreachable(cli.DaemonHost(), err)
 	}
 	l := labels{prefix: defaultLabelPrefix, instance: name}
 	log := slog.New(slog.DiscardHandler)
