@@ -81,8 +81,8 @@ func TestServerPortInUseWritesNothing(t *testing.T) {
 	}
 }
 
-// TestServerPruneWithoutEngine: prune names the engine that does not answer
-// and exits 1, before it touches the records.
+// TestServerPruneWithoutEngine: prune names the engine that does not answer,
+// and where its address came from, and exits 1; it makes no data dir.
 func TestServerPruneWithoutEngine(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "no-engine.sock"))
 	dataDir := filepath.Join(t.TempDir(), "data")
