@@ -176,4 +176,15 @@ fi
 log "terraform destroy"
 tf destroy -auto-approve -input=false -no-color -var "base_image=$E2B_TEST_DEBIAN_IMAGE" >/dev/null
 applied=""
+stop_server
+# A destroy and a stop leave nothing of the server on the engine (with
+# --layer-cache-size -1 it keeps no layer cache either).
+left="$("$work/bin/terraform-provider-e2b" server prune --list --data-dir "$work/data")"
+if ! grep -q '^0 objects' <<<"$left"; then
+	echo "$left" >&2
+	echo "quickstart.sh: the server left the objects above on the engine; removing them" >&2
+	"$work/bin/terraform-provider-e2b" server prune --data-dir "$work/data" >&2
+	exit 1
+fi
+log "nothing of the server is left on the engine"
 log "done"

@@ -126,12 +126,23 @@ func (s *Server) Stop() error {
 	return nil
 }
 
-// RemoveImages removes the images of the stopped server: its layer cache,
-// which a server keeps across restarts, and build images a failed test left.
-func (s *Server) RemoveImages() error {
+// RemoveEngineObjects removes everything of the stopped server from the
+// engine, records or not: its layer cache, which a server keeps across
+// restarts, the images of templates a test left, the containers of paused
+// sandboxes and its envd volume. Anything of it still there afterwards is
+// an error: the tests leave the engine as they found it.
+func (s *Server) RemoveEngineObjects() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	return docker.RemoveInstanceImages(ctx, s.dockerHost, localserver.InstanceOf(s.DataDir))
+	instance := localserver.InstanceOf(s.DataDir)
+	if _, err := docker.Prune(ctx, docker.PruneOptions{DockerHost: s.dockerHost, Instance: instance}); err != nil {
+		return err
+	}
+	left, err := docker.Objects(ctx, s.dockerHost, instance)
+	if err == nil && len(left) > 0 {
+		err = fmt.Errorf("the server of %s left on the engine, after its objects were removed: %+v", s.DataDir, left)
+	}
+	return err
 }
 
 // ModuleRoot is the repository root (the directory of go.mod).
@@ -317,7 +328,7 @@ func Another(t testing.TB) *Server {
 	if s != nil {
 		t.Cleanup(func() {
 			_ = s.Stop()
-			if err := s.RemoveImages(); err != nil {
+			if err := s.RemoveEngineObjects(); err != nil {
 				t.Errorf("cleanup: %v", err)
 			}
 		})
@@ -339,18 +350,21 @@ func startIn(ctx context.Context, binary, dir, dockerHost string, images Images)
 	return s, err
 }
 
-// StopShared stops the shared server, if one was started, and removes its
-// directory.
-func StopShared() {
+// StopShared stops the shared server, if one was started, removes its
+// objects from the engine and its directory, and reports what it could
+// not remove.
+func StopShared() error {
+	var err error
 	if shared.server != nil {
 		_ = shared.server.Stop()
-		if err := shared.server.RemoveImages(); err != nil {
-			fmt.Fprintln(os.Stderr, "acctest: remove the shared server's images:", err)
+		if err = shared.server.RemoveEngineObjects(); err != nil {
+			err = fmt.Errorf("acctest: remove the shared server's objects from the engine: %w", err)
 		}
 	}
 	if shared.dir != "" {
 		_ = os.RemoveAll(shared.dir)
 	}
+	return err
 }
 
 // Must is a check helper for tests: it fails t when err is set.

@@ -39,7 +39,7 @@ type role struct {
 func (b Binary) Run(args []string, stdout, stderr io.Writer) int {
 	var roles []role
 	roles = []role{
-		{"server", "run a local E2B-compatible server: templates build and sandboxes run as Docker containers", Server},
+		{"server", "run a local E2B-compatible server: templates build and sandboxes run as Docker containers (server prune: clean the engine after it)", Server},
 		{"envd", "the daemon inside the local server's sandboxes (started by the server, not by hand)", Envd},
 		{"version", "print the provider's version, commit and Go version (also -v, --version)", func([]string, io.Writer, io.Writer) int {
 			fmt.Fprintln(stdout, b.describe())

@@ -27,7 +27,7 @@ func TestRunHelpListsTheRoles(t *testing.T) {
 		if code != 0 || served != nil {
 			t.Errorf("%v: exit %d, served %v; want the list and exit 0", args, code, served)
 		}
-		for _, want := range []string{"server ", "envd ", "version ", "serve the provider", "0.1.0"} {
+		for _, want := range []string{"server ", "server prune", "envd ", "version ", "serve the provider", "0.1.0"} {
 			if !strings.Contains(stdout, want) {
 				t.Errorf("%v: the list lacks %q:\n%s", args, want, stdout)
 			}
@@ -82,7 +82,7 @@ func TestRunServesTheProviderAsTerraformStartsIt(t *testing.T) {
 
 // TestRoleHelpOnStdout: every way of asking for help prints it on stdout and exits 0.
 func TestRoleHelpOnStdout(t *testing.T) {
-	for _, args := range [][]string{{"help"}, {"--help"}, {"server", "--help"}, {"server", "-h"}, {"envd", "--help"}} {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"server", "--help"}, {"server", "-h"}, {"server", "prune", "--help"}, {"envd", "--help"}} {
 		code, stdout, stderr, _ := run(t, args...)
 		if code != 0 || stderr != "" || !strings.Contains(stdout, "Usage: terraform-provider-e2b") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want the help on stdout and exit 0", args, code, stdout, stderr)
@@ -102,9 +102,14 @@ func TestRoleBadFlag(t *testing.T) {
 		{[]string{"server", "extra"}, "unexpected arguments: extra"},
 		{[]string{"server", "--network", "bridge"}, `--network "bridge" is not one of none, host`},
 		{[]string{"envd", "--no-such-flag"}, "flag provided but not defined: -no-such-flag"},
+		{[]string{"server", "prune", "--listen", ":0"}, "flag provided but not defined: -listen"},
+		{[]string{"server", "prune", "extra"}, "unexpected arguments: extra"},
 	} {
 		code, stdout, stderr, _ := run(t, c.args...)
 		role := c.args[0]
+		if c.args[1] == "prune" {
+			role = "server prune"
+		}
 		if code != 2 || stdout != "" || !strings.Contains(stderr, c.want) ||
 			!strings.Contains(stderr, "Run 'terraform-provider-e2b "+role+" --help' for its flags.") || strings.Count(stderr, "\n") > 3 {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2, the error and where help is", c.args, code, stdout, stderr)

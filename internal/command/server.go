@@ -30,12 +30,8 @@ import (
 func parseServer(args []string, stdout io.Writer) (localserver.Options, error) {
 	var o localserver.Options
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
-	defaultData := "e2b-local"
-	if dir, err := os.UserCacheDir(); err == nil {
-		defaultData = filepath.Join(dir, "e2b-local")
-	}
 	fs.StringVar(&o.Listen, "listen", "127.0.0.1:3000", "address to listen on (host:port; port 0 picks a free one)")
-	fs.StringVar(&o.DataDir, "data-dir", defaultData, "directory for state, archives and the API key")
+	fs.StringVar(&o.DataDir, "data-dir", defaultDataDir(), "directory for state, archives and the API key")
 	fs.StringVar(&o.APIKey, "api-key", "", "API key clients must send (e2b_ + hex); generated once and kept in the data dir when empty")
 	fs.StringVar(&o.TeamSlug, "team-slug", localserver.DefaultTeamSlug, "namespace of template names (<team-slug>/<alias>)")
 	var envdBinaries string
@@ -64,20 +60,11 @@ func parseServer(args []string, stdout io.Writer) (localserver.Options, error) {
 	fs.IntVar(&o.Pool.PerBuild, "pool-size-per-build", sandboxes.DefaultPoolSizePerBuild, "started sandbox containers kept ready for each build sandboxes were created from within --pool-idle, handed out on create (0: no warm pool)")
 	fs.IntVar(&o.Pool.Max, "pool-max", sandboxes.DefaultPoolMax, "most containers of the warm pool in all")
 	fs.DurationVar(&o.Pool.Idle, "pool-idle", sandboxes.DefaultPoolIdle, "how long a pooled container waits to be handed out before it is removed, and how long after its last create a build keeps its pool")
+	fs.BoolVar(&o.PruneOnExit, "prune-on-exit", false, "when the server stops, do what server prune does: remove its layer cache and what no record owns from the engine")
 	if err := parseFlags(fs, args, serverIntro, stdout); err != nil {
 		return o, err
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var errs []error
-	fs.VisitAll(func(f *flag.Flag) {
-		env := "E2B_LOCAL_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := os.LookupEnv(env); ok && !set[f.Name] {
-			if err := fs.Set(f.Name, v); err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q: %w", env, v, err))
-			}
-		}
-	})
+	errs := applyEnv(fs)
 	if envdBinaries != "" {
 		o.EnvdBinaries = strings.Split(envdBinaries, ",")
 	}
@@ -96,13 +83,44 @@ func parseServer(args []string, stdout io.Writer) (localserver.Options, error) {
 	return o, errors.Join(errs...)
 }
 
-const serverIntro = "Usage: terraform-provider-e2b server [flags]\n\n" +
+// defaultDataDir is the server's data directory when --data-dir is not given.
+func defaultDataDir() string {
+	if dir, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(dir, "e2b-local")
+	}
+	return "e2b-local"
+}
+
+// applyEnv sets every flag of fs the command line did not from its
+// environment variable E2B_LOCAL_<FLAG> (upper case, "-" → "_").
+func applyEnv(fs *flag.FlagSet) []error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		env := "E2B_LOCAL_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok && !set[f.Name] {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", env, v, err))
+			}
+		}
+	})
+	return errs
+}
+
+const serverIntro = "Usage: terraform-provider-e2b server [flags]\n" +
+	"       terraform-provider-e2b server prune [flags]\n\n" +
 	"Runs a local E2B-compatible server: templates build and sandboxes run as Docker containers.\n" +
+	"`server prune` removes what a stopped server keeps on the engine (run it with --help).\n" +
 	"Every flag can also be set as E2B_LOCAL_<FLAG> (e.g. E2B_LOCAL_DATA_DIR)."
 
 // Server runs the `server` subcommand until SIGINT or SIGTERM and returns
 // the exit code: 0 (also for --help), 2 for bad flags, 1 when the server fails.
+// `server prune` is serverPrune.
 func Server(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "prune" {
+		return serverPrune(args[1:], stdout, stderr)
+	}
 	opts, err := parseServer(args, stdout)
 	if err != nil {
 		return usageExit(stderr, "server", err)
@@ -112,6 +130,38 @@ func Server(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	if err := localserver.Run(ctx, opts, logger, stdout); err != nil {
 		logger.Error("server failed", "err", err)
+		return 1
+	}
+	return 0
+}
+
+const pruneIntro = "Usage: terraform-provider-e2b server prune [flags]\n\n" +
+	"Removes from the Docker engine (DOCKER_HOST) what the stopped server of --data-dir keeps there\n" +
+	"and none of its records owns, and its whole layer cache: build containers, containers of\n" +
+	"sandboxes that ended, images of deleted templates and builds, layer images, the envd volume.\n" +
+	"Images of the templates it has and containers of paused sandboxes stay. It prints what it\n" +
+	"removed and kept and the space freed. A running server is refused (stop it first); --list\n" +
+	"works while it runs. Every flag can also be set as E2B_LOCAL_<FLAG>."
+
+// serverPrune runs `server prune` and returns the exit code: 0 (also for
+// --help), 2 for bad flags, 1 when pruning fails or the server runs.
+func serverPrune(args []string, stdout, stderr io.Writer) int {
+	var o localserver.PruneOptions
+	fs := flag.NewFlagSet("server prune", flag.ContinueOnError)
+	fs.StringVar(&o.DataDir, "data-dir", defaultDataDir(), "the server's data directory, as given to the server")
+	fs.BoolVar(&o.List, "list", false, "list what the server keeps on the engine, with sizes, and remove nothing")
+	err := parseFlags(fs, args, pruneIntro, stdout)
+	if err == nil {
+		err = errors.Join(applyEnv(fs)...)
+	}
+	if err != nil {
+		return usageExit(stderr, "server prune", err)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := localserver.Prune(ctx, o, stdout, logger); err != nil {
+		fmt.Fprintf(stderr, "terraform-provider-e2b server prune: %v\n", err)
 		return 1
 	}
 	return 0

@@ -80,3 +80,18 @@ func TestServerPortInUseWritesNothing(t *testing.T) {
 		t.Errorf("data dir %s written before the listener was bound: %v", dataDir, err)
 	}
 }
+
+// TestServerPruneWithoutEngine: prune names the engine that does not answer,
+// and where its address came from, and exits 1; it makes no data dir.
+func TestServerPruneWithoutEngine(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "no-engine.sock"))
+	dataDir := filepath.Join(t.TempDir(), "data")
+	var stdout, stderr strings.Builder
+	code := Server([]string{"prune", "--data-dir", dataDir}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "no Docker engine answers at") || !strings.Contains(stderr.String(), "(DOCKER_HOST)") {
+		t.Errorf("exit %d, stderr %q; want 1 and the engine at fault", code, stderr.String())
+	}
+	if _, err := os.Stat(dataDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("prune wrote the data dir %s: %v", dataDir, err)
+	}
+}

@@ -72,13 +72,16 @@ type Options struct {
 	// flags default to DefaultPoolSizePerBuild, DefaultPoolMax and
 	// DefaultPoolIdle.
 	Pool sandboxes.PoolConfig
+	// PruneOnExit runs Prune when the server has stopped: its layer cache
+	// and whatever no record owns go with it.
+	PruneOnExit bool
 }
 
 // Run starts the server as o says on the Docker engine and serves until
 // ctx ends: it prepares the data directory and the API key,
 // connects to Docker, logs what it found, and prints the server's Info to
 // stdout once it listens.
-func Run(ctx context.Context, o Options, logger *slog.Logger, stdout io.Writer) error {
+func Run(ctx context.Context, o Options, logger *slog.Logger, stdout io.Writer) (err error) {
 	// Bound first: a server that cannot listen (a port in use) writes nothing,
 	// neither the data directory nor the API key.
 	ln, err := net.Listen("tcp", o.Listen)
@@ -89,6 +92,16 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, stdout io.Writer) 
 	dataDir, err := filepath.Abs(o.DataDir)
 	if err != nil {
 		return err
+	}
+	if o.PruneOnExit {
+		// Deferred before the engine and the records are, so that it runs
+		// after they are closed.
+		defer func() {
+			pruneCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+			defer cancel()
+			logger.Info("pruning the engine (--prune-on-exit)")
+			err = errors.Join(err, Prune(pruneCtx, PruneOptions{DataDir: dataDir}, stdout, logger))
+		}()
 	}
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return fmt.Errorf("create data dir: %w", err)

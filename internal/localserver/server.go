@@ -132,6 +132,14 @@ func (c *Config) applyDefaults() {
 	}
 }
 
+// What the data directory holds: the records, the stored build contexts
+// and the uploads arriving.
+const (
+	stateFile      = "state.db"
+	archiveDirName = "archives"
+	spoolDirName   = "uploads"
+)
+
 // Server is the local server, its parts wired: the store, the builds' and
 // the sandboxes' managers over it and the engine, and the API over them.
 // Create it with New, serve Handler, end with Close.
@@ -158,13 +166,13 @@ func New(ctx context.Context, cfg Config, eng Engine) (*Server, error) {
 	if cfg.APIKey == "" {
 		return nil, errors.New("an API key is required")
 	}
-	archiveDir, spoolDir := filepath.Join(cfg.DataDir, "archives"), filepath.Join(cfg.DataDir, "uploads")
+	archiveDir, spoolDir := filepath.Join(cfg.DataDir, archiveDirName), filepath.Join(cfg.DataDir, spoolDirName)
 	for _, dir := range []string{cfg.DataDir, archiveDir, spoolDir} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("create data directory %s: %w", dir, err)
 		}
 	}
-	st, err := store.Open(filepath.Join(cfg.DataDir, "state.db"), cfg.TeamSlug, cfg.Now)
+	st, err := store.Open(filepath.Join(cfg.DataDir, stateFile), cfg.TeamSlug, cfg.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -196,21 +204,38 @@ func New(ctx context.Context, cfg Config, eng Engine) (*Server, error) {
 // builds' and the sandboxes' records, then the containers and images no
 // record claims.
 func (s *Server) recover(ctx context.Context, spoolDir string) error {
-	if err := builds.Recover(s.store.Catalog, s.store.Uploads, spoolDir, s.log); err != nil {
-		return err
-	}
-	live, err := sandboxes.Recover(s.store.Sandboxes, s.cfg.Now(), s.log)
+	c, err := recoverClaims(s.store, spoolDir, s.cfg.Now(), s.log)
 	if err != nil {
 		return err
 	}
-	images, err := builds.OwnedImages(s.store.Catalog)
-	if err != nil {
-		return err
-	}
-	if err := s.engine.RemoveOrphans(ctx, func(id string) bool { return live[id] }, func(ref string) bool { return images[ref] }); err != nil {
+	if err := s.engine.RemoveOrphans(ctx, c.sandbox, c.image); err != nil {
 		return fmt.Errorf("remove containers and images left by an earlier run: %w", err)
 	}
 	return nil
+}
+
+// claims are what the records own on the engine: the containers of live
+// sandboxes and the images of ready builds.
+type claims struct {
+	sandboxes, images map[string]bool
+}
+
+func (c claims) sandbox(id string) bool { return c.sandboxes[id] }
+func (c claims) image(ref string) bool  { return c.images[ref] }
+
+// recoverClaims brings an earlier run's records up to date (builds that
+// were running failed, sandboxes that ended forgotten) and returns what
+// they own on the engine: what a start and `server prune` keep.
+func recoverClaims(st *store.Store, spoolDir string, now time.Time, log *slog.Logger) (claims, error) {
+	if err := builds.Recover(st.Catalog, st.Uploads, spoolDir, log); err != nil {
+		return claims{}, err
+	}
+	live, err := sandboxes.Recover(st.Sandboxes, now, log)
+	if err != nil {
+		return claims{}, err
+	}
+	images, err := builds.OwnedImages(st.Catalog)
+	return claims{sandboxes: live, images: images}, err
 }
 
 // Handler is the server's HTTP handler: envd proxy, upload PUTs, and the

@@ -133,7 +133,7 @@ func dockerEngineWith(t *testing.T, configure func(*docker.DockerOptions)) (Engi
 			t.Errorf("cleanup: %v", err)
 		}
 		eng.Close()
-		if err := docker.RemoveInstanceImages(context.Background(), os.Getenv("DOCKER_HOST"), opts.Instance); err != nil {
+		if _, err := docker.Prune(context.Background(), docker.PruneOptions{Instance: opts.Instance}); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
@@ -277,7 +277,7 @@ func startCommandLog(t *testing.T, binary, dataDir string, extraArgs ...string) 
 	if !cleanups[dataDir] {
 		cleanups[dataDir] = true
 		t.Cleanup(func() {
-			if err := docker.RemoveInstanceImages(context.Background(), os.Getenv("DOCKER_HOST"), InstanceOf(dataDir)); err != nil {
+			if _, err := docker.Prune(context.Background(), docker.PruneOptions{Instance: InstanceOf(dataDir)}); err != nil {
 				t.Errorf("cleanup: %v", err)
 			}
 		})

@@ -385,3 +385,27 @@ func TestBuildFailsWhenItsLogCannotBeStored(t *testing.T) {
 		t.Fatalf("build = %+v, want an error naming the lost build log", info)
 	}
 }
+
+// A build that ends after its template was deleted made an image no record
+// owns: the server removes it.
+func TestBuildEndingAfterItsTemplateRemovesItsImage(t *testing.T) {
+	eng := newFakeEngine(t)
+	ts := startServer(t, eng)
+	running := ts.register("gone")
+	ts.start(running, e2b.TemplateBuildStartV2{FromImage: "a", Steps: []e2b.TemplateStep{run("block")}})
+	lastBuildSpec(t, eng, running.BuildID)
+	ts.call("DELETE", "/templates/gone", nil, http.StatusNoContent, nil)
+	close(eng.release)
+	image := "fake/" + running.TemplateID + ":" + running.BuildID
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		eng.mu.Lock()
+		removed := slices.Contains(eng.removedImages, image)
+		eng.mu.Unlock()
+		if removed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the image %s of a build that ended after its template was never removed", image)
+		}
+	}
+}

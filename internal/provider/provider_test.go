@@ -39,7 +39,10 @@ import (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	acctest.StopShared()
+	if err := acctest.StopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = max(code, 1)
+	}
 	os.Exit(code)
 }
 

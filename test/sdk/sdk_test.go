@@ -123,7 +123,7 @@ func TestOfficialJSSDK(t *testing.T) {
 	t.Cleanup(func() {
 		_ = server.Stop()
 		// The layer cache keeps the builds' layers as images of the server's own.
-		if err := server.RemoveImages(); err != nil {
+		if err := server.RemoveEngineObjects(); err != nil {
 			t.Errorf("remove the server's images: %v", err)
 		}
 	})

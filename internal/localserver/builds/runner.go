@@ -9,45 +9,57 @@ import (
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/failure"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/store"
 )
 
 // runBuild runs one build on the engine, storing its log as it arrives,
 // and records how it ended.
-func (s *Manager) runBuild(ctx context.Context, spec engine.BuildSpec, failure *store.BuildReason) {
+func (s *Manager) runBuild(ctx context.Context, spec engine.BuildSpec, reason *store.BuildReason) {
 	logs := s.newLogWriter(spec.BuildID)
 	spec.Log = logs.add
 	var result *engine.BuildResult
-	if failure == nil {
+	if reason == nil {
 		var err error
 		result, err = s.engine.Build(ctx, spec)
 		if err != nil {
-			failure = &store.BuildReason{Message: err.Error()}
+			reason = &store.BuildReason{Message: err.Error()}
 			var stepErr *engine.StepError
 			if errors.As(err, &stepErr) {
-				failure.Message, failure.Step = stepErr.Err.Error(), stepErr.Step
+				reason.Message, reason.Step = stepErr.Err.Error(), stepErr.Step
 			}
 			if cause := context.Cause(ctx); cause != nil {
-				failure.Message = cause.Error()
+				reason.Message = cause.Error()
 			}
 		}
 	}
-	if err := logs.close(); err != nil && failure == nil {
+	if err := logs.close(); err != nil && reason == nil {
 		// A build that reports ready with its log lost would hide
 		// whatever the log said; the image it committed goes with it.
-		failure = &store.BuildReason{Message: fmt.Sprintf("the build log could not be stored: %v", err), Step: "finalize"}
+		reason = &store.BuildReason{Message: fmt.Sprintf("the build log could not be stored: %v", err), Step: "finalize"}
 		if rmErr := s.engine.RemoveImage(context.WithoutCancel(ctx), result.Image); rmErr != nil {
 			s.log.Warn("remove the image of a build whose log was lost", "build", spec.BuildID, "err", rmErr)
 		}
 	}
-	if failure != nil {
-		s.log.Info("build failed", "template", spec.TemplateID, "build", spec.BuildID, "step", failure.Step, "reason", failure.Message)
+	if reason != nil {
+		s.log.Info("build failed", "template", spec.TemplateID, "build", spec.BuildID, "step", reason.Step, "reason", reason.Message)
 		result = nil
 	} else {
 		s.log.Info("build ready", "template", spec.TemplateID, "build", spec.BuildID, "image", result.Image)
 	}
-	if _, err := s.catalog.FinishBuild(spec.TemplateID, spec.BuildID, (*store.BuildResult)(result), failure); err != nil {
+	recorded, err := s.catalog.FinishBuild(spec.TemplateID, spec.BuildID, (*store.BuildResult)(result), reason)
+	if err != nil {
 		s.log.Error("record build result", "build", spec.BuildID, "err", err)
+	}
+	if result == nil {
+		return
+	}
+	// A build whose record ended meanwhile (superseded) or whose template
+	// was deleted made an image no record owns.
+	if _, err := s.catalog.TemplateByID(spec.TemplateID); !recorded || failure.KindOf(err) == failure.NotFound {
+		if err := s.engine.RemoveImage(context.WithoutCancel(ctx), result.Image); err != nil {
+			s.log.Warn("remove the image of a build that ended after its record or template", "build", spec.BuildID, "err", err)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package docker
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -23,6 +24,9 @@ import (
 // engine and commits the result as an image, then prunes the layer cache.
 // No build container outlives it.
 func (d *Docker) Build(ctx context.Context, spec engine.BuildSpec) (*engine.BuildResult, error) {
+	d.mu.Lock()
+	d.built = true
+	d.mu.Unlock()
 	res, err := build.Run(ctx, buildEngine{d}, build.Options{ReadyTimeout: d.opts.ReadyTimeout, ReadyInterval: d.opts.ReadyInterval}, spec)
 	if perr := d.layers.prune(ctx, d.opts.LayerCacheSize); perr != nil {
 		d.log.Warn("prune the layer cache", "error", perr)
@@ -118,7 +122,7 @@ func (e buildEngine) CommitUnstarted(ctx context.Context, spec engine.BuildSpec,
 			d.log.Warn("container left behind", "container", attach.ShortID(created.ID), "error", err)
 		}
 	}()
-	return commit(ctx, d.cli, created.ID, ref, d.layers.config(base, kindImage, "", nil))
+	return commitImage(ctx, d.cli, created.ID, ref, d.layers.config(base, kindImage, "", nil))
 }
 
 func (e buildEngine) ImageRef(templateID, buildID string) string {
@@ -182,18 +186,40 @@ func (c *buildContainer) CommitLayer(ctx context.Context, key string, state []by
 }
 
 func (c *buildContainer) CommitImage(ctx context.Context, ref string) error {
-	return commit(ctx, c.d.cli, c.id, ref, c.d.layers.config(c.base, kindImage, "", nil))
+	return commitImage(ctx, c.d.cli, c.id, ref, c.d.layers.config(c.base, kindImage, "", nil))
 }
 
 func (c *buildContainer) Overrun() *engine.DiskOverrun { return c.rc.att.Overrun() }
 
 func (c *buildContainer) Remove(ctx context.Context) { c.d.discard(ctx, c.rc) }
 
+// commitTimeout bounds a commit, which a cancel does not cut short.
+const commitTimeout = 15 * time.Minute
+
 // commit commits the container as the image ref with cfg, paused for the
-// while.
+// while. A cancel does not cut it short: the engine goes on committing
+// after its client has gone, and the removal of the container that
+// followed raced that commit and left the container (exited) and the
+// image behind, owned by no record (a build superseded while it saved its
+// image).
 func commit(ctx context.Context, cli *docker.Client, containerID, ref string, cfg *container.Config) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
 	if _, err := cli.ContainerCommit(ctx, containerID, container.CommitOptions{Reference: ref, Config: cfg, Pause: true}); err != nil {
 		return fmt.Errorf("commit image %s: %w", ref, err)
+	}
+	return nil
+}
+
+// commitImage is commit for a build's image: a build cancelled while its
+// image was committed fails, and the image goes, since no record will own
+// it.
+func commitImage(ctx context.Context, cli *docker.Client, containerID, ref string, cfg *container.Config) error {
+	if err := commit(ctx, cli, containerID, ref, cfg); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return errors.Join(err, removeImage(context.WithoutCancel(ctx), cli, ref))
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,32 +34,44 @@ func (d *Docker) RemoveOrphans(ctx context.Context, keep func(sandboxID string) 
 	}
 	var errs []error
 	for _, c := range list {
-		kind, id := c.Labels[d.labels.key("kind")], ""
-		switch kind {
-		case kindBuild:
-			id = c.Labels[d.labels.key("build-id")]
-		case kindSandbox:
-			id = c.Labels[d.labels.key("sandbox-id")]
-		default:
-			continue // the envd volume's, or started by hand from a build's image
-		}
-		if kind == kindSandbox && keep != nil && keep(id) {
+		kind, id, orphaned := d.labels.orphaned(c, keep)
+		switch {
+		case kind == kindSandbox && !orphaned:
 			d.reattach(c, id)
-			continue
+		case orphaned:
+			d.log.Info("removing orphaned container", "container", attach.ShortID(c.ID), "kind", kind, "id", id)
+			d.channels.Detach(attach.Key(kind, id))
+			errs = append(errs, removeContainer(ctx, d.cli, c.ID))
 		}
-		d.log.Info("removing orphaned container", "container", attach.ShortID(c.ID), "kind", kind, "id", id)
-		d.channels.Detach(attach.Key(kind, id))
-		errs = append(errs, removeContainer(ctx, d.cli, c.ID))
 	}
-	errs = append(errs, removeOrphanImages(ctx, d.cli, d.labels, d.opts.ImageRepository, d.log, keepImage), d.envd.Remove(ctx, true), d.layers.prune(ctx, d.opts.LayerCacheSize))
+	errs = append(errs, removeOrphanImages(ctx, d.cli, d.labels, d.opts.ImageRepository, d.log, keepImage, d.await), d.envd.Remove(ctx, true), d.layers.prune(ctx, d.opts.LayerCacheSize))
 	return errors.Join(errs...)
+}
+
+// orphaned tells the kind of c and the build or sandbox it served, and
+// whether it is a container of ours that keep does not claim: a build
+// container (no build outlives its server's run) or a sandbox container
+// whose sandbox keep does not name. The envd volume's holder and
+// containers started by hand from a build's image (they carry its labels)
+// are neither.
+func (l labels) orphaned(c container.Summary, keep func(sandboxID string) bool) (kind, id string, orphaned bool) {
+	kind = c.Labels[l.key("kind")]
+	switch kind {
+	case kindBuild:
+		return kind, c.Labels[l.key("build-id")], true
+	case kindSandbox:
+		id = c.Labels[l.key("sandbox-id")]
+		return kind, id, keep == nil || !keep(id)
+	}
+	return kind, "", false
 }
 
 // removeOrphanImages removes the images this instance committed (their
 // labels say so) that keep does not claim: by tag within ImageRepository
 // (other tags someone gave them are left alone), by ID when untagged. An
-// image that child images still need loses its tag and stays for them.
-func removeOrphanImages(ctx context.Context, cli *docker.Client, l labels, repository string, log *slog.Logger, keep func(ref string) bool) error {
+// image that child images still need loses its tag and stays for them;
+// one a container still runs from is handed to inUse, when given.
+func removeOrphanImages(ctx context.Context, cli *docker.Client, l labels, repository string, log *slog.Logger, keep func(ref string) bool, inUse func(ref string)) error {
 	images, err := cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(
 		filters.Arg("label", l.key("instance")+"="+l.instance),
 		filters.Arg("label", l.key("kind")+"="+kindImage),
@@ -77,7 +91,13 @@ func removeOrphanImages(ctx context.Context, cli *docker.Client, l labels, repos
 				continue
 			}
 			log.Info("removing orphaned image", "image", ref)
-			if err := removeImage(ctx, cli, ref); err != nil && !cerrdefs.IsConflict(err) {
+			err := removeImage(ctx, cli, ref)
+			switch {
+			case cerrdefs.IsConflict(err):
+				if inUse != nil {
+					inUse(ref)
+				}
+			case err != nil:
 				errs = append(errs, err)
 			}
 		}
@@ -86,8 +106,51 @@ func removeOrphanImages(ctx context.Context, cli *docker.Client, l labels, repos
 }
 
 // RemoveImage removes a build's image; a missing image is not an error.
+// An image a container still runs from (a build from the deleted
+// template) goes when the last such container does:
+// the engine refuses to remove it meanwhile, and a forced removal would
+// only take its tag, leaving the image to no one.
 func (d *Docker) RemoveImage(ctx context.Context, ref string) error {
-	return removeImage(ctx, d.cli, ref)
+	err := removeImage(ctx, d.cli, ref)
+	if cerrdefs.IsConflict(err) {
+		d.log.Info("image kept until the containers running from it end", "image", ref)
+		d.await(ref)
+		return nil
+	}
+	return err
+}
+
+// await remembers an image to remove once no container runs from it.
+func (d *Docker) await(ref string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.awaited[ref] = true
+}
+
+// removeAwaited removes the awaited images no container runs from any
+// more; called after the server removes a container. A server stopped
+// first leaves them to the next start's clean-up (RemoveOrphans) or to
+// `server prune`, which find them unowned.
+func (d *Docker) removeAwaited(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	d.mu.Lock()
+	refs := slices.Collect(maps.Keys(d.awaited))
+	d.mu.Unlock()
+	for _, ref := range refs {
+		err := removeImage(ctx, d.cli, ref)
+		if cerrdefs.IsConflict(err) {
+			continue
+		}
+		d.mu.Lock()
+		delete(d.awaited, ref)
+		d.mu.Unlock()
+		if err != nil {
+			d.log.Warn("remove an image whose containers ended", "image", ref, "err", err)
+			continue
+		}
+		d.log.Info("image removed: its last container ended", "image", ref)
+	}
 }
 
 func removeImage(ctx context.Context, cli *docker.Client, ref string) error {
@@ -109,22 +172,4 @@ func (d *Docker) reattach(c container.Summary, sandboxID string) {
 	if c.State == "paused" {
 		a.Freeze()
 	}
-}
-
-// RemoveInstanceImages removes every image of the server instance on the
-// engine at dockerHost, its layer cache and envd volume included: what
-// tests do when their server's data dir goes (a server keeps its cache
-// across restarts).
-func RemoveInstanceImages(ctx context.Context, dockerHost, instance string) error {
-	cli, err := docker.NewClientWithOpts(docker.WithHost(dockerHost), docker.WithAPIVersionNegotiation())
-	if err != nil {
-		return err
-	}
-	defer cli.Close()
-	l := labels{prefix: defaultLabelPrefix, instance: instance}
-	log := slog.New(slog.DiscardHandler)
-	layers := &layerStore{cli: cli, labels: l, repository: defaultImageRepository, log: log}
-	envdVolumes := attach.RemovableVolumes(cli, defaultLabelPrefix, instance)
-	// Build images first: the layers under them go with the last tag.
-	return errors.Join(removeOrphanImages(ctx, cli, l, defaultImageRepository, log, nil), layers.prune(ctx, 0), envdVolumes.Remove(ctx, false))
 }

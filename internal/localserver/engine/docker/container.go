@@ -191,7 +191,9 @@ func (d *Docker) discard(ctx context.Context, rc *runningContainer) {
 	d.channels.Detach(rc.key)
 	if err := removeContainer(ctx, d.cli, rc.id); err != nil {
 		d.log.Warn("container left behind", "container", attach.ShortID(rc.id), "error", err)
+		return
 	}
+	d.removeAwaited(ctx)
 }
 
 // hostConfig is where the host configuration of every container the server

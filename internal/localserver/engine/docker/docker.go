@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/system"
 	docker "github.com/docker/docker/client"
 
@@ -114,6 +115,14 @@ type Docker struct {
 	// startCmds cancels the streams that keep sandbox start commands
 	// attached, by sandbox ID.
 	startCmds map[string]context.CancelFunc
+	// awaited are the images of deleted templates that wait for the
+	// containers running from them to end (RemoveImage).
+	awaited map[string]bool
+	// built is set by the first Build: Close then removes the build
+	// containers left, which are this server's own (a second server on
+	// the same data directory, which fails to open its records, must not
+	// remove the first one's).
+	built bool
 }
 
 // NewDocker connects to the engine named by DOCKER_HOST (or the default
@@ -176,7 +185,7 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 		cli: cli, opts: opts, log: opts.Logger, labels: l,
 		channels:  attach.NewChannels(cli, opts.Egress, opts.Logger),
 		layers:    &layerStore{cli: cli, labels: l, repository: opts.ImageRepository, log: opts.Logger},
-		startCmds: map[string]context.CancelFunc{},
+		startCmds: map[string]context.CancelFunc{}, awaited: map[string]bool{},
 	}
 	if d.seccompOpt, err = seccompOpt(); err != nil {
 		cli.Close()
@@ -234,8 +243,12 @@ func engineUnreachable(host string, err error) error {
 }
 
 // Close ends the streams attached to sandboxes' start commands (which
-// kills those commands) and releases the engine connection. Containers
-// are left alone: stopping them is the caller's decision.
+// kills those commands), removes the build containers left when it ran
+// builds (no build outlives the server: the next start fails those that
+// were running) and
+// the awaited images no container runs from any more, and releases the
+// engine connection. Sandbox containers are left alone: stopping them is
+// the caller's decision.
 func (d *Docker) Close() error {
 	d.mu.Lock()
 	for id, cancel := range d.startCmds {
@@ -244,16 +257,37 @@ func (d *Docker) Close() error {
 	}
 	d.mu.Unlock()
 	d.channels.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var errs []error
+	d.mu.Lock()
+	built := d.built
+	d.mu.Unlock()
+	if built {
+		errs = append(errs, d.removeBuildContainers(ctx))
+	}
+	d.removeAwaited(ctx)
 	// The envd volume goes with the server unless a container of it (a kept
 	// sandbox) still mounts it: a server whose data directory is deleted
 	// then leaves nothing on the engine, and the next start makes it again.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var err error
 	if d.envd != nil {
-		err = d.envd.Remove(ctx, false)
+		errs = append(errs, d.envd.Remove(ctx, false))
 	}
-	return errors.Join(err, d.cli.Close())
+	return errors.Join(append(errs, d.cli.Close())...)
+}
+
+// removeBuildContainers removes this instance's build containers.
+func (d *Docker) removeBuildContainers(ctx context.Context) error {
+	list, err := d.labels.list(ctx, d.cli, filters.Arg("label", d.labels.key("kind")+"="+kindBuild))
+	if err != nil {
+		return fmt.Errorf("list build containers: %w", err)
+	}
+	var errs []error
+	for _, c := range list {
+		d.log.Info("removing a build container at shutdown", "container", attach.ShortID(c.ID), "build", c.Labels[d.labels.key("build-id")])
+		errs = append(errs, removeContainer(ctx, d.cli, c.ID))
+	}
+	return errors.Join(errs...)
 }
 
 // Info reports the engine version, the negotiated API version, the runtime

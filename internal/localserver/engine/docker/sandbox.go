@@ -133,6 +133,9 @@ func (d *Docker) StopSandbox(ctx context.Context, sandboxID string) error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("stop sandbox %s: %w", sandboxID, err)
 	}
+	if len(list) > 0 {
+		d.removeAwaited(ctx)
+	}
 	return nil
 }
 

@@ -60,8 +60,8 @@ func (d *Docker) CommitSandbox(ctx context.Context, spec engine.SnapshotSpec) (s
 		d.labels.key("build-id"):    spec.BuildID,
 		d.labels.key("sandbox-id"):  "",
 	})
-	if _, err := d.cli.ContainerCommit(ctx, id, container.CommitOptions{Reference: ref, Config: cfg, Pause: true}); err != nil {
-		return "", fmt.Errorf("commit sandbox %s as %s: %w", spec.SandboxID, ref, err)
+	if err := commit(ctx, d.cli, id, ref, cfg); err != nil {
+		return "", fmt.Errorf("snapshot of sandbox %s: %w", spec.SandboxID, err)
 	}
 	return ref, nil
 }
