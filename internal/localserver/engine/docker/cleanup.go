@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 
@@ -44,7 +42,7 @@ func (d *Docker) RemoveOrphans(ctx context.Context, keep func(sandboxID string) 
 			errs = append(errs, removeContainer(ctx, d.cli, c.ID))
 		}
 	}
-	errs = append(errs, removeOrphanImages(ctx, d.cli, d.labels, d.opts.ImageRepository, d.log, keepImage, d.await), d.envd.Remove(ctx, true), d.layers.prune(ctx, d.opts.LayerCacheSize))
+	errs = append(errs, removeOrphanImages(ctx, d.cli, d.labels, d.opts.ImageRepository, d.log, keepImage, d.awaited.add), d.envd.Remove(ctx, true), d.layers.prune(ctx, d.opts.LayerCacheSize))
 	return errors.Join(errs...)
 }
 
@@ -114,43 +112,10 @@ func (d *Docker) RemoveImage(ctx context.Context, ref string) error {
 	err := removeImage(ctx, d.cli, ref)
 	if cerrdefs.IsConflict(err) {
 		d.log.Info("image kept until the containers running from it end", "image", ref)
-		d.await(ref)
+		d.awaited.add(ref)
 		return nil
 	}
 	return err
-}
-
-// await remembers an image to remove once no container runs from it.
-func (d *Docker) await(ref string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.awaited[ref] = true
-}
-
-// removeAwaited removes the awaited images no container runs from any
-// more; called after the server removes a container. A server stopped
-// first leaves them to the next start's clean-up (RemoveOrphans) or to
-// `server prune`, which find them unowned.
-func (d *Docker) removeAwaited(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-	defer cancel()
-	d.mu.Lock()
-	refs := slices.Collect(maps.Keys(d.awaited))
-	d.mu.Unlock()
-	for _, ref := range refs {
-		err := removeImage(ctx, d.cli, ref)
-		if cerrdefs.IsConflict(err) {
-			continue
-		}
-		d.mu.Lock()
-		delete(d.awaited, ref)
-		d.mu.Unlock()
-		if err != nil {
-			d.log.Warn("remove an image whose containers ended", "image", ref, "err", err)
-			continue
-		}
-		d.log.Info("image removed: its last container ended", "image", ref)
-	}
 }
 
 func removeImage(ctx context.Context, cli *docker.Client, ref string) error {

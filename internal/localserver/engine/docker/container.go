@@ -193,7 +193,7 @@ func (d *Docker) discard(ctx context.Context, rc *runningContainer) {
 		d.log.Warn("container left behind", "container", attach.ShortID(rc.id), "error", err)
 		return
 	}
-	d.removeAwaited(ctx)
+	d.awaited.removeUnused(ctx)
 }
 
 // hostConfig is where the host configuration of every container the server

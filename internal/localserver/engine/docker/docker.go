@@ -117,7 +117,7 @@ type Docker struct {
 	startCmds map[string]context.CancelFunc
 	// awaited are the images of deleted templates that wait for the
 	// containers running from them to end (RemoveImage).
-	awaited map[string]bool
+	awaited *awaitedImages
 	// built is set by the first Build: Close then removes the build
 	// containers left, which are this server's own (a second server on
 	// the same data directory, which fails to open its records, must not
@@ -185,7 +185,7 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 		cli: cli, opts: opts, log: opts.Logger, labels: l,
 		channels:  attach.NewChannels(cli, opts.Egress, opts.Logger),
 		layers:    &layerStore{cli: cli, labels: l, repository: opts.ImageRepository, log: opts.Logger},
-		startCmds: map[string]context.CancelFunc{}, awaited: map[string]bool{},
+		startCmds: map[string]context.CancelFunc{}, awaited: newAwaitedImages(cli, opts.Logger),
 	}
 	if d.seccompOpt, err = seccompOpt(); err != nil {
 		cli.Close()
@@ -264,9 +264,9 @@ func (d *Docker) Close() error {
 	built := d.built
 	d.mu.Unlock()
 	if built {
-		errs = append(errs, d.removeBuildContainers(ctx))
+		errs = append(errs, removeBuildContainers(ctx, d.cli, d.labels, d.log))
 	}
-	d.removeAwaited(ctx)
+	d.awaited.removeUnused(ctx)
 	// The envd volume goes with the server unless a container of it (a kept
 	// sandbox) still mounts it: a server whose data directory is deleted
 	// then leaves nothing on the engine, and the next start makes it again.
@@ -276,16 +276,16 @@ func (d *Docker) Close() error {
 	return errors.Join(append(errs, d.cli.Close())...)
 }
 
-// removeBuildContainers removes this instance's build containers.
-func (d *Docker) removeBuildContainers(ctx context.Context) error {
-	list, err := d.labels.list(ctx, d.cli, filters.Arg("label", d.labels.key("kind")+"="+kindBuild))
+// removeBuildContainers removes the build containers of the instance of l.
+func removeBuildContainers(ctx context.Context, cli *docker.Client, l labels, log *slog.Logger) error {
+	list, err := l.list(ctx, cli, filters.Arg("label", l.key("kind")+"="+kindBuild))
 	if err != nil {
 		return fmt.Errorf("list build containers: %w", err)
 	}
 	var errs []error
 	for _, c := range list {
-		d.log.Info("removing a build container at shutdown", "container", attach.ShortID(c.ID), "build", c.Labels[d.labels.key("build-id")])
-		errs = append(errs, removeContainer(ctx, d.cli, c.ID))
+		log.Info("removing a build container at shutdown", "container", attach.ShortID(c.ID), "build", c.Labels[l.key("build-id")])
+		errs = append(errs, removeContainer(ctx, cli, c.ID))
 	}
 	return errors.Join(errs...)
 }

@@ -134,7 +134,7 @@ func (d *Docker) StopSandbox(ctx context.Context, sandboxID string) error {
 		return fmt.Errorf("stop sandbox %s: %w", sandboxID, err)
 	}
 	if len(list) > 0 {
-		d.removeAwaited(ctx)
+		d.awaited.removeUnused(ctx)
 	}
 	return nil
 }
