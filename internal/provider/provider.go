@@ -244,7 +244,7 @@ func (p *e2bProvider) Functions(context.Context) []func() function.Function {
 }
 
 func (p *e2bProvider) ListResources(context.Context) []func() list.ListResource {
-	return []func() list.ListResource{NewTemplateListResource, NewAliasListResource}
+	return []func() list.ListResource{NewTemplateListResource, NewTemplateBuildListResource, NewAliasListResource}
 }
 
 func (p *e2bProvider) EphemeralResources(context.Context) []func() ephemeral.EphemeralResource {
