@@ -2,12 +2,16 @@ package provider
 
 import (
 	"context"
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
+	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/tfversion"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
@@ -216,4 +220,48 @@ func TestAccProcessAction_fails(t *testing.T) {
 	if len(ids) != 0 {
 		t.Errorf("sandboxes %q still run after the invocations", ids)
 	}
+}
+
+// TestAccProcessAction_trigger runs the action from a build's after_create trigger, when a
+// Terraform 1.14+ is on PATH: a smoke test that passes lets the apply finish; one that
+// exits 3 fails it with the exit code.
+func TestAccProcessAction_trigger(t *testing.T) {
+	t.Setenv("TF_ACC_TERRAFORM_PATH", terraform114(t, "an action_trigger"))
+	srv := localServer(t)
+	name := uniqueName("acc-action-trigger")
+	config := func(command string) string {
+		return srv.ProviderConfig() + fmt.Sprintf(`
+resource "e2b_template" "t" {
+  name = %q
+}
+
+action "e2b_process" "smoke" {
+  config {
+    template = "${e2b_template.t.name}:${e2b_template_build.b.build_id}"
+    command  = %q
+  }
+}
+
+resource "e2b_template_build" "b" {
+  template_id = e2b_template.t.id
+  from_image  = %q
+  steps       = [{ workdir = "/" }]
+
+  lifecycle {
+    action_trigger {
+      events  = [after_create, after_update]
+      actions = [action.e2b_process.smoke]
+    }
+  }
+}
+`, name, command, srv.DebianImage)
+	}
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		TerraformVersionChecks:   []tfversion.TerraformVersionCheck{tfversion.SkipBelow(tfversion.Version1_14_0)},
+		Steps: []tfresource.TestStep{
+			{Config: config("echo smoke test passed")},
+			{Config: config("echo broken >&2; exit 3"), Taint: []string{"e2b_template_build.b"}, ExpectError: regexp.MustCompile(`exited with code 3`)},
+		},
+	})
 }

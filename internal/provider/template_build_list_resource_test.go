@@ -1,11 +1,16 @@
 package provider
 
 import (
+	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
+	tfresource "github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/querycheck"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/acctest"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
@@ -59,4 +64,38 @@ func TestAccTemplateBuildList_builds(t *testing.T) {
 	if got := names(missing); !strings.HasPrefix(got, "error: Listing builds: No template has the ID or name") {
 		t.Errorf("builds of a template that does not exist: listed %q, want the error", got)
 	}
+}
+
+// TestAccTemplateBuildList_query lists a template's builds with `terraform query`, when a
+// Terraform 1.14+ is on PATH.
+func TestAccTemplateBuildList_query(t *testing.T) {
+	t.Setenv("TF_ACC_TERRAFORM_PATH", terraform114(t, "terraform query"))
+	srv := localServer(t)
+	name := uniqueName("acc-build-query")
+	config := templateBuild(srv, name, "b", srv.BaseImage, `  tags = ["v1"]`)
+	tfresource.Test(t, tfresource.TestCase{
+		ProtoV6ProviderFactories: factories(),
+		Steps: []tfresource.TestStep{
+			{Config: config},
+			{
+				Query: true,
+				Config: srv.ProviderConfig() + fmt.Sprintf(`
+list "e2b_template_build" "found" {
+  provider         = e2b
+  include_resource = true
+  config {
+    template = %q
+  }
+}
+`, name),
+				QueryResultChecks: []querycheck.QueryResultCheck{
+					querycheck.ExpectLength("e2b_template_build.found", 1),
+					querycheck.ExpectIdentity("e2b_template_build.found", map[string]knownvalue.Check{
+						"template_id": knownvalue.StringRegexp(regexp.MustCompile(`^[a-z0-9]{20}$`)),
+						"build_id":    knownvalue.StringRegexp(regexp.MustCompile(`^[0-9a-f-]{36}$`)),
+					}),
+				},
+			},
+		},
+	})
 }
