@@ -61,6 +61,8 @@ const (
 
 	processActionTemplateDescription = "Template to start the sandbox from: `name`, `name:tag`, `name:<build ID>` or a template ID. " +
 		"Every invocation starts a new sandbox, killed when the command ends, also on error and cancellation."
+	processActionEnvDescription = commandEnvDescription + " Their values of 4 bytes or more are masked (`***`) in the " +
+		"progress: pass secrets here, not in `command`."
 	processActionMaxOutputDescription = "Bytes of each of stdout and stderr sent as progress (default 1 MiB = 1048576) and kept for the " +
 		"error message; the lines past it are not shown, which the last progress message says."
 	processActionAllowNonZeroDescription = "Accept a non-zero exit code instead of failing the invocation with the exit code and " +
@@ -116,7 +118,8 @@ func processAttributes() []processAttribute {
 		{name: "command", kind: stringAttribute, argument: true, description: commandDescription},
 		{name: "cmd", kind: stringAttribute, argument: true, description: commandCmdDescription},
 		{name: "args", kind: stringListAttribute, argument: true, description: commandArgsDescription},
-		{name: "env", kind: stringMapAttribute, argument: true, description: commandEnvDescription},
+		{name: "env", kind: stringMapAttribute, argument: true, description: commandEnvDescription,
+			actionDescription: processActionEnvDescription},
 		{name: "cwd", kind: stringAttribute, argument: true, description: commandCwdDescription},
 		{name: "user", kind: stringAttribute, argument: true, description: commandUserDescription},
 		{name: "stdin", kind: stringAttribute, argument: true, description: processStdinDescription},

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/action"
 	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 
@@ -35,6 +36,40 @@ func TestListResourceDocs(t *testing.T) {
 			acctest.Must(t, err)
 			if !strings.Contains(string(page), "```terraform\n"+string(example)+"```") {
 				t.Errorf("the page of %s does not show examples/list-resources/%s/list-resource.tfquery.hcl as it is", meta.TypeName, meta.TypeName)
+			}
+			for name, attr := range schema.Schema.Attributes {
+				if !strings.Contains(string(page), "- `"+name+"` ") || !strings.Contains(string(page), attr.GetMarkdownDescription()) {
+					t.Errorf("the page of %s does not describe %s as its schema does: %s", meta.TypeName, name, attr.GetMarkdownDescription())
+				}
+			}
+		})
+	}
+}
+
+// TestActionDocs checks the hand-written pages of the actions (templates/actions), which
+// tfplugindocs copies for the same reason: OpenTofu, whose schema it reads, has no
+// actions. Each page must describe every argument of its action and show its example.
+func TestActionDocs(t *testing.T) {
+	root, err := acctest.ModuleRoot()
+	acctest.Must(t, err)
+	ctx := context.Background()
+	for _, newAction := range (&e2bProvider{}).Actions(ctx) {
+		a := newAction()
+		var meta action.MetadataResponse
+		a.Metadata(ctx, action.MetadataRequest{ProviderTypeName: "e2b"}, &meta)
+		var schema action.SchemaResponse
+		a.Schema(ctx, action.SchemaRequest{}, &schema)
+		t.Run(meta.TypeName, func(t *testing.T) {
+			short := strings.TrimPrefix(meta.TypeName, "e2b_")
+			page, err := os.ReadFile(filepath.Join(root, "templates", "actions", short+".md"))
+			acctest.Must(t, err)
+			example, err := os.ReadFile(filepath.Join(root, "examples", "actions", meta.TypeName, "action.tf"))
+			acctest.Must(t, err)
+			if !strings.Contains(string(page), "```terraform\n"+string(example)+"```") {
+				t.Errorf("the page of %s does not show examples/actions/%s/action.tf as it is", meta.TypeName, meta.TypeName)
+			}
+			if !strings.Contains(string(page), schema.Schema.MarkdownDescription) {
+				t.Errorf("the page of %s does not give its description: %s", meta.TypeName, schema.Schema.MarkdownDescription)
 			}
 			for name, attr := range schema.Schema.Attributes {
 				if !strings.Contains(string(page), "- `"+name+"` ") || !strings.Contains(string(page), attr.GetMarkdownDescription()) {
