@@ -154,3 +154,40 @@ func TestTemplatesRefusesEndlessPaging(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplateBuildsPages pages through a template's builds as E2B answers them: one page
+// of builds in each GET /templates/{id}, X-Next-Token while more remain.
+func TestTemplateBuildsPages(t *testing.T) {
+	builds := make([]e2b.TemplateBuild, 5)
+	for i := range builds {
+		builds[i] = e2b.TemplateBuild{BuildID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i), Status: e2b.BuildReady,
+			CreatedAt: testTime, UpdatedAt: testTime, CPUCount: 2, MemoryMB: 1024}
+	}
+	srv := newAPIServer(t, func(w http.ResponseWriter, r *http.Request) {
+		limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+		start := 0
+		if token := r.URL.Query().Get("nextToken"); token != "" {
+			start = slices.IndexFunc(builds, func(b e2b.TemplateBuild) bool { return b.BuildID == token }) + 1
+		}
+		end := min(start+limit, len(builds))
+		if end < len(builds) {
+			w.Header().Set("X-Next-Token", builds[end-1].BuildID)
+		}
+		writeJSON(w, 200, e2b.TemplateWithBuilds{TemplateID: "tpl00000000000000000", Aliases: []string{"t"}, Names: []string{"team/t"},
+			CreatedAt: testTime, UpdatedAt: testTime, Builds: builds[start:end]})
+	})
+	c, _ := newTestClient(t, srv, nil)
+	var got []string
+	for b, err := range c.TemplateBuilds(t.Context(), "tpl00000000000000000", 2) {
+		if err != nil {
+			t.Fatalf("TemplateBuilds: %v", err)
+		}
+		got = append(got, b.BuildID[len(b.BuildID)-1:])
+	}
+	if strings.Join(got, " ") != "0 1 2 3 4" {
+		t.Errorf("builds %v, want 0 to 4", got)
+	}
+	if n := srv.count(http.MethodGet, "/templates/tpl00000000000000000"); n != 3 {
+		t.Errorf("%d pages asked for, want 3", n)
+	}
+}

@@ -186,3 +186,10 @@ func TestAccExamples_validate(t *testing.T) {
 func TestAccExamples_validateEphemeral(t *testing.T) {
 	validateExamples(t, nil, append([]string{"ephemeral-resources/*"}, ephemeralExamples...)...)
 }
+
+// TestAccExamples_validateActions validates the examples of actions, when a Terraform
+// 1.14+ is on PATH (neither the pinned Terraform nor OpenTofu has actions).
+func TestAccExamples_validateActions(t *testing.T) {
+	t.Setenv("TF_ACC_TERRAFORM_PATH", terraform114(t, "an action block"))
+	validateExamples(t, nil, "actions/*")
+}

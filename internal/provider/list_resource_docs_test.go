@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/terraform-plugin-framework/action"
 	"github.com/hashicorp/terraform-plugin-framework/list"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 
@@ -15,11 +16,8 @@ import (
 
 // TestListResourceDocs checks the hand-written pages of the list resources
 // (templates/list-resources), which tfplugindocs copies: the schema JSON it reads comes
-// from OpenTofu, which reports no list resources. Each page must describe every
-// argument of its list resource and show its example as examples/ has it.
+// from OpenTofu, which reports no list resources.
 func TestListResourceDocs(t *testing.T) {
-	root, err := acctest.ModuleRoot()
-	acctest.Must(t, err)
 	ctx := context.Background()
 	for _, newList := range (&e2bProvider{}).ListResources(ctx) {
 		r := newList()
@@ -27,20 +25,56 @@ func TestListResourceDocs(t *testing.T) {
 		r.Metadata(ctx, resource.MetadataRequest{ProviderTypeName: "e2b"}, &meta)
 		var schema list.ListResourceSchemaResponse
 		r.ListResourceConfigSchema(ctx, list.ListResourceSchemaRequest{}, &schema)
+		descriptions := map[string]string{}
+		for name, attr := range schema.Schema.Attributes {
+			descriptions[name] = attr.GetMarkdownDescription()
+		}
 		t.Run(meta.TypeName, func(t *testing.T) {
-			short := strings.TrimPrefix(meta.TypeName, "e2b_")
-			page, err := os.ReadFile(filepath.Join(root, "templates", "list-resources", short+".md"))
-			acctest.Must(t, err)
-			example, err := os.ReadFile(filepath.Join(root, "examples", "list-resources", meta.TypeName, "list-resource.tfquery.hcl"))
-			acctest.Must(t, err)
-			if !strings.Contains(string(page), "```terraform\n"+string(example)+"```") {
-				t.Errorf("the page of %s does not show examples/list-resources/%s/list-resource.tfquery.hcl as it is", meta.TypeName, meta.TypeName)
-			}
-			for name, attr := range schema.Schema.Attributes {
-				if !strings.Contains(string(page), "- `"+name+"` ") || !strings.Contains(string(page), attr.GetMarkdownDescription()) {
-					t.Errorf("the page of %s does not describe %s as its schema does: %s", meta.TypeName, name, attr.GetMarkdownDescription())
-				}
-			}
+			checkPage(t, "list-resources", meta.TypeName, "list-resource.tfquery.hcl", "", descriptions)
 		})
+	}
+}
+
+// TestActionDocs checks the hand-written pages of the actions (templates/actions), which
+// tfplugindocs copies for the same reason: OpenTofu has no actions.
+func TestActionDocs(t *testing.T) {
+	ctx := context.Background()
+	for _, newAction := range (&e2bProvider{}).Actions(ctx) {
+		a := newAction()
+		var meta action.MetadataResponse
+		a.Metadata(ctx, action.MetadataRequest{ProviderTypeName: "e2b"}, &meta)
+		var schema action.SchemaResponse
+		a.Schema(ctx, action.SchemaRequest{}, &schema)
+		descriptions := map[string]string{}
+		for name, attr := range schema.Schema.Attributes {
+			descriptions[name] = attr.GetMarkdownDescription()
+		}
+		t.Run(meta.TypeName, func(t *testing.T) {
+			checkPage(t, "actions", meta.TypeName, "action.tf", schema.Schema.MarkdownDescription, descriptions)
+		})
+	}
+}
+
+// checkPage checks templates/<kind>/<short name>.md, the page of typeName: it must give
+// description, describe every argument as descriptions has it and show its example,
+// examples/<kind>/<typeName>/<example>, as it is.
+func checkPage(t *testing.T, kind, typeName, example, description string, descriptions map[string]string) {
+	t.Helper()
+	root, err := acctest.ModuleRoot()
+	acctest.Must(t, err)
+	page, err := os.ReadFile(filepath.Join(root, "templates", kind, strings.TrimPrefix(typeName, "e2b_")+".md"))
+	acctest.Must(t, err)
+	code, err := os.ReadFile(filepath.Join(root, "examples", kind, typeName, example))
+	acctest.Must(t, err)
+	if !strings.Contains(string(page), "```terraform\n"+string(code)+"```") {
+		t.Errorf("the page of %s does not show examples/%s/%s/%s as it is", typeName, kind, typeName, example)
+	}
+	if !strings.Contains(string(page), description) {
+		t.Errorf("the page of %s does not give its description: %s", typeName, description)
+	}
+	for name, d := range descriptions {
+		if !strings.Contains(string(page), "- `"+name+"` ") || !strings.Contains(string(page), d) {
+			t.Errorf("the page of %s does not describe %s as its schema does: %s", typeName, name, d)
+		}
 	}
 }

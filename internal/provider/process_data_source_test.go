@@ -28,37 +28,41 @@ locals {
 `
 }
 
-// runningSandboxes counts the sandboxes the server runs.
-func runningSandboxes(ctx context.Context, srv *acctest.Server) (int, error) {
+// runningSandboxes is the IDs of the sandboxes the server runs.
+func runningSandboxes(ctx context.Context, srv *acctest.Server) ([]string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.APIURL+"/sandboxes", nil)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	req.Header.Set("X-API-Key", srv.APIKey)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer resp.Body.Close()
-	var list []json.RawMessage
+	var list []e2b.ListedSandbox
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("GET /sandboxes: %s", resp.Status)
+		return nil, fmt.Errorf("GET /sandboxes: %s", resp.Status)
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
-		return 0, err
+		return nil, err
 	}
-	return len(list), nil
+	var ids []string
+	for _, sb := range list {
+		ids = append(ids, sb.SandboxID)
+	}
+	return ids, nil
 }
 
 // noSandboxLeft checks that e2b_process killed the sandboxes it started.
 func noSandboxLeft(srv *acctest.Server) statecheck.StateCheck {
 	return serverCheck(func(ctx context.Context) error {
-		n, err := runningSandboxes(ctx, srv)
+		ids, err := runningSandboxes(ctx, srv)
 		if err != nil {
 			return err
 		}
-		if n != 0 {
-			return fmt.Errorf("%d sandboxes still run: e2b_process must kill the sandboxes it starts", n)
+		if len(ids) != 0 {
+			return fmt.Errorf("sandboxes %q still run: e2b_process must kill the sandboxes it starts", ids)
 		}
 		return nil
 	})

@@ -64,13 +64,15 @@ func TestProcessSchemasMatchModel(t *testing.T) {
 	}
 
 	m := processModel{
-		commandModel: commandModel{
-			Command: types.StringValue("echo"), Cmd: types.StringNull(), Args: types.ListNull(types.StringType),
-			Env: types.MapNull(types.StringType), Cwd: types.StringNull(), User: types.StringNull(), Timeout: types.StringNull(),
+		processArgumentsModel: processArgumentsModel{
+			commandModel: commandModel{
+				Command: types.StringValue("echo"), Cmd: types.StringNull(), Args: types.ListNull(types.StringType),
+				Env: types.MapNull(types.StringType), Cwd: types.StringNull(), User: types.StringNull(), Timeout: types.StringNull(),
+			},
+			Template: types.StringValue("name:tag"), Stdin: types.StringNull(), MaxOutputBytes: types.Int64Null(),
+			AllowNonZeroExit: types.BoolNull(),
 		},
-		Template: types.StringValue("name:tag"), SandboxID: types.StringValue("isb"),
-		Stdin: types.StringNull(), MaxOutputBytes: types.Int64Null(),
-		AllowNonZeroExit: types.BoolNull(), ExitCode: types.Int64Value(3), Stdout: types.StringValue("out"),
+		SandboxID: types.StringValue("isb"), ExitCode: types.Int64Value(3), Stdout: types.StringValue("out"),
 		Stderr: types.StringValue(""), StdoutTruncated: types.BoolValue(false), StderrTruncated: types.BoolValue(true),
 	}
 	result := tfsdk.EphemeralResultData{Schema: eph.Schema, Raw: tftypes.NewValue(eph.Schema.Type().TerraformType(ctx), nil)}
@@ -163,8 +165,8 @@ func TestAccProcessEphemeralResource_overProtocol(t *testing.T) {
 	if got.ExitCode.ValueInt64() != 3 || got.Stdout.ValueString() != "secret-output\n" || got.Stderr.ValueString() != "to-stderr\n" || got.SandboxID.ValueString() == "" {
 		t.Errorf("result: exit %s, stdout %s, stderr %s, sandbox %s", got.ExitCode, got.Stdout, got.Stderr, got.SandboxID)
 	}
-	if n, err := runningSandboxes(ctx, srv); err != nil || n != 0 {
-		t.Errorf("%d sandboxes still run (%v): the ephemeral resource must kill the sandbox it starts", n, err)
+	if ids, err := runningSandboxes(ctx, srv); err != nil || len(ids) != 0 {
+		t.Errorf("sandboxes %q still run (%v): the ephemeral resource must kill the sandbox it starts", ids, err)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework/action"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/ephemeral"
@@ -96,6 +97,7 @@ func (d *ProviderData) RequireAPIKey() error {
 
 var (
 	_ provider.Provider                       = (*e2bProvider)(nil)
+	_ provider.ProviderWithActions            = (*e2bProvider)(nil)
 	_ provider.ProviderWithEphemeralResources = (*e2bProvider)(nil)
 	_ provider.ProviderWithFunctions          = (*e2bProvider)(nil)
 	_ provider.ProviderWithListResources      = (*e2bProvider)(nil)
@@ -223,6 +225,7 @@ func (p *e2bProvider) Configure(ctx context.Context, req provider.ConfigureReque
 	resp.DataSourceData = data
 	resp.EphemeralResourceData = data
 	resp.ListResourceData = data
+	resp.ActionData = data
 }
 
 func (p *e2bProvider) Resources(context.Context) []func() resource.Resource {
@@ -241,11 +244,15 @@ func (p *e2bProvider) Functions(context.Context) []func() function.Function {
 }
 
 func (p *e2bProvider) ListResources(context.Context) []func() list.ListResource {
-	return []func() list.ListResource{NewTemplateListResource, NewAliasListResource}
+	return []func() list.ListResource{NewTemplateListResource, NewTemplateBuildListResource, NewAliasListResource}
 }
 
 func (p *e2bProvider) EphemeralResources(context.Context) []func() ephemeral.EphemeralResource {
 	return []func() ephemeral.EphemeralResource{NewProcessEphemeralResource}
+}
+
+func (p *e2bProvider) Actions(context.Context) []func() action.Action {
+	return []func() action.Action{NewProcessAction}
 }
 
 // resolveProviderData merges a fully known provider block with the

@@ -192,8 +192,9 @@ func configuredServer(t *testing.T, ctx context.Context, srv *acctest.Server) *s
 	s.identities, err = server.GetResourceIdentitySchemas(ctx, &tfprotov6.GetResourceIdentitySchemasRequest{})
 	acctest.Must(t, err)
 	config := dynamicValue(t, s.schemas.Provider.ValueType(), map[string]tftypes.Value{
-		"api_url": tftypes.NewValue(tftypes.String, srv.APIURL),
-		"api_key": tftypes.NewValue(tftypes.String, srv.APIKey),
+		"api_url":     tftypes.NewValue(tftypes.String, srv.APIURL),
+		"api_key":     tftypes.NewValue(tftypes.String, srv.APIKey),
+		"sandbox_url": tftypes.NewValue(tftypes.String, srv.SandboxURL),
 	})
 	resp, err := server.ConfigureProvider(ctx, &tfprotov6.ConfigureProviderRequest{Config: config})
 	acctest.Must(t, err)

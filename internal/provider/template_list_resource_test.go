@@ -206,17 +206,18 @@ func cliVersion(t *testing.T, path string, minor int) (string, bool) {
 	return v.Version, major > 1 || (major == 1 && got >= minor)
 }
 
-// queryTerraform is a Terraform CLI on PATH that runs `terraform query` (1.14+). None is
-// required (the pinned CLIs cannot, and 1.14 cannot be built from the Go module proxy), so
-// without one the test is skipped, whatever E2B_TEST_REQUIRE_ALL says.
-func queryTerraform(t *testing.T) string {
+// terraform114 is a Terraform CLI on PATH that has feature (`terraform query`, actions),
+// which came with 1.14. None is required (the pinned CLIs have neither, and 1.14 cannot be
+// built from the Go module proxy), so without one the test is skipped, whatever
+// E2B_TEST_REQUIRE_ALL says.
+func terraform114(t *testing.T, feature string) string {
 	t.Helper()
 	cli, err := exec.LookPath("terraform")
 	if err != nil {
-		t.Skip("no terraform on PATH; terraform query needs Terraform 1.14 or later")
+		t.Skipf("no terraform on PATH; %s needs Terraform 1.14 or later", feature)
 	}
 	if version, ok := cliVersion(t, cli, 14); !ok {
-		t.Skipf("%s is Terraform %s; terraform query needs 1.14 or later", cli, version)
+		t.Skipf("%s is Terraform %s; %s needs 1.14 or later", cli, version, feature)
 	}
 	return cli
 }
@@ -224,7 +225,7 @@ func queryTerraform(t *testing.T) string {
 // TestAccTemplateList_query lists a template with `terraform query`, when a Terraform
 // 1.14+ is on PATH.
 func TestAccTemplateList_query(t *testing.T) {
-	t.Setenv("TF_ACC_TERRAFORM_PATH", queryTerraform(t))
+	t.Setenv("TF_ACC_TERRAFORM_PATH", terraform114(t, "terraform query"))
 	srv := localServer(t)
 	name := uniqueName("acc-query")
 	tfresource.Test(t, tfresource.TestCase{

@@ -50,6 +50,9 @@ type Options struct {
 	// known and returns the context the rest of the run logs with (the provider masks
 	// the token there).
 	Secret func(ctx context.Context, secret string) context.Context
+	// OnLine, when set, sees each line of the command's output as it arrives (all of
+	// it, also what exceeds the request's MaxOutputBytes), on Run's goroutine.
+	OnLine func(stream envd.Stream, line string)
 }
 
 // Result is what the run did.
@@ -131,7 +134,15 @@ func Run(ctx context.Context, api *e2bapi.Client, req Request, opts Options) (re
 		return res, &Error{Stage: StageConnect, SandboxID: sb.SandboxID, Err: err}
 	}
 	started := time.Now()
+	var lines *envd.Lines
+	if opts.OnLine != nil {
+		lines = envd.NewLines(opts.OnLine)
+		req.Run.OnOutput = lines.Write
+	}
 	out, err := client.Run(ctx, req.Run)
+	if lines != nil {
+		lines.Flush()
+	}
 	res.Output = out
 	if err != nil {
 		what := DescribeCommand(req.Run)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -158,6 +159,23 @@ func TestRunInANewSandbox(t *testing.T) {
 		if !strings.Contains(msg, want) {
 			t.Errorf("exit message %q lacks %q", msg, want)
 		}
+	}
+}
+
+// TestRunOnLine hands every line of output to OnLine, beyond MaxOutputBytes too, and the
+// last one without its newline once the command ended.
+func TestRunOnLine(t *testing.T) {
+	api, opts, _ := setup(t, &fakeAPI{})
+	lines := map[envd.Stream][]string{}
+	opts.OnLine = func(s envd.Stream, line string) { lines[s] = append(lines[s], line) }
+	res, err := Run(t.Context(), api, Request{Template: "base:v1", Run: envd.RunRequest{
+		Command: "echo one; echo two >&2; printf 'three\\nfour'", MaxOutputBytes: 4, Timeout: 5 * time.Second}}, opts)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	// The streams are read apart, so only each stream's own order is certain.
+	if !slices.Equal(lines[envd.Stdout], []string{"one", "three", "four"}) || !slices.Equal(lines[envd.Stderr], []string{"two"}) || !res.Output.StdoutTruncated {
+		t.Errorf("lines %q (stdout truncated: %v), want one, three and four (beyond the cap) and two", lines, res.Output.StdoutTruncated)
 	}
 }
 
