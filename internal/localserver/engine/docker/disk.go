@@ -95,15 +95,14 @@ func (d *Docker) quotaReached(ctx context.Context, containerID string) *engine.D
 	if d.quota.limit != engine.DiskLimitHard {
 		return nil
 	}
+	// Unmeasured (the engine failed to answer), the step's own error
+	// stands alone.
 	insp, _, err := d.cli.ContainerInspectWithRaw(ctx, containerID, true)
-	if err != nil || insp.SizeRootFs == nil {
-		return nil
-	}
 	limit := int64(d.opts.DiskSizeMB) << 20
-	if *insp.SizeRootFs+quotaSlack(limit) < limit {
-		return nil
+	if err == nil && insp.SizeRootFs != nil && *insp.SizeRootFs+quotaSlack(limit) >= limit {
+		return &engine.DiskOverrun{BuildID: insp.Config.Labels[d.labels.key("build-id")], Used: *insp.SizeRootFs, Limit: limit, Hard: true}
 	}
-	return &engine.DiskOverrun{BuildID: insp.Config.Labels[d.labels.key("build-id")], Used: *insp.SizeRootFs, Limit: limit, Hard: true}
+	return nil
 }
 
 // quotaSlack is how far below its hard limit a container's measured files
