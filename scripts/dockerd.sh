@@ -178,24 +178,34 @@ start_isolated_dockerd() {
 			--pidfile /tmp/docker.pid --config-file "$4"
 	' sh "$isolated_unix" "$isolated_tcp" "$PWD" "$isolated_dir/daemon.json" >"$isolated_dir/dockerd.log" 2>&1 &
 	isolated_pid=$!
+	if ! wait_engine "$isolated_unix" "$isolated_pid" "$isolated_dir/dockerd.log"; then
+		echo "the isolated dockerd did not start" >&2
+		# 3: this machine cannot make a mount namespace (an unprivileged
+		# container), not a failure of the scripts.
+		if grep -q 'unshare failed: Operation not permitted' "$isolated_dir/dockerd.log"; then
+			return 3
+		fi
+		return 1
+	fi
+	docker save "$E2B_TEST_BASE_IMAGE" "$E2B_TEST_DEBIAN_IMAGE" | DOCKER_HOST="$isolated_unix" docker load -q >/dev/null
+}
+
+# wait_engine HOST PID LOG waits up to a minute for the engine PID started
+# to answer at HOST; 1, with its LOG on stderr, when it exits first or
+# does not answer.
+wait_engine() {
 	local i
 	for ((i = 0; i < 120; i++)); do
-		if DOCKER_HOST="$isolated_unix" docker_answers; then
-			break
+		if DOCKER_HOST="$1" docker_answers; then
+			return 0
 		fi
-		if ! kill -0 "$isolated_pid" 2>/dev/null; then
-			cat "$isolated_dir/dockerd.log" >&2
-			echo "the isolated dockerd did not start" >&2
-			# 3: this machine cannot make a mount namespace (an unprivileged
-			# container), not a failure of the scripts.
-			if grep -q 'unshare failed: Operation not permitted' "$isolated_dir/dockerd.log"; then
-				return 3
-			fi
-			return 1
+		if ! kill -0 "$2" 2>/dev/null; then
+			break
 		fi
 		sleep 0.5
 	done
-	docker save "$E2B_TEST_BASE_IMAGE" "$E2B_TEST_DEBIAN_IMAGE" | DOCKER_HOST="$isolated_unix" docker load -q >/dev/null
+	cat "$3" >&2
+	return 1
 }
 
 stop_isolated_dockerd() {
@@ -235,6 +245,7 @@ start_quota_dockerd() {
 	if quota_mount xfs "$image" -o loop,prjquota; then
 		quota_fs=xfs
 	elif quota_mount btrfs "$image" -o loop; then
+		printf '==> no xfs with project quotas here (%s): btrfs instead\n' "$quota_unavailable" >&2
 		quota_fs=btrfs
 		driver=btrfs
 		# Quotas on before any container: Docker's driver enables them with
@@ -256,18 +267,10 @@ start_quota_dockerd() {
 		-H "$quota_unix" --data-root "$quota_dir/data/docker" --exec-root "$quota_dir/exec" \
 		--pidfile "$quota_dir/docker.pid" --config-file "$quota_dir/daemon.json" >"$quota_dir/dockerd.log" 2>&1 &
 	quota_pid=$!
-	local i
-	for ((i = 0; i < 120; i++)); do
-		if DOCKER_HOST="$quota_unix" docker_answers; then
-			break
-		fi
-		if ! kill -0 "$quota_pid" 2>/dev/null; then
-			cat "$quota_dir/dockerd.log" >&2
-			echo "the quota engine's dockerd did not start" >&2
-			return 1
-		fi
-		sleep 0.5
-	done
+	if ! wait_engine "$quota_unix" "$quota_pid" "$quota_dir/dockerd.log"; then
+		echo "the quota engine's dockerd did not start" >&2
+		return 1
+	fi
 	docker save "$E2B_TEST_BASE_IMAGE" "$E2B_TEST_DEBIAN_IMAGE" | DOCKER_HOST="$quota_unix" docker load -q >/dev/null
 }
 
