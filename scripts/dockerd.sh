@@ -178,24 +178,34 @@ start_isolated_dockerd() {
 			--pidfile /tmp/docker.pid --config-file "$4"
 	' sh "$isolated_unix" "$isolated_tcp" "$PWD" "$isolated_dir/daemon.json" >"$isolated_dir/dockerd.log" 2>&1 &
 	isolated_pid=$!
+	if ! wait_engine "$isolated_unix" "$isolated_pid" "$isolated_dir/dockerd.log"; then
+		echo "the isolated dockerd did not start" >&2
+		# 3: this machine cannot make a mount namespace (an unprivileged
+		# container), not a failure of the scripts.
+		if grep -q 'unshare failed: Operation not permitted' "$isolated_dir/dockerd.log"; then
+			return 3
+		fi
+		return 1
+	fi
+	docker save "$E2B_TEST_BASE_IMAGE" "$E2B_TEST_DEBIAN_IMAGE" | DOCKER_HOST="$isolated_unix" docker load -q >/dev/null
+}
+
+# wait_engine HOST PID LOG waits up to a minute for the engine PID started
+# to answer at HOST; 1, with its LOG on stderr, when it exits first or
+# does not answer.
+wait_engine() {
 	local i
 	for ((i = 0; i < 120; i++)); do
-		if DOCKER_HOST="$isolated_unix" docker_answers; then
-			break
+		if DOCKER_HOST="$1" docker_answers; then
+			return 0
 		fi
-		if ! kill -0 "$isolated_pid" 2>/dev/null; then
-			cat "$isolated_dir/dockerd.log" >&2
-			echo "the isolated dockerd did not start" >&2
-			# 3: this machine cannot make a mount namespace (an unprivileged
-			# container), not a failure of the scripts.
-			if grep -q 'unshare failed: Operation not permitted' "$isolated_dir/dockerd.log"; then
-				return 3
-			fi
-			return 1
+		if ! kill -0 "$2" 2>/dev/null; then
+			break
 		fi
 		sleep 0.5
 	done
-	docker save "$E2B_TEST_BASE_IMAGE" "$E2B_TEST_DEBIAN_IMAGE" | DOCKER_HOST="$isolated_unix" docker load -q >/dev/null
+	cat "$3" >&2
+	return 1
 }
 
 stop_isolated_dockerd() {
@@ -206,4 +216,102 @@ stop_isolated_dockerd() {
 	stop_pid "$isolated_pid"
 	isolated_pid=""
 	rm -rf "$isolated_dir"
+}
+
+quota_pid=""
+quota_dir=""
+quota_unix=""
+quota_fs=""
+quota_unavailable=""
+
+# start_quota_dockerd starts a dockerd whose data root is a file system of
+# its own on a loop device where Docker gives containers a hard disk limit
+# (--storage-opt size: writes past it fail): xfs mounted with prjquota
+# under overlay2, as on a production host; where this kernel has no xfs
+# quotas (CONFIG_XFS_QUOTA), btrfs with Docker's btrfs driver (qgroups).
+# $quota_fs names the one made. Its socket is in a private directory under
+# /run, its 4 GiB image file (sparse) under /var/lib; it gets the test
+# images from the engine at DOCKER_HOST through the API. Returns 3, with
+# the reason in $quota_unavailable, where this machine can make neither
+# (no loop device, no such file system, no mount).
+start_quota_dockerd() {
+	scripts/install-packages.sh xfsprogs btrfs-progs >&2
+	quota_dir="$(mktemp -d /run/e2b-quota.XXXXXX)"
+	local image driver=overlay2
+	image="$(quota_image)"
+	mkdir -p "${image%/*}" "$quota_dir/data"
+	# Sparse: the file takes what the engine writes, not 4 GiB.
+	truncate -s 4G "$image"
+	if quota_mount xfs "$image" -o loop,prjquota; then
+		quota_fs=xfs
+	elif quota_mount btrfs "$image" -o loop; then
+		printf '==> no xfs with project quotas here (%s): btrfs instead\n' "$quota_unavailable" >&2
+		quota_fs=btrfs
+		driver=btrfs
+		# Quotas on before any container: Docker's driver enables them with
+		# the first container that has a size, and until the scan that
+		# starts ends, btrfs enforced no limit (a RUN step wrote 2 GiB past
+		# a 64 MiB one).
+		btrfs quota enable "$quota_dir/data" && btrfs quota rescan -w "$quota_dir/data" >/dev/null
+	else
+		printf '==> no file system with quotas Docker uses can be made here: %s\n' "$quota_unavailable" >&2
+		rm -f "$image"
+		rm -rf "$quota_dir"
+		quota_dir=""
+		return 3
+	fi
+	write_engine_config "$quota_dir/daemon.json" "$(runsc_binary)"
+	quota_unix="unix://$quota_dir/docker.sock"
+	printf '==> starting an engine on %s with disk quotas at %s\n' "$quota_fs" "$quota_unix" >&2
+	dockerd --iptables=false --ip6tables=false --bridge=none --storage-driver "$driver" \
+		-H "$quota_unix" --data-root "$quota_dir/data/docker" --exec-root "$quota_dir/exec" \
+		--pidfile "$quota_dir/docker.pid" --config-file "$quota_dir/daemon.json" >"$quota_dir/dockerd.log" 2>&1 &
+	quota_pid=$!
+	if ! wait_engine "$quota_unix" "$quota_pid" "$quota_dir/dockerd.log"; then
+		echo "the quota engine's dockerd did not start" >&2
+		return 1
+	fi
+	docker save "$E2B_TEST_BASE_IMAGE" "$E2B_TEST_DEBIAN_IMAGE" | DOCKER_HOST="$quota_unix" docker load -q >/dev/null
+}
+
+# quota_mount FS IMAGE MOUNT-OPTIONS... makes file system FS in IMAGE and
+# mounts it on $quota_dir/data; on failure, adds why to $quota_unavailable
+# (the kernel's word when it has one: mount's own names none).
+quota_mount() {
+	local fs="$1" image="$2" out why
+	shift 2
+	if out="$("mkfs.$fs" -q -f "$image" 2>&1 && mount -t "$fs" "$@" "$image" "$quota_dir/data" 2>&1)"; then
+		return 0
+	fi
+	why="$(dmesg 2>/dev/null | grep -i "$fs" | tail -1 | sed 's/^\[[^]]*\] //')"
+	quota_unavailable+="${quota_unavailable:+; }$fs: ${why:-${out%%$'\n'*}}"
+	return 1
+}
+
+stop_quota_dockerd() {
+	if [[ -z "$quota_dir" ]]; then
+		return 0
+	fi
+	if [[ -n "$quota_pid" ]]; then
+		DOCKER_HOST="$quota_unix" docker ps -aq 2>/dev/null | DOCKER_HOST="$quota_unix" xargs -r docker rm -f >/dev/null 2>&1 || true
+		stop_pid "$quota_pid"
+		quota_pid=""
+	fi
+	# The engine's network namespace mounts under its exec root, then the
+	# file system itself (mount -o loop detaches its loop device). What
+	# stays mounted is left, and said, rather than emptied by rm.
+	awk -v dir="$quota_dir/" 'index($2, dir) == 1 { print $2 }' /proc/self/mounts | sort -r | xargs -r -n1 umount 2>/dev/null || true
+	if awk -v dir="$quota_dir/" 'index($2, dir) == 1 { found = 1 } END { exit !found }' /proc/self/mounts; then
+		printf '==> WARNING: %s is still mounted; left in place\n' "$quota_dir/data" >&2
+	else
+		rm -f "$(quota_image)"
+		rm -rf "$quota_dir"
+	fi
+	quota_dir=""
+}
+
+# quota_image prints the path of the quota engine's image file: on disk,
+# not beside its socket in /run (a tmpfs, where it would take memory).
+quota_image() {
+	echo "/var/lib/terraform-provider-e2b/${quota_dir##*/}.img"
 }

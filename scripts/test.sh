@@ -19,8 +19,12 @@
 # test and the isolation tests again under gVisor (runsc) on a second engine
 # that shares none of this machine's files, and a build, a sandbox and the
 # egress proxy under runc over TCP (start_isolated_dockerd in
-# scripts/dockerd.sh); where that engine cannot run gVisor, or no container
-# at all (an unprivileged container), the summary lists what was not run.
+# scripts/dockerd.sh); and the disk-limit tests under runc and gVisor on a
+# third engine whose data root is a file system with quotas on a loop
+# device (xfs with prjquota, else btrfs: start_quota_dockerd), where the
+# disk limit must be hard. Where such an engine cannot run gVisor, or no
+# container at all (an unprivileged container), or cannot be made, the
+# summary lists what was not run.
 # The tests of what happens outside Terraform and of earlier releases'
 # states (-run '_outside|_upgrade') run again on the rest of the CLI
 # matrix: the oldest Terraform and OpenTofu supported (built from source
@@ -49,6 +53,7 @@ source scripts/dockerd.sh
 
 cleanup() {
 	local rc=$?
+	stop_quota_dockerd
 	stop_isolated_dockerd
 	stop_dockerd
 	jobs -p | xargs -r kill 2>/dev/null || true
@@ -232,22 +237,48 @@ run_isolated_engine_tests() {
 	DOCKER_HOST="$host" E2B_TEST_RUNTIME="$runtime" go_test "$terraform" "$work/tests-$name.json" -timeout 30m -run "$run" -skip "$newer_cli_tests" "$@"
 }
 
-# isolated_runtime prints the runtime of the second engine's unix-socket
-# pass: runsc, unless gVisor cannot run a container on this machine; then
-# runc, so that the engine that shares no files is still tested; "none"
-# when no runtime can (inside an unprivileged container, such as
-# scripts/fresh-machine.sh's, cgroups are read-only). Said here and in the
-# summary.
-isolated_runtime() {
+# engine_runtime HOST prints the runtime of an extra engine's pass: runsc,
+# unless gVisor cannot run a container on this machine; then runc, so that
+# the engine is still tested; "none" when no runtime can (inside an
+# unprivileged container, such as scripts/fresh-machine.sh's, cgroups are
+# read-only). Said here and in the summary.
+engine_runtime() {
 	local rt out
 	for rt in runsc runc; do
-		if out="$(DOCKER_HOST="$isolated_unix" timeout 120 docker run --rm --runtime "$rt" --network none "$E2B_TEST_BASE_IMAGE" true 2>&1)"; then
+		if out="$(DOCKER_HOST="$1" timeout 120 docker run --rm --runtime "$rt" --network none "$E2B_TEST_BASE_IMAGE" true 2>&1)"; then
 			echo "$rt"
 			return 0
 		fi
-		echo "test.sh: the second engine cannot run a container under $rt: ${out##*$'\n'}" >&2
+		echo "test.sh: the engine at $1 cannot run a container under $rt: ${out##*$'\n'}" >&2
 	done
 	echo none
+}
+
+# The disk-limit tests, run on an engine that gives containers a hard disk
+# limit (start_quota_dockerd) under each runtime it can run, where they
+# must find one (E2B_TEST_HARD_DISK_LIMIT); the main pass runs them where
+# only the watchdog holds.
+disk_tests='^TestDockerDiskLimit$'
+
+# run_quota_engine_tests: the disk-limit tests on the quota engine under
+# runc and, where it runs, gVisor.
+run_quota_engine_tests() {
+	local rt status=0
+	case "$(engine_runtime "$quota_unix")" in
+	runsc) set -- runc runsc ;;
+	runc)
+		set -- runc
+		not_run+=("the disk-limit tests under gVisor on the engine with disk quotas (runsc cannot run a container there)")
+		;;
+	*)
+		echo "test.sh: the engine with disk quotas cannot run a container" >&2
+		return 1
+		;;
+	esac
+	for rt in "$@"; do
+		E2B_TEST_HARD_DISK_LIMIT=1 run_isolated_engine_tests "quota-$rt" "$quota_unix" "$rt" "$disk_tests" ./internal/localserver/ || status=1
+	done
+	return "$status"
 }
 not_run=()
 
@@ -363,7 +394,7 @@ fi
 
 if [[ "${packages[*]}" == "./..." ]]; then
 	if start_isolated_dockerd; then
-		isolated_rt="$(isolated_runtime)"
+		isolated_rt="$(engine_runtime "$isolated_unix")"
 		if [[ $isolated_rt != runsc ]]; then
 			not_run+=("the tests under gVisor (runsc cannot run a container here)")
 		fi
@@ -381,6 +412,14 @@ if [[ "${packages[*]}" == "./..." ]]; then
 		not_run+=("the tests on an engine that shares no files (unshare: Operation not permitted: no mount namespace can be made here)")
 	else
 		failed+=("an engine that shares no files")
+	fi
+	if start_quota_dockerd; then
+		check "disk-limit tests under runc and gVisor on an engine with disk quotas ($quota_fs)" run_quota_engine_tests
+		stop_quota_dockerd
+	elif (($? == 3)); then
+		not_run+=("the disk-limit tests on an engine with a hard disk limit (no file system with quotas Docker uses: $quota_unavailable)")
+	else
+		failed+=("an engine with disk quotas")
 	fi
 else
 	log "second-engine runs skipped: they run with every package"

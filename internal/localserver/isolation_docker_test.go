@@ -728,22 +728,60 @@ func (ts *testServer) debianProbeSandbox(debian, name string) *probeSandbox {
 
 // diskFillScript, run as root, writes 8 MiB files, ten a second, up to 2
 // GiB, then prints that it wrote them all: a writer the disk limit must
-// stop.
-const diskFillScript = `i=0; while [ $i -lt 256 ]; do dd if=/dev/zero of=/fill.$i bs=1M count=8 2>/dev/null || exit 1; i=$((i+1)); sleep 0.1; done; echo wrote-2GiB`
+// stop. A write that fails ends it with dd's error.
+const diskFillScript = `i=0; while [ $i -lt 256 ]; do err=$(dd if=/dev/zero of=/fill.$i bs=1M count=8 2>&1) || { echo "$err"; exit 1; }; i=$((i+1)); sleep 0.1; done; echo wrote-2GiB`
 
-// A sandbox and a RUN step that write past the disk limit are stopped:
-// the sandbox goes with the reason in the server's log, the build fails
-// naming the limit, and neither wrote what it meant to.
+// heldFillScript, run as root, writes up to 2 GiB into a file it deleted
+// and holds open, which the engine's measure of a container's files
+// (SizeRw) does not count, and prints dd's account ("N+0 records out":
+// N MiB written).
+const heldFillScript = `exec 3>/held; rm /held; dd if=/dev/zero bs=1M count=2048 >&3`
+
+// diskFull tells whether out has a write's failure at a full disk or
+// quota: ENOSPC (xfs project quotas) or EDQUOT (btrfs qgroups).
+func diskFull(out string) bool {
+	return strings.Contains(out, "No space left on device") || strings.Contains(out, "Disk quota exceeded")
+}
+
+// A sandbox and a RUN step that write past the disk limit do not get
+// past it. Where the engine gives a hard limit (docker.probeDiskQuota),
+// their writes fail, as root too, also into a file deleted and held open:
+// the build fails naming the limit, the sandbox runs on. Elsewhere the
+// watchdog stops them: the sandbox goes with the reason in the server's
+// log, the build fails naming the limit, and neither wrote what it meant
+// to. E2B_TEST_HARD_DISK_LIMIT set: the engine must give a hard limit.
 func TestDockerDiskLimit(t *testing.T) {
 	const limitMB = 64
 	eng, base := dockerEngineWith(t, func(o *docker.DockerOptions) { o.DiskSizeMB = limitMB })
+	info, err := eng.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hard := info.DiskLimit == engine.DiskLimitHard
+	switch {
+	case !hard && os.Getenv(testutil.EnvHardDiskLimit) != "":
+		t.Fatalf("the engine's disk limit is %q, want %q (%s is set)", info.DiskLimit, engine.DiskLimitHard, testutil.EnvHardDiskLimit)
+	case !hard && info.DiskLimit != engine.DiskLimitWatchdog:
+		t.Fatalf("the engine's disk limit is %q, want %q or %q", info.DiskLimit, engine.DiskLimitHard, engine.DiskLimitWatchdog)
+	}
+	t.Logf("disk limit: %s", info.DiskLimit)
 	var logs testutil.SyncBuffer
 	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) }})
 
 	t.Run("RUN step", func(t *testing.T) {
 		reg, info := ts.buildFrom(base, "diskfill-build", e2b.TemplateStep{Type: "RUN", Args: []string{diskFillScript, "root"}})
 		ts.deleteTemplateAtEnd(reg.TemplateID)
-		if info.Status != "error" || info.Reason == nil || !strings.Contains(info.Reason.Message, fmt.Sprintf("past the disk limit of %d MiB", limitMB)) {
+		if info.Status != "error" || info.Reason == nil {
+			t.Fatalf("build = %+v, want an error naming the disk limit", info)
+		}
+		if hard {
+			if !strings.Contains(info.Reason.Message, fmt.Sprintf("reached the disk limit of %d MiB", limitMB)) || !diskFull(info.Reason.Message) {
+				t.Fatalf("build = %+v, want an error naming the disk limit and the failed write", info)
+			}
+			t.Logf("the RUN step failed: %s", info.Reason.Message)
+			return
+		}
+		if !strings.Contains(info.Reason.Message, fmt.Sprintf("past the disk limit of %d MiB", limitMB)) {
 			t.Fatalf("build = %+v, want an error naming the disk limit", info)
 		}
 		used := usedMiB(t, info.Reason.Message)
@@ -753,12 +791,13 @@ func TestDockerDiskLimit(t *testing.T) {
 		t.Logf("the build container was stopped at %d MiB of a %d MiB limit", used, limitMB)
 	})
 
+	reg, build := ts.buildFrom(base, "diskfill")
+	ts.deleteTemplateAtEnd(reg.TemplateID)
+	if build.Status != "ready" {
+		t.Fatalf("build = %+v", build)
+	}
+
 	t.Run("sandbox", func(t *testing.T) {
-		reg, info := ts.buildFrom(base, "diskfill")
-		ts.deleteTemplateAtEnd(reg.TemplateID)
-		if info.Status != "ready" {
-			t.Fatalf("build = %+v", info)
-		}
 		sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: reg.TemplateID})
 		t.Cleanup(func() { ts.request("DELETE", "/sandboxes/"+sb.SandboxID, nil).Body.Close() })
 		var metrics []e2b.SandboxMetric
@@ -769,6 +808,30 @@ func TestDockerDiskLimit(t *testing.T) {
 		c, err := envdclient.New(envdclient.Config{BaseURL: ts.URL, SandboxID: sb.SandboxID, AccessToken: sb.EnvdAccessToken})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if hard {
+			sbx := &probeSandbox{t: t, id: sb.SandboxID, client: c}
+			started := time.Now()
+			out, code := sbx.sh("root", diskFillScript)
+			took := time.Since(started)
+			if code == 0 || !diskFull(out) {
+				t.Fatalf("writing 2 GiB past a %d MiB limit as root: exit %d, %q; want a failed write", limitMB, code, out)
+			}
+			written, _ := sbx.sh("root", "cat /fill.* | wc -c")
+			n, err := strconv.ParseInt(strings.TrimSpace(written), 10, 64)
+			if err != nil || n >= limitMB<<20 {
+				t.Fatalf("the sandbox wrote %q bytes, want fewer than its limit of %d MiB", written, limitMB)
+			}
+			ts.call("GET", "/sandboxes/"+sb.SandboxID+"/metrics", nil, http.StatusOK, &metrics)
+			if len(metrics) != 1 || metrics[0].DiskUsed > metrics[0].DiskTotal {
+				t.Fatalf("metrics = %+v, want disk used within its total", metrics)
+			}
+			if out, code := sbx.sh("root", "rm /fill.* && echo freed > /freed && cat /freed"); code != 0 || strings.TrimSpace(out) != "freed" {
+				t.Fatalf("the sandbox cannot write once it freed its disk: exit %d, %q", code, out)
+			}
+			t.Logf("the write failed after %s at %d MiB written (%d MiB used of %d MiB, image included): %s",
+				took.Round(time.Millisecond), n>>20, metrics[0].DiskUsed>>20, limitMB, strings.TrimSpace(out))
+			return
 		}
 		// The write ends with the sandbox: its answer is not awaited.
 		go func() {
@@ -805,6 +868,30 @@ func TestDockerDiskLimit(t *testing.T) {
 		if free := int64(st.Bavail) * st.Bsize; free < limitMB<<20 {
 			t.Errorf("the host has %d bytes free, less than the limit's worth", free)
 		}
+	})
+
+	t.Run("deleted file held open", func(t *testing.T) {
+		if !hard {
+			testutil.Unavailable(t, "the engine gives no hard disk limit, and its watchdog does not count space held by deleted open files (docs/guides/sandbox-security.md)")
+		}
+		sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: reg.TemplateID})
+		t.Cleanup(func() { ts.request("DELETE", "/sandboxes/"+sb.SandboxID, nil).Body.Close() })
+		c, err := envdclient.New(envdclient.Config{BaseURL: ts.URL, SandboxID: sb.SandboxID, AccessToken: sb.EnvdAccessToken})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sbx := &probeSandbox{t: t, id: sb.SandboxID, client: c}
+		started := time.Now()
+		out, code := sbx.sh("root", heldFillScript)
+		took := time.Since(started)
+		m := regexp.MustCompile(`(\d+)\+\d+ records out`).FindStringSubmatch(out)
+		if code == 0 || !diskFull(out) || m == nil {
+			t.Fatalf("writing 2 GiB into a deleted file held open, past a %d MiB limit, as root: exit %d, %q; want a failed write", limitMB, code, out)
+		}
+		if n, _ := strconv.Atoi(m[1]); n >= limitMB {
+			t.Fatalf("the sandbox wrote %d MiB into a deleted file, want less than its limit of %d MiB", n, limitMB)
+		}
+		t.Logf("the write into a deleted file held open failed after %s at %s MiB written", took.Round(time.Millisecond), m[1])
 	})
 }
 

@@ -144,7 +144,7 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, stdout io.Writer) 
 	}
 	logger.Info("doctor", "engine", info.ServerVersion, "api", info.APIVersion, "runtime", info.Runtime.Name, "gvisor", info.Runtime.GVisor, "os", info.OS, "arch", info.Arch,
 		"user_namespace", info.UserNamespace, "sudo", info.Setuid, "data_dir", dataDir, "network", o.Network, "egress", egressSummary(o.Network, policy),
-		"envd_binary", info.EnvdBinary)
+		"envd_binary", info.EnvdBinary, "disk_limit", info.DiskLimit)
 	return serve(ctx, ln, o, dataDir, apiKey, dockerEngine, info.Runtime, policy, logger, stdout)
 }
 

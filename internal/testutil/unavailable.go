@@ -17,6 +17,11 @@ import (
 // the engine is the machine's, whose set-up a test must not assume.
 const EnvOwnEngine = "E2B_TEST_OWN_ENGINE"
 
+// EnvHardDiskLimit is set by scripts/test.sh on the pass whose engine gives
+// containers a hard disk limit (start_quota_dockerd in scripts/dockerd.sh):
+// a test that finds only the watchdog there fails.
+const EnvHardDiskLimit = "E2B_TEST_HARD_DISK_LIMIT"
+
 // NotRunHere starts the skip message of a test this machine cannot run;
 // scripts/test.sh collects the messages that start so from the test output.
 const NotRunHere = "not run on this machine: "

@@ -116,7 +116,20 @@ type EngineInfo struct {
 	// Setuid tells whether setuid programs (sudo) work in the server's
 	// containers (SetuidAllowed).
 	Setuid bool
+	// DiskLimit is how the disk limit of sandbox and build containers
+	// holds: DiskLimitHard, DiskLimitWatchdog or DiskLimitNone.
+	DiskLimit string
 }
+
+// How a container's disk limit holds (EngineInfo.DiskLimit).
+const (
+	// DiskLimitHard: the storage driver's quota; writes past it fail.
+	DiskLimitHard = "hard"
+	// DiskLimitWatchdog: a container that grew past it is stopped.
+	DiskLimitWatchdog = "watchdog"
+	// DiskLimitNone: no disk limit (--disk-size-mb -1).
+	DiskLimitNone = "none"
+)
 
 // SetuidAllowed tells whether sandbox and build containers run without
 // no-new-privileges, so that sudo and other setuid programs work as on

@@ -37,7 +37,7 @@ type SandboxEnd struct {
 }
 
 // DiskOverrun is a container whose file system grew past its disk limit,
-// stopped for it.
+// stopped for it, or, under a hard limit, one whose writes failed at it.
 type DiskOverrun struct {
 	// SandboxID is the sandbox's ID; empty for a build container.
 	SandboxID string
@@ -45,12 +45,18 @@ type DiskOverrun struct {
 	// Used and Limit are in bytes: the size of the container's file system
 	// (image and changes) as the engine measured it, and its limit.
 	Used, Limit int64
+	// Hard: the limit is the storage driver's; the container was not
+	// stopped, its writes past the limit failed.
+	Hard bool
 }
 
 func (o *DiskOverrun) Error() string {
 	what := "the sandbox's"
 	if o.SandboxID == "" {
 		what = "the build container's"
+	}
+	if o.Hard {
+		return fmt.Sprintf("%s files reached the disk limit of %d MiB (%d MiB): writes past it failed", what, o.Limit>>20, o.Used>>20)
 	}
 	return fmt.Sprintf("%s files grew to %d MiB, past the disk limit of %d MiB: it was stopped", what, o.Used>>20, o.Limit>>20)
 }

@@ -73,7 +73,7 @@ func (b *builder) run(ctx context.Context) (*engine.BuildResult, error) {
 	// looked for.
 	img, err := b.eng.BaseImage(ctx, b.spec, func(format string, args ...any) { b.logf(stepBase, e2b.LogInfo, format, args...) })
 	if err != nil {
-		return nil, b.fail(stepBase, err)
+		return nil, b.fail(ctx, stepBase, err)
 	}
 	b.base = img
 	defer b.endPhase(ctx)
@@ -92,7 +92,7 @@ func (b *builder) run(ctx context.Context) (*engine.BuildResult, error) {
 	}
 	resume, from, err := b.resumePoint(ctx, keys)
 	if err != nil {
-		return nil, b.fail(stepBase, err)
+		return nil, b.fail(ctx, stepBase, err)
 	}
 
 	b.emit(stepBase, e2b.LogInfo, layerLine(resume >= 0, "base", "FROM "+b.spec.BaseImage, baseKey))
@@ -100,7 +100,7 @@ func (b *builder) run(ctx context.Context) (*engine.BuildResult, error) {
 		if resume < 0 {
 			b.emit(stepBase, e2b.LogInfo, layerLine(false, "base", "DEFAULT USER "+defaultUser, keys[0]))
 			if err := b.basePhase(ctx, keys[0]); err != nil {
-				return nil, b.fail(stepBase, err)
+				return nil, b.fail(ctx, stepBase, err)
 			}
 			from = b.eng.LayerRef(keys[0])
 		} else {
@@ -115,14 +115,14 @@ func (b *builder) run(ctx context.Context) (*engine.BuildResult, error) {
 		}
 		b.emit(step, e2b.LogInfo, layerLine(false, line, st.Describe(), keys[i+1]))
 		if err := b.stepPhase(ctx, step, from, keys[i+1], st); err != nil {
-			return nil, b.fail(step, err)
+			return nil, b.fail(ctx, step, err)
 		}
 		from = b.eng.LayerRef(keys[i+1])
 	}
 
 	ref, err := b.finalize(ctx, from)
 	if err != nil {
-		return nil, b.fail(stepFinalize, err)
+		return nil, b.fail(ctx, stepFinalize, err)
 	}
 	b.logf(stepFinalize, e2b.LogInfo, "Build finished: image %s", ref)
 	return &engine.BuildResult{
@@ -247,10 +247,14 @@ func (b *builder) endPhase(ctx context.Context) {
 
 // fail logs err against step and wraps it as the step's error. A build
 // container stopped for its disk limit fails its step with that reason,
-// not with the broken connection it left.
-func (b *builder) fail(step string, err error) error {
+// not with the broken connection it left; one whose writes failed at its
+// hard limit, with that reason before the command's own error.
+func (b *builder) fail(ctx context.Context, step string, err error) error {
 	if b.c != nil {
-		if o := b.c.Overrun(); o != nil {
+		switch o := b.c.Overrun(ctx); {
+		case o != nil && o.Hard:
+			err = fmt.Errorf("%w: %w", o, err)
+		case o != nil:
 			err = o
 		}
 	}

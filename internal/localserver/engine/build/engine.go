@@ -73,9 +73,9 @@ type Container interface {
 	CommitLayer(ctx context.Context, key string, state []byte) (grown int64, err error)
 	// CommitImage commits the container as the build's image ref.
 	CommitImage(ctx context.Context, ref string) error
-	// Overrun is why the engine stopped the container (its disk limit);
-	// nil when it did not.
-	Overrun() *engine.DiskOverrun
+	// Overrun is why the engine stopped the container (its disk limit), or
+	// that its files reached their hard disk limit; nil when neither.
+	Overrun(ctx context.Context) *engine.DiskOverrun
 	// Remove removes the container; a failure is the engine's to log.
 	Remove(ctx context.Context)
 }

@@ -189,7 +189,12 @@ func (c *buildContainer) CommitImage(ctx context.Context, ref string) error {
 	return commitImage(ctx, c.d.cli, c.id, ref, c.d.layers.config(c.base, kindImage, "", nil))
 }
 
-func (c *buildContainer) Overrun() *engine.DiskOverrun { return c.rc.att.Overrun() }
+func (c *buildContainer) Overrun(ctx context.Context) *engine.DiskOverrun {
+	if o := c.rc.att.Overrun(); o != nil {
+		return o
+	}
+	return c.d.quotaReached(ctx, c.id)
+}
 
 func (c *buildContainer) Remove(ctx context.Context) { c.d.discard(ctx, c.rc) }
 

@@ -75,6 +75,9 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 	hc.VolumesFrom = []string{envdVolume + ":ro"}
 	hc.Tmpfs = map[string]string{attach.RunDir: "mode=0700,size=1m"}
 	hc.Resources = resources(req.cpuCount, req.memoryMB, d.opts.PidsLimit)
+	if hc.StorageOpt, err = d.storageOptOf(ctx, req.image); err != nil {
+		return nil, err
+	}
 	hc.Init = boolPtr(true)
 	// Docker's default set minus NET_RAW (raw and packet sockets) and
 	// MKNOD; named one by one so that a changed engine default cannot

@@ -68,9 +68,10 @@ type DockerOptions struct {
 	// (default engine.DefaultPidsLimit; negative: no limit).
 	PidsLimit int64
 	// DiskSizeMB is the disk limit of every sandbox and build container:
-	// the most its file system (image and changes) may grow to before
-	// EnforceDiskLimits stops it (default engine.DefaultDiskSizeMB;
-	// negative: none).
+	// the most its file system (image and changes) may grow to: hard
+	// where the storage driver takes a size (probeDiskQuota), else
+	// EnforceDiskLimits stops a container past it (default
+	// engine.DefaultDiskSizeMB; negative: none).
 	DiskSizeMB int
 	// EnvdStartTimeout bounds the wait for envd's /health (default 30 s).
 	EnvdStartTimeout time.Duration
@@ -110,6 +111,8 @@ type Docker struct {
 	// the host (engine.SetuidAllowed).
 	setuid bool
 	layers *layerStore
+	// quota is how the disk limit holds, found at start.
+	quota diskQuota
 
 	mu sync.Mutex
 	// startCmds cancels the streams that keep sandbox start commands
@@ -216,6 +219,10 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 		return nil, err
 	}
 	d.setuid = engine.SetuidAllowed(d.runtime, userns, opts.Network)
+	if d.quota, err = d.probeDiskQuota(ctx, info.Driver); err != nil {
+		d.Close() //nolint:contextcheck // Close bounds its clean-up with a context of its own
+		return nil, err
+	}
 	if choice.fallback != "" {
 		d.log.Warn("containers run under "+choice.Name+" and share this machine's kernel: "+choice.fallback+". Install gVisor (runsc) and register it in the engine for a kernel per sandbox (docs/guides/sandbox-security.md).", "runtime", choice.Name)
 	}
@@ -315,6 +322,7 @@ func (d *Docker) Info(ctx context.Context) (engine.EngineInfo, error) {
 		EnvdBinary:    envdBinary,
 		UserNamespace: userns,
 		Setuid:        d.setuid,
+		DiskLimit:     d.quota.limit,
 	}, nil
 }
 
