@@ -193,7 +193,7 @@ func (c *buildContainer) Overrun(ctx context.Context) *engine.DiskOverrun {
 	if o := c.rc.att.Overrun(); o != nil {
 		return o
 	}
-	return c.d.quotaReached(ctx, c.id)
+	return c.d.quota.reached(ctx, c.id)
 }
 
 func (c *buildContainer) Remove(ctx context.Context) { c.d.discard(ctx, c.rc) }

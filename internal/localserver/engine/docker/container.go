@@ -75,7 +75,7 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 	hc.VolumesFrom = []string{envdVolume + ":ro"}
 	hc.Tmpfs = map[string]string{attach.RunDir: "mode=0700,size=1m"}
 	hc.Resources = resources(req.cpuCount, req.memoryMB, d.opts.PidsLimit)
-	if hc.StorageOpt, err = d.storageOptOf(ctx, req.image); err != nil {
+	if hc.StorageOpt, err = d.quota.storageOpt(ctx, req.image); err != nil {
 		return nil, err
 	}
 	hc.Init = boolPtr(true)

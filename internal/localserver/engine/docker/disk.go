@@ -8,6 +8,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	docker "github.com/docker/docker/client"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine/attach"
@@ -20,6 +21,10 @@ const diskLimitLabel = "disk-limit-mb"
 // diskQuota is how the engine bounds a container's files, found at start
 // (probeDiskQuota).
 type diskQuota struct {
+	cli    *docker.Client
+	labels labels
+	// sizeMB is the disk limit (--disk-size-mb); at most 0: none.
+	sizeMB int
 	// limit is engine.DiskLimitHard, engine.DiskLimitWatchdog or
 	// engine.DiskLimitNone.
 	limit string
@@ -37,8 +42,9 @@ type diskQuota struct {
 // container of image with the limit as its size: an engine that cannot
 // refuses to create it. The image is envd's, which every engine has.
 func (d *Docker) probeDiskQuota(ctx context.Context, driver string) (diskQuota, error) {
-	if d.opts.DiskSizeMB <= 0 {
-		return diskQuota{limit: engine.DiskLimitNone}, nil
+	q := diskQuota{cli: d.cli, labels: d.labels, sizeMB: d.opts.DiskSizeMB, limit: engine.DiskLimitNone}
+	if q.sizeMB <= 0 {
+		return q, nil
 	}
 	holderID, _, err := d.envd.ForEngine(ctx)
 	if err != nil {
@@ -56,24 +62,26 @@ func (d *Docker) probeDiskQuota(ctx context.Context, driver string) (diskQuota, 
 	}, hc, nil, nil, "")
 	if err != nil {
 		d.log.Info("the engine gives containers no hard disk limit: a watchdog stops those that grow past it", "driver", driver, "engine_says", err.Error())
-		return diskQuota{limit: engine.DiskLimitWatchdog}, nil
+		q.limit = engine.DiskLimitWatchdog
+		return q, nil
 	}
 	if err := removeContainer(ctx, d.cli, created.ID); err != nil {
 		return diskQuota{}, err
 	}
-	return diskQuota{limit: engine.DiskLimitHard, includesImage: driver == "btrfs"}, nil
+	q.limit, q.includesImage = engine.DiskLimitHard, driver == "btrfs"
+	return q, nil
 }
 
-// storageOptOf is the storage options of a container of image: its hard
+// storageOpt is the storage options of a container of image: its hard
 // disk limit, less the image where the driver counts only the writable
 // layer. Nil without a hard limit.
-func (d *Docker) storageOptOf(ctx context.Context, image string) (map[string]string, error) {
-	if d.quota.limit != engine.DiskLimitHard {
+func (q diskQuota) storageOpt(ctx context.Context, image string) (map[string]string, error) {
+	if q.limit != engine.DiskLimitHard {
 		return nil, nil
 	}
-	size := int64(d.opts.DiskSizeMB) << 20
-	if !d.quota.includesImage {
-		img, err := d.cli.ImageInspect(ctx, image)
+	size := int64(q.sizeMB) << 20
+	if !q.includesImage {
+		img, err := q.cli.ImageInspect(ctx, image)
 		if err != nil {
 			return nil, fmt.Errorf("inspect image %s: %w", image, err)
 		}
@@ -81,26 +89,26 @@ func (d *Docker) storageOptOf(ctx context.Context, image string) (map[string]str
 	}
 	// Less than a MiB to write is no disk a container can use.
 	if size < 1<<20 {
-		return nil, fmt.Errorf("image %s fills the disk limit of %d MiB (--disk-size-mb)", image, d.opts.DiskSizeMB)
+		return nil, fmt.Errorf("image %s fills the disk limit of %d MiB (--disk-size-mb)", image, q.sizeMB)
 	}
 	return storageSize(size), nil
 }
 
-// quotaReached is the overrun of a build container whose files reached
-// its hard disk limit (so that the step that failed at it says so), nil
-// when they did not or the limit is not hard. The engine measures files,
-// the quota blocks and the file system's own records: within
-// quotaSlack of the limit counts as reached.
-func (d *Docker) quotaReached(ctx context.Context, containerID string) *engine.DiskOverrun {
-	if d.quota.limit != engine.DiskLimitHard {
+// reached is the overrun of a build container whose files reached its
+// hard disk limit (so that the step that failed at it says so), nil when
+// they did not or the limit is not hard. The engine measures files, the
+// quota blocks and the file system's own records: within quotaSlack of
+// the limit counts as reached.
+func (q diskQuota) reached(ctx context.Context, containerID string) *engine.DiskOverrun {
+	if q.limit != engine.DiskLimitHard {
 		return nil
 	}
 	// Unmeasured (the engine failed to answer), the step's own error
 	// stands alone.
-	insp, _, err := d.cli.ContainerInspectWithRaw(ctx, containerID, true)
-	limit := int64(d.opts.DiskSizeMB) << 20
+	insp, _, err := q.cli.ContainerInspectWithRaw(ctx, containerID, true)
+	limit := int64(q.sizeMB) << 20
 	if err == nil && insp.SizeRootFs != nil && *insp.SizeRootFs+quotaSlack(limit) >= limit {
-		return &engine.DiskOverrun{BuildID: insp.Config.Labels[d.labels.key("build-id")], Used: *insp.SizeRootFs, Limit: limit, Hard: true}
+		return &engine.DiskOverrun{BuildID: insp.Config.Labels[q.labels.key("build-id")], Used: *insp.SizeRootFs, Limit: limit, Hard: true}
 	}
 	return nil
 }

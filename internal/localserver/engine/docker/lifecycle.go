@@ -49,6 +49,13 @@ func (d *Docker) PauseSandbox(ctx context.Context, sandboxID string) error {
 // again from its file system: envd and the start command start afresh,
 // initialised from spec, as E2B resumes a sandbox without its memory.
 func (d *Docker) ResumeSandbox(ctx context.Context, spec engine.SandboxSpec) error {
+	// A thawed sandbox's agent gets the end set while it was frozen.
+	thawed := func() error {
+		if a := d.channels.Get(attach.Key(kindSandbox, spec.SandboxID)); a != nil {
+			return a.Thaw(ctx)
+		}
+		return nil
+	}
 	id, err := d.sandboxContainer(ctx, spec.SandboxID)
 	if err == nil {
 		var insp container.InspectResponse
@@ -57,25 +64,16 @@ func (d *Docker) ResumeSandbox(ctx context.Context, spec engine.SandboxSpec) err
 		case err != nil:
 		case insp.State != nil && insp.State.Paused:
 			if err = d.cli.ContainerUnpause(ctx, id); err == nil {
-				err = d.thawedSandbox(ctx, spec.SandboxID)
+				err = thawed()
 			}
 		case insp.State != nil && insp.State.Running:
-			err = d.thawedSandbox(ctx, spec.SandboxID)
+			err = thawed()
 		default:
 			err = d.reboot(ctx, id, spec)
 		}
 	}
 	if err != nil {
 		return fmt.Errorf("resume sandbox %s: %w", spec.SandboxID, err)
-	}
-	return nil
-}
-
-// thawedSandbox hands a thawed sandbox's agent the end set while it was
-// frozen.
-func (d *Docker) thawedSandbox(ctx context.Context, sandboxID string) error {
-	if a := d.channels.Get(attach.Key(kindSandbox, sandboxID)); a != nil {
-		return a.Thaw(ctx)
 	}
 	return nil
 }
