@@ -38,17 +38,15 @@ runsc_binary() {
 # --network=none: runsc cannot join Docker's none network on this kernel;
 # --overlay2=none: otherwise a container's writes stay in gVisor's memory
 # overlay and docker commit misses them; --allow-suid: otherwise runsc
-# ignores the setuid bit and sudo fails (TestDockerSudo). Not --oci-seccomp
-# (which makes runsc enforce the containers' seccomp profile): with it, on
-# the engine that shares no files, dpkg-deb's lzma failed with ENOMEM in a
-# RUN step (TestDockerIsolation); the server's self-test warns that seccomp
-# is not enforced under gVisor.
+# ignores the setuid bit and sudo fails (TestDockerSudo); --oci-seccomp:
+# otherwise runsc does not apply the containers' seccomp profile
+# (TestDockerSandboxSeccomp; the server's self-test warns).
 write_engine_config() {
 	if [[ -z "$2" ]]; then
 		echo '{}' >"$1"
 		return 0
 	fi
-	printf '{"runtimes": {"runsc": {"path": "%s", "runtimeArgs": ["--network=none", "--overlay2=none", "--allow-suid"]}}}\n' "$2" >"$1"
+	printf '{"runtimes": {"runsc": {"path": "%s", "runtimeArgs": ["--network=none", "--overlay2=none", "--allow-suid", "--oci-seccomp"]}}}\n' "$2" >"$1"
 }
 
 start_dockerd() {

@@ -190,7 +190,7 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 		layers:    &layerStore{cli: cli, labels: l, repository: opts.ImageRepository, log: opts.Logger},
 		startCmds: map[string]context.CancelFunc{}, awaited: newAwaitedImages(cli, opts.Logger),
 	}
-	if d.seccompOpt, err = seccompOpt(); err != nil {
+	if d.seccompOpt, err = seccompOpt(false); err != nil {
 		cli.Close()
 		return nil, fmt.Errorf("the seccomp profile: %w", err)
 	}
@@ -213,6 +213,12 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 		return nil, err
 	}
 	d.runtime = choice.Runtime
+	if d.runtime.GVisor {
+		if d.seccompOpt, err = seccompOpt(true); err != nil {
+			d.Close() //nolint:contextcheck // Close bounds its clean-up with a context of its own
+			return nil, fmt.Errorf("the seccomp profile: %w", err)
+		}
+	}
 	userns, err := userNamespace(info)
 	if err != nil {
 		d.Close() //nolint:contextcheck // Close bounds its clean-up with a context of its own

@@ -17,10 +17,34 @@ import (
 var seccompJSON []byte
 
 // seccompOpt is the security option that hands the engine the profile,
-// compacted: the engine keeps it in every container's configuration.
-func seccompOpt() (string, error) {
+// compacted: the engine keeps it in every container's configuration. For
+// gVisor, clone3 is allowed rather than refused: the profile answers it
+// with ENOSYS so that glibc falls back to clone, whose flags it can check,
+// but runsc --oci-seccomp answers every refusal with EPERM, after which
+// glibc creates no thread at all (lzma, Python's threads). Under gVisor
+// the namespaces clone3 could make are gVisor's own.
+func seccompOpt(gvisor bool) (string, error) {
+	profile := seccompJSON
+	if gvisor {
+		var p map[string]any
+		if err := json.Unmarshal(seccompJSON, &p); err != nil {
+			return "", err
+		}
+		rules, _ := p["syscalls"].([]any)
+		for _, r := range rules {
+			rule, _ := r.(map[string]any)
+			if names, _ := rule["names"].([]any); len(names) == 1 && names[0] == "clone3" && rule["action"] == "SCMP_ACT_ERRNO" {
+				rule["action"] = "SCMP_ACT_ALLOW"
+				delete(rule, "errnoRet")
+			}
+		}
+		var err error
+		if profile, err = json.Marshal(p); err != nil {
+			return "", err
+		}
+	}
 	var b bytes.Buffer
-	if err := json.Compact(&b, seccompJSON); err != nil {
+	if err := json.Compact(&b, profile); err != nil {
 		return "", err
 	}
 	return "seccomp=" + b.String(), nil

@@ -49,7 +49,7 @@ func TestSeccompProfile(t *testing.T) {
 // Every container the server creates gets the profile, as committed, with
 // no-new-privileges, and a bounded json-file log.
 func TestHostConfigHardening(t *testing.T) {
-	opt, err := seccompOpt()
+	opt, err := seccompOpt(false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,5 +81,41 @@ func TestHostConfigHardening(t *testing.T) {
 	}
 	if lc := hc.LogConfig; lc.Type != "json-file" || lc.Config["max-size"] == "" || lc.Config["max-file"] == "" {
 		t.Errorf("log configuration %+v is not bounded", lc)
+	}
+}
+
+// For gVisor the profile differs in one rule only: clone3 is allowed, as
+// runsc --oci-seccomp would answer its refusal with EPERM, not the ENOSYS
+// after which glibc falls back to clone.
+func TestSeccompOptForGVisor(t *testing.T) {
+	decode := func(gvisor bool) seccompProfile {
+		t.Helper()
+		opt, err := seccompOpt(gvisor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p seccompProfile
+		if err := json.Unmarshal([]byte(strings.TrimPrefix(opt, "seccomp=")), &p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	plain, gvisor := decode(false), decode(true)
+	if len(plain.Syscalls) != len(gvisor.Syscalls) || plain.DefaultAction != gvisor.DefaultAction {
+		t.Fatalf("the gVisor profile has %d rules, default %s; the plain one %d, %s", len(gvisor.Syscalls), gvisor.DefaultAction, len(plain.Syscalls), plain.DefaultAction)
+	}
+	changed := 0
+	for i, rule := range gvisor.Syscalls {
+		was := plain.Syscalls[i]
+		if rule.Action == was.Action {
+			continue
+		}
+		changed++
+		if !slices.Equal(rule.Names, []string{"clone3"}) || was.Action != "SCMP_ACT_ERRNO" || rule.Action != "SCMP_ACT_ALLOW" {
+			t.Errorf("rule %v: %s for gVisor, %s otherwise", rule.Names, rule.Action, was.Action)
+		}
+	}
+	if changed != 1 {
+		t.Errorf("%d rules differ for gVisor, want clone3's alone", changed)
 	}
 }
