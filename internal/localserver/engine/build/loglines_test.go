@@ -10,13 +10,13 @@ import (
 func TestLineLogSplitsStreamsAndKeepsTail(t *testing.T) {
 	var lines []string
 	l := newLineLog(func(line string) { lines = append(lines, line) })
-	l.write(client.Stdout, []byte("one\ntw"))
-	l.write(client.Stderr, []byte("err\r\n"))
-	l.write(client.Stdout, []byte("o\nthree"))
-	l.write(client.Stdout, []byte(strings.Repeat("x", maxLogLine)))
-	l.write(client.Stdout, []byte("\nfour\nfive"))
-	l.flush()
-	long := "three" + strings.Repeat("x", maxLogLine-5)
+	l.Write(client.Stdout, []byte("one\ntw"))
+	l.Write(client.Stderr, []byte("err\r\n"))
+	l.Write(client.Stdout, []byte("o\nthree"))
+	l.Write(client.Stdout, []byte(strings.Repeat("x", client.MaxLineBytes)))
+	l.Write(client.Stdout, []byte("\nfour\nfive"))
+	l.Flush()
+	long := "three" + strings.Repeat("x", client.MaxLineBytes-5)
 	want := []string{"one", "err", "two", long, "xxxxx", "four", "five"}
 	if len(lines) != len(want) {
 		t.Fatalf("got %d lines, want %d", len(lines), len(want))

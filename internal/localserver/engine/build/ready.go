@@ -77,9 +77,9 @@ func (b *builder) startInBackground(ctx context.Context, command string) (<-chan
 		cmd, args := b.sh.Command(command)
 		res, err := b.c.Envd().Run(ctx, client.RunRequest{
 			Cmd: cmd, Args: args, Env: b.env, Cwd: b.workdir, User: b.user,
-			MaxOutputBytes: 1, OnOutput: out.write,
+			MaxOutputBytes: 1, OnOutput: out.Write,
 		})
-		out.flush()
+		out.Flush()
 		done <- startResult{res, err}
 	}()
 	return done, func() { cancel(); <-finished }

@@ -62,9 +62,9 @@ func (b *builder) runCommand(ctx context.Context, step, command, user, cwd strin
 	res, err := b.c.Envd().Run(ctx, client.RunRequest{
 		Cmd: cmd, Args: args, Env: b.env, Cwd: cwd, User: user,
 		MaxOutputBytes: 1, // the log gets everything through OnOutput
-		OnOutput:       out.write,
+		OnOutput:       out.Write,
 	})
-	out.flush()
+	out.Flush()
 	if err != nil {
 		return err
 	}
