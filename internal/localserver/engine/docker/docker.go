@@ -8,6 +8,7 @@
 package docker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -173,15 +174,9 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 
-	cli, err := docker.NewClientWithOpts(docker.FromEnv, docker.WithAPIVersionNegotiation())
+	cli, err := connect(ctx, "")
 	if err != nil {
-		return nil, fmt.Errorf("DOCKER_HOST=%q: %w", os.Getenv("DOCKER_HOST"), err)
-	}
-	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if _, err := cli.Ping(pingCtx); err != nil {
-		cli.Close()
-		return nil, engineUnreachable(cli.DaemonHost(), err)
+		return nil, err
 	}
 	l := labels{prefix: opts.LabelPrefix, instance: opts.Instance}
 	d := &Docker{
@@ -233,6 +228,26 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 		d.log.Warn("containers run under "+choice.Name+" and share this machine's kernel: "+choice.fallback+". Install gVisor (runsc) and register it in the engine for a kernel per sandbox (docs/guides/sandbox-security.md).", "runtime", choice.Name)
 	}
 	return d, nil
+}
+
+// connect opens a client of the engine at dockerHost (empty: DOCKER_HOST,
+// else the default socket) that answers.
+func connect(ctx context.Context, dockerHost string) (*docker.Client, error) {
+	opt := docker.FromEnv
+	if dockerHost != "" {
+		opt = docker.WithHost(dockerHost)
+	}
+	cli, err := docker.NewClientWithOpts(opt, docker.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("DOCKER_HOST=%q: %w", cmp.Or(dockerHost, os.Getenv("DOCKER_HOST")), err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := cli.Ping(pingCtx); err != nil {
+		cli.Close()
+		return nil, engineUnreachable(cli.DaemonHost(), err)
+	}
+	return cli, nil
 }
 
 // engineUnreachable is the one error for an engine that does not answer:

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
@@ -140,19 +139,9 @@ type instance struct {
 }
 
 func openInstance(ctx context.Context, dockerHost, name string) (*instance, error) {
-	opt := docker.FromEnv
-	if dockerHost != "" {
-		opt = docker.WithHost(dockerHost)
-	}
-	cli, err := docker.NewClientWithOpts(opt, docker.WithAPIVersionNegotiation())
+	cli, err := connect(ctx, dockerHost)
 	if err != nil {
 		return nil, err
-	}
-	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if _, err := cli.Ping(pingCtx); err != nil {
-		cli.Close()
-		return nil, engineUnreachable(cli.DaemonHost(), err)
 	}
 	l := labels{prefix: defaultLabelPrefix, instance: name}
 	log := slog.New(slog.DiscardHandler)
