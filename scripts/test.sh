@@ -28,8 +28,9 @@
 # The tests of what happens outside Terraform and of earlier releases'
 # states (-run '_outside|_upgrade') run again on the rest of the CLI
 # matrix: the oldest Terraform and OpenTofu supported (built from source
-# like the others) and a newer Terraform found on PATH, if any, side by
-# side; the summary gives their time. A missing prerequisite fails a
+# like the others) and a newer Terraform found on PATH, if any. Every pass
+# after the Terraform one runs side by side with the others; each prints
+# its time and the summary theirs together. A missing prerequisite fails a
 # test instead of skipping it (E2B_TEST_REQUIRE_ALL). Exits non-zero when
 # any of them fails, after running them all.
 set -euo pipefail
@@ -191,13 +192,48 @@ run_matrix_tests() {
 	TF_ACC_PROVIDER_HOST="$provider_host" go_test "$cli" "$work/tests-$name.json" -run "$matrix_tests" "$(provider_package)"
 }
 
-# wait_matrix_pass JOB LOG waits for a matrix pass run in the background and
-# prints its output.
-wait_matrix_pass() {
+# Every pass after the first runs in the background, side by side with the
+# others (in_background), and is checked when it ends (wait_background):
+# the passes mostly wait on CLIs, engines and builds rather than on the
+# CPU, so side by side they take little more than the longest alone.
+bg_names=()
+bg_jobs=()
+bg_logs=()
+
+# in_background NAME COMMAND...: starts the check NAME, its output and its
+# time kept in a log of its own.
+in_background() {
+	local name="$1" log
+	shift
+	log="$work/pass-${#bg_jobs[@]}.log"
+	log "$name: started"
+	(
+		pass_started=$SECONDS
+		rc=0
+		"$@" || rc=$?
+		echo "test.sh: $name took $((SECONDS - pass_started))s"
+		exit "$rc"
+	) >"$log" 2>&1 &
+	bg_jobs+=($!)
+	bg_names+=("$name")
+	bg_logs+=("$log")
+}
+
+# wait_pass JOB LOG waits for a pass run in the background and prints its
+# output.
+wait_pass() {
 	local rc=0
 	wait "$1" || rc=$?
 	cat "$2" >&2
 	return "$rc"
+}
+
+# wait_background checks every pass started in the background, in order.
+wait_background() {
+	local i
+	for i in "${!bg_jobs[@]}"; do
+		check "${bg_names[$i]}" wait_pass "${bg_jobs[$i]}" "${bg_logs[$i]}"
+	done
 }
 
 # cli_version CLI prints the version a Terraform or OpenTofu CLI reports.
@@ -260,26 +296,22 @@ engine_runtime() {
 # only the watchdog holds.
 disk_tests='^TestDockerDiskLimit$'
 
-# run_quota_engine_tests: the disk-limit tests on the quota engine under
-# runc and, where it runs, gVisor.
+# run_quota_engine_tests RUNTIME: the disk-limit tests on the quota engine
+# under RUNTIME.
 run_quota_engine_tests() {
-	local rt status=0
-	case "$(engine_runtime "$quota_unix")" in
-	runsc) set -- runc runsc ;;
-	runc)
-		set -- runc
-		not_run+=("the disk-limit tests under gVisor on the engine with disk quotas (runsc cannot run a container there)")
-		;;
-	*)
-		echo "test.sh: the engine with disk quotas cannot run a container" >&2
-		return 1
-		;;
-	esac
-	for rt in "$@"; do
-		E2B_TEST_HARD_DISK_LIMIT=1 run_isolated_engine_tests "quota-$rt" "$quota_unix" "$rt" "$disk_tests" ./internal/localserver/ || status=1
-	done
-	return "$status"
+	E2B_TEST_HARD_DISK_LIMIT=1 run_isolated_engine_tests "quota-$1" "$quota_unix" "$1" "$disk_tests" ./internal/localserver/
 }
+
+# quota_engine_runtimes prints the runtimes the disk-limit tests run under on
+# the quota engine: runc and, where it runs, gVisor; nothing when it runs
+# no container.
+quota_engine_runtimes() {
+	case "$(engine_runtime "$quota_unix")" in
+	runsc) echo runc runsc ;;
+	runc) echo runc ;;
+	esac
+}
+
 not_run=()
 
 # --- main --------------------------------------------------------------------
@@ -355,12 +387,14 @@ else
 fi
 
 check "go test (Terraform $(cli_version "$terraform"))" run_tests
-check "acceptance tests (OpenTofu $(cli_version "$tofu"))" run_tofu_tests
 
-# The CLI matrix: the outside-change and upgrade tests on the oldest
-# Terraform and OpenTofu supported and on a newer Terraform found on PATH,
-# side by side (each pass starts a local server of its own): about five
-# minutes together where one alone takes four or five on a loaded machine.
+# The rest side by side: OpenTofu, the CLI matrix (the outside-change and
+# upgrade tests on the oldest Terraform and OpenTofu supported and on a
+# newer Terraform found on PATH), and the extra engines' passes. Each pass
+# starts local servers of its own.
+background_started=$SECONDS
+in_background "acceptance tests (OpenTofu $(cli_version "$tofu"))" run_tofu_tests
+
 wait_tool "$terraform_oldest_job" terraform-oldest
 wait_tool "$tofu_oldest_job" tofu-oldest
 matrix=("terraform $(cat "$work/terraform-oldest.path")" "tofu $(cat "$work/tofu-oldest.path")")
@@ -370,24 +404,11 @@ if [[ -n $newer ]]; then
 else
 	log "no Terraform newer than $(cli_version "$terraform") on PATH: its matrix pass is not run"
 fi
-matrix_time=none
 if [[ -n "$(provider_package)" ]]; then
-	matrix_started=$SECONDS
-	matrix_jobs=()
-	matrix_names=()
 	for entry in "${matrix[@]}"; do
 		read -r kind cli <<<"$entry"
-		name="matrix-$kind-$(cli_version "$cli")"
-		log "outside-change and upgrade tests (${name#matrix-}) started"
-		run_matrix_tests "$kind" "$cli" "$name" >"$work/$name.log" 2>&1 &
-		matrix_jobs+=($!)
-		matrix_names+=("$name")
+		in_background "outside-change and upgrade tests ($kind-$(cli_version "$cli"))" run_matrix_tests "$kind" "$cli" "matrix-$kind-$(cli_version "$cli")"
 	done
-	for i in "${!matrix_jobs[@]}"; do
-		name="${matrix_names[$i]}"
-		check "outside-change and upgrade tests (${name#matrix-})" wait_matrix_pass "${matrix_jobs[$i]}" "$work/$name.log"
-	done
-	matrix_time="$((SECONDS - matrix_started))s"
 else
 	log "no package of ${packages[*]} drives a CLI: the CLI matrix is skipped"
 fi
@@ -401,21 +422,26 @@ if [[ "${packages[*]}" == "./..." ]]; then
 		if [[ $isolated_rt == none ]]; then
 			not_run+=("the tests on an engine that shares no files (it cannot run a container here)")
 		else
-			check "acceptance, SDK and isolation tests under $isolated_rt on an engine that shares no files" \
+			in_background "acceptance, SDK and isolation tests under $isolated_rt on an engine that shares no files" \
 				run_isolated_engine_tests isolated "$isolated_unix" "$isolated_rt" "^TestAcc|^TestOfficialJSSDK$|$isolation_tests" \
 				./internal/provider/... ./test/sdk/... ./internal/localserver/
-			check "build, sandbox and egress tests on an engine over TCP" \
+			in_background "build, sandbox and egress tests on an engine over TCP" \
 				run_isolated_engine_tests tcp "$isolated_tcp" runc "$tcp_tests" ./internal/localserver/
 		fi
-		stop_isolated_dockerd
 	elif (($? == 3)); then
 		not_run+=("the tests on an engine that shares no files (unshare: Operation not permitted: no mount namespace can be made here)")
 	else
 		failed+=("an engine that shares no files")
 	fi
 	if start_quota_dockerd; then
-		check "disk-limit tests under runc and gVisor on an engine with disk quotas ($quota_fs)" run_quota_engine_tests
-		stop_quota_dockerd
+		read -r -a quota_runtimes <<<"$(quota_engine_runtimes)"
+		case "${quota_runtimes[*]}" in
+		"") failed+=("an engine with disk quotas that runs a container") ;;
+		runc) not_run+=("the disk-limit tests under gVisor on the engine with disk quotas (runsc cannot run a container there)") ;;
+		esac
+		for rt in "${quota_runtimes[@]}"; do
+			in_background "disk-limit tests under $rt on an engine with disk quotas ($quota_fs)" run_quota_engine_tests "$rt"
+		done
 	elif (($? == 3)); then
 		not_run+=("the disk-limit tests on an engine with a hard disk limit (no file system with quotas Docker uses: $quota_unavailable)")
 	else
@@ -424,6 +450,11 @@ if [[ "${packages[*]}" == "./..." ]]; then
 else
 	log "second-engine runs skipped: they run with every package"
 fi
+
+wait_background
+background_time="$((SECONDS - background_started))s"
+stop_isolated_dockerd
+stop_quota_dockerd
 
 # count ACTION: test events of that action in both passes' JSON.
 count() {
@@ -442,6 +473,6 @@ echo
 echo "checks passed: ${passed[*]:-none}"
 echo "checks failed: ${failed[*]:-none}"
 echo "not run on this machine: ${not_run[*]:-none}"
-echo "time: $((SECONDS - started))s (of which the CLI matrix passes, side by side: $matrix_time)"
+echo "time: $((SECONDS - started))s (of which the passes after the first, side by side: ${background_time:-none})"
 echo "tests: $tests_passed passed, $tests_failed failed, $tests_skipped skipped"
 ((${#failed[@]} == 0))
