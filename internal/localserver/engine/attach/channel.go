@@ -281,7 +281,24 @@ func (a *Attachment) SetEnd(ctx context.Context, end time.Time) error {
 
 // Freeze and Thaw follow pause and resume: no exec is possible in a
 // frozen container, and ends set meanwhile are handed over at the thaw.
+// Freeze is called before the pause, not after: it waits for a channel
+// being opened and keeps others from starting, since runc cannot finish
+// starting an exec in a container frozen meanwhile, and the engine then
+// waits for that exec forever holding the container's lock, which every
+// later call on the container waits for (seen with Docker 20.10: a
+// container left paused, inspect hanging).
 func (a *Attachment) Freeze() { a.setPaused(true) }
+
+// WhileFrozen runs fn, which pauses the container for its while (a commit),
+// frozen as after Freeze, and then leaves the attachment as it was.
+func (a *Attachment) WhileFrozen(fn func() error) error {
+	a.mu.Lock()
+	was := a.paused
+	a.paused = true
+	a.mu.Unlock()
+	defer a.setPaused(was)
+	return fn()
+}
 
 // Thaw marks the container running again and hands its agent the end set
 // while it was frozen.

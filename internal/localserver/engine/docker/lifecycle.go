@@ -30,16 +30,19 @@ func (d *Docker) sandboxContainer(ctx context.Context, sandboxID string) (string
 // cgroup freezer): their memory stays as it is while the engine runs, and
 // the container keeps its file system.
 func (d *Docker) PauseSandbox(ctx context.Context, sandboxID string) error {
-	a := d.channels.Get(attach.Key(kindSandbox, sandboxID))
 	id, err := d.sandboxContainer(ctx, sandboxID)
-	if err == nil {
-		err = d.cli.ContainerPause(ctx, id)
-	}
 	if err != nil {
 		return fmt.Errorf("pause sandbox %s: %w", sandboxID, err)
 	}
+	a := d.channels.Get(attach.Key(kindSandbox, sandboxID))
 	if a != nil {
 		a.Freeze()
+	}
+	if err := d.cli.ContainerPause(ctx, id); err != nil {
+		if a != nil {
+			_ = a.Thaw(ctx) // the container was never paused; the pause's error is the answer
+		}
+		return fmt.Errorf("pause sandbox %s: %w", sandboxID, err)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/docker/docker/api/types/strslice"
 
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine/attach"
 )
 
 // imageRef is the image of a template's build: <repo>/<templateID>:<buildID>.
@@ -60,7 +61,13 @@ func (d *Docker) CommitSandbox(ctx context.Context, spec engine.SnapshotSpec) (s
 		d.labels.key("build-id"):    spec.BuildID,
 		d.labels.key("sandbox-id"):  "",
 	})
-	if err := commit(ctx, d.cli, id, ref, cfg); err != nil {
+	committed := func() error { return commit(ctx, d.cli, id, ref, cfg) }
+	if a := d.channels.Get(attach.Key(kindSandbox, spec.SandboxID)); a != nil {
+		err = a.WhileFrozen(committed) // the commit pauses the container
+	} else {
+		err = committed()
+	}
+	if err != nil {
 		return "", fmt.Errorf("snapshot of sandbox %s: %w", spec.SandboxID, err)
 	}
 	return ref, nil
