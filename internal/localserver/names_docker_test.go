@@ -55,17 +55,10 @@ func TestDockerSandboxResolvesItsName(t *testing.T) {
 func TestDockerSandboxResolvesThroughTheServer(t *testing.T) {
 	debian := debianImage(t)
 	sinkAddr, sinkConns := countingServer(t, "sink")
-	upstream := testutil.DNSServer(t, map[string][]netip.Addr{
+	eng := resolvingEngine(t, sinkAddr, map[string][]netip.Addr{
 		"example.com":     {netip.MustParseAddr("127.0.0.1")},
 		"refused.example": {netip.MustParseAddr("127.0.0.2")},
 	})
-	policy, err := egress.NewPolicy(egress.ModePublic, sinkAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := egress.New(policy, egress.UpstreamResolver(upstream), nil)
-	t.Cleanup(proxy.Close)
-	eng, _ := dockerEngineWith(t, func(o *docker.DockerOptions) { o.Egress = proxy })
 	rt := runtimeOf(t, eng)
 	ts := startServer(t, eng)
 	script := `set -e
@@ -103,4 +96,20 @@ curl -sS http://example.com:` + portOf(sinkAddr) + `/by-name; echo`
 	if sinkConns.Load() == 0 {
 		t.Error("the sink got no connection")
 	}
+}
+
+// resolvingEngine is the Docker engine with an egress proxy whose policy
+// is the public internet and allow, resolving names through a loopback DNS
+// server of the test's that answers names (so that no look-up reaches the
+// host's resolver).
+func resolvingEngine(t *testing.T, allow string, names map[string][]netip.Addr) Engine {
+	t.Helper()
+	policy, err := egress.NewPolicy(egress.ModePublic, allow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := egress.New(policy, egress.UpstreamResolver(testutil.DNSServer(t, names)), nil)
+	t.Cleanup(proxy.Close)
+	eng, _ := dockerEngineWith(t, func(o *docker.DockerOptions) { o.Egress = proxy })
+	return eng
 }

@@ -14,10 +14,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/egress"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine/docker"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
 )
 
 var updateNetworkingGuide = flag.Bool("update-networking-guide", false, "write the client table of "+networkingGuide+" from this run of TestDockerNetworkClients")
@@ -103,15 +99,8 @@ func TestDockerNetworkClients(t *testing.T) {
 	sink.StartTLS() // its certificate names example.com
 	t.Cleanup(sink.Close)
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: sink.Certificate().Raw})
-	upstream := testutil.DNSServer(t, map[string][]netip.Addr{"example.com": {netip.MustParseAddr("127.0.0.1")}})
 	sinkAddr := sink.Listener.Addr().String()
-	policy, err := egress.NewPolicy(egress.ModePublic, sinkAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := egress.New(policy, egress.UpstreamResolver(upstream), nil)
-	t.Cleanup(proxy.Close)
-	eng, _ := dockerEngineWith(t, func(o *docker.DockerOptions) { o.Egress = proxy })
+	eng := resolvingEngine(t, sinkAddr, map[string][]netip.Addr{"example.com": {netip.MustParseAddr("127.0.0.1")}})
 	rt := runtimeOf(t, eng)
 	ts := startServer(t, eng)
 	sb := ts.debianProbeSandbox(debian, "netclients")
