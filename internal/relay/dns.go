@@ -53,6 +53,7 @@ func (a *agent) serveDNSPackets(pc net.PacketConn) {
 			if a.sess.IsClosed() || errors.Is(err, net.ErrClosed) {
 				return
 			}
+			time.Sleep(50 * time.Millisecond)
 			continue
 		}
 		if n == 0 {
