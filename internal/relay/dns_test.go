@@ -2,9 +2,12 @@ package relay
 
 import (
 	"bytes"
+	"io"
 	"net"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/yamux"
 )
 
 // freeLoopbackAddr is a 127.0.0.1 port the OS picked and let go again.
@@ -74,5 +77,39 @@ func TestChannelDNS(t *testing.T) {
 		if got, err := ReadDNS(tcp); err != nil || !bytes.Equal(got, []byte("answer to "+q)) {
 			t.Errorf("TCP answer %q (%v)", got, err)
 		}
+	}
+}
+
+// An agent of version 1 (a kept sandbox's older envd) opens egress streams
+// without a kind line: every one of them arrives on Egress as it is.
+func TestChannelVersion1AgentStreamsAreEgress(t *testing.T) {
+	server, agentEnd := net.Pipe()
+	go func() {
+		if _, err := io.WriteString(agentEnd, helloV1+"\n"); err != nil {
+			return
+		}
+		sess, err := yamux.Server(agentEnd, muxConfig())
+		if err != nil {
+			return
+		}
+		s, err := sess.OpenStream()
+		if err != nil {
+			return
+		}
+		_, _ = io.WriteString(s, "CONNECT example.com:443 HTTP/1.1\n")
+	}()
+	ch, err := Open(t.Context(), server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Close()
+	s, err := ch.Egress().Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_ = s.SetDeadline(time.Now().Add(10 * time.Second))
+	if line, err := readLine(s); err != nil || line != "CONNECT example.com:443 HTTP/1.1" {
+		t.Errorf("egress stream of a version 1 agent: %q (%v)", line, err)
 	}
 }
