@@ -12,7 +12,8 @@
 #       bash, apt, useradd, as the images E2B templates are built from, and
 #       the tools E2B's base image has that the SDK's ready commands run (ss,
 #       curl, pgrep) and python3, so that the examples' servers and ready
-#       commands run offline.
+#       commands run offline; and wget, git, pip and requests, the network
+#       clients the networking guide's table is measured with.
 #   E2B_TEST_ARM64_IMAGE  (default e2b-test-base-arm64:latest) the busybox
 #       image again with Debian's arm64 busybox-static, its config saying
 #       architecture arm64: what a sandbox of an arm64 image runs on an amd64
@@ -30,11 +31,13 @@ set -euo pipefail
 BUSYBOX_IMAGE="${E2B_TEST_BASE_IMAGE:-e2b-test-base:latest}"
 BUSYBOX_RECIPE=2
 DEBIAN_IMAGE="${E2B_TEST_DEBIAN_IMAGE:-e2b-test-debian:bookworm}"
-DEBIAN_RECIPE=3
+DEBIAN_RECIPE=4
 ARM64_IMAGE="${E2B_TEST_ARM64_IMAGE:-e2b-test-base-arm64:latest}"
 ARM64_RECIPE=1
-# What E2B's base image has that the examples and tests need (DEBIAN_RECIPE 3: sudo).
-DEBIAN_INCLUDE=iproute2,curl,procps,python3,sudo
+# What E2B's base image has that the examples and tests need (DEBIAN_RECIPE 3:
+# sudo), and the network clients of the networking guide's table (4: wget,
+# git, pip and requests).
+DEBIAN_INCLUDE=iproute2,curl,procps,python3,sudo,wget,git,python3-pip,python3-requests
 DEBIAN_SUITE=bookworm
 
 log() { printf 'test-image.sh: %s\n' "$*" >&2; }

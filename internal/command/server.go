@@ -40,6 +40,7 @@ func parseServer(args []string, stdout io.Writer) (localserver.Options, error) {
 	fs.StringVar(&o.Runtime, "runtime", engine.RuntimeAuto, "OCI runtime of sandbox and build containers: auto (gVisor's runsc when the engine offers it and it passes a self-test at start-up, else the engine's default with a warning) or a runtime of the engine by name, e.g. runsc or runc (an error when missing or failing its self-test)")
 	fs.StringVar(&o.Egress, "egress", egress.ModePublic, "outbound access of sandboxes and build steps through the server's HTTP(S) proxy: public (the public internet only: never loopback, private, link-local or other non-public addresses) or none (only --egress-allow)")
 	fs.StringVar(&o.EgressAllow, "egress-allow", "", "comma-separated extra egress targets, allowed even when private or loopback: CIDR, IP, ip:port or host:port (the server's own port stays refused)")
+	fs.StringVar(&o.DNSUpstream, "dns-upstream", "", "DNS server (ip:port) that resolves names for the egress proxy and for the resolver in every sandbox and build container (127.0.0.1:53 there, under the --egress policy); default: the system's resolver")
 	fs.StringVar(&o.Domain, "domain", localserver.DefaultDomain, "domain answered for sandboxes and printed as E2B_DOMAIN, a bare DNS name the provider's domain accepts")
 	fs.StringVar(&o.PublicURL, "public-url", "", "base URL clients reach this server at, used in upload URLs (default: the request's Host)")
 	fs.Int64Var(&o.MaxUploadBytes, "max-upload-bytes", localserver.DefaultMaxUploadBytes, "largest accepted archive upload")
@@ -69,6 +70,9 @@ func parseServer(args []string, stdout io.Writer) (localserver.Options, error) {
 		o.EnvdBinaries = strings.Split(envdBinaries, ",")
 	}
 	if _, err := egress.NewPolicy(o.Egress, o.EgressAllow); err != nil {
+		errs = append(errs, err)
+	}
+	if err := egress.CheckUpstream(o.DNSUpstream); err != nil {
 		errs = append(errs, err)
 	}
 	if o.Pool.PerBuild < 0 || o.Pool.Max < 0 || o.Pool.Idle < 0 {

@@ -40,7 +40,7 @@ func TestParseServerFlagsAndEnv(t *testing.T) {
 		t.Setenv(name, "")
 		os.Unsetenv(name)
 	}
-	for _, bad := range [][]string{{"--egress", "all"}, {"--egress-allow", "nope"}, {"--network", "bridge"}, {"--runtime", ""}, {"--pool-max", "-1"}, {"--pool-idle", "-1s"}} {
+	for _, bad := range [][]string{{"--egress", "all"}, {"--egress-allow", "nope"}, {"--network", "bridge"}, {"--runtime", ""}, {"--pool-max", "-1"}, {"--pool-idle", "-1s"}, {"--dns-upstream", "dns.example:53"}, {"--dns-upstream", "127.0.0.1"}} {
 		if _, err := parseServer(bad, io.Discard); err == nil {
 			t.Errorf("%v accepted", bad)
 		}

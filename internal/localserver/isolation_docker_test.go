@@ -578,7 +578,7 @@ func testDockerEgress(t *testing.T, pool sandboxes.PoolConfig) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := egress.New(policy, nil)
+	proxy := egress.New(policy, nil, nil)
 	t.Cleanup(proxy.Close)
 	eng, _ := dockerEngineWith(t, func(o *docker.DockerOptions) { o.Egress = proxy })
 	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.Pool = pool }})
@@ -593,7 +593,7 @@ func testDockerEgress(t *testing.T, pool sandboxes.PoolConfig) {
 		return fmt.Sprintf(`p=${HTTP_PROXY##*:}; exec 3<>/dev/tcp/127.0.0.1/$p; printf 'GET http://%[1]s%[2]s HTTP/1.0\r\nHost: %[1]s\r\n\r\n' >&3; cat <&3; echo`, addr, path)
 	}
 	reg, info := ts.buildFrom(debian, "egress",
-		run(`echo "env: $HTTP_PROXY|$HTTPS_PROXY|$http_proxy|$https_proxy|$NO_PROXY"`),
+		run(`echo "env: $HTTP_PROXY|$HTTPS_PROXY|$http_proxy|$https_proxy|$NO_PROXY|$NODE_USE_ENV_PROXY"`),
 		run(fetch(allowedAddr, "/from-build")),
 		run(fetch(deniedAddr, "/from-build")),
 	)
@@ -607,7 +607,7 @@ func testDockerEgress(t *testing.T, pool sandboxes.PoolConfig) {
 	}
 	proxyURL := fmt.Sprintf("http://127.0.0.1:%d", envd.EgressProxyPort)
 	for _, want := range []string{
-		"env: " + strings.Repeat(proxyURL+"|", 4) + "localhost,127.0.0.1,::1",
+		"env: " + strings.Repeat(proxyURL+"|", 4) + "localhost,127.0.0.1,::1|1",
 		"allowed saw GET /from-build",
 		"403 Forbidden",
 	} {

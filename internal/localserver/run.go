@@ -53,6 +53,10 @@ type Options struct {
 	PublicURL string
 	// Egress and EgressAllow are the egress policy (egress.NewPolicy).
 	Egress, EgressAllow string
+	// DNSUpstream is the DNS server (ip:port) the egress proxy and the
+	// sandboxes' resolver ask; empty: the system's resolver
+	// (egress.UpstreamResolver).
+	DNSUpstream string
 
 	MaxUploadBytes, MaxUnpackedBytes int64
 	MaxArchiveEntries                int
@@ -121,7 +125,7 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, stdout io.Writer) 
 	}
 	var proxy *egress.Proxy
 	if o.Network != engine.NetworkHost {
-		proxy = egress.New(policy, logger)
+		proxy = egress.New(policy, egress.UpstreamResolver(o.DNSUpstream), logger)
 		defer proxy.Close()
 		dockerOpts.Egress = proxy
 	}

@@ -271,7 +271,12 @@ func startCommand(t *testing.T, binary, dataDir string) (*exec.Cmd, Info) {
 func startCommandLog(t *testing.T, binary, dataDir string, extraArgs ...string) (*exec.Cmd, Info, *testutil.SyncBuffer) {
 	t.Helper()
 	os.Remove(filepath.Join(dataDir, InfoFile))
-	cmd := exec.Command(binary, append([]string{"server", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--network", "none", "--runtime", testutil.Runtime()}, extraArgs...)...)
+	// Names resolve through a loopback DNS server of the test's that knows
+	// none: no look-up of a sandbox reaches the host's resolver.
+	cmd := exec.Command(binary, append([]string{
+		"server", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--network", "none", "--runtime", testutil.Runtime(),
+		"--dns-upstream", testutil.DNSServer(t, nil),
+	}, extraArgs...)...)
 	// The instance's images go when the first test of the data dir ends.
 	cleanupsMu.Lock()
 	if !cleanups[dataDir] {

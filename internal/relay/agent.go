@@ -31,6 +31,15 @@ type AgentOptions struct {
 	// DeadlineFile is where the sandbox's end is kept for envd (its
 	// --deadline-file); required for DEADLINE requests.
 	DeadlineFile string
+	// DNSListen, when set, is a loopback address (127.0.0.1:53 in a
+	// container) where the agent answers DNS over UDP and TCP by sending
+	// every query to the server on a stream of its own. An address in use
+	// (root of the sandbox bound it while no agent ran) is warned about,
+	// not fatal: the sandbox keeps its channel.
+	DNSListen string
+	// Warn, when set, is told what the agent could not do without ending
+	// (listen for DNS).
+	Warn func(msg string)
 	// MaxStreams bounds the streams served at once in each direction
 	// (default 1024); a stream beyond it is refused.
 	MaxStreams int
@@ -44,6 +53,21 @@ func ServeAgent(ctx context.Context, rwc io.ReadWriteCloser, opts AgentOptions) 
 	}
 	if opts.MaxStreams <= 0 {
 		opts.MaxStreams = 1024
+	}
+	// Listening first: queries sent once the server has the hello find
+	// the agent listening.
+	var dnsTCP net.Listener
+	var dnsUDP net.PacketConn
+	if opts.DNSListen != "" {
+		var err error
+		if dnsTCP, dnsUDP, err = listenDNS(opts.DNSListen); err != nil {
+			if opts.Warn != nil {
+				opts.Warn("no DNS resolver in the sandbox: " + err.Error())
+			}
+		} else {
+			defer dnsTCP.Close()
+			defer dnsUDP.Close()
+		}
 	}
 	if _, err := io.WriteString(rwc, hello+"\n"); err != nil {
 		return err
@@ -64,7 +88,12 @@ func ServeAgent(ctx context.Context, rwc io.ReadWriteCloser, opts AgentOptions) 
 		}
 		defer ln.Close()
 		go func() { <-sess.CloseChan(); ln.Close() }()
-		wg.Go(func() { a.serveEgress(ln) })
+		wg.Go(func() { a.forward(ln, kindEgress) })
+	}
+	if dnsTCP != nil {
+		go func() { <-sess.CloseChan(); dnsTCP.Close(); dnsUDP.Close() }()
+		wg.Go(func() { a.forward(dnsTCP, kindDNS) })
+		wg.Go(func() { a.serveDNSPackets(dnsUDP) })
 	}
 	slots := make(chan struct{}, opts.MaxStreams)
 	for {
@@ -140,9 +169,9 @@ func refuse(s net.Conn, reason string) {
 	s.Close()
 }
 
-// serveEgress turns every connection to the egress socket into a stream
-// to the server, at most MaxStreams at once.
-func (a *agent) serveEgress(ln net.Listener) {
+// forward turns every connection accepted on ln into a stream of kind to
+// the server, at most MaxStreams at once.
+func (a *agent) forward(ln net.Listener, kind string) {
 	ln = LimitListener(ln, a.opts.MaxStreams)
 	for {
 		c, err := ln.Accept()
@@ -154,7 +183,7 @@ func (a *agent) serveEgress(ln net.Listener) {
 			continue
 		}
 		go func() {
-			s, err := a.sess.OpenStream()
+			s, err := a.open(kind)
 			if err != nil {
 				c.Close()
 				return
@@ -162,6 +191,34 @@ func (a *agent) serveEgress(ln net.Listener) {
 			Pipe(c, s)
 		}()
 	}
+}
+
+// open opens a stream to the server and names its kind.
+func (a *agent) open(kind string) (net.Conn, error) {
+	s, err := a.sess.OpenStream()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.WriteString(s, kind+"\n"); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// listenDNS listens on addr for DNS over TCP and over UDP.
+func listenDNS(addr string) (net.Listener, net.PacketConn, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The same port for both when addr's is 0 (tests).
+	pc, err := net.ListenPacket("udp", ln.Addr().String())
+	if err != nil {
+		ln.Close()
+		return nil, nil, err
+	}
+	return ln, pc, nil
 }
 
 // writeDeadline keeps ms (0: none) in path for envd, replacing the file in

@@ -15,7 +15,8 @@ import (
 
 // Channel is the server's end of one container's channel.
 type Channel struct {
-	sess *yamux.Session
+	sess        *yamux.Session
+	egress, dns *streamListener
 }
 
 // Open starts the server's end on rwc, the standard streams of an agent
@@ -30,7 +31,7 @@ func Open(ctx context.Context, rwc io.ReadWriteCloser) (*Channel, error) {
 	if !stop() {
 		return nil, fmt.Errorf("the channel agent did not say hello within %s: %w", handshakeTO, context.Cause(ctx))
 	}
-	if err != nil || line != hello {
+	if err != nil || (line != hello && line != helloV1) {
 		rwc.Close()
 		return nil, fmt.Errorf("the channel agent did not start: %q: %v", strings.TrimSpace(line), err)
 	}
@@ -39,7 +40,39 @@ func Open(ctx context.Context, rwc io.ReadWriteCloser) (*Channel, error) {
 		rwc.Close()
 		return nil, err
 	}
-	return &Channel{sess: sess}, nil
+	c := &Channel{sess: sess, egress: newStreamListener(sess), dns: newStreamListener(sess)}
+	go c.sort(line == helloV1)
+	return c, nil
+}
+
+// sort hands every stream the agent opens to the listener of its kind
+// until the channel ends; an agent of version 1 opens egress streams only.
+func (c *Channel) sort(v1 bool) {
+	for {
+		s, err := c.sess.AcceptStream()
+		if err != nil {
+			return
+		}
+		if v1 {
+			c.egress.hand(s)
+			continue
+		}
+		go func() {
+			_ = s.SetReadDeadline(time.Now().Add(handshakeTO))
+			kind, err := readLine(s)
+			_ = s.SetReadDeadline(time.Time{})
+			switch {
+			case err != nil:
+				s.Close()
+			case kind == kindEgress:
+				c.egress.hand(s)
+			case kind == kindDNS:
+				c.dns.hand(s)
+			default:
+				s.Close()
+			}
+		}()
+	}
 }
 
 // Dial opens a stream to port on the loopback of the container's network
@@ -106,9 +139,13 @@ func (c *Channel) request(ctx context.Context, line string) (net.Conn, error) {
 	return nil, fmt.Errorf("channel: unexpected answer %q", answer)
 }
 
-// Egress is the listener of the streams the container opens: its egress
-// proxy's connections. Closing it closes the channel.
-func (c *Channel) Egress() net.Listener { return c.sess }
+// Egress is the listener of the container's egress proxy connections.
+// Closing it closes the channel.
+func (c *Channel) Egress() net.Listener { return c.egress }
+
+// DNS is the listener of the container's DNS streams (see ReadDNS).
+// Closing it closes the channel.
+func (c *Channel) DNS() net.Listener { return c.dns }
 
 // Done is closed once the channel has ended (the agent or its container
 // stopped, or Close).
@@ -116,3 +153,35 @@ func (c *Channel) Done() <-chan struct{} { return c.sess.CloseChan() }
 
 // Close ends the channel; the agent then exits.
 func (c *Channel) Close() error { return c.sess.Close() }
+
+// streamListener is a net.Listener of the agent's streams of one kind.
+type streamListener struct {
+	sess    *yamux.Session
+	streams chan net.Conn
+}
+
+func newStreamListener(sess *yamux.Session) *streamListener {
+	return &streamListener{sess: sess, streams: make(chan net.Conn)}
+}
+
+// hand gives s to the listener's Accept, or closes it once the channel
+// ends.
+func (l *streamListener) hand(s net.Conn) {
+	select {
+	case l.streams <- s:
+	case <-l.sess.CloseChan():
+		s.Close()
+	}
+}
+
+func (l *streamListener) Accept() (net.Conn, error) {
+	select {
+	case s := <-l.streams:
+		return s, nil
+	case <-l.sess.CloseChan():
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *streamListener) Close() error   { return l.sess.Close() }
+func (l *streamListener) Addr() net.Addr { return l.sess.Addr() }

@@ -8,17 +8,25 @@
 //
 // Streams the server opens reach ports in the container's own network
 // namespace; streams the container opens carry its egress proxy traffic
-// to the server. Each server-opened stream starts with one request line
-// and one answer line, "\n"-terminated:
+// and its DNS queries to the server. Each server-opened stream starts with
+// one request line and one answer line, "\n"-terminated:
 //
 //	server → agent: "CONNECT <port>"   a stream to 127.0.0.1:<port> in the container
 //	server → agent: "DEADLINE <ms>"    the sandbox's end (Unix ms; 0: none)
 //	agent  → server: "OK" | "REFUSED <reason>"
 //
 // then, after OK to CONNECT, the raw bytes of the stream in both
-// directions. Before the multiplexing starts the agent writes one line,
-// "E2B-CHANNEL/1", so that the server tells a started agent from an exec
-// that failed (whose error text arrives on the same stream).
+// directions. Each agent-opened stream starts with one line naming its
+// kind, with no answer:
+//
+//	agent → server: "EGRESS"   then a connection to the egress proxy (HTTP)
+//	agent → server: "DNS"      then DNS queries and answers, framed as DNS over TCP
+//
+// Before the multiplexing starts the agent writes one line, its version
+// "E2B-CHANNEL/2", so that the server tells a started agent from an exec
+// that failed (whose error text arrives on the same stream). An agent of
+// version 1 (a kept sandbox's older envd) opens egress streams only, with
+// no kind line.
 package relay
 
 import (
@@ -35,9 +43,17 @@ import (
 )
 
 const (
-	hello       = "E2B-CHANNEL/1"
+	hello = "E2B-CHANNEL/2"
+	// helloV1 is the hello of agents before DNS: their every stream is egress.
+	helloV1     = "E2B-CHANNEL/1"
 	maxLine     = 512
 	handshakeTO = 10 * time.Second
+)
+
+// The kinds of the streams the agent opens.
+const (
+	kindEgress = "EGRESS"
+	kindDNS    = "DNS"
 )
 
 // RefusedError is the agent's answer that nothing accepted a connection on

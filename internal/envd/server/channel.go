@@ -4,6 +4,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -16,7 +17,8 @@ import (
 // RunChannel serves the local server's channel (package relay) on standard
 // input and output for the envd that o describes: streams to envd's port
 // and the container's other ports, the egress proxy socket envd forwards
-// to (o.EgressSocket), the sandbox's end (o.DeadlineFile). The server
+// to (o.EgressSocket) and, with it, the sandbox's resolver on
+// 127.0.0.1:53 (DNSListen), the sandbox's end (o.DeadlineFile). The server
 // starts it through the engine's exec API, so only the engine holds its
 // standard streams; it seals itself first (relay.Seal) so that nothing in
 // the sandbox can reach them through /proc or ptrace.
@@ -44,7 +46,19 @@ func RunChannel(ctx context.Context, o RunOptions) error {
 			return relay.DialLocal(ctx, port)
 		}
 	}
-	return relay.ServeAgent(ctx, relay.StdioConn{In: os.Stdin, Out: os.Stdout}, relay.AgentOptions{
+	opts := relay.AgentOptions{
 		Dial: dial, EgressSocket: o.EgressSocket, DeadlineFile: o.DeadlineFile,
-	})
+		// Its standard error is the server's log of the agent.
+		Warn: func(msg string) { fmt.Fprintln(os.Stderr, msg) },
+	}
+	if o.EgressSocket != "" {
+		// Wherever the egress proxy is the way out, names are resolved by
+		// the server too, under the same policy; the container's
+		// resolv.conf points here.
+		opts.DNSListen = DNSListen
+	}
+	return relay.ServeAgent(ctx, relay.StdioConn{In: os.Stdin, Out: os.Stdout}, opts)
 }
+
+// DNSListen is where the channel agent answers the sandbox's DNS queries.
+const DNSListen = "127.0.0.1:53"

@@ -124,6 +124,8 @@ func ProxyEnv(proxyURL string) map[string]string {
 	}
 	env["NO_PROXY"] = "localhost,127.0.0.1,::1"
 	env["no_proxy"] = env["NO_PROXY"]
+	// Node 24+'s fetch and http ignore the variables above without it.
+	env["NODE_USE_ENV_PROXY"] = "1"
 	return env
 }
 

@@ -122,8 +122,8 @@ func TestBaseEnvUnderInitAndRequest(t *testing.T) {
 	base["A"] = "base"
 	e := startEnvd(t, Config{BaseEnv: base})
 	initEnvd(t, e, `{"envVars": {"A": "init", "https_proxy": "http://mine"}}`)
-	r := run(t, e, shell(`echo "$HTTP_PROXY|$https_proxy|$NO_PROXY|$no_proxy|$A"`), nil)
-	if want := "http://127.0.0.1:49984|http://mine|localhost,127.0.0.1,::1|localhost,127.0.0.1,::1|init\n"; string(r.stdout) != want {
+	r := run(t, e, shell(`echo "$HTTP_PROXY|$https_proxy|$NO_PROXY|$no_proxy|$NODE_USE_ENV_PROXY|$A"`), nil)
+	if want := "http://127.0.0.1:49984|http://mine|localhost,127.0.0.1,::1|localhost,127.0.0.1,::1|1|init\n"; string(r.stdout) != want {
 		t.Errorf("process env %q, want %q", r.stdout, want)
 	}
 }

@@ -59,7 +59,7 @@ func (r *recorder) list() []string {
 
 func startProxy(t *testing.T, policy *Policy, rec *recorder) *url.URL {
 	t.Helper()
-	p := New(policy, nil)
+	p := New(policy, nil, nil)
 	p.afterCheck = rec.afterCheck
 	hs := httptest.NewServer(p)
 	t.Cleanup(hs.Close)

@@ -132,6 +132,43 @@ func (p *Policy) hostAllowed(host string, port int) bool {
 	return p.hosts[strings.ToLower(strings.TrimSuffix(host, "."))+":"+strconv.Itoa(port)]
 }
 
+// nameAllowed reports whether name is on the allowlist by name, on any
+// port: a DNS answer has no port.
+func (p *Policy) nameAllowed(name string) bool {
+	name = strings.ToLower(strings.TrimSuffix(name, "."))
+	for h := range p.hosts {
+		if host, _, _ := net.SplitHostPort(h); host == name {
+			return true
+		}
+	}
+	return false
+}
+
+// reachesAny reports whether the policy allows any address at all: under
+// --egress none with an empty allowlist it allows none, and names need not
+// be looked up.
+func (p *Policy) reachesAny() bool {
+	return p.mode == ModePublic || len(p.nets)+len(p.addrs)+len(p.hosts) > 0
+}
+
+// addressAllowed reports whether the policy allows ip on some port, as a
+// DNS answer may carry it: public under public, or on the allowlist (an
+// ip:port entry allows its address here, its port at the proxy).
+func (p *Policy) addressAllowed(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	for _, n := range p.nets {
+		if n.Contains(ip) {
+			return true
+		}
+	}
+	for _, a := range p.addrs {
+		if a.Addr() == ip {
+			return true
+		}
+	}
+	return p.mode == ModePublic && forbidden(ip) == ""
+}
+
 // Check decides for a resolved address. byName is whether the name the
 // client asked for is allowlisted.
 func (p *Policy) Check(ap netip.AddrPort, byName bool) error {

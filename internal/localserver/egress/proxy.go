@@ -19,9 +19,11 @@ import (
 
 // Proxy is the egress HTTP proxy. It serves CONNECT (any TCP, as HTTPS
 // clients use it) and absolute-URI requests (plain http, as apt and pip
-// send them to an http_proxy); anything else is 400.
+// send them to an http_proxy); anything else is 400. It also answers the
+// sandboxes' DNS queries (ServeDNS) with the resolver its dials use.
 type Proxy struct {
 	policy    *Policy
+	resolver  *net.Resolver
 	log       *slog.Logger
 	forward   *httputil.ReverseProxy
 	transport *http.Transport
@@ -31,12 +33,13 @@ type Proxy struct {
 	afterCheck func(network, address string) error
 }
 
-// New returns a proxy enforcing policy.
-func New(policy *Policy, logger *slog.Logger) *Proxy {
+// New returns a proxy enforcing policy that resolves names with resolver
+// (UpstreamResolver).
+func New(policy *Policy, resolver *net.Resolver, logger *slog.Logger) *Proxy {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	p := &Proxy{policy: policy, log: logger}
+	p := &Proxy{policy: policy, resolver: resolver, log: logger}
 	p.transport = &http.Transport{
 		Proxy:                 nil, // never chain to the host's own proxy
 		DialContext:           p.dial,
@@ -76,7 +79,8 @@ func (p *Proxy) dial(ctx context.Context, network, addr string) (net.Conn, error
 	}
 	byName := p.policy.hostAllowed(host, port)
 	d := net.Dialer{
-		Timeout: 30 * time.Second,
+		Timeout:  30 * time.Second,
+		Resolver: p.resolver,
 		Control: func(network, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
 			if err != nil {

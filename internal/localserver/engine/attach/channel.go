@@ -22,27 +22,38 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/relay"
 )
 
+// Gate is the way out of containers of network none: the egress proxy
+// (CONNECT and absolute-URI requests) and the resolver that answers their
+// DNS streams (relay.ReadDNS framing), under one policy.
+type Gate interface {
+	http.Handler
+	ServeDNS(conn net.Conn)
+}
+
 // Channels holds the server's end of every container it runs, by Key: the
-// attachments, their channels and the egress proxy served on them.
+// attachments, their channels and the gate served on them.
 type Channels struct {
 	cli *docker.Client
 	log *slog.Logger
 	// egress serves the egress proxy on the egress streams of every channel
 	// of a container of network none; nil when there is none.
 	egress *http.Server
+	// dns answers the DNS streams of the same channels.
+	dns func(net.Conn)
 
 	mu       sync.Mutex
 	attached map[string]*Attachment
 }
 
 // NewChannels returns the attachments of a server reaching its containers
-// through cli; egress, when not nil, is the proxy offered inside containers
-// of network none (CONNECT and absolute-URI requests).
-func NewChannels(cli *docker.Client, egress http.Handler, log *slog.Logger) *Channels {
+// through cli; gate, when not nil, is the way out offered inside
+// containers of network none.
+func NewChannels(cli *docker.Client, gate Gate, log *slog.Logger) *Channels {
 	c := &Channels{cli: cli, log: log, attached: map[string]*Attachment{}}
-	if egress != nil {
+	if gate != nil {
+		c.dns = gate.ServeDNS
 		c.egress = &http.Server{
-			Handler:           egress,
+			Handler:           gate,
 			ReadHeaderTimeout: 30 * time.Second,
 			IdleTimeout:       2 * time.Minute,
 			MaxHeaderBytes:    64 << 10,
@@ -53,7 +64,7 @@ func NewChannels(cli *docker.Client, egress http.Handler, log *slog.Logger) *Cha
 }
 
 // Egress tells whether containers of network none are offered the egress
-// proxy (envd then listens for it: EnvdCommand).
+// proxy and the resolver (envd then listens for them: EnvdCommand).
 func (c *Channels) Egress() bool { return c.egress != nil }
 
 // Key names the attachment of a container: its kind and the build or
@@ -185,9 +196,21 @@ func (a *Attachment) channel(ctx context.Context) (*relay.Channel, error) {
 	}
 	if egress := a.owner.egress; egress != nil && a.network == engine.NetworkNone {
 		go func() { _ = egress.Serve(relay.LimitListener(ch.Egress(), maxEgressConns)) }()
+		go serveEach(relay.LimitListener(ch.DNS(), maxEgressConns), a.owner.dns)
 	}
 	a.ch = ch
 	return ch, nil
+}
+
+// serveEach serves every connection ln accepts with serve until ln closes.
+func serveEach(ln net.Listener, serve func(net.Conn)) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go serve(c)
+	}
 }
 
 // open starts `envd ... --channel` in the container through the engine's

@@ -15,7 +15,6 @@ import (
 	"log/slog"
 	"math"
 	"net"
-	"net/http"
 	"os"
 	"slices"
 	"sync"
@@ -48,9 +47,10 @@ type DockerOptions struct {
 	// name (an error when the engine lacks it or its self-test fails), or
 	// empty: the engine's default, unchecked (runtime.go).
 	Runtime string
-	// Egress serves the HTTP(S) proxy offered inside containers of network
-	// "none" (CONNECT and absolute-URI requests); nil offers none.
-	Egress http.Handler
+	// Egress is the way out of containers of network "none": the HTTP(S)
+	// proxy offered inside them (CONNECT and absolute-URI requests) and the
+	// resolver of their DNS; nil offers neither.
+	Egress attach.Gate
 	// LabelPrefix namespaces the labels that mark our containers (default
 	// "e2b-local").
 	LabelPrefix string

@@ -8,6 +8,7 @@
 //	sandboxprobe ifaces                     the network interfaces it sees
 //	sandboxprobe serve <addr> <text>        an HTTP server answering text, the path and Host (Upgrade: echo echoes)
 //	sandboxprobe get <url>                  GET through $HTTP_PROXY, even for loopback names
+//	sandboxprobe fetch <url>                GET as any Go program does (http.DefaultClient); exit 1 on failure
 package main
 
 import (
@@ -27,7 +28,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: sandboxprobe caps|packet|dial|ifaces|serve|get ...")
+		fmt.Fprintln(os.Stderr, "usage: sandboxprobe caps|packet|dial|ifaces|serve|get|fetch ...")
 		os.Exit(2)
 	}
 	args := os.Args[2:]
@@ -84,6 +85,8 @@ func main() {
 		os.Exit(1)
 	case "get":
 		get(args[0])
+	case "fetch":
+		fetch(args[0])
 	default:
 		fmt.Fprintln(os.Stderr, "unknown subcommand", os.Args[1])
 		os.Exit(2)
@@ -130,6 +133,19 @@ func packet(marker, seconds string) {
 		}
 	}
 	fmt.Println("packet: marker not seen")
+}
+
+// fetch GETs rawURL with Go's default client: the proxy from the
+// environment, the system's roots (SSL_CERT_FILE), what Go programs in a
+// sandbox get.
+func fetch(rawURL string) {
+	resp, err := http.Get(rawURL) //nolint:gosec,noctx // the URL is the test's; a probe of what Go programs do
+	if err != nil {
+		fmt.Println("fetch:", err)
+		os.Exit(1)
+	}
+	defer resp.Body.Close()
+	fmt.Println("fetch:", resp.Status)
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }

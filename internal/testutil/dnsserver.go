@@ -1,0 +1,107 @@
+package testutil
+
+import (
+	"encoding/binary"
+	"io"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/dns/dnsmessage"
+)
+
+// DNSServer serves names (lower case, no trailing dot) to their addresses
+// on a loopback port the OS picked, over UDP and TCP, and returns its
+// address (ip:port): the upstream a test gives the local server, so that
+// no look-up of a test reaches the host's resolver. A name not listed is
+// NXDOMAIN.
+func DNSServer(t testing.TB, names map[string][]netip.Addr) string {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", pc.LocalAddr().String())
+	if err != nil {
+		pc.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close(); ln.Close() })
+	go func() {
+		buf := make([]byte, 0xffff)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			if answer := dnsAnswer(names, buf[:n]); answer != nil {
+				_, _ = pc.WriteTo(answer, from)
+			}
+		}
+	}()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				for {
+					var n uint16
+					if binary.Read(c, binary.BigEndian, &n) != nil {
+						return
+					}
+					query := make([]byte, n)
+					if _, err := io.ReadFull(c, query); err != nil {
+						return
+					}
+					answer := dnsAnswer(names, query)
+					if answer == nil {
+						return
+					}
+					if _, err := c.Write(append(binary.BigEndian.AppendUint16(nil, uint16(len(answer))), answer...)); err != nil { //nolint:gosec // an answer of a few records
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return pc.LocalAddr().String()
+}
+
+func dnsAnswer(names map[string][]netip.Addr, query []byte) []byte {
+	var p dnsmessage.Parser
+	h, err := p.Start(query)
+	if err != nil {
+		return nil
+	}
+	q, err := p.Question()
+	if err != nil {
+		return nil
+	}
+	addrs, found := names[strings.ToLower(strings.TrimSuffix(q.Name.String(), "."))]
+	rcode := dnsmessage.RCodeSuccess
+	if !found {
+		rcode = dnsmessage.RCodeNameError
+	}
+	b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true, RecursionDesired: h.RecursionDesired, RCode: rcode})
+	_ = b.StartQuestions()
+	_ = b.Question(q)
+	_ = b.StartAnswers()
+	for _, a := range addrs {
+		rh := dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: 60}
+		switch {
+		case a.Is4() && q.Type == dnsmessage.TypeA:
+			_ = b.AResource(rh, dnsmessage.AResource{A: a.As4()})
+		case a.Is6() && q.Type == dnsmessage.TypeAAAA:
+			_ = b.AAAAResource(rh, dnsmessage.AAAAResource{AAAA: a.As16()})
+		}
+	}
+	msg, err := b.Finish()
+	if err != nil {
+		return nil
+	}
+	return msg
+}
