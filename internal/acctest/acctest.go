@@ -64,6 +64,7 @@ type Server struct {
 	logPath    string
 	dockerHost string
 	exited     chan struct{}
+	stopDNS    func()
 }
 
 // ProviderConfig is a provider block for the server.
@@ -123,6 +124,7 @@ func (s *Server) Stop() error {
 		_ = s.cmd.Process.Kill()
 		<-s.exited
 	}
+	s.stopDNS()
 	return nil
 }
 
@@ -180,13 +182,20 @@ func Start(ctx context.Context, binary, dataDir, dockerHost string) (*Server, er
 		return nil, err
 	}
 	defer logFile.Close()
-	cmd := exec.Command(binary, "server", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--runtime", testutil.Runtime())
+	// Sandboxes' look-ups go to a loopback resolver that knows no name,
+	// never to the host's.
+	dnsAddr, stopDNS, err := testutil.ServeDNS(nil)
+	if err != nil {
+		return nil, fmt.Errorf("start the server's DNS upstream: %w", err)
+	}
+	cmd := exec.Command(binary, "server", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--runtime", testutil.Runtime(), "--dns-upstream", dnsAddr)
 	cmd.Env = append(os.Environ(), "DOCKER_HOST="+dockerHost)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
+		stopDNS()
 		return nil, fmt.Errorf("start %s server: %w", binary, err)
 	}
-	s := &Server{cmd: cmd, logPath: logPath, dockerHost: dockerHost, exited: make(chan struct{}), Info: localserver.Info{DataDir: dataDir}, Binary: binary}
+	s := &Server{cmd: cmd, logPath: logPath, dockerHost: dockerHost, exited: make(chan struct{}), stopDNS: stopDNS, Info: localserver.Info{DataDir: dataDir}, Binary: binary}
 	go func() { _ = cmd.Wait(); close(s.exited) }()
 
 	infoPath := filepath.Join(dataDir, localserver.InfoFile)
@@ -200,6 +209,7 @@ func Start(ctx context.Context, binary, dataDir, dockerHost string) (*Server, er
 		}
 		select {
 		case <-s.exited:
+			stopDNS()
 			return nil, fmt.Errorf("the local server exited before it was ready (%s):\n%s", cmd.ProcessState, s.Log())
 		case <-deadline.C:
 			_ = s.Stop()

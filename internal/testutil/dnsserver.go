@@ -12,22 +12,32 @@ import (
 )
 
 // DNSServer serves names (lower case, no trailing dot) to their addresses
-// on a loopback port the OS picked, over UDP and TCP, and returns its
-// address (ip:port): the upstream a test gives the local server, so that
-// no look-up of a test reaches the host's resolver. A name not listed is
-// NXDOMAIN.
+// on a loopback port the OS picked, over UDP and TCP, until t ends, and
+// returns its address (ip:port): the upstream a test gives the local
+// server, so that no look-up of a test reaches the host's resolver. A name
+// not listed is NXDOMAIN.
 func DNSServer(t testing.TB, names map[string][]netip.Addr) string {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	addr, stop, err := ServeDNS(names)
 	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return addr
+}
+
+// ServeDNS is DNSServer for a server that outlives any one test (acctest's
+// shared local server): stop ends it.
+func ServeDNS(names map[string][]netip.Addr) (addr string, stop func(), err error) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
 	}
 	ln, err := net.Listen("tcp", pc.LocalAddr().String())
 	if err != nil {
 		pc.Close()
-		t.Fatal(err)
+		return "", nil, err
 	}
-	t.Cleanup(func() { pc.Close(); ln.Close() })
 	go func() {
 		buf := make([]byte, 0xffff)
 		for {
@@ -68,7 +78,7 @@ func DNSServer(t testing.TB, names map[string][]netip.Addr) string {
 			}()
 		}
 	}()
-	return pc.LocalAddr().String()
+	return pc.LocalAddr().String(), func() { pc.Close(); ln.Close() }, nil
 }
 
 func dnsAnswer(names map[string][]netip.Addr, query []byte) []byte {
