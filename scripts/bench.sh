@@ -6,7 +6,8 @@
 #
 #   - the engine's floor, `docker exec -i <sandbox's container> cat > /dev/null` of MB MiB
 #     (default 128), and every data path as MB/s and as a ratio of that floor: upload and
-#     download through envd (files.write, files.read), egress through the server's proxy both
+#     download through envd (files.write; files.read of READ_MB MiB, default 16, and curl
+#     of all of it without gzip), egress through the server's proxy both
 #     ways (curl in the sandbox to and from a loopback sink), a build's COPY;
 #   - create + first command (commands.run('true')), p50 / p90 of RUNS (default 10): pooled
 #     (each once the pool holds a container; the kill after it too), RUNS creates 300 ms apart
@@ -31,7 +32,7 @@ cd "$(dirname "$0")/.."
 
 : "${DOCKER_HOST:?set DOCKER_HOST to the Docker engine}"
 image=${IMAGE:-e2b-test-debian:bookworm}
-export BENCH_RUNS=${RUNS:-10} BENCH_MB=${MB:-128} BENCH_CONCURRENT=${CONCURRENT:-0} E2B_TEST_BASE_IMAGE=$image
+export BENCH_RUNS=${RUNS:-10} BENCH_MB=${MB:-128} BENCH_READ_MB=${READ_MB:-16} BENCH_CONCURRENT=${CONCURRENT:-0} E2B_TEST_BASE_IMAGE=$image
 
 work=$(mktemp -d)
 server_pid= sink_pid=
@@ -115,10 +116,16 @@ const load = (p) => p.load.split(' ')[0]
 row('', runtimes)
 row('floor: docker exec -i cat > /dev/null', cells('data', (d) => `${d.floorInMBps} MB/s`))
 row('  docker exec true (the exec start in it)', cells('data', (d) => `${d.execStartMs} ms`))
+// the floor without its exec's start: what the engine carries once the exec runs.
+const net = (d) => {
+  const s = d.bytes / 1e6 / d.floorInMBps - d.execStartMs / 1000
+  return s > 0 ? `${Math.round(d.bytes / 1e6 / s)} MB/s` : '-'
+}
+row('  the floor less that start', cells('data', net))
 row('  docker exec head -c (out of the sandbox)', cells('data', (d) => ratio(d.floorOutMBps, d.floorInMBps)))
 row('upload through envd (files.write)', cells('data', (d) => ratio(d.uploadMBps, d.floorInMBps)))
-row('download through envd (files.read)', cells('data', (d) => ratio(d.downloadMBps, d.floorInMBps)))
-row('  the same, without gzip (curl)', cells('data', (d) => ratio(d.downloadIdentityMBps, d.floorInMBps)))
+row('download through envd (files.read)', cells('data', (d) => `${ratio(d.downloadMBps, d.floorInMBps)}, ${d.readBytes >> 20} MiB`))
+row('  all of it, without gzip (curl)', cells('data', (d) => ratio(d.downloadIdentityMBps, d.floorInMBps)))
 row('egress: sandbox <- loopback sink', cells('data', (d) => ratio(d.egressInMBps, d.floorInMBps)))
 row('egress: sandbox -> loopback sink', cells('data', (d) => ratio(d.egressOutMBps, d.floorInMBps)))
 row('  load', cells('data', load))
