@@ -107,7 +107,7 @@ const fs = require('node:fs')
 const [work, ...runtimes] = process.argv.slice(2)
 const read = (name) => (fs.existsSync(`${work}/${name}.json`) ? JSON.parse(fs.readFileSync(`${work}/${name}.json`, 'utf8')) : {})
 const runs = runtimes.map((rt) => ({ ...read(rt), cold: read(`${rt}-cold`).cold }))
-const row = (label, cells) => console.log(label.padEnd(42) + cells.map((c) => String(c ?? '-').padStart(24)).join(''))
+const row = (label, cells) => console.log(label.padEnd(42) + cells.map((c) => String(c ?? '-').padStart(30)).join(''))
 // each row of a part the run left out reads '-'.
 const cells = (part, cell) => runs.map((r) => (r[part] ? cell(r[part], r) : '-'))
 const ratio = (v, floor) => (v === undefined || !floor ? '-' : `${v} MB/s (${(v / floor).toFixed(2)}x)`)
