@@ -72,7 +72,7 @@ func ServeAgent(ctx context.Context, rwc io.ReadWriteCloser, opts AgentOptions) 
 	if _, err := io.WriteString(rwc, hello+"\n"); err != nil {
 		return err
 	}
-	sess, err := yamux.Server(rwc, muxConfig())
+	sess, err := yamux.Server(newMuxConn(rwc), muxConfig())
 	if err != nil {
 		return err
 	}

@@ -35,7 +35,7 @@ func Open(ctx context.Context, rwc io.ReadWriteCloser) (*Channel, error) {
 		rwc.Close()
 		return nil, fmt.Errorf("the channel agent did not start: %q: %v", strings.TrimSpace(line), err)
 	}
-	sess, err := yamux.Client(rwc, muxConfig())
+	sess, err := yamux.Client(newMuxConn(rwc), muxConfig())
 	if err != nil {
 		rwc.Close()
 		return nil, err
