@@ -86,7 +86,7 @@ func TestDockerFileLimit(t *testing.T) {
 		reg, info := ts.buildFrom(base, "manyfiles-build", e2b.TemplateStep{Type: "RUN", Args: []string{manyFilesScript(attempt), "root"}})
 		ts.deleteTemplateAtEnd(reg.TemplateID)
 		if info.Status != "error" || info.Reason == nil {
-			t.Fatalf("build = %+v, want an error naming the file limit", info)
+			t.Fatalf("build = %+v, want an error naming the file limit\n%s", info, logs.String())
 		}
 		made := filesPast(t, info.Reason.Message, limit)
 		if made >= attempt {

@@ -256,6 +256,23 @@ func (w *fileWatch) stop(ctx context.Context, c container.Summary, o *engine.Dis
 	w.log.Warn("container stopped: "+o.Error(), "container", attach.ShortID(c.ID), "kind", kind, "build", o.BuildID)
 }
 
+// withinFileLimit fails with the overrun when build container id holds
+// more than limit files (none: at most 0): a step that made them faster
+// than the watch measured must not have them committed.
+func (w *fileWatch) withinFileLimit(ctx context.Context, id string, limit int64) error {
+	if limit <= 0 {
+		return nil
+	}
+	n, err := w.countChanges(ctx, id)
+	if err != nil {
+		return err
+	}
+	if n > limit {
+		return &engine.DiskOverrun{Files: n, FileLimit: limit}
+	}
+	return nil
+}
+
 // countChanges counts the entries of container id's changes as the engine
 // lists them (GET /containers/{id}/changes: every file and directory its
 // writable layer added, changed or deleted): the engine walks the layer
