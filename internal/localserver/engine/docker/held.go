@@ -27,7 +27,8 @@ func (e *errHeldCount) Error() string { return "its count of deleted files still
 // API: no file of the engine's is read from outside. Root in the container
 // may kill, stop or fool that count; one that fails or does not answer
 // before ctx's deadline is an *errHeldCount, for the watchdog to stop the
-// container, never a pass. An error of the engine's is a plain error.
+// container, never a pass. An error of the engine's (one that could not
+// start it) is a plain error.
 func heldByDeleted(ctx context.Context, cli *docker.Client, id string) (int64, error) {
 	exec, err := cli.ContainerExecCreate(ctx, id, container.ExecOptions{
 		User: "0:0", AttachStdout: true, AttachStderr: true,
@@ -55,8 +56,14 @@ func heldByDeleted(ctx context.Context, cli *docker.Client, id string) (int64, e
 	if err != nil {
 		return 0, err
 	}
-	if insp.Running || insp.ExitCode != 0 {
-		return 0, &errHeldCount{fmt.Sprintf("failed (exit code %d): %s", insp.ExitCode, strings.TrimSpace(errOut.String()))}
+	said := strings.TrimSpace(out.String() + " " + errOut.String())
+	switch {
+	case insp.ExitCode == 126 || insp.ExitCode == 127:
+		// The engine could not start it (seen under load while the
+		// container wrote fast): a failed measure, not the container's.
+		return 0, fmt.Errorf("start the count of deleted files still open (exit code %d): %s", insp.ExitCode, said)
+	case insp.Running || insp.ExitCode != 0:
+		return 0, &errHeldCount{fmt.Sprintf("failed (exit code %d): %s", insp.ExitCode, said)}
 	}
 	held, err := strconv.ParseInt(strings.TrimSpace(out.String()), 10, 64)
 	if err != nil || held < 0 {
