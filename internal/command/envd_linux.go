@@ -24,6 +24,7 @@ const envdIntro = "Usage: terraform-provider-e2b envd [flags]\n\n" +
 //	     [--egress unix:///run/e2b/egress.sock --egress-listen 127.0.0.1:49984]
 //	     [--deadline-file /run/e2b/deadline] [--channel]
 //	envd --extract DIR
+//	envd --held-deleted
 //
 // With --egress, envd offers the egress proxy behind that socket on
 // --egress-listen (envd/server.RunOptions); with --deadline-file, it stops
@@ -33,7 +34,9 @@ const envdIntro = "Usage: terraform-provider-e2b envd [flags]\n\n" +
 // engine's exec API and speaks to it on standard input and output. With
 // --extract it only writes the tar archive on its standard input below DIR
 // (envd/server.Extract): the server's COPY into a running build
-// container, started the same way.
+// container, started the same way. With --held-deleted it prints the
+// bytes held by files deleted but still open in the container
+// (envd/server.HeldByDeleted): the server's disk watchdog runs it.
 //
 // It serves until SIGINT or SIGTERM and returns the exit code: 0 (also for
 // --help), 2 for bad flags, 1 when envd fails.
@@ -47,6 +50,7 @@ func Envd(args []string, stdout, stderr io.Writer) int {
 	defaultWorkdir := flags.String("default-workdir", "", "working directory for processes started without one (default the user's home)")
 	channel := flags.Bool("channel", false, "serve the local server's channel on standard input and output for the envd these flags describe (started by the server)")
 	extract := flags.String("extract", "", "write the tar archive on standard input below this directory, with its owners and modes, and exit (started by the server)")
+	heldDeleted := flags.Bool("held-deleted", false, "print the bytes held by files deleted but still open on the root file system, and exit (started by the server)")
 	version := flags.Bool("version", false, "print the envd protocol version and exit")
 	if err := parseFlags(flags, args, envdIntro, stdout); err != nil {
 		return usageExit(stderr, "envd", err)
@@ -60,6 +64,15 @@ func Envd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "envd --extract:", err)
 			return 1
 		}
+		return 0
+	}
+	if *heldDeleted {
+		held, err := envdserver.HeldByDeleted("/proc", "/")
+		if err != nil {
+			fmt.Fprintln(stderr, "envd --held-deleted:", err)
+			return 1
+		}
+		fmt.Fprintln(stdout, held)
 		return 0
 	}
 	opts := envdserver.RunOptions{

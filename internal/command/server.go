@@ -57,6 +57,7 @@ func parseServer(args []string, stdout io.Writer) (localserver.Options, error) {
 	fs.DurationVar(&o.IdleTimeout, "idle-timeout", localserver.DefaultIdleTimeout, "how long a keep-alive connection may sit idle between requests")
 	fs.IntVar(&o.LayerCacheSize, "layer-cache-size", engine.DefaultLayerCacheSize, "most build layer images kept for later builds, the most recently used (-1: none)")
 	fs.IntVar(&o.DiskSizeMB, "disk-size-mb", engine.DefaultDiskSizeMB, "disk limit of each sandbox and build container in MiB: the most its files (image included) may grow to; writes past it fail where the engine's storage driver takes a size, else the container is stopped (-1: no limit)")
+	fs.Int64Var(&o.InodesPerSandbox, "inodes-per-sandbox", engine.DefaultInodesPerSandbox, "most files, directories and links each sandbox and build container may create or change (its writable layer's entries, as the engine lists them); a container past it is stopped (-1: no limit)")
 	fs.Int64Var(&o.PidsLimit, "pids-limit", engine.DefaultPidsLimit, "most processes and threads in one sandbox or build container (-1: no limit)")
 	fs.IntVar(&o.Pool.PerBuild, "pool-size-per-build", sandboxes.DefaultPoolSizePerBuild, "started sandbox containers kept ready for each build sandboxes were created from within --pool-idle, handed out on create (0: no warm pool)")
 	fs.IntVar(&o.Pool.Max, "pool-max", sandboxes.DefaultPoolMax, "most containers of the warm pool in all")

@@ -68,10 +68,13 @@ type Options struct {
 	PidsLimit                        int64
 	// DiskSizeMB is every sandbox's and build's disk limit
 	// (docker.DockerOptions.DiskSizeMB).
-	DiskSizeMB     int
-	LayerCacheSize int
-	MaxConnections int
-	IdleTimeout    time.Duration
+	DiskSizeMB int
+	// InodesPerSandbox is every sandbox's and build's file limit
+	// (docker.DockerOptions.InodesPerSandbox).
+	InodesPerSandbox int64
+	LayerCacheSize   int
+	MaxConnections   int
+	IdleTimeout      time.Duration
 	// Pool bounds the warm pool as given (PerBuild 0: off); the command's
 	// flags default to DefaultPoolSizePerBuild, DefaultPoolMax and
 	// DefaultPoolIdle.
@@ -120,8 +123,8 @@ func Run(ctx context.Context, o Options, logger *slog.Logger, stdout io.Writer) 
 	}
 	dockerOpts := docker.DockerOptions{
 		EnvdBinaries: o.EnvdBinaries, Network: o.Network, Runtime: o.Runtime, PidsLimit: o.PidsLimit, DiskSizeMB: o.DiskSizeMB,
-		LayerCacheSize: o.LayerCacheSize,
-		Instance:       InstanceOf(dataDir), Logger: logger,
+		InodesPerSandbox: o.InodesPerSandbox, LayerCacheSize: o.LayerCacheSize,
+		Instance: InstanceOf(dataDir), Logger: logger,
 	}
 	var proxy *egress.Proxy
 	if o.Network != engine.NetworkHost {

@@ -36,15 +36,26 @@ type SandboxEnd struct {
 	ExitCode string
 }
 
-// DiskOverrun is a container whose file system grew past its disk limit,
-// stopped for it, or, under a hard limit, one whose writes failed at it.
+// DiskOverrun is a container whose file system grew past its disk limit
+// or its file limit, stopped for it, or, under a hard limit, one whose
+// writes failed at it.
 type DiskOverrun struct {
 	// SandboxID is the sandbox's ID; empty for a build container.
 	SandboxID string
 	BuildID   string
 	// Used and Limit are in bytes: the size of the container's file system
-	// (image and changes) as the engine measured it, and its limit.
+	// (image and changes) as the engine measured it, with Held, and its
+	// limit.
 	Used, Limit int64
+	// Held is the part of Used held by files deleted but still open.
+	Held int64
+	// Files and FileLimit: the entries of the container's writable layer
+	// (files it added, changed or deleted), when they passed FileLimit
+	// (--inodes-per-sandbox).
+	Files, FileLimit int64
+	// Unmeasured: the container was stopped because it could not be
+	// measured, and why.
+	Unmeasured string
 	// Hard: the limit is the storage driver's; the container was not
 	// stopped, its writes past the limit failed.
 	Hard bool
@@ -55,8 +66,15 @@ func (o *DiskOverrun) Error() string {
 	if o.SandboxID == "" {
 		what = "the build container's"
 	}
-	if o.Hard {
+	switch {
+	case o.Unmeasured != "":
+		return fmt.Sprintf("%s files could not be measured against its limits: %s: it was stopped", what, o.Unmeasured)
+	case o.Files > 0:
+		return fmt.Sprintf("%s files grew to %d, past the file limit of %d (--inodes-per-sandbox): it was stopped", what, o.Files, o.FileLimit)
+	case o.Hard:
 		return fmt.Sprintf("%s files reached the disk limit of %d MiB (%d MiB): writes past it failed", what, o.Limit>>20, o.Used>>20)
+	case o.Held > 0:
+		return fmt.Sprintf("%s files grew to %d MiB (%d MiB of them deleted but still open), past the disk limit of %d MiB: it was stopped", what, o.Used>>20, o.Held>>20, o.Limit>>20)
 	}
 	return fmt.Sprintf("%s files grew to %d MiB, past the disk limit of %d MiB: it was stopped", what, o.Used>>20, o.Limit>>20)
 }

@@ -35,6 +35,13 @@ const (
 	// DefaultDiskSizeMB is the default disk limit of a sandbox or build
 	// container, the disk of E2B's base tier (10 GiB).
 	DefaultDiskSizeMB = 10 << 10
+	// DefaultInodesPerSandbox is the default file limit of a sandbox or
+	// build container's writable layer (--inodes-per-sandbox): as many
+	// inodes as mke2fs gives an ext4 file system of the default disk size
+	// (one per 16 KiB), so that a template that fits such a disk never
+	// meets it; the Debian image holds 8,954 files (docs/guides/
+	// sandbox-security.md, "Disk and the engine's logs").
+	DefaultInodesPerSandbox = DefaultDiskSizeMB << 20 / (16 << 10)
 	// DefaultLayerCacheSize is how many build layer images a server keeps.
 	DefaultLayerCacheSize = 100
 )

@@ -174,6 +174,9 @@ func (c *buildContainer) CopyTo(ctx context.Context, dir string, content io.Read
 }
 
 func (c *buildContainer) CommitLayer(ctx context.Context, key string, state []byte) (int64, error) {
+	if err := c.d.watch.withinFileLimit(ctx, c.id, c.d.opts.InodesPerSandbox); err != nil {
+		return 0, err
+	}
 	ref := c.d.layers.ref(key)
 	if err := commit(ctx, c.d.cli, c.id, ref, c.d.layers.config(c.base, kindLayer, key, state)); err != nil {
 		return 0, err
@@ -186,6 +189,9 @@ func (c *buildContainer) CommitLayer(ctx context.Context, key string, state []by
 }
 
 func (c *buildContainer) CommitImage(ctx context.Context, ref string) error {
+	if err := c.d.watch.withinFileLimit(ctx, c.id, c.d.opts.InodesPerSandbox); err != nil {
+		return err
+	}
 	return commitImage(ctx, c.d.cli, c.id, ref, c.d.layers.config(c.base, kindImage, "", nil))
 }
 

@@ -61,6 +61,9 @@ func (d *Docker) startContainer(ctx context.Context, req containerRequest, prepa
 	if d.opts.DiskSizeMB > 0 {
 		labels[d.labels.key(diskLimitLabel)] = strconv.Itoa(d.opts.DiskSizeMB)
 	}
+	if d.opts.InodesPerSandbox > 0 {
+		labels[d.labels.key(fileLimitLabel)] = strconv.FormatInt(d.opts.InodesPerSandbox, 10)
+	}
 	cfg := &container.Config{
 		Image: req.image,
 		// envd must run as root to run processes as any user.

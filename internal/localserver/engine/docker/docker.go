@@ -74,6 +74,11 @@ type DockerOptions struct {
 	// EnforceDiskLimits stops a container past it (default
 	// engine.DefaultDiskSizeMB; negative: none).
 	DiskSizeMB int
+	// InodesPerSandbox bounds the files (and directories, links, ...) the
+	// writable layer of every sandbox and build container may hold: a
+	// container past it is stopped (default engine.DefaultInodesPerSandbox;
+	// negative: none).
+	InodesPerSandbox int64
 	// EnvdStartTimeout bounds the wait for envd's /health (default 30 s).
 	EnvdStartTimeout time.Duration
 	// ReadyTimeout bounds the ready command loop (default 10 min, as on E2B:
@@ -114,6 +119,8 @@ type Docker struct {
 	layers *layerStore
 	// quota is how the disk limit holds, found at start.
 	quota diskQuota
+	// watch measures the running containers against their limits.
+	watch *fileWatch
 
 	mu sync.Mutex
 	// startCmds cancels the streams that keep sandbox start commands
@@ -160,6 +167,9 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 		opts.DiskSizeMB = engine.DefaultDiskSizeMB
 	case opts.DiskSizeMB > math.MaxInt32:
 		return nil, fmt.Errorf("docker runtime: a disk size of %d MiB is beyond any disk", opts.DiskSizeMB)
+	}
+	if opts.InodesPerSandbox == 0 {
+		opts.InodesPerSandbox = engine.DefaultInodesPerSandbox
 	}
 	if opts.EnvdStartTimeout <= 0 {
 		opts.EnvdStartTimeout = 30 * time.Second
@@ -224,6 +234,7 @@ func NewDocker(ctx context.Context, opts DockerOptions) (*Docker, error) {
 		d.Close() //nolint:contextcheck // Close bounds its clean-up with a context of its own
 		return nil, err
 	}
+	d.watch = newFileWatch(cli, l, d.channels, d.log, d.quota.limit == engine.DiskLimitWatchdog)
 	if choice.fallback != "" {
 		d.log.Warn("containers run under "+choice.Name+" and share this machine's kernel: "+choice.fallback+". Install gVisor (runsc) and register it in the engine for a kernel per sandbox (docs/guides/sandbox-security.md).", "runtime", choice.Name)
 	}

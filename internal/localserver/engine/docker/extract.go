@@ -79,7 +79,7 @@ func execEnd(ctx context.Context, cli *docker.Client, execID string) (container.
 	for wait := 10 * time.Millisecond; ; wait *= 2 {
 		insp, err := cli.ContainerExecInspect(ctx, execID)
 		if err != nil {
-			return insp, fmt.Errorf("the extraction's end: %w", err)
+			return insp, fmt.Errorf("the exec's end: %w", err)
 		}
 		if !insp.Running || wait > 2*time.Second {
 			return insp, nil
