@@ -90,6 +90,7 @@ type Attachment struct {
 	end     time.Time      // the sandbox's end as last set; zero: none
 	endSet  bool
 	paused  bool // frozen: no channel can be opened, ends wait for the thaw
+	freezes int  // how many times it was frozen
 	closing bool
 	// overrun is set when the engine stopped the container for its disk
 	// limit.
@@ -175,7 +176,7 @@ func (a *Attachment) channel(ctx context.Context) (*relay.Channel, error) {
 		}
 	}
 	if a.paused {
-		return nil, errors.New("the container is paused")
+		return nil, ErrFrozen
 	}
 	if a.ch != nil {
 		return nil, a.agentLost(ctx)
@@ -312,15 +313,41 @@ func (a *Attachment) SetEnd(ctx context.Context, end time.Time) error {
 // container left paused, inspect hanging).
 func (a *Attachment) Freeze() { a.setPaused(true) }
 
+// ErrFrozen is the answer of StartExec for a paused container.
+var ErrFrozen = errors.New("the container is paused")
+
+// StartExec runs start, which starts a process of the server's in the
+// container through the engine's exec API and returns once the engine runs
+// it, unless the container is frozen (ErrFrozen); a pause or a commit waits
+// for it (Freeze says why).
+func (a *Attachment) StartExec(start func() error) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.paused {
+		return ErrFrozen
+	}
+	return start()
+}
+
 // WhileFrozen runs fn, which pauses the container for its while (a commit),
 // frozen as after Freeze, and then leaves the attachment as it was.
 func (a *Attachment) WhileFrozen(fn func() error) error {
 	a.mu.Lock()
 	was := a.paused
 	a.paused = true
+	a.freezes++
 	a.mu.Unlock()
 	defer a.setPaused(was)
 	return fn()
+}
+
+// Freezes counts the times the container was frozen so far, for a process
+// that did not answer in time to be told from one that was frozen
+// meanwhile.
+func (a *Attachment) Freezes() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.freezes
 }
 
 // Thaw marks the container running again and hands its agent the end set
@@ -380,6 +407,9 @@ func (a *Attachment) agentLost(ctx context.Context) error {
 
 func (a *Attachment) setPaused(paused bool) {
 	a.mu.Lock()
+	if paused && !a.paused {
+		a.freezes++
+	}
 	a.paused = paused
 	a.mu.Unlock()
 }

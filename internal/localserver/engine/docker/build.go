@@ -122,7 +122,7 @@ func (e buildEngine) CommitUnstarted(ctx context.Context, spec engine.BuildSpec,
 			d.log.Warn("container left behind", "container", attach.ShortID(created.ID), "error", err)
 		}
 	}()
-	return commitImage(ctx, d.cli, created.ID, ref, d.layers.config(base, kindImage, "", nil))
+	return commitImage(ctx, d.cli, nil, created.ID, ref, d.layers.config(base, kindImage, "", nil))
 }
 
 func (e buildEngine) ImageRef(templateID, buildID string) string {
@@ -173,12 +173,20 @@ func (c *buildContainer) CopyTo(ctx context.Context, dir string, content io.Read
 	return extractInside(ctx, c.d.cli, c.id, dir, content)
 }
 
+// attachment is the container's, nil before it runs.
+func (c *buildContainer) attachment() *attach.Attachment {
+	if c.rc == nil {
+		return nil
+	}
+	return c.rc.att
+}
+
 func (c *buildContainer) CommitLayer(ctx context.Context, key string, state []byte) (int64, error) {
 	if err := c.d.watch.withinFileLimit(ctx, c.id, c.d.opts.InodesPerSandbox); err != nil {
 		return 0, err
 	}
 	ref := c.d.layers.ref(key)
-	if err := commit(ctx, c.d.cli, c.id, ref, c.d.layers.config(c.base, kindLayer, key, state)); err != nil {
+	if err := commit(ctx, c.d.cli, c.attachment(), c.id, ref, c.d.layers.config(c.base, kindLayer, key, state)); err != nil {
 		return 0, err
 	}
 	insp, err := c.d.cli.ImageInspect(ctx, ref)
@@ -192,7 +200,7 @@ func (c *buildContainer) CommitImage(ctx context.Context, ref string) error {
 	if err := c.d.watch.withinFileLimit(ctx, c.id, c.d.opts.InodesPerSandbox); err != nil {
 		return err
 	}
-	return commitImage(ctx, c.d.cli, c.id, ref, c.d.layers.config(c.base, kindImage, "", nil))
+	return commitImage(ctx, c.d.cli, c.attachment(), c.id, ref, c.d.layers.config(c.base, kindImage, "", nil))
 }
 
 func (c *buildContainer) Overrun(ctx context.Context) *engine.DiskOverrun {
@@ -208,15 +216,26 @@ func (c *buildContainer) Remove(ctx context.Context) { c.d.discard(ctx, c.rc) }
 const commitTimeout = 15 * time.Minute
 
 // commit commits the container as the image ref with cfg, paused for the
-// while. A cancel does not cut it short: the engine goes on committing
-// after its client has gone, and the removal of the container that
-// followed raced that commit and left the container (exited) and the
-// image behind, owned by no record (a build superseded while it saved its
-// image).
-func commit(ctx context.Context, cli *docker.Client, containerID, ref string, cfg *container.Config) error {
+// while, and its attachment a (nil for a container that never ran) frozen
+// as long (Attachment.Freeze says why). A cancel does not cut it short:
+// the engine goes on committing after its client has gone, and the removal
+// of the container that followed raced that commit and left the container
+// (exited) and the image behind, owned by no record (a build superseded
+// while it saved its image).
+func commit(ctx context.Context, cli *docker.Client, a *attach.Attachment, containerID, ref string, cfg *container.Config) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
-	if _, err := cli.ContainerCommit(ctx, containerID, container.CommitOptions{Reference: ref, Config: cfg, Pause: true}); err != nil {
+	committed := func() error {
+		_, err := cli.ContainerCommit(ctx, containerID, container.CommitOptions{Reference: ref, Config: cfg, Pause: true})
+		return err
+	}
+	var err error
+	if a != nil {
+		err = a.WhileFrozen(committed)
+	} else {
+		err = committed()
+	}
+	if err != nil {
 		return fmt.Errorf("commit image %s: %w", ref, err)
 	}
 	return nil
@@ -225,8 +244,8 @@ func commit(ctx context.Context, cli *docker.Client, containerID, ref string, cf
 // commitImage is commit for a build's image: a build cancelled while its
 // image was committed fails, and the image goes, since no record will own
 // it.
-func commitImage(ctx context.Context, cli *docker.Client, containerID, ref string, cfg *container.Config) error {
-	if err := commit(ctx, cli, containerID, ref, cfg); err != nil {
+func commitImage(ctx context.Context, cli *docker.Client, a *attach.Attachment, containerID, ref string, cfg *container.Config) error {
+	if err := commit(ctx, cli, a, containerID, ref, cfg); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {

@@ -73,6 +73,24 @@ func extractInside(ctx context.Context, cli *docker.Client, containerID, dir str
 	return nil
 }
 
+// execStarted waits until the engine runs the exec execID, or ran it.
+func execStarted(ctx context.Context, cli *docker.Client, execID string) error {
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		insp, err := cli.ContainerExecInspect(ctx, execID)
+		if err != nil {
+			return fmt.Errorf("the exec's start: %w", err)
+		}
+		if insp.Running || insp.Pid != 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
 // execEnd inspects an exec whose output ended: the engine records the
 // exit code a moment after it closes the streams.
 func execEnd(ctx context.Context, cli *docker.Client, execID string) (container.ExecInspect, error) {

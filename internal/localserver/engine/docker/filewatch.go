@@ -141,7 +141,7 @@ func (w *fileWatch) limitsOf(l map[string]string) containerLimits {
 func (w *fileWatch) measure(ctx context.Context, c container.Summary, lim containerLimits) {
 	started := time.Now()
 	mctx, cancel := context.WithTimeout(ctx, measureTimeout)
-	m, err := w.over(mctx, c.ID, lim)
+	m, err := w.over(mctx, w.attachmentOf(c), c.ID, lim)
 	cancel()
 	took := time.Since(started)
 	wait := took * measureSpacing
@@ -169,6 +169,17 @@ func (w *fileWatch) measure(ctx context.Context, c container.Summary, lim contai
 	}
 }
 
+// attachmentOf is container c's attachment, nil when this server has none
+// for it.
+func (w *fileWatch) attachmentOf(c container.Summary) *attach.Attachment {
+	kind := c.Labels[w.labels.key("kind")]
+	id := c.Labels[w.labels.key("sandbox-id")]
+	if kind == kindBuild {
+		id = c.Labels[w.labels.key("build-id")]
+	}
+	return w.channels.Get(attach.Key(kind, id))
+}
+
 // measured is a container's measure: the entries of its changes, and its
 // overrun of its limits, nil when it is within them.
 type measured struct {
@@ -181,7 +192,7 @@ type measured struct {
 // root broke (killed, stopped past its deadline, or answered with no
 // number) is an overrun: root in a sandbox is not to be trusted to let its
 // count run.
-func (w *fileWatch) over(ctx context.Context, id string, lim containerLimits) (measured, error) {
+func (w *fileWatch) over(ctx context.Context, a *attach.Attachment, id string, lim containerLimits) (measured, error) {
 	var m measured
 	if lim.files > 0 {
 		var err error
@@ -205,10 +216,17 @@ func (w *fileWatch) over(ctx context.Context, id string, lim containerLimits) (m
 	}
 	o := &engine.DiskOverrun{Used: *insp.SizeRootFs, Limit: lim.bytes}
 	if o.Used <= o.Limit {
+		var freezes int
+		if a != nil {
+			freezes = a.Freezes()
+		}
 		hctx, cancel := context.WithTimeout(ctx, heldCountTimeout)
-		held, err := heldByDeleted(hctx, w.cli, id)
+		held, err := heldByDeleted(hctx, w.cli, a, id)
 		cancel()
 		var broken *errHeldCount
+		if errors.Is(err, attach.ErrFrozen) || (err != nil && a != nil && a.Freezes() != freezes) {
+			return m, nil // frozen by a pause or a commit, not by the container
+		}
 		if errors.As(err, &broken) {
 			o.Unmeasured = broken.Error()
 			m.overrun = o

@@ -3,11 +3,13 @@ package docker
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 
+	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	docker "github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
@@ -28,16 +30,38 @@ func (e *errHeldCount) Error() string { return "its count of deleted files still
 // may kill, stop or fool that count; one that fails or does not answer
 // before ctx's deadline is an *errHeldCount, for the watchdog to stop the
 // container, never a pass. An error of the engine's (one that could not
-// start it) is a plain error.
-func heldByDeleted(ctx context.Context, cli *docker.Client, id string) (int64, error) {
-	exec, err := cli.ContainerExecCreate(ctx, id, container.ExecOptions{
-		User: "0:0", AttachStdout: true, AttachStderr: true,
-		Cmd: []string{attach.EnvdPath, "envd", "--held-deleted"},
-	})
-	if err != nil {
-		return 0, fmt.Errorf("start the count of deleted files still open: %w", err)
+// start it) is a plain error; a container frozen by a pause or a commit
+// (attach.ErrFrozen) is not counted, since it writes nothing meanwhile.
+func heldByDeleted(ctx context.Context, cli *docker.Client, a *attach.Attachment, id string) (int64, error) {
+	var execID string
+	var hj types.HijackedResponse
+	start := func() error {
+		exec, err := cli.ContainerExecCreate(ctx, id, container.ExecOptions{
+			User: "0:0", AttachStdout: true, AttachStderr: true,
+			Cmd: []string{attach.EnvdPath, "envd", "--held-deleted"},
+		})
+		if err != nil {
+			return err
+		}
+		execID = exec.ID
+		if hj, err = cli.ContainerExecAttach(ctx, exec.ID, container.ExecAttachOptions{}); err != nil {
+			return err
+		}
+		if err := execStarted(ctx, cli, exec.ID); err != nil {
+			hj.Close()
+			return err
+		}
+		return nil
 	}
-	hj, err := cli.ContainerExecAttach(ctx, exec.ID, container.ExecAttachOptions{})
+	var err error
+	if a != nil {
+		err = a.StartExec(start) // not while a commit or a pause freezes the container
+	} else {
+		err = start()
+	}
+	if errors.Is(err, attach.ErrFrozen) {
+		return 0, err
+	}
 	if err != nil {
 		return 0, fmt.Errorf("start the count of deleted files still open: %w", err)
 	}
@@ -52,7 +76,7 @@ func heldByDeleted(ctx context.Context, cli *docker.Client, id string) (int64, e
 		}
 		return 0, err
 	}
-	insp, err := execEnd(ctx, cli, exec.ID)
+	insp, err := execEnd(ctx, cli, execID)
 	if err != nil {
 		return 0, err
 	}

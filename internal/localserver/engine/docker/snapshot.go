@@ -61,13 +61,7 @@ func (d *Docker) CommitSandbox(ctx context.Context, spec engine.SnapshotSpec) (s
 		d.labels.key("build-id"):    spec.BuildID,
 		d.labels.key("sandbox-id"):  "",
 	})
-	committed := func() error { return commit(ctx, d.cli, id, ref, cfg) }
-	if a := d.channels.Get(attach.Key(kindSandbox, spec.SandboxID)); a != nil {
-		err = a.WhileFrozen(committed) // the commit pauses the container
-	} else {
-		err = committed()
-	}
-	if err != nil {
+	if err := commit(ctx, d.cli, d.channels.Get(attach.Key(kindSandbox, spec.SandboxID)), id, ref, cfg); err != nil {
 		return "", fmt.Errorf("snapshot of sandbox %s: %w", spec.SandboxID, err)
 	}
 	return ref, nil
