@@ -95,13 +95,9 @@ func TestDockerFileLimit(t *testing.T) {
 		t.Logf("the build container was stopped at %d files of a limit of %d", made, limit)
 	})
 
-	reg, build := ts.buildFrom(base, "manyfiles")
-	ts.deleteTemplateAtEnd(reg.TemplateID)
-	if build.Status != "ready" {
-		t.Fatalf("build = %+v", build)
-	}
+	templateID := ts.readyTemplate(base, "manyfiles")
 	t.Run("sandbox", func(t *testing.T) {
-		sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: reg.TemplateID})
+		sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: templateID})
 		t.Cleanup(func() { ts.request("DELETE", "/sandboxes/"+sb.SandboxID, nil).Body.Close() })
 		c, err := envdclient.New(envdclient.Config{BaseURL: ts.URL, SandboxID: sb.SandboxID, AccessToken: sb.EnvdAccessToken})
 		if err != nil {
@@ -133,13 +129,9 @@ func TestDockerFileWatchPerSandbox(t *testing.T) {
 	}
 	var logs testutil.SyncBuffer
 	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) }})
-	reg, build := ts.buildFrom(base, "filewatch")
-	ts.deleteTemplateAtEnd(reg.TemplateID)
-	if build.Status != "ready" {
-		t.Fatalf("build = %+v", build)
-	}
+	templateID := ts.readyTemplate(base, "filewatch")
 	sandbox := func() (string, *envdclient.Client) {
-		sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: reg.TemplateID})
+		sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: templateID})
 		t.Cleanup(func() { ts.request("DELETE", "/sandboxes/"+sb.SandboxID, nil).Body.Close() })
 		c, err := envdclient.New(envdclient.Config{BaseURL: ts.URL, SandboxID: sb.SandboxID, AccessToken: sb.EnvdAccessToken})
 		if err != nil {

@@ -73,6 +73,19 @@ func (ts *testServer) deleteTemplateAtEnd(templateID string) {
 	ts.t.Cleanup(func() { ts.request("DELETE", "/templates/"+templateID, nil).Body.Close() })
 }
 
+// readyTemplate builds the template name from image with steps, fails the
+// test unless the build is ready, and deletes the template when the test
+// ends (deleteTemplateAtEnd); it returns the template's ID.
+func (ts *testServer) readyTemplate(image, name string, steps ...e2b.TemplateStep) string {
+	ts.t.Helper()
+	reg, build := ts.buildFrom(image, name, steps...)
+	ts.deleteTemplateAtEnd(reg.TemplateID)
+	if build.Status != "ready" {
+		ts.t.Fatalf("build of %s = %+v", name, build)
+	}
+	return reg.TemplateID
+}
+
 // probeSandbox is a running sandbox with the probe at /usr/local/bin.
 type probeSandbox struct {
 	t      *testing.T
@@ -718,11 +731,7 @@ func TestDockerInotifyIsTheSandboxs(t *testing.T) {
 // no steps, and starts a probe sandbox of it.
 func (ts *testServer) debianProbeSandbox(debian, name string) *probeSandbox {
 	ts.t.Helper()
-	reg, build := ts.buildFrom(debian, name)
-	ts.deleteTemplateAtEnd(reg.TemplateID)
-	if build.Status != "ready" {
-		ts.t.Fatalf("build = %+v", build)
-	}
+	ts.readyTemplate(debian, name)
 	return ts.probeSandbox(name)
 }
 
@@ -791,14 +800,10 @@ func TestDockerDiskLimit(t *testing.T) {
 		t.Logf("the build container was stopped at %d MiB of a %d MiB limit", used, limitMB)
 	})
 
-	reg, build := ts.buildFrom(base, "diskfill")
-	ts.deleteTemplateAtEnd(reg.TemplateID)
-	if build.Status != "ready" {
-		t.Fatalf("build = %+v", build)
-	}
+	templateID := ts.readyTemplate(base, "diskfill")
 
 	t.Run("sandbox", func(t *testing.T) {
-		sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: reg.TemplateID})
+		sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: templateID})
 		t.Cleanup(func() { ts.request("DELETE", "/sandboxes/"+sb.SandboxID, nil).Body.Close() })
 		var metrics []e2b.SandboxMetric
 		ts.call("GET", "/sandboxes/"+sb.SandboxID+"/metrics", nil, http.StatusOK, &metrics)
@@ -853,7 +858,7 @@ func TestDockerDiskLimit(t *testing.T) {
 	})
 
 	t.Run("deleted file held open", func(t *testing.T) {
-		sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: reg.TemplateID})
+		sb := ts.createSandbox("/v2/sandboxes", e2b.NewSandbox{TemplateID: templateID})
 		t.Cleanup(func() { ts.request("DELETE", "/sandboxes/"+sb.SandboxID, nil).Body.Close() })
 		c, err := envdclient.New(envdclient.Config{BaseURL: ts.URL, SandboxID: sb.SandboxID, AccessToken: sb.EnvdAccessToken})
 		if err != nil {
@@ -923,11 +928,7 @@ func TestDockerSudo(t *testing.T) {
 		t.Errorf("the start-up warnings do not say that sudo does not work: %q", warnings)
 	}
 	ts := startServer(t, eng)
-	reg, build := ts.buildFrom(debianImage(t), "sudo", e2b.TemplateStep{Type: "RUN", Args: []string{"{ " + sudoScript + "; } > /home/user/in-build.txt"}})
-	ts.deleteTemplateAtEnd(reg.TemplateID)
-	if build.Status != "ready" {
-		t.Fatalf("build = %+v", build)
-	}
+	ts.readyTemplate(debianImage(t), "sudo", e2b.TemplateStep{Type: "RUN", Args: []string{"{ " + sudoScript + "; } > /home/user/in-build.txt"}})
 	sb := ts.probeSandbox("sudo")
 	inBuild, _ := sb.sh("user", "cat /home/user/in-build.txt")
 	inSandbox, _ := sb.sh("user", sudoScript)
@@ -969,11 +970,7 @@ func TestDockerChannelAgentKilled(t *testing.T) {
 	eng, base := dockerEngine(t)
 	var logs testutil.SyncBuffer
 	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) }})
-	reg, build := ts.buildFrom(base, "agent-killed")
-	ts.deleteTemplateAtEnd(reg.TemplateID)
-	if build.Status != "ready" {
-		t.Fatalf("build = %+v", build)
-	}
+	ts.readyTemplate(base, "agent-killed")
 	for round := range 3 {
 		sb := ts.createPossiblyPooled("agent-killed")
 		c, err := envdclient.New(envdclient.Config{BaseURL: ts.URL, SandboxID: sb.SandboxID, AccessToken: sb.EnvdAccessToken})
