@@ -270,6 +270,17 @@ func pidsSeenInside(rt engine.Runtime) string {
 	return strconv.Itoa(engine.DefaultPidsLimit)
 }
 
+// memorySeenInside is the memory limit in bytes cgroupScript prints in a
+// container of the runtime with the template's memoryMB: under gVisor the
+// container's limit has room for gVisor's own memory above it (envd holds
+// the processes to memoryMB).
+func memorySeenInside(rt engine.Runtime, memoryMB int) string {
+	if rt.GVisor {
+		memoryMB += docker.GVisorMemoryHeadroomMB
+	}
+	return strconv.Itoa(memoryMB << 20)
+}
+
 // hostPidsMax reads the pids limit of the running container's cgroup on
 // the host, through its main process (gVisor's sandbox).
 func hostPidsMax(t *testing.T, insp container.InspectResponse) string {
@@ -349,7 +360,7 @@ cat /usr/share/e2bprobe/f; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status
 		t.Fatalf("build = %+v\n%s", info, buildLog)
 	}
 	t.Run("build step limits", func(t *testing.T) {
-		for _, want := range []string{"(probe) gid=", "installed", noNewPrivs, ioUringRefused, "536870912", "100000 100000", "\n" + pidsSeenInside(rt) + "\n"} {
+		for _, want := range []string{"(probe) gid=", "installed", noNewPrivs, ioUringRefused, memorySeenInside(rt, 512), "100000 100000", "\n" + pidsSeenInside(rt) + "\n"} {
 			if !strings.Contains(buildLog, want) {
 				t.Errorf("build log lacks %q:\n%s", want, buildLog)
 			}
@@ -524,7 +535,7 @@ exit 0`, canaryPath)
 			}
 		}
 		out, code := a.sh("root", cgroupScript)
-		if want := "536870912\n100000 100000\n" + pidsSeenInside(rt) + "\n"; code != 0 || out != want {
+		if want := memorySeenInside(rt, 512) + "\n100000 100000\n" + pidsSeenInside(rt) + "\n"; code != 0 || out != want {
 			t.Errorf("cgroup limits seen inside under %s: %q, want %q", rt.Name, out, want)
 		}
 		if rt.GVisor {
