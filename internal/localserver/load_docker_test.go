@@ -160,8 +160,9 @@ func (p *probeSandbox) bash(user, script string) (string, int) {
 }
 
 // cgroupMemory reads the memory cgroup (v1 or v2) of the container's main
-// process on the host: usage and peak in bytes, and the processes in it
-// with their resident sizes.
+// process on the host (for gVisor, the Sentry's): usage, peak and limit,
+// the shared memory among them (gVisor's memory file) and the largest
+// resident process, in MiB.
 func cgroupMemory(pid int) string {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 	if err != nil {
@@ -170,46 +171,46 @@ func cgroupMemory(pid int) string {
 	dir := ""
 	for line := range strings.Lines(string(raw)) {
 		parts := strings.SplitN(strings.TrimSpace(line), ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		if strings.Contains(parts[1], "memory") {
+		switch {
+		case len(parts) != 3:
+		case strings.Contains(parts[1], "memory"):
 			dir = filepath.Join("/sys/fs/cgroup/memory", parts[2])
-		} else if parts[1] == "" && dir == "" {
+		case parts[1] == "" && dir == "":
 			dir = filepath.Join("/sys/fs/cgroup", parts[2])
 		}
 	}
-	read := func(names ...string) string {
+	mib := func(names ...string) string {
 		for _, n := range names {
 			if b, err := os.ReadFile(filepath.Join(dir, n)); err == nil {
-				return strings.TrimSpace(string(b))
+				if v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
+					return strconv.FormatInt(v>>20, 10)
+				}
 			}
 		}
 		return "?"
 	}
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "usage %s peak %s limit %s;", read("memory.usage_in_bytes", "memory.current"), read("memory.max_usage_in_bytes", "memory.peak"), read("memory.limit_in_bytes", "memory.max"))
-	for _, p := range strings.Fields(read("cgroup.procs")) {
+	shmem := "?"
+	stat, _ := os.ReadFile(filepath.Join(dir, "memory.stat"))
+	for l := range strings.Lines(string(stat)) {
+		if f := strings.Fields(l); len(f) == 2 && f[0] == "shmem" {
+			v, _ := strconv.ParseInt(f[1], 10, 64)
+			shmem = strconv.FormatInt(v>>20, 10)
+		}
+	}
+	largest, largestKB := "", 0
+	procs, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	for _, p := range strings.Fields(string(procs)) {
 		status, _ := os.ReadFile("/proc/" + p + "/status")
-		name, rss := "", ""
 		for l := range strings.Lines(string(status)) {
-			if v, ok := strings.CutPrefix(l, "Name:"); ok {
-				name = strings.TrimSpace(v)
-			}
 			if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-				rss = strings.Join(strings.Fields(v), "")
+				if kb, _ := strconv.Atoi(strings.Fields(v)[0]); kb > largestKB {
+					largest, largestKB = p, kb
+				}
 			}
 		}
-		fmt.Fprintf(&sb, " %s:%s=%s", p, name, rss)
 	}
-	stat := read("memory.stat")
-	for l := range strings.Lines(stat) {
-		f := strings.Fields(l)
-		if len(f) == 2 && (f[0] == "rss" || f[0] == "cache" || f[0] == "shmem" || f[0] == "anon" || f[0] == "file" || f[0] == "mapped_file") {
-			fmt.Fprintf(&sb, " %s=%s", f[0], f[1])
-		}
-	}
-	return sb.String()
+	return fmt.Sprintf("usage %s MiB, peak %s MiB, limit %s MiB, shmem %s MiB; largest process %s: %d MiB resident",
+		mib("memory.usage_in_bytes", "memory.current"), mib("memory.max_usage_in_bytes", "memory.peak"), mib("memory.limit_in_bytes", "memory.max"), shmem, largest, largestKB>>10)
 }
 
 // keyringScript, run as root, adds keys to its session keyring until the
@@ -313,8 +314,8 @@ func TestDockerEgressUploadAfterProbes(t *testing.T) {
 			select {
 			case <-stop:
 				return
-			case <-time.After(2 * time.Second):
-				t.Logf("memory during the upload (%d s): %s", 2*(i+1), cgroupMemory(pid))
+			case <-time.After(5 * time.Second):
+				t.Logf("memory during the upload (sample %d, every 5 s): %s", i+1, cgroupMemory(pid))
 			}
 		}
 	}()

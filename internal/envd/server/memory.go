@@ -72,7 +72,7 @@ func watchMemory(ctx context.Context, limit uint64, usageFile string, logger *sl
 // there is none.
 func largestProcess(self string) (pid int, name string, rss uint64) {
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	page := uint64(os.Getpagesize())
+	page := uint64(os.Getpagesize()) //nolint:gosec // a page size is positive
 	for _, dir := range dirs {
 		p, err := strconv.Atoi(filepath.Base(dir))
 		if err != nil || p == 1 || p == os.Getpid() {
