@@ -114,6 +114,8 @@ func egressUploadServer(t *testing.T, memoryMB int32) (*testServer, *probeSandbo
 // of them through the egress proxy (issue #35): several rounds of uploads
 // of sizes around the buffers on the way (the sandbox's socket buffers,
 // yamux's 8 MiB window), each checked by count and hash at the sink.
+// E2B_TEST_UPLOAD_SIZES (bytes, comma-separated) and E2B_TEST_UPLOAD_ROUNDS
+// change them, for a longer search.
 func TestDockerEgressUploadHalfClose(t *testing.T) {
 	_, sb, sinkAddr, got := egressUploadServer(t, 1024)
 	sizes := []int64{1 << 20, 8<<20 + 12345, 64<<20 + 1, 256 << 20}
@@ -233,15 +235,11 @@ const namespaceScript = `n=0; for i in $(seq 200); do unshare -Urmnipuf --mount-
 
 // A sandbox that ran the hostile probes of issue #33 (4,096 inotify
 // instances, a flood of connections through the server's proxy,
-// namespaces and keys) then uploads 512 MiB through the egress proxy: the
-// sandbox and envd stay alive and every byte arrives.
+// namespaces and keys) then uploads 512 MiB through the egress proxy, in a
+// 512 MiB template as issue #33's: the sandbox and envd stay alive and
+// every byte arrives. The container's memory is logged as it goes.
 func TestDockerEgressUploadAfterProbes(t *testing.T) {
-	memoryMB := int32(1024)
-	if s := os.Getenv("E2B_TEST_UPLOAD_MEMORY_MB"); s != "" {
-		n, _ := strconv.Atoi(s)
-		memoryMB = int32(n)
-	}
-	ts, sb, sinkAddr, got := egressUploadServer(t, memoryMB)
+	ts, sb, sinkAddr, got := egressUploadServer(t, 512)
 	pid := containerOf(t, sb.id).State.Pid
 	t.Logf("memory before the probes: %s", cgroupMemory(pid))
 
