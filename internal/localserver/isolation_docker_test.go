@@ -585,13 +585,7 @@ func testDockerEgress(t *testing.T, pool sandboxes.PoolConfig) {
 	debian := debianImage(t)
 	allowedAddr, allowedConns := countingServer(t, "allowed")
 	deniedAddr, deniedConns := countingServer(t, "denied")
-	policy, err := egress.NewPolicy(egress.ModePublic, allowedAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := egress.New(policy, nil)
-	t.Cleanup(proxy.Close)
-	eng, _ := dockerEngineWith(t, func(o *docker.DockerOptions) { o.Egress = proxy })
+	eng, policy := egressEngine(t, allowedAddr)
 	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.Pool = pool }})
 	u, _ := url.Parse(ts.URL)
 	serverAddr, err := net.ResolveTCPAddr("tcp", u.Host)
@@ -644,6 +638,20 @@ func testDockerEgress(t *testing.T, pool sandboxes.PoolConfig) {
 	if n := deniedConns.Load(); n != 0 {
 		t.Errorf("the denied server got %d connections", n)
 	}
+}
+
+// egressEngine is the Docker engine with an egress proxy whose policy is
+// the default (the public internet) plus the allowed address.
+func egressEngine(t *testing.T, allowed string) (Engine, *egress.Policy) {
+	t.Helper()
+	policy, err := egress.NewPolicy(egress.ModePublic, allowed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := egress.New(policy, nil)
+	t.Cleanup(proxy.Close)
+	eng, _ := dockerEngineWith(t, func(o *docker.DockerOptions) { o.Egress = proxy })
+	return eng, policy
 }
 
 func portOf(addr string) string {

@@ -22,8 +22,6 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/egress"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine/docker"
 )
 
 // received is what a sink connection got: its byte count and SHA-256.
@@ -92,13 +90,7 @@ func egressUploadServer(t *testing.T, memoryMB int32) (*testServer, *probeSandbo
 	t.Helper()
 	debian := debianImage(t)
 	sinkAddr, got := byteSink(t)
-	policy, err := egress.NewPolicy(egress.ModePublic, sinkAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := egress.New(policy, nil)
-	t.Cleanup(proxy.Close)
-	eng, _ := dockerEngineWith(t, func(o *docker.DockerOptions) { o.Egress = proxy })
+	eng, _ := egressEngine(t, sinkAddr)
 	ts := startServer(t, eng)
 	var reg e2b.TemplateRequestResponseV3
 	ts.call("POST", "/v3/templates", e2b.TemplateBuildRequestV3{Name: "egress-upload", MemoryMB: int32p(memoryMB)}, http.StatusAccepted, &reg)
