@@ -512,7 +512,7 @@ exit 0`, canaryPath)
 	t.Run("limits", func(t *testing.T) {
 		insp := containerOf(t, a.id)
 		hc := insp.HostConfig
-		if hc.NanoCPUs != 1e9 || hc.Memory != 512<<20 || hc.PidsLimit == nil || *hc.PidsLimit != engine.DefaultPidsLimit {
+		if want := memorySeenInside(rt, 512); hc.NanoCPUs != 1e9 || strconv.FormatInt(hc.Memory, 10) != want || hc.PidsLimit == nil || *hc.PidsLimit != engine.DefaultPidsLimit {
 			t.Errorf("resources: cpus %d memory %d pids %v", hc.NanoCPUs, hc.Memory, hc.PidsLimit)
 		}
 		if string(hc.NetworkMode) != "none" {
