@@ -51,6 +51,7 @@ func Envd(args []string, stdout, stderr io.Writer) int {
 	channel := flags.Bool("channel", false, "serve the local server's channel on standard input and output for the envd these flags describe (started by the server)")
 	extract := flags.String("extract", "", "write the tar archive on standard input below this directory, with its owners and modes, and exit (started by the server)")
 	heldDeleted := flags.Bool("held-deleted", false, "print the bytes held by files deleted but still open on the root file system, and exit (started by the server)")
+	memoryLimitMB := flags.Uint64("memory-limit-mb", 0, "the sandbox's memory: when its processes use more, envd kills the largest of them, for a runtime whose kernel does not (gVisor; 0: none)")
 	version := flags.Bool("version", false, "print the envd protocol version and exit")
 	if err := parseFlags(flags, args, envdIntro, stdout); err != nil {
 		return usageExit(stderr, "envd", err)
@@ -77,7 +78,7 @@ func Envd(args []string, stdout, stderr io.Writer) int {
 	}
 	opts := envdserver.RunOptions{
 		Listen: *listen, EgressListen: *egressListen, DeadlineFile: *deadlineFile,
-		DefaultUser: *defaultUser, DefaultWorkdir: *defaultWorkdir, Log: stderr,
+		DefaultUser: *defaultUser, DefaultWorkdir: *defaultWorkdir, MemoryLimit: *memoryLimitMB << 20, Log: stderr,
 	}
 	var ok bool
 	if *egressAddr != "" {

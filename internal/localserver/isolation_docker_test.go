@@ -30,7 +30,6 @@ import (
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/e2b"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 	envdclient "github.com/e2b-terraform/terraform-provider-e2b/internal/envd/client"
-	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/egress"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/localserver/engine/docker"
 	"github.com/e2b-terraform/terraform-provider-e2b/internal/testutil"
@@ -283,6 +282,17 @@ func pidsSeenInside(rt engine.Runtime) string {
 	return strconv.Itoa(engine.DefaultPidsLimit)
 }
 
+// memorySeenInside is the memory limit in bytes cgroupScript prints in a
+// container of the runtime with the template's memoryMB: under gVisor the
+// container's limit has room for gVisor's own memory above it (envd holds
+// the processes to memoryMB).
+func memorySeenInside(rt engine.Runtime, memoryMB int) string {
+	if rt.GVisor {
+		memoryMB += docker.GVisorMemoryHeadroomMB
+	}
+	return strconv.Itoa(memoryMB << 20)
+}
+
 // hostPidsMax reads the pids limit of the running container's cgroup on
 // the host, through its main process (gVisor's sandbox).
 func hostPidsMax(t *testing.T, insp container.InspectResponse) string {
@@ -362,7 +372,7 @@ cat /usr/share/e2bprobe/f; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status
 		t.Fatalf("build = %+v\n%s", info, buildLog)
 	}
 	t.Run("build step limits", func(t *testing.T) {
-		for _, want := range []string{"(probe) gid=", "installed", noNewPrivs, ioUringRefused, "536870912", "100000 100000", "\n" + pidsSeenInside(rt) + "\n"} {
+		for _, want := range []string{"(probe) gid=", "installed", noNewPrivs, ioUringRefused, memorySeenInside(rt, 512), "100000 100000", "\n" + pidsSeenInside(rt) + "\n"} {
 			if !strings.Contains(buildLog, want) {
 				t.Errorf("build log lacks %q:\n%s", want, buildLog)
 			}
@@ -514,7 +524,7 @@ exit 0`, canaryPath)
 	t.Run("limits", func(t *testing.T) {
 		insp := containerOf(t, a.id)
 		hc := insp.HostConfig
-		if hc.NanoCPUs != 1e9 || hc.Memory != 512<<20 || hc.PidsLimit == nil || *hc.PidsLimit != engine.DefaultPidsLimit {
+		if want := memorySeenInside(rt, 512); hc.NanoCPUs != 1e9 || strconv.FormatInt(hc.Memory, 10) != want || hc.PidsLimit == nil || *hc.PidsLimit != engine.DefaultPidsLimit {
 			t.Errorf("resources: cpus %d memory %d pids %v", hc.NanoCPUs, hc.Memory, hc.PidsLimit)
 		}
 		if string(hc.NetworkMode) != "none" {
@@ -537,7 +547,7 @@ exit 0`, canaryPath)
 			}
 		}
 		out, code := a.sh("root", cgroupScript)
-		if want := "536870912\n100000 100000\n" + pidsSeenInside(rt) + "\n"; code != 0 || out != want {
+		if want := memorySeenInside(rt, 512) + "\n100000 100000\n" + pidsSeenInside(rt) + "\n"; code != 0 || out != want {
 			t.Errorf("cgroup limits seen inside under %s: %q, want %q", rt.Name, out, want)
 		}
 		if rt.GVisor {
@@ -587,13 +597,7 @@ func testDockerEgress(t *testing.T, pool sandboxes.PoolConfig) {
 	debian := debianImage(t)
 	allowedAddr, allowedConns := countingServer(t, "allowed")
 	deniedAddr, deniedConns := countingServer(t, "denied")
-	policy, err := egress.NewPolicy(egress.ModePublic, allowedAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := egress.New(policy, nil, nil)
-	t.Cleanup(proxy.Close)
-	eng, _ := dockerEngineWith(t, func(o *docker.DockerOptions) { o.Egress = proxy })
+	eng, policy := egressEngine(t, allowedAddr, nil)
 	ts := startServer(t, eng, serverOptions{configure: func(c *Config) { c.Pool = pool }})
 	u, _ := url.Parse(ts.URL)
 	serverAddr, err := net.ResolveTCPAddr("tcp", u.Host)

@@ -55,7 +55,7 @@ func TestDockerSandboxResolvesItsName(t *testing.T) {
 func TestDockerSandboxResolvesThroughTheServer(t *testing.T) {
 	debian := debianImage(t)
 	sinkAddr, sinkConns := countingServer(t, "sink")
-	eng := resolvingEngine(t, sinkAddr, map[string][]netip.Addr{
+	eng, _ := egressEngine(t, sinkAddr, map[string][]netip.Addr{
 		"example.com":     {netip.MustParseAddr("127.0.0.1")},
 		"refused.example": {netip.MustParseAddr("127.0.0.2")},
 	})
@@ -98,11 +98,11 @@ curl -sS http://example.com:` + portOf(sinkAddr) + `/by-name; echo`
 	}
 }
 
-// resolvingEngine is the Docker engine with an egress proxy whose policy
-// is the public internet and allow, resolving names through a loopback DNS
-// server of the test's that answers names (so that no look-up reaches the
-// host's resolver).
-func resolvingEngine(t *testing.T, allow string, names map[string][]netip.Addr) Engine {
+// egressEngine is the Docker engine with an egress proxy whose policy is
+// the public internet and allow, resolving names through a loopback DNS
+// server of the test's that answers names (none: it knows no name), so
+// that no look-up reaches the host's resolver.
+func egressEngine(t *testing.T, allow string, names map[string][]netip.Addr) (Engine, *egress.Policy) {
 	t.Helper()
 	policy, err := egress.NewPolicy(egress.ModePublic, allow)
 	if err != nil {
@@ -111,5 +111,5 @@ func resolvingEngine(t *testing.T, allow string, names map[string][]netip.Addr) 
 	proxy := egress.New(policy, egress.UpstreamResolver(testutil.DNSServer(t, names)), nil)
 	t.Cleanup(proxy.Close)
 	eng, _ := dockerEngineWith(t, func(o *docker.DockerOptions) { o.Egress = proxy })
-	return eng
+	return eng, policy
 }

@@ -100,7 +100,7 @@ func TestDockerNetworkClients(t *testing.T) {
 	t.Cleanup(sink.Close)
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: sink.Certificate().Raw})
 	sinkAddr := sink.Listener.Addr().String()
-	eng := resolvingEngine(t, sinkAddr, map[string][]netip.Addr{"example.com": {netip.MustParseAddr("127.0.0.1")}})
+	eng, _ := egressEngine(t, sinkAddr, map[string][]netip.Addr{"example.com": {netip.MustParseAddr("127.0.0.1")}})
 	rt := runtimeOf(t, eng)
 	ts := startServer(t, eng)
 	sb := ts.debianProbeSandbox(debian, "netclients")

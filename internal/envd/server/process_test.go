@@ -238,12 +238,6 @@ func TestTimeoutKillsProcessTree(t *testing.T) {
 	}
 }
 
-// alive reports whether pid is a live (not zombie) process.
-func alive(pid int) bool {
-	_, state, ok := procState(pid)
-	return ok && state != 'Z'
-}
-
 func TestConnectReplaysFinishedProcess(t *testing.T) {
 	e := startEnvd(t, Config{EndedRetention: time.Hour})
 	first := run(t, e, &pb.StartRequest{Process: &pb.ProcessConfig{Cmd: "/bin/sh", Args: []string{"-c", "exit 3"}}, Tag: ptr("done")}, nil)

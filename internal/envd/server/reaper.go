@@ -63,6 +63,12 @@ func (t *processTable) reapOrphans() {
 	}
 }
 
+// alive reports whether pid is a live (not zombie) process.
+func alive(pid int) bool {
+	_, state, ok := procState(pid)
+	return ok && state != 'Z'
+}
+
 // procState reads a process's parent pid and state letter from /proc.
 func procState(pid int) (ppid int, state byte, ok bool) {
 	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))

@@ -38,6 +38,10 @@ type RunOptions struct {
 	DeadlinePoll time.Duration
 	// DefaultUser and DefaultWorkdir are Config's.
 	DefaultUser, DefaultWorkdir string
+	// MemoryLimit, when set (bytes), makes envd the sandbox's
+	// out-of-memory killer, for gVisor, whose kernel has none: see
+	// watchMemory.
+	MemoryLimit uint64
 	// Log receives envd's messages, NewLogger's JSON lines.
 	Log io.Writer
 }
@@ -68,6 +72,10 @@ func Run(ctx context.Context, o RunOptions) error {
 			logger.Info("the sandbox's end " + end.UTC().Format(time.RFC3339Nano) + " has passed: stopping")
 			stop()
 		})
+	}
+	if o.MemoryLimit > 0 {
+		go watchMemory(ctx, o.MemoryLimit, gVisorMemoryUsage, logger)
+		logger.Info(fmt.Sprintf("envd kills the largest process when the sandbox's processes use %d MiB", o.MemoryLimit>>20))
 	}
 	cfg := Config{DefaultUser: o.DefaultUser, DefaultWorkdir: o.DefaultWorkdir, ReapOrphans: true, Logger: base}
 	if o.EgressSocket != "" {

@@ -74,6 +74,9 @@ func metricsOf(st container.StatsResponse, insp container.InspectResponse) engin
 	if insp.HostConfig != nil && insp.HostConfig.Memory > 0 {
 		m.MemTotal = insp.HostConfig.Memory
 	}
+	if mb := envdMemoryLimitMB(insp.Config); mb > 0 {
+		m.MemTotal = mb << 20 // the template's, without gVisor's headroom
+	}
 	m.MemUsed = max(0, m.MemUsed)
 	if insp.SizeRootFs != nil {
 		m.DiskUsed = *insp.SizeRootFs
