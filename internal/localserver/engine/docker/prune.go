@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
@@ -179,7 +180,7 @@ func (in *instance) objects(ctx context.Context) ([]Object, int64, error) {
 	}
 	// The disk use's list, unlike the image list before API 1.42, has each
 	// image's shared size.
-	du, err := in.cli.DiskUsage(ctx, types.DiskUsageOptions{Types: []types.DiskUsageObject{types.ImageObject}})
+	du, err := diskUsage(ctx, in.cli)
 	if err != nil {
 		return nil, 0, fmt.Errorf("the engine's disk use: %w", err)
 	}
@@ -209,4 +210,22 @@ func firstOr(names []string, otherwise string) string {
 		return otherwise
 	}
 	return names[0]
+}
+
+// diskUsage is the engine's disk use of images. The engine measures one at
+// a time and refuses a second caller meanwhile ("a disk usage operation is
+// already running", a plain error before API 1.42: another server's prune,
+// or `docker system df`), so a refusal is tried again until ctx ends.
+func diskUsage(ctx context.Context, cli *docker.Client) (types.DiskUsage, error) {
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		du, err := cli.DiskUsage(ctx, types.DiskUsageOptions{Types: []types.DiskUsageObject{types.ImageObject}})
+		if err == nil || !strings.Contains(err.Error(), "a disk usage operation is already running") {
+			return du, err
+		}
+		select {
+		case <-ctx.Done():
+			return du, errors.Join(err, ctx.Err())
+		case <-time.After(wait):
+		}
+	}
 }

@@ -118,3 +118,24 @@ func TestRemoveImageInUseWaitsForItsContainer(t *testing.T) {
 		t.Errorf("the image outlived its last container: %v", err)
 	}
 }
+
+// TestDiskUsageSideBySide measures the engine's disk use from several
+// callers at once, as servers' prunes and the test suites' clean-ups do:
+// the engine refuses all but one meanwhile, and each must still get its
+// answer.
+func TestDiskUsageSideBySide(t *testing.T) {
+	t.Parallel()
+	d := newPruneTestDocker(t)
+	errs := make(chan error, 6)
+	for range cap(errs) {
+		go func() {
+			_, err := diskUsage(t.Context(), d.cli)
+			errs <- err
+		}()
+	}
+	for range cap(errs) {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
