@@ -256,10 +256,10 @@ newer_terraform() {
 # (design/engine-channel.md), and those a server must pass under gVisor:
 # run again on such an engine, over its unix socket under gVisor
 # (everything that drives the server end to end: the acceptance tests, the
-# SDK interop test, the isolation, name, network-client, memory, half-close
-# and file-limit tests; the main pass runs them under runc), and over TCP under runc (a build with a sandbox, and the egress
+# SDK interop test, the isolation, name, network-client, memory, descriptor,
+# half-close and file-limit tests; the main pass runs them under runc), and over TCP under runc (a build with a sandbox, and the egress
 # proxy, whose traffic rides the engine channel).
-isolation_tests='^(TestDockerIsolation|TestDockerEgress|TestDockerSudo|TestDockerSandboxResolves.*|TestDockerNetworkClients|TestDockerMemoryExhaustion|TestDockerEgressUploadHalfClose|TestDockerFileLimit|TestDockerFileWatchPerSandbox)$'
+isolation_tests='^(TestDockerIsolation|TestDockerEgress|TestDockerSudo|TestDockerSandboxResolves.*|TestDockerNetworkClients|TestDockerMemoryExhaustion|TestDockerDescriptorExhaustion|TestDockerEgressUploadHalfClose|TestDockerFileLimit|TestDockerFileWatchPerSandbox)$'
 tcp_tests='^(TestDockerEgress|TestDockerBuildAndSandbox|TestDockerSudo)$'
 
 # run_isolated_engine_tests NAME HOST RUNTIME RUN PACKAGES...: the tests

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -388,6 +389,49 @@ func TestDockerMemoryExhaustion(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("no out-of-memory line in the sandbox's log")
+		}
+	}
+}
+
+// fdHogScript, run as root in a sandbox, opens files until its process may
+// open no more (at most 65,536, its limit raised that far), prints how
+// many it holds and the error that stopped it, and holds them for a
+// minute.
+const fdHogScript = `nohup python3 -c '
+import os, resource, sys, time
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 65536), hard))
+fds = []
+try:
+    while True:
+        fds.append(os.open("/dev/null", os.O_RDONLY))
+except OSError as e:
+    print(len(fds), e.errno, flush=True)
+time.sleep(60)
+' > /tmp/fd-hog.out 2>&1 &
+for i in $(seq 100); do [ -s /tmp/fd-hog.out ] && break; sleep 0.2; done
+cat /tmp/fd-hog.out`
+
+// A process that exhausts its file descriptors is refused more (EMFILE)
+// and envd, the channel and the sandbox's other processes go on, as in a
+// VM: the limit is the process's, not the sandbox's.
+func TestDockerDescriptorExhaustion(t *testing.T) {
+	eng, _ := dockerEngine(t)
+	ts := startServer(t, eng)
+	ts.readyTemplate(debianImage(t), "fd-hog")
+	sb := ts.probeSandbox("fd-hog")
+	out, code := sb.sh("root", fdHogScript)
+	var held, errno int
+	if _, err := fmt.Sscan(out, &held, &errno); err != nil || code != 0 {
+		t.Fatalf("the descriptor hog: %q (exit %d)", out, code)
+	}
+	t.Logf("the hog holds %d descriptors, then errno %d", held, errno)
+	if errno != int(syscall.EMFILE) || held < 1000 {
+		t.Errorf("the hog held %d descriptors and stopped with errno %d, want EMFILE after at least 1,000", held, errno)
+	}
+	for _, user := range []string{"root", "user"} {
+		if out, code := sb.sh(user, "cat /etc/hostname >/dev/null && echo alive"); code != 0 || out != "alive\n" {
+			t.Errorf("a process of %s while the hog holds its descriptors: %q (exit %d)", user, out, code)
 		}
 	}
 }
