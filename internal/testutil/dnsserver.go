@@ -2,10 +2,12 @@ package testutil
 
 import (
 	"encoding/binary"
+	"errors"
 	"io"
 	"net"
 	"net/netip"
 	"strings"
+	"syscall"
 	"testing"
 
 	"golang.org/x/net/dns/dnsmessage"
@@ -29,13 +31,8 @@ func DNSServer(t testing.TB, names map[string][]netip.Addr) string {
 // ServeDNS is DNSServer for a server that outlives any one test (acctest's
 // shared local server): stop ends it.
 func ServeDNS(names map[string][]netip.Addr) (addr string, stop func(), err error) {
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	pc, ln, err := listenUDPAndTCP()
 	if err != nil {
-		return "", nil, err
-	}
-	ln, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
-		pc.Close()
 		return "", nil, err
 	}
 	go func() {
@@ -114,4 +111,25 @@ func dnsAnswer(names map[string][]netip.Addr, query []byte) []byte {
 		return nil
 	}
 	return msg
+}
+
+// listenUDPAndTCP listens on one loopback port the OS picked for UDP, over
+// UDP and TCP. The port is free for UDP, not always for TCP (another
+// test's connection may hold it), so a port taken for TCP is given back
+// and another picked.
+func listenUDPAndTCP() (net.PacketConn, net.Listener, error) {
+	for tries := 0; ; tries++ {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			return nil, nil, err
+		}
+		ln, err := net.Listen("tcp", pc.LocalAddr().String())
+		if err == nil {
+			return pc, ln, nil
+		}
+		pc.Close()
+		if !errors.Is(err, syscall.EADDRINUSE) || tries == 20 {
+			return nil, nil, err
+		}
+	}
 }

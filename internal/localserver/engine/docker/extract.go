@@ -73,14 +73,16 @@ func extractInside(ctx context.Context, cli *docker.Client, containerID, dir str
 	return nil
 }
 
-// execStarted waits until the engine runs the exec execID, or ran it.
+// execStarted waits until the engine runs the exec execID, or failed to
+// start it. Its process ID says so, not Running, which the engine sets
+// before the runtime has started the process.
 func execStarted(ctx context.Context, cli *docker.Client, execID string) error {
 	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
 		insp, err := cli.ContainerExecInspect(ctx, execID)
 		if err != nil {
 			return fmt.Errorf("the exec's start: %w", err)
 		}
-		if insp.Running || insp.Pid != 0 {
+		if insp.Pid != 0 || insp.ExitCode != 0 {
 			return nil
 		}
 		select {
