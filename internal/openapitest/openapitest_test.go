@@ -1,6 +1,7 @@
 package openapitest
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // recordingTB captures what a check reports instead of failing the test.
@@ -368,4 +370,34 @@ func TestEnvdMiddleware(t *testing.T) {
 	defer srv.Close()
 	send(t, http.DefaultTransport, "GET", srv.URL+"/health", "", nil)
 	rec.expect(t, "response 200 to GET /health")
+}
+
+// A request its client cancelled is not checked: a reverse proxy answers
+// it 502, which no client receives.
+func TestMiddlewareSkipsCancelledRequests(t *testing.T) {
+	rec := &recordingTB{}
+	answered := make(chan struct{})
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(answered)
+		<-r.Context().Done()
+		w.WriteHeader(http.StatusBadGateway)
+	})
+	srv := httptest.NewServer(E2B(t).Middleware(rec, handler))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	req, err := http.NewRequestWithContext(ctx, "GET", srv.URL+"/templates/tpl", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		cancel()
+	}()
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatal("the cancelled request was answered")
+	}
+	<-answered
+	srv.Close() // waits for the middleware to return
+	rec.expect(t)
 }

@@ -161,6 +161,11 @@ func (s *Spec) Middleware(tb testing.TB, next http.Handler, opts ...Option) http
 		rec := &recorder{w: w, header: http.Header{}}
 		next.ServeHTTP(rec, r)
 		rec.finishHeader()
+		if r.Context().Err() != nil {
+			// The client went away: what next answered (a reverse proxy's 502
+			// for the request it cancelled) reaches no one.
+			return
+		}
 		status := rec.status
 		check.report(tb, status)
 		if check.route != nil {
