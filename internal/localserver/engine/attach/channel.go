@@ -92,6 +92,9 @@ type Attachment struct {
 	paused  bool // frozen: no channel can be opened, ends wait for the thaw
 	freezes int  // how many times it was frozen
 	closing bool
+	// warm: started for the warm pool and not yet initialised, so nothing
+	// of a user's runs in the container (MarkWarm, Init).
+	warm bool
 	// overrun is set when the engine stopped the container for its disk
 	// limit.
 	overrun *engine.DiskOverrun
@@ -412,6 +415,22 @@ func (a *Attachment) setPaused(paused bool) {
 	}
 	a.paused = paused
 	a.mu.Unlock()
+}
+
+// MarkWarm records that the container was started for the warm pool:
+// until Init hands it out, it runs only envd.
+func (a *Attachment) MarkWarm() {
+	a.mu.Lock()
+	a.warm = true
+	a.mu.Unlock()
+}
+
+// Warm reports whether the container is in the warm pool (MarkWarm), not
+// yet handed out (Init).
+func (a *Attachment) Warm() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.warm
 }
 
 // SetOverrun records that the engine stopped the container for its disk

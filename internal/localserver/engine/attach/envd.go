@@ -61,8 +61,12 @@ func (a *Attachment) SetToken(token string) {
 }
 
 // Init hands the container's envd its token, user, workdir and env
-// (envd's /init); the token goes with every request from then on.
+// (envd's /init); the token goes with every request from then on. The
+// container is no longer warm: its user may run anything in it.
 func (a *Attachment) Init(ctx context.Context, req client.InitRequest) error {
+	a.mu.Lock()
+	a.warm = false
+	a.mu.Unlock()
 	a.SetToken(req.AccessToken)
 	return a.envd.Init(ctx, req)
 }

@@ -35,14 +35,19 @@ const (
 	// heldCountTimeout bounds the container's own count of its deleted
 	// files still open, a walk of /proc.
 	heldCountTimeout = 30 * time.Second
-	// measureSpacing: a container's next measure waits up to this many
-	// times as long as its last one took, so that the engine spends at
-	// most a fifth of its time on one container's measures...
-	measureSpacing = 4
-	// maxFileRate: ...but no longer than the container needs to reach its
-	// file limit from its last count at this many files a second (root
-	// made 15,000 a second under runc on a 2-core machine).
-	maxFileRate = 20_000
+	// A container's next measure comes no later than it could reach a
+	// limit from its last measure: its file limit at maxFileRate files a
+	// second (root made 15,000 a second under runc on a 2-core machine),
+	// its watched disk limit at maxByteRate bytes a second (a fast local
+	// disk's write rate; 80 MiB/s here). Far from its limits, a container
+	// is measured every maxMeasureGap: each measure walks its files twice
+	// and runs a process in it, which took most of the engine's time
+	// when every container was measured every 2 seconds.
+	maxFileRate   = 20_000
+	maxByteRate   = 1 << 30
+	maxMeasureGap = 30 * time.Second
+	// minMeasureGap: a container near a limit is measured again this soon.
+	minMeasureGap = time.Second
 	// maxUnmeasured is how many measures of a container in a row may fail
 	// before it is stopped for it: one that cannot be measured must not
 	// run free past its limits.
@@ -115,7 +120,25 @@ func (w *fileWatch) pass(ctx context.Context) ([]engine.DiskOverrun, error) {
 	}
 	for _, c := range list {
 		lim := w.limitsOf(c.Labels)
-		if (lim.files <= 0 && (!w.bytesWatched || lim.bytes <= 0)) || w.measuring[c.ID] || now.Before(w.next[c.ID]) {
+		if lim.files <= 0 && (!w.bytesWatched || lim.bytes <= 0) {
+			continue
+		}
+		// A container's first measure waits as long as it needs to reach
+		// a limit from nothing: most sandboxes and build containers end
+		// before it. A pooled one runs only envd until it is handed out,
+		// so its wait starts then (a zero next: seen warm).
+		next, seen := w.next[c.ID]
+		switch a := w.attachmentOf(c); {
+		case a != nil && a.Warm():
+			w.next[c.ID] = time.Time{}
+			continue
+		case !seen:
+			next = time.Unix(c.Created, 0).Add(nextMeasure(lim, measured{}, w.bytesWatched))
+		case next.IsZero():
+			next = now.Add(nextMeasure(lim, measured{}, w.bytesWatched))
+		}
+		w.next[c.ID] = next
+		if w.measuring[c.ID] || now.Before(next) {
 			continue
 		}
 		w.measuring[c.ID] = true
@@ -139,18 +162,16 @@ func (w *fileWatch) limitsOf(l map[string]string) containerLimits {
 // it is past one, or when it could not be measured maxUnmeasured times in
 // a row.
 func (w *fileWatch) measure(ctx context.Context, c container.Summary, lim containerLimits) {
-	started := time.Now()
 	mctx, cancel := context.WithTimeout(ctx, measureTimeout)
 	m, err := w.over(mctx, w.attachmentOf(c), c.ID, lim)
 	cancel()
-	took := time.Since(started)
-	wait := took * measureSpacing
-	if lim.files > 0 {
-		wait = min(wait, time.Duration(lim.files-m.files)*time.Second/maxFileRate)
-	}
 	w.mu.Lock()
 	delete(w.measuring, c.ID)
-	w.next[c.ID] = time.Now().Add(max(wait, time.Second))
+	wait := minMeasureGap // a failed measure is tried again soon
+	if err == nil {
+		wait = nextMeasure(lim, m, w.bytesWatched)
+	}
+	w.next[c.ID] = time.Now().Add(wait)
 	o := m.overrun
 	if err != nil && ctx.Err() == nil {
 		w.unmeasured[c.ID]++
@@ -169,6 +190,19 @@ func (w *fileWatch) measure(ctx context.Context, c container.Summary, lim contai
 	}
 }
 
+// nextMeasure is how long after measure m a container with limits lim is
+// measured again: before it could reach one of them, at the rates above.
+func nextMeasure(lim containerLimits, m measured, bytesWatched bool) time.Duration {
+	wait := maxMeasureGap
+	if lim.files > 0 {
+		wait = min(wait, time.Duration(lim.files-m.files)*time.Second/maxFileRate)
+	}
+	if bytesWatched && lim.bytes > 0 {
+		wait = min(wait, time.Duration(float64(lim.bytes-m.used)/maxByteRate*float64(time.Second)))
+	}
+	return max(wait, minMeasureGap)
+}
+
 // attachmentOf is container c's attachment, nil when this server has none
 // for it.
 func (w *fileWatch) attachmentOf(c container.Summary) *attach.Attachment {
@@ -180,11 +214,12 @@ func (w *fileWatch) attachmentOf(c container.Summary) *attach.Attachment {
 	return w.channels.Get(attach.Key(kind, id))
 }
 
-// measured is a container's measure: the entries of its changes, and its
-// overrun of its limits, nil when it is within them.
+// measured is a container's measure: the entries of its changes, the
+// bytes its files use (where the disk limit is watched), and its overrun
+// of its limits, nil when it is within them.
 type measured struct {
-	files   int64
-	overrun *engine.DiskOverrun
+	files, used int64
+	overrun     *engine.DiskOverrun
 }
 
 // over measures container id against its limits lim. An error is a
@@ -238,6 +273,7 @@ func (w *fileWatch) over(ctx context.Context, a *attach.Attachment, id string, l
 		o.Used += held
 		o.Held = held
 	}
+	m.used = o.Used
 	if o.Used > o.Limit {
 		m.overrun = o
 	}

@@ -57,6 +57,7 @@ func (d *Docker) WarmSandbox(ctx context.Context, spec engine.SandboxSpec) (*eng
 	if err != nil {
 		return nil, fmt.Errorf("start sandbox %s: %w", spec.SandboxID, err)
 	}
+	rc.att.MarkWarm()
 	return &engine.Sandbox{ID: spec.SandboxID, ContainerID: rc.id, EnvdVersion: envd.Version}, nil
 }
 
