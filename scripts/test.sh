@@ -11,26 +11,26 @@
 # DOCKER_HOST already answers), the offline test images and arm64
 # emulation through binfmt_misc (scripts/qemu-binfmt.sh). Then: gofmt,
 # go vet, golangci-lint, no tracked merge leftovers (*.orig, *.rej, *.bak),
-# generated code and docs up to date, the tests with
-# the race detector and acceptance tests on (TF_ACC=1) with Terraform, and
-# the acceptance tests again with OpenTofu; buf lint and format of the
+# generated code and docs up to date, the tests with the race detector and
+# acceptance tests on (TF_ACC=1) with Terraform; buf lint and format of the
 # .proto files; a build of every release target (scripts/cross-build.sh).
-# With every package it then runs the acceptance tests, the E2B SDK interop
-# test and the isolation tests again under gVisor (runsc) on a second engine
-# that shares none of this machine's files, and a build, a sandbox and the
-# egress proxy under runc over TCP (start_isolated_dockerd in
-# scripts/dockerd.sh); and the disk-limit tests under runc and gVisor on a
-# third engine whose data root is a file system with quotas on a loop
+# Then, with every package, the acceptance tests again with OpenTofu, with
+# the E2B SDK interop test and the isolation tests, under gVisor (runsc) on
+# a second engine that shares none of this machine's files, and a build, a
+# sandbox and the egress proxy under runc over TCP (start_isolated_dockerd
+# in scripts/dockerd.sh); and the disk-limit tests under runc and gVisor on
+# a third engine whose data root is a file system with quotas on a loop
 # device (xfs with prjquota, else btrfs: start_quota_dockerd), where the
 # disk limit must be hard. Where such an engine cannot run gVisor, or no
 # container at all (an unprivileged container), or cannot be made, the
-# summary lists what was not run.
+# summary lists what was not run (the OpenTofu pass then runs on the first
+# engine).
 # The tests of what happens outside Terraform and of earlier releases'
 # states (-run '_outside|_upgrade') run again on the rest of the CLI
 # matrix: the oldest Terraform and OpenTofu supported (built from source
-# like the others) and a newer Terraform found on PATH, if any. Every pass
-# after the Terraform one runs side by side with the others; each prints
-# its time and the summary theirs together. A missing prerequisite fails a
+# like the others) and a newer Terraform found on PATH, if any. The passes
+# after the Terraform one run in three lanes side by side; each prints its
+# time and the summary theirs together. A missing prerequisite fails a
 # test instead of skipping it (E2B_TEST_REQUIRE_ALL). Exits non-zero when
 # any of them fails, after running them all.
 set -euo pipefail
@@ -142,8 +142,10 @@ go_test() {
 		E2B_TEST_DOCKER_HOST="$DOCKER_HOST" \
 		E2B_TEST_REQUIRE_ALL=1 \
 		go tool -modfile=tools/go.mod gotestsum --format pkgname-and-test-fails \
-		--jsonfile "$json" -- -race -count=1 -timeout 20m "$@"
+		--jsonfile "$json" -- -race -count=1 -timeout 30m "$@"
 }
+# The timeout is per package: the provider's acceptance tests take 20
+# minutes on a busy 2-core machine, under gVisor more.
 
 # Acceptance tests that need a CLI newer than the pinned Terraform (the
 # ephemeral resource: Terraform 1.10+; write-only arguments: 1.11+) run in
@@ -161,7 +163,9 @@ run_tests() {
 }
 
 # The packages whose tests drive a Terraform CLI, again with OpenTofu, which
-# resolves unqualified provider names in its own registry's namespace.
+# resolves unqualified provider names in its own registry's namespace, on
+# the main engine: where the engine that shares no files cannot run, whose
+# pass runs them otherwise (run_tofu_isolated_tests).
 run_tofu_tests() {
 	local cli_packages
 	cli_packages="$(provider_package)"
@@ -192,22 +196,32 @@ run_matrix_tests() {
 	TF_ACC_PROVIDER_HOST="$provider_host" go_test "$cli" "$work/tests-$name.json" -run "$matrix_tests" "$(provider_package)"
 }
 
-# Every pass after the first runs in the background, side by side with the
-# others (in_background), and is checked when it ends (wait_background):
-# the passes mostly wait on CLIs, engines and builds rather than on the
-# CPU, so side by side they take little more than the longest alone.
+# Every pass after the first runs in the background (in_background) and is
+# checked when it ends (wait_background). The passes go in lanes: the
+# lanes run side by side, each lane's passes one after another. Eight
+# passes at once on a 2-core machine (load 30 to 40) made each test up to
+# eight times slower than alone, and a package passed its timeout; three
+# lanes keep the machine busy without that.
 bg_names=()
 bg_jobs=()
 bg_logs=()
+declare -A lane_last # lane -> the log of its last pass
 
-# in_background NAME COMMAND...: starts the check NAME, its output and its
-# time kept in a log of its own.
+# in_background LANE NAME COMMAND...: starts the check NAME once the pass
+# queued before it in LANE has ended, its output and its time kept in a
+# log of its own.
 in_background() {
-	local name="$1" log
-	shift
+	local lane="$1" name="$2" log prev
+	shift 2
 	log="$work/pass-${#bg_jobs[@]}.log"
-	log "$name: started"
+	prev="${lane_last[$lane]:-}"
+	lane_last[$lane]="$log"
+	log "$name: queued in lane $lane"
 	(
+		trap ': >"$log.done"' EXIT
+		if [[ -n $prev ]]; then
+			while [[ ! -e $prev.done ]]; do sleep 1; done
+		fi
 		pass_started=$SECONDS
 		rc=0
 		"$@" || rc=$?
@@ -253,24 +267,32 @@ newer_terraform() {
 }
 
 # The tests a server on an engine that shares none of its files must pass
-# (design/engine-channel.md), and those a server must pass under gVisor:
-# run again on such an engine, over its unix socket under gVisor
-# (everything that drives the server end to end: the acceptance tests, the
-# SDK interop test, the isolation, name, network-client, memory, descriptor,
-# half-close and file-limit tests; the main pass runs them under runc), and over TCP under runc (a build with a sandbox, and the egress
-# proxy, whose traffic rides the engine channel).
+# (design/engine-channel.md), and those a server must pass under gVisor,
+# run again on such an engine: over its unix socket under gVisor, with the
+# acceptance tests of the OpenTofu pass and the SDK interop test
+# (run_tofu_isolated_tests), the isolation, name, network-client, memory,
+# descriptor, half-close and file-limit tests (the main pass runs them under
+# runc); over TCP under runc, a build with a sandbox and the egress proxy,
+# whose traffic rides the engine channel.
 isolation_tests='^(TestDockerIsolation|TestDockerEgress|TestDockerSudo|TestDockerSandboxResolves.*|TestDockerNetworkClients|TestDockerMemoryExhaustion|TestDockerDescriptorExhaustion|TestDockerEgressUploadHalfClose|TestDockerFileLimit|TestDockerFileWatchPerSandbox)$'
 tcp_tests='^(TestDockerEgress|TestDockerBuildAndSandbox|TestDockerSudo)$'
 
+# run_tofu_isolated_tests RUNTIME: the OpenTofu pass (run_tofu_tests) with
+# the SDK interop and isolation tests, on the engine that shares no files,
+# under RUNTIME: one pass of the provider's acceptance tests for both.
+run_tofu_isolated_tests() {
+	TF_ACC_PROVIDER_HOST=registry.opentofu.org DOCKER_HOST="$isolated_unix" E2B_TEST_RUNTIME="$1" \
+		go_test "$tofu" "$work/tests-isolated.json" -run "^TestAcc|^TestOfficialJSSDK$|$isolation_tests" -skip "$older_cli_tests" \
+		./internal/provider/... ./test/sdk/... ./internal/localserver/
+}
+
 # run_isolated_engine_tests NAME HOST RUNTIME RUN PACKAGES...: the tests
 # matching RUN on the engine at HOST, their servers' containers under
-# RUNTIME (E2B_TEST_RUNTIME: an explicit runtime, never a fallback). The
-# provider's acceptance tests under gVisor took 19 minutes on a machine
-# loaded by other work (load 30-40 on 2 cores): 30 minutes per package.
+# RUNTIME (E2B_TEST_RUNTIME: an explicit runtime, never a fallback).
 run_isolated_engine_tests() {
 	local name="$1" host="$2" runtime="$3" run="$4"
 	shift 4
-	DOCKER_HOST="$host" E2B_TEST_RUNTIME="$runtime" go_test "$terraform" "$work/tests-$name.json" -timeout 30m -run "$run" -skip "$newer_cli_tests" "$@"
+	DOCKER_HOST="$host" E2B_TEST_RUNTIME="$runtime" go_test "$terraform" "$work/tests-$name.json" -run "$run" -skip "$newer_cli_tests" "$@"
 }
 
 # engine_runtime HOST prints the runtime of an extra engine's pass: runsc,
@@ -388,12 +410,54 @@ fi
 
 check "go test (Terraform $(cli_version "$terraform"))" run_tests
 
-# The rest side by side: OpenTofu, the CLI matrix (the outside-change and
-# upgrade tests on the oldest Terraform and OpenTofu supported and on a
-# newer Terraform found on PATH), and the extra engines' passes. Each pass
-# starts local servers of its own.
+# The rest in lanes side by side (in_background): OpenTofu with the
+# acceptance, SDK and isolation tests under gVisor on an engine that shares
+# no files; the CLI matrix (the outside-change and upgrade tests on the
+# oldest Terraform and OpenTofu supported and on a newer Terraform found on
+# PATH); the engine over TCP and the one with disk quotas. Each pass starts
+# local servers of its own.
 background_started=$SECONDS
-in_background "acceptance tests (OpenTofu $(cli_version "$tofu"))" run_tofu_tests
+tofu_pass="acceptance tests (OpenTofu $(cli_version "$tofu"))"
+if [[ "${packages[*]}" == "./..." ]]; then
+	if start_isolated_dockerd; then
+		isolated_rt="$(engine_runtime "$isolated_unix")"
+		if [[ $isolated_rt != runsc ]]; then
+			not_run+=("the tests under gVisor (runsc cannot run a container here)")
+		fi
+		if [[ $isolated_rt == none ]]; then
+			not_run+=("the tests on an engine that shares no files (it cannot run a container here)")
+			in_background isolated "$tofu_pass" run_tofu_tests
+		else
+			in_background isolated "$tofu_pass, SDK and isolation tests, under $isolated_rt on an engine that shares no files" \
+				run_tofu_isolated_tests "$isolated_rt"
+			in_background engines "build, sandbox and egress tests on an engine over TCP" \
+				run_isolated_engine_tests tcp "$isolated_tcp" runc "$tcp_tests" ./internal/localserver/
+		fi
+	else
+		case $? in
+		3) not_run+=("the tests on an engine that shares no files (unshare: Operation not permitted: no mount namespace can be made here)") ;;
+		*) failed+=("an engine that shares no files") ;;
+		esac
+		in_background isolated "$tofu_pass" run_tofu_tests
+	fi
+	if start_quota_dockerd; then
+		read -r -a quota_runtimes <<<"$(quota_engine_runtimes)"
+		case "${quota_runtimes[*]}" in
+		"") failed+=("an engine with disk quotas that runs a container") ;;
+		runc) not_run+=("the disk-limit tests under gVisor on the engine with disk quotas (runsc cannot run a container there)") ;;
+		esac
+		for rt in "${quota_runtimes[@]}"; do
+			in_background engines "disk-limit tests under $rt on an engine with disk quotas ($quota_fs)" run_quota_engine_tests "$rt"
+		done
+	elif (($? == 3)); then
+		not_run+=("the disk-limit tests on an engine with a hard disk limit (no file system with quotas Docker uses: $quota_unavailable)")
+	else
+		failed+=("an engine with disk quotas")
+	fi
+else
+	log "second-engine runs skipped: they run with every package"
+	in_background isolated "$tofu_pass" run_tofu_tests
+fi
 
 wait_tool "$terraform_oldest_job" terraform-oldest
 wait_tool "$tofu_oldest_job" tofu-oldest
@@ -407,48 +471,10 @@ fi
 if [[ -n "$(provider_package)" ]]; then
 	for entry in "${matrix[@]}"; do
 		read -r kind cli <<<"$entry"
-		in_background "outside-change and upgrade tests ($kind-$(cli_version "$cli"))" run_matrix_tests "$kind" "$cli" "matrix-$kind-$(cli_version "$cli")"
+		in_background matrix "outside-change and upgrade tests ($kind-$(cli_version "$cli"))" run_matrix_tests "$kind" "$cli" "matrix-$kind-$(cli_version "$cli")"
 	done
 else
 	log "no package of ${packages[*]} drives a CLI: the CLI matrix is skipped"
-fi
-
-if [[ "${packages[*]}" == "./..." ]]; then
-	if start_isolated_dockerd; then
-		isolated_rt="$(engine_runtime "$isolated_unix")"
-		if [[ $isolated_rt != runsc ]]; then
-			not_run+=("the tests under gVisor (runsc cannot run a container here)")
-		fi
-		if [[ $isolated_rt == none ]]; then
-			not_run+=("the tests on an engine that shares no files (it cannot run a container here)")
-		else
-			in_background "acceptance, SDK and isolation tests under $isolated_rt on an engine that shares no files" \
-				run_isolated_engine_tests isolated "$isolated_unix" "$isolated_rt" "^TestAcc|^TestOfficialJSSDK$|$isolation_tests" \
-				./internal/provider/... ./test/sdk/... ./internal/localserver/
-			in_background "build, sandbox and egress tests on an engine over TCP" \
-				run_isolated_engine_tests tcp "$isolated_tcp" runc "$tcp_tests" ./internal/localserver/
-		fi
-	elif (($? == 3)); then
-		not_run+=("the tests on an engine that shares no files (unshare: Operation not permitted: no mount namespace can be made here)")
-	else
-		failed+=("an engine that shares no files")
-	fi
-	if start_quota_dockerd; then
-		read -r -a quota_runtimes <<<"$(quota_engine_runtimes)"
-		case "${quota_runtimes[*]}" in
-		"") failed+=("an engine with disk quotas that runs a container") ;;
-		runc) not_run+=("the disk-limit tests under gVisor on the engine with disk quotas (runsc cannot run a container there)") ;;
-		esac
-		for rt in "${quota_runtimes[@]}"; do
-			in_background "disk-limit tests under $rt on an engine with disk quotas ($quota_fs)" run_quota_engine_tests "$rt"
-		done
-	elif (($? == 3)); then
-		not_run+=("the disk-limit tests on an engine with a hard disk limit (no file system with quotas Docker uses: $quota_unavailable)")
-	else
-		failed+=("an engine with disk quotas")
-	fi
-else
-	log "second-engine runs skipped: they run with every package"
 fi
 
 wait_background
@@ -473,6 +499,6 @@ echo
 echo "checks passed: ${passed[*]:-none}"
 echo "checks failed: ${failed[*]:-none}"
 echo "not run on this machine: ${not_run[*]:-none}"
-echo "time: $((SECONDS - started))s (of which the passes after the first, side by side: ${background_time:-none})"
+echo "time: $((SECONDS - started))s (of which the passes after the first, in lanes: ${background_time:-none})"
 echo "tests: $tests_passed passed, $tests_failed failed, $tests_skipped skipped"
 ((${#failed[@]} == 0))
