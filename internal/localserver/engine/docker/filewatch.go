@@ -298,6 +298,12 @@ func (w *fileWatch) stop(ctx context.Context, c container.Summary, o *engine.Dis
 		w.channels.Detach(attach.Key(kindSandbox, o.SandboxID))
 	}
 	err := w.cli.ContainerKill(ctx, c.ID, "KILL")
+	if kind == kindBuild {
+		// After the kill, its channel too: under gVisor the engine once
+		// left the stream of the killed container's agent open, and the
+		// step waited on it until the build's time was up.
+		w.channels.Detach(attach.Key(kindBuild, o.BuildID))
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err != nil && !isNotFound(err) {
