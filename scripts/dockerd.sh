@@ -185,7 +185,7 @@ start_isolated_dockerd() {
 		fi
 		return 1
 	fi
-	docker save "$E2B_TEST_BASE_IMAGE" "$E2B_TEST_DEBIAN_IMAGE" | DOCKER_HOST="$isolated_unix" docker load -q >/dev/null
+	docker save "$E2B_TEST_BASE_IMAGE" "$E2B_TEST_DEBIAN_IMAGE" "$E2B_TEST_CLIENTS_IMAGE" | DOCKER_HOST="$isolated_unix" docker load -q >/dev/null
 }
 
 # wait_engine HOST PID LOG waits up to a minute for the engine PID started

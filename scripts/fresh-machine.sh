@@ -77,7 +77,7 @@ docker run --rm --network host --userns host --cap-add SYS_ADMIN \
 	-e DOCKER_HOST="$DOCKER_HOST" \
 	-e HOME="$root/home" -e TMPDIR="$root/tmp" \
 	-e PATH="$goroot/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
-	-e E2B_TEST_BASE_IMAGE="fresh-busybox:$$" -e E2B_TEST_DEBIAN_IMAGE="fresh-debian:$$" -e E2B_TEST_ARM64_IMAGE="fresh-arm64:$$" \
+	-e E2B_TEST_BASE_IMAGE="fresh-busybox:$$" -e E2B_TEST_DEBIAN_IMAGE="fresh-debian:$$" -e E2B_TEST_CLIENTS_IMAGE="fresh-clients:$$" -e E2B_TEST_ARM64_IMAGE="fresh-arm64:$$" \
 	-e CI=true \
 	-w "$clone" "$image" \
 	bash -c "set -e; t0=\$SECONDS; scripts/quickstart.sh; t1=\$SECONDS

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the three offline base images the tests use, in the Docker engine at
+# Builds the four offline base images the tests use, in the Docker engine at
 # DOCKER_HOST, with no image registry:
 #
 #   E2B_TEST_BASE_IMAGE   (default e2b-test-base:latest) a root file system of
@@ -14,6 +14,12 @@
 #       curl, pgrep) and python3, so that the examples' servers and ready
 #       commands run offline; and wget, git, pip and requests, the network
 #       clients the networking guide's table is measured with.
+#   E2B_TEST_CLIENTS_IMAGE (default e2b-test-clients:bookworm) the Debian
+#       image's packages and the network clients of the networking guide's
+#       table it leaves out: Debian's Node (18, with its fetch) and Java 17's
+#       JDK (its source launcher runs the HttpClient probe), from the mirror;
+#       npm, pnpm and yarn from the npm registry (JavaScript, no binary).
+#       Only TestDockerNetworkClients uses it.
 #   E2B_TEST_ARM64_IMAGE  (default e2b-test-base-arm64:latest) the busybox
 #       image again with Debian's arm64 busybox-static, its config saying
 #       architecture arm64: what a sandbox of an arm64 image runs on an amd64
@@ -25,13 +31,21 @@
 #
 # Each image carries its recipe's version as a label and is skipped when the
 # engine has it with the same version: bump a RECIPE below when its recipe
-# changes. `scripts/test-image.sh busybox`, `debian` or `arm64` builds only one.
+# changes. `scripts/test-image.sh busybox`, `debian`, `clients` or `arm64`
+# builds only one.
 set -euo pipefail
 
 BUSYBOX_IMAGE="${E2B_TEST_BASE_IMAGE:-e2b-test-base:latest}"
 BUSYBOX_RECIPE=2
 DEBIAN_IMAGE="${E2B_TEST_DEBIAN_IMAGE:-e2b-test-debian:bookworm}"
 DEBIAN_RECIPE=4
+CLIENTS_IMAGE="${E2B_TEST_CLIENTS_IMAGE:-e2b-test-clients:bookworm}"
+CLIENTS_RECIPE=1
+# Debian's npm depends on nodejs:any, which debootstrap cannot resolve: npm
+# comes from the npm registry like pnpm and yarn (whose versions run on
+# Debian's Node 18).
+CLIENTS_INCLUDE=nodejs,openjdk-17-jdk-headless
+CLIENTS_NPM=(npm@10.9.4 pnpm@9.15.9 yarn@1.22.22)
 ARM64_IMAGE="${E2B_TEST_ARM64_IMAGE:-e2b-test-base-arm64:latest}"
 ARM64_RECIPE=1
 # What E2B's base image has that the examples and tests need (DEBIAN_RECIPE 3:
@@ -158,8 +172,11 @@ apt_mirror() {
 	done
 }
 
-build_debian() {
-	local mirror root
+# debian_root DIR PACKAGES: Debian minbase with PACKAGES (comma-separated)
+# at DIR, made with debootstrap from this machine's mirror, without what a
+# registry's debian image leaves out too.
+debian_root() {
+	local root="$1" include="$2" mirror
 	mirror="$(apt_mirror | head -n1)"
 	if [[ -z "$mirror" ]]; then
 		log "no Debian mirror in /etc/apt/sources.list{,.d}: debootstrap needs one"
@@ -169,29 +186,56 @@ build_debian() {
 		log "debootstrap is missing; install Debian's debootstrap"
 		return 1
 	fi
-	root="$(mktemp -d)"
-	log "debootstrap --variant=minbase --include=$DEBIAN_INCLUDE $DEBIAN_SUITE from $mirror (a minute or two)"
-	if ! debootstrap --variant=minbase --include="$DEBIAN_INCLUDE" "$DEBIAN_SUITE" "$root" "$mirror" >"$root.log" 2>&1; then
+	log "debootstrap --variant=minbase --include=$include $DEBIAN_SUITE from $mirror (a minute or two)"
+	if ! debootstrap --variant=minbase --include="$include" "$DEBIAN_SUITE" "$root" "$mirror" >"$root.log" 2>&1; then
 		cat "$root.log" >&2
-		rm -rf "$root" "$root.log"
+		rm -f "$root.log"
 		return 1
 	fi
 	rm -f "$root.log"
-	# What a registry's debian image leaves out too: downloaded packages and
-	# lists, logs; and the machine-id that systemd would fill in.
+	# Downloaded packages and lists, logs; and the machine-id that systemd
+	# would fill in.
 	rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/* "$root"/var/log/*.log "$root"/var/log/apt/*
 	: >"$root/etc/machine-id"
-	import_root "$root" "$DEBIAN_IMAGE" "$DEBIAN_RECIPE" \
+}
+
+# import_debian DIR IMAGE RECIPE: DIR as IMAGE with the debian image's PATH
+# and command.
+import_debian() {
+	import_root "$1" "$2" "$3" \
 		--change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
 		--change 'CMD ["bash"]'
+}
+
+build_debian() {
+	local root
+	root="$(mktemp -d)"
+	debian_root "$root" "$DEBIAN_INCLUDE" && import_debian "$root" "$DEBIAN_IMAGE" "$DEBIAN_RECIPE"
+	local rc=$?
 	rm -rf "$root"
+	return "$rc"
+}
+
+build_clients() {
+	local root rc=0
+	if ! command -v npm >/dev/null; then
+		log "npm is missing (npm, pnpm and yarn are installed into the image with it); install Debian's npm"
+		return 1
+	fi
+	root="$(mktemp -d)"
+	debian_root "$root" "$DEBIAN_INCLUDE,$CLIENTS_INCLUDE" &&
+		log "npm install --global ${CLIENTS_NPM[*]} into the image" &&
+		npm install --global --prefix "$root/usr/local" --no-audit --no-fund --loglevel=error "${CLIENTS_NPM[@]}" >&2 &&
+		import_debian "$root" "$CLIENTS_IMAGE" "$CLIENTS_RECIPE" || rc=$?
+	rm -rf "$root"
+	return "$rc"
 }
 
 which="${1:-all}"
 case "$which" in
-all | busybox | debian | arm64) ;;
+all | busybox | debian | clients | arm64) ;;
 *)
-	echo "usage: $0 [all|busybox|debian|arm64]" >&2
+	echo "usage: $0 [all|busybox|debian|clients|arm64]" >&2
 	exit 2
 	;;
 esac
@@ -200,6 +244,9 @@ if [[ $which == all || $which == busybox ]] && ! up_to_date "$BUSYBOX_IMAGE" "$B
 fi
 if [[ $which == all || $which == debian ]] && ! up_to_date "$DEBIAN_IMAGE" "$DEBIAN_RECIPE"; then
 	build_debian
+fi
+if [[ $which == all || $which == clients ]] && ! up_to_date "$CLIENTS_IMAGE" "$CLIENTS_RECIPE"; then
+	build_clients
 fi
 if [[ $which == all || $which == arm64 ]] && ! up_to_date "$ARM64_IMAGE" "$ARM64_RECIPE"; then
 	build_arm64

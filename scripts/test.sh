@@ -375,8 +375,12 @@ wait_tool() {
 start_dockerd
 export E2B_TEST_BASE_IMAGE="${E2B_TEST_BASE_IMAGE:-e2b-test-base:latest}"
 export E2B_TEST_DEBIAN_IMAGE="${E2B_TEST_DEBIAN_IMAGE:-e2b-test-debian:bookworm}"
+export E2B_TEST_CLIENTS_IMAGE="${E2B_TEST_CLIENTS_IMAGE:-e2b-test-clients:bookworm}"
 export E2B_TEST_ARM64_IMAGE="${E2B_TEST_ARM64_IMAGE:-e2b-test-base-arm64:latest}"
-scripts/test-image.sh
+# The images are built while the checks run: minutes on a fresh machine
+# (two debootstraps).
+scripts/test-image.sh >"$work/test-image.log" 2>&1 &
+images_job=$!
 # arm64 sandboxes on this amd64 engine run under qemu-user. Where the kernel
 # has no binfmt_misc the arm64 sandbox test skips; where registering failed
 # otherwise it reports its prerequisite missing, which fails the run.
@@ -408,6 +412,8 @@ else
 	log "generated files and release target checks skipped: they cover the whole repository"
 fi
 
+wait_tool "$images_job" test-image
+cat "$work/test-image.log" >&2
 check "go test (Terraform $(cli_version "$terraform"))" run_tests
 
 # The rest in lanes side by side (in_background): OpenTofu with the

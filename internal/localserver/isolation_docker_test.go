@@ -43,9 +43,16 @@ import (
 // debianImage returns the Debian test image, or reports it missing.
 func debianImage(t *testing.T) string {
 	t.Helper()
-	img := os.Getenv("E2B_TEST_DEBIAN_IMAGE")
+	return testImage(t, "E2B_TEST_DEBIAN_IMAGE", "e2b-test-debian:bookworm", "Debian test image")
+}
+
+// testImage returns the image the environment variable env names (def
+// when unset), or reports it missing from the engine.
+func testImage(t *testing.T, env, def, what string) string {
+	t.Helper()
+	img := os.Getenv(env)
 	if img == "" {
-		img = "e2b-test-debian:bookworm"
+		img = def
 	}
 	cli, err := dockerclient.NewClientWithOpts(dockerclient.FromEnv, dockerclient.WithAPIVersionNegotiation())
 	if err != nil {
@@ -53,7 +60,7 @@ func debianImage(t *testing.T) string {
 	}
 	defer cli.Close()
 	if _, err := cli.ImageInspect(t.Context(), img); err != nil {
-		testutil.Missing(t, "Debian test image %s (E2B_TEST_DEBIAN_IMAGE) is not on the engine (scripts/test-image.sh builds it): %v", img, err)
+		testutil.Missing(t, "%s %s (%s) is not on the engine (scripts/test-image.sh builds it): %v", what, img, env, err)
 	}
 	return img
 }

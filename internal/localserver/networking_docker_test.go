@@ -10,10 +10,13 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/e2b-terraform/terraform-provider-e2b/internal/envd"
 )
 
 var updateNetworkingGuide = flag.Bool("update-networking-guide", false, "write the client table of "+networkingGuide+" from this run of TestDockerNetworkClients")
@@ -29,8 +32,9 @@ const (
 // of the networking guide lists it.
 type networkClient struct {
 	name string
-	// present is a shell test that the client is installed.
-	present string
+	// present is a shell test that the client is installed; absent says
+	// why the test image has no such client.
+	present, absent string
 	// user runs cmd (apt is root's).
 	user string
 	// cmd reaches $URL/<path> (the sink, https://example.com:<port>,
@@ -53,7 +57,7 @@ var networkClients = []networkClient{
 		cmd: `echo "deb $URL/apt bookworm main" >/tmp/sink.list && mkdir -p /tmp/apt/lists/partial && apt-get -q -o Dir::Etc::SourceList=/tmp/sink.list -o Dir::Etc::SourceParts=/nonexistent -o Dir::State::Lists=/tmp/apt/lists -o Acquire::https::CAInfo="$CA" update`,
 	},
 	{name: "pip", present: "command -v pip", cmd: `pip download --no-deps --no-cache-dir --cert "$CA" -i "$URL/pip/simple" -d /tmp/pip sink-probe`, path: "/pip/"},
-	{name: "uv", present: "command -v uv", cmd: `SSL_CERT_FILE="$CA" uv pip install --system --dry-run --index-url "$URL/uv/simple" sink-probe`, path: "/uv/"},
+	{name: "uv", present: "command -v uv", absent: "no Debian release packages uv, and its binaries come only prebuilt, from outside the networks this project's tests reach", cmd: `SSL_CERT_FILE="$CA" uv pip install --system --dry-run --index-url "$URL/uv/simple" sink-probe`, path: "/uv/"},
 	{name: "npm", present: "command -v npm", cmd: `npm view --cafile "$CA" --registry "$URL/npm/" sink-probe`, path: "/npm/"},
 	{name: "pnpm", present: "command -v pnpm", cmd: `NODE_EXTRA_CA_CERTS="$CA" pnpm view --registry "$URL/pnpm/" sink-probe`, path: "/pnpm/"},
 	{name: "yarn", present: "command -v yarn", cmd: `NODE_EXTRA_CA_CERTS="$CA" yarn info --registry "$URL/yarn/" sink-probe`, path: "/yarn/"},
@@ -73,11 +77,21 @@ var networkClients = []networkClient{
 	},
 	{name: "Go `net/http` (`http.Get`)", present: "command -v " + probePath, cmd: `SSL_CERT_FILE="$CA" ` + probePath + ` fetch "$URL/go"`, path: "/go"},
 	{
-		name: "Java `HttpClient`", present: "command -v java", path: "/java",
-		cmd: `echo 'public class Fetch { public static void main(String[] a) throws Exception { java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(a[0])).build(), java.net.http.HttpResponse.BodyHandlers.discarding()); } }' >/tmp/Fetch.java && java /tmp/Fetch.java "$URL/java"`,
-		why: "Java ignores the proxy variables: give it `-Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=49984` (for example in `JAVA_TOOL_OPTIONS`)",
+		name: "Java `HttpClient`", present: "command -v java", path: "/java/",
+		cmd: javaFetch + ` "$URL/java/"`,
+		why: "Java ignores the proxy variables: give it `-Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=" + strconv.Itoa(envd.EgressProxyPort) + "` (next row)",
+	},
+	{
+		name: "Java `HttpClient` with the proxy's properties", present: "command -v java", path: "/java-properties/",
+		cmd: `export JAVA_TOOL_OPTIONS="-Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=` + strconv.Itoa(envd.EgressProxyPort) + `"; ` + javaFetch + ` "$URL/java-properties/"`,
 	},
 }
+
+// javaFetch runs a Java program that GETs its argument with HttpClient,
+// trusting the sink's CA through a trust store made from it.
+const javaFetch = `rm -f /tmp/sink-ca.p12 && keytool -importcert -noprompt -alias sink -file "$CA" -keystore /tmp/sink-ca.p12 -storetype PKCS12 -storepass changeit >/dev/null && ` +
+	`echo 'public class Fetch { public static void main(String[] a) throws Exception { java.net.http.HttpClient.newHttpClient().send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(a[0])).build(), java.net.http.HttpResponse.BodyHandlers.discarding()); } }' >/tmp/Fetch.java && ` +
+	`java -Djavax.net.ssl.trustStore=/tmp/sink-ca.p12 -Djavax.net.ssl.trustStorePassword=changeit /tmp/Fetch.java`
 
 // TestDockerNetworkClients runs each client of networkClients in a
 // sandbox against a loopback HTTPS sink the test allowlists
@@ -87,7 +101,7 @@ var networkClients = []networkClient{
 // otherwise. A client reaches the sink only through the egress proxy: the
 // sandbox has no other way out.
 func TestDockerNetworkClients(t *testing.T) {
-	debian := debianImage(t)
+	image := testImage(t, "E2B_TEST_CLIENTS_IMAGE", "e2b-test-clients:bookworm", "the network clients' test image")
 	var mu sync.Mutex
 	seen := map[string]bool{}
 	sink := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -103,7 +117,7 @@ func TestDockerNetworkClients(t *testing.T) {
 	eng, _ := egressEngine(t, sinkAddr, map[string][]netip.Addr{"example.com": {netip.MustParseAddr("127.0.0.1")}})
 	rt := runtimeOf(t, eng)
 	ts := startServer(t, eng)
-	sb := ts.debianProbeSandbox(debian, "netclients")
+	sb := ts.debianProbeSandbox(image, "netclients")
 	if out, code := sb.sh("root", "cat >/tmp/sink-ca.pem <<'PEM'\n"+string(ca)+"PEM\nchmod 644 /tmp/sink-ca.pem"); code != 0 {
 		t.Fatalf("write the sink's CA: %s", out)
 	}
@@ -118,7 +132,10 @@ func TestDockerNetworkClients(t *testing.T) {
 		}
 		result := ""
 		if _, code := sb.sh(user, c.present); code != 0 {
-			result = "not tested here: not in the test image"
+			if c.absent == "" {
+				t.Errorf("%s is not in the test image %s (scripts/test-image.sh)", c.name, image)
+			}
+			result = "not tested here: " + c.absent
 		} else {
 			start := time.Now()
 			out, code := sb.sh(user, env+c.cmd)
