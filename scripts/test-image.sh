@@ -208,10 +208,9 @@ import_debian() {
 }
 
 build_debian() {
-	local root
+	local root rc=0
 	root="$(mktemp -d)"
-	debian_root "$root" "$DEBIAN_INCLUDE" && import_debian "$root" "$DEBIAN_IMAGE" "$DEBIAN_RECIPE"
-	local rc=$?
+	debian_root "$root" "$DEBIAN_INCLUDE" && import_debian "$root" "$DEBIAN_IMAGE" "$DEBIAN_RECIPE" || rc=$?
 	rm -rf "$root"
 	return "$rc"
 }

@@ -162,8 +162,17 @@ run_tests() {
 	go_test "$terraform" "$work/tests-terraform.json" -skip "$newer_cli_tests" "${packages[@]}"
 }
 
-# The packages whose tests drive a Terraform CLI, again with OpenTofu, which
-# resolves unqualified provider names in its own registry's namespace, on
+# tofu_go_test NAME [go test flags and packages...]: go_test with OpenTofu,
+# which resolves unqualified provider names in its own registry's
+# namespace, skipping the tests of what an older CLI answers; its results
+# in tests-NAME.json.
+tofu_go_test() {
+	local name="$1"
+	shift
+	TF_ACC_PROVIDER_HOST=registry.opentofu.org go_test "$tofu" "$work/tests-$name.json" -skip "$older_cli_tests" "$@"
+}
+
+# The packages whose tests drive a Terraform CLI, again with OpenTofu, on
 # the main engine: where the engine that shares no files cannot run, whose
 # pass runs them otherwise (run_tofu_isolated_tests).
 run_tofu_tests() {
@@ -173,7 +182,7 @@ run_tofu_tests() {
 		log "no package of ${packages[*]} drives a CLI: OpenTofu pass skipped"
 		return 0
 	fi
-	TF_ACC_PROVIDER_HOST=registry.opentofu.org go_test "$tofu" "$work/tests-tofu.json" -skip "$older_cli_tests" "$cli_packages"
+	tofu_go_test tofu "$cli_packages"
 }
 
 # provider_package prints the provider's package when it is among those
@@ -281,8 +290,7 @@ tcp_tests='^(TestDockerEgress|TestDockerBuildAndSandbox|TestDockerSudo)$'
 # the SDK interop and isolation tests, on the engine that shares no files,
 # under RUNTIME: one pass of the provider's acceptance tests for both.
 run_tofu_isolated_tests() {
-	TF_ACC_PROVIDER_HOST=registry.opentofu.org DOCKER_HOST="$isolated_unix" E2B_TEST_RUNTIME="$1" \
-		go_test "$tofu" "$work/tests-isolated.json" -run "^TestAcc|^TestOfficialJSSDK$|$isolation_tests" -skip "$older_cli_tests" \
+	DOCKER_HOST="$isolated_unix" E2B_TEST_RUNTIME="$1" tofu_go_test isolated -run "^TestAcc|^TestOfficialJSSDK$|$isolation_tests" \
 		./internal/provider/... ./test/sdk/... ./internal/localserver/
 }
 
